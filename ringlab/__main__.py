@@ -1,0 +1,5 @@
+import sys
+
+from ringlab.cli import main
+
+sys.exit(main())

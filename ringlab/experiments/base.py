@@ -1,0 +1,268 @@
+"""What an experiment is: typed parameters, profiles, trial planning, argv, parsing.
+
+The same parameter names are used by the notebook ``parameters`` cell, by
+``ringlab run EXPERIMENT -p NAME VALUE`` and by raw.csv columns.
+
+An experiment never runs anything itself.  The runner (``ringlab.runner``)
+asks it for the list of trials, shuffles them (seeded), builds each trial's argv
+with ``command()``, runs it in a fresh process and hands stdout back to
+``parse()``, which returns raw.csv rows.
+
+Parsing of values is shared by the CLI and the notebooks, and guards against
+papermill's traps: ``-p sizes 16,1000`` arrives as a string, ``-p version 1.10``
+as a float, YAML ``-y`` lists as lists.  Every error names the parameter and the
+allowed values.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+
+class ParamError(ValueError):
+    """A parameter value is not allowed.  The message names the parameter and the allowed values."""
+
+
+KINDS = ("int", "float", "bool", "str", "int_list", "str_list", "float_list")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str                      # one of KINDS
+    default: Any
+    help: str
+    choices: tuple | None = None   # allowed values (for str / str_list / int)
+    min: float | None = None       # inclusive bounds for numbers (each list element too)
+    max: float | None = None
+    column: bool = True            # recorded as a raw.csv parameter column per trial
+
+    def allowed(self) -> str:
+        if self.choices is not None:
+            return "one of " + ", ".join(map(str, self.choices)) + (
+                " (comma-separated list)" if self.kind.endswith("_list") else "")
+        what = {"int": "an integer", "float": "a number", "bool": "true or false",
+                "str": "a string", "int_list": "a comma-separated list of integers",
+                "str_list": "a comma-separated list", "float_list": "a comma-separated list of numbers"}[self.kind]
+        if self.min is not None and self.max is not None:
+            what += f" in [{self.min:g}, {self.max:g}]"
+        elif self.min is not None:
+            what += f" >= {self.min:g}"
+        elif self.max is not None:
+            what += f" <= {self.max:g}"
+        return what
+
+    def parse(self, raw: Any) -> Any:
+        """Turn a CLI string / papermill value into the typed value, or raise ParamError."""
+        def fail(why: str = "") -> ParamError:
+            got = repr(raw)
+            return ParamError(f"parameter '{self.name}': {why or 'invalid value'} {got}; allowed: {self.allowed()}")
+
+        if self.kind.endswith("_list"):
+            elem = Param(self.name, self.kind[:-5], None, self.help, self.choices, self.min, self.max)
+            if isinstance(raw, str):
+                parts = [p.strip() for p in raw.replace(";", ",").split(",")]
+                parts = [p for p in parts if p != ""]
+            elif isinstance(raw, (list, tuple)):
+                parts = list(raw)
+            elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
+                parts = [raw]
+            else:
+                raise fail("not a list:")
+            if not parts:
+                raise fail("empty list")
+            out = []
+            for p in parts:
+                out.append(elem.parse(p))
+            return out
+        if self.kind == "bool":
+            if isinstance(raw, bool):
+                return raw
+            if isinstance(raw, (int,)) and raw in (0, 1):
+                return bool(raw)
+            if isinstance(raw, str) and raw.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                return raw.strip().lower() in ("1", "true", "yes", "on")
+            raise fail("not a boolean:")
+        if self.kind == "int":
+            if isinstance(raw, bool):
+                raise fail("not an integer:")
+            if isinstance(raw, int):
+                val = raw
+            elif isinstance(raw, float) and raw.is_integer():
+                val = int(raw)
+            elif isinstance(raw, str):
+                s = raw.strip().replace("_", "")
+                try:
+                    val = int(s, 0) if s.lower().startswith(("0x", "0o", "0b")) else int(s)
+                except ValueError:
+                    try:
+                        f = float(s)  # accept 1e8
+                    except ValueError:
+                        raise fail("not an integer:") from None
+                    if not f.is_integer():
+                        raise fail("not an integer:") from None
+                    val = int(f)
+            else:
+                raise fail("not an integer:")
+        elif self.kind == "float":
+            if isinstance(raw, bool):
+                raise fail("not a number:")
+            try:
+                val = float(raw)
+            except (TypeError, ValueError):
+                raise fail("not a number:") from None
+        elif self.kind == "str":
+            if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
+                raise fail("not a string:")
+            # papermill trap: -p version 1.10 arrives as 1.1; we cannot undo that,
+            # so strings that must look like numbers should be passed with -r.
+            val = str(raw).strip()
+        else:  # pragma: no cover - programming error
+            raise AssertionError(self.kind)
+        if self.choices is not None and val not in self.choices:
+            raise fail("unknown value")
+        if self.min is not None and val < self.min:
+            raise fail("too small:")
+        if self.max is not None and val > self.max:
+            raise fail("too large:")
+        return val
+
+    def format(self, value: Any) -> str:
+        """The CLI / CSV spelling of a typed value."""
+        if isinstance(value, list):
+            return ",".join(map(str, value))
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+
+#: Parameters every experiment has (the runner interprets them).
+COMMON_PARAMS = [
+    Param("profile", "str", "quick", "smoke (seconds, tests) | quick (minutes) | full (committed runs)",
+          choices=("smoke", "quick", "full"), column=False),
+    Param("trials", "int", 10, "measured trials per configuration", min=1, column=False),
+    Param("warmup", "int", 1, "warm-up trials per configuration (kept, marked warmup)", min=0, column=False),
+    Param("repeats", "int", 1, "in-process timed loops per trial process (Kalibera & Jones)", min=1, max=1000,
+          column=False),
+    Param("timeout", "float", 120.0, "seconds before a trial is killed and recorded as timeout", min=0.1,
+          column=False),
+    Param("seed", "int", 1, "seed of the randomized interleaved trial order", min=0, column=False),
+    Param("counters", "bool", True, "read perf_event_open counters inside the measured region", column=False),
+    Param("governor", "bool", True, "set the performance governor on the CPUs in use, restore afterwards",
+          column=False),
+    Param("disable_boost", "bool", False, "also disable turbo/boost while measuring", column=False),
+    Param("icount", "bool", False, "also count instructions under callgrind (single-threaded trials only)",
+          column=False),
+]
+
+
+@dataclass
+class TrialSpec:
+    """One process to run.  ``config`` holds the raw.csv parameter columns (variant included)."""
+    config: dict[str, Any]
+    trial: int
+    warmup: bool
+    cpus: tuple[int, int] = (-1, -1)        # requested producer/consumer CPU (-1: unpinned)
+    pair_class: str = "unpinned"
+    extra: dict[str, Any] = field(default_factory=dict)  # experiment-private, not written
+
+    def key(self) -> tuple:
+        """Identity used by --resume: configuration + trial index."""
+        return tuple(sorted((k, str(v)) for k, v in self.config.items())) + (
+            ("cpus", f"{self.cpus[0]}:{self.cpus[1]}"), ("trial", self.trial))
+
+
+class Experiment:
+    """Base class.  Subclasses fill in the class attributes and the three methods."""
+
+    name: str = ""
+    description: str = ""
+    #: experiment-specific parameters (COMMON_PARAMS are added automatically)
+    params: list[Param] = []
+    #: per-profile defaults; explicit parameters override them
+    profiles: dict[str, dict[str, Any]] = {}
+    #: names of binaries under build/bin this experiment needs (``ringlab build`` makes them)
+    binaries: list[str] = []
+    #: extra measurement columns this experiment writes (beyond ringlab.schema)
+    extra_columns: list[str] = []
+
+    # -- parameters -----------------------------------------------------------------
+    @classmethod
+    def all_params(cls) -> dict[str, Param]:
+        out = {p.name: p for p in COMMON_PARAMS}
+        out.update({p.name: p for p in cls.params})
+        return out
+
+    @classmethod
+    def resolve(cls, overrides: dict[str, Any] | None = None, profile: str | None = None) -> dict[str, Any]:
+        """Validated, typed parameter set: defaults < profile < explicit overrides."""
+        overrides = dict(overrides or {})
+        specs = cls.all_params()
+        unknown = sorted(set(overrides) - set(specs))
+        if unknown:
+            raise ParamError(f"unknown parameter '{unknown[0]}' for experiment '{cls.name}'; "
+                             f"allowed: {', '.join(sorted(specs))}")
+        prof = specs["profile"].parse(overrides.pop("profile", profile or "quick"))
+        values: dict[str, Any] = {n: p.default for n, p in specs.items()}
+        values.update(cls.profiles.get(prof, {}))
+        values["profile"] = prof
+        for name, raw in overrides.items():
+            values[name] = specs[name].parse(raw)
+        # Defaults and profile values go through the same validation.
+        for name, p in specs.items():
+            if name not in overrides and values[name] is not None:
+                values[name] = p.parse(values[name])
+        cls.check(values)
+        return values
+
+    @classmethod
+    def check(cls, values: dict[str, Any]) -> None:
+        """Cross-parameter validation; raise ParamError.  Override as needed."""
+
+    @classmethod
+    def param_columns(cls) -> list[str]:
+        """Parameter columns of this experiment's raw.csv (after ``variant``)."""
+        return [p.name for p in cls.params if p.column and p.name != "variants"]
+
+    # -- trials ---------------------------------------------------------------------
+    def plan(self, values: dict[str, Any], ctx: "Any") -> list[TrialSpec]:
+        """All trials (warm-ups included), in a canonical order; the runner shuffles."""
+        raise NotImplementedError
+
+    def command(self, spec: TrialSpec, ctx: "Any") -> list[str]:
+        """argv for one trial.  Never a shell string."""
+        raise NotImplementedError
+
+    def parse(self, spec: TrialSpec, stdout: str, stderr: str, ctx: "Any") -> list[dict[str, Any]]:
+        """raw.csv rows (one per in-process iteration) from the trial's stdout/stderr.
+
+        Raise ValueError when the output cannot be parsed; the runner records the
+        trial as status=error with the message, and goes on."""
+        raise NotImplementedError
+
+    # Optional hooks -------------------------------------------------------------------
+    def unavailable(self, values: dict[str, Any], ctx: "Any") -> str | None:
+        """Return a reason string when this experiment cannot run on this machine (skipped, not failed)."""
+        return None
+
+
+# -- registry -------------------------------------------------------------------------
+_REGISTRY: dict[str, str] = {
+    # name -> "module:Class"; modules are imported lazily
+    "ptr_ring": "ringlab.experiments.ptr_ring:PtrRing",
+    "page_frag": "ringlab.experiments.page_frag:PageFrag",
+    "perf_rb": "ringlab.experiments.perf_rb:PerfRb",
+}
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> type[Experiment]:
+    if name not in _REGISTRY:
+        raise ParamError(f"unknown experiment '{name}'; allowed: {', '.join(names())}")
+    import importlib
+    mod, cls = _REGISTRY[name].split(":")
+    return getattr(importlib.import_module(mod), cls)

@@ -1,0 +1,139 @@
+"""The raw.csv contract: one row per trial (per in-process iteration), tidy.
+
+Everything downstream (statistics, reports, notebooks, ``ringlab compare``) reads
+raw.csv through the names defined here, so they are a public contract: users
+script against them.  Add columns; never rename one.
+
+Column groups, in the order they are written:
+
+* ``ID_COLUMNS``       who/what/when of the trial (run_id ... timestamp)
+* parameter columns    one per experiment parameter that varies per trial
+                       (``variant``, ``mode``, ``size`` ...); ``param_columns()``
+                       recovers them from any frame
+* ``MEASURE_COLUMNS``  metric and timings (ns_per_op is the primary metric)
+* ``PLACEMENT_COLUMNS`` requested and actual CPUs, pair class
+* ``COUNTER_COLUMNS``  in-region hardware/software counters (NaN when not
+                       supported, never 0) plus derived columns
+* ``SYSTEM_COLUMNS``   steal / context-switch deltas, binary sha256 ...
+
+History of SCHEMA_VERSION:
+  1  first version (ringlab 0.1)
+"""
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+#: Identification columns, always first.
+ID_COLUMNS = [
+    "run_id",       # str: run folder id, e.g. 20261130T043821Z-1a2b3c
+    "experiment",   # str: ptr_ring | page_frag | perf_rb | ...
+    "host",         # str: short stable machine id (RINGLAB_HOST or hostname)
+    "variant",      # str: the thing being compared (batch, reorder, before, base ...)
+]
+
+#: Bookkeeping of each trial.
+TRIAL_COLUMNS = [
+    "trial",        # int: trial index within its configuration (0-based, warm-ups included)
+    "iteration",    # int: in-process repeat index (0 when repeats=1)
+    "order",        # int: global execution sequence number in the run
+    "warmup",       # bool: warm-up trials are kept but excluded from statistics
+    "status",       # str: ok | crash | timeout | error | skipped
+    "exit_code",    # int: process exit code (negative = signal)
+    "stderr_tail",  # str: last ~500 bytes of stderr when status != ok
+    "timestamp",    # str: ISO-8601 UTC time the trial ended
+]
+
+#: Measurements.  ns_per_op is the primary metric for every experiment.
+MEASURE_COLUMNS = [
+    "ns_per_op",        # float: nanoseconds per operation (lower is better)
+    "elapsed_ns",       # float: wall time of the measured region (max over threads)
+    "ns_producer",      # float: producer (or only) thread's measured time
+    "ns_consumer",      # float: consumer thread's measured time (NaN for 1 thread)
+    "count",            # int: operations in the measured region
+]
+
+PLACEMENT_COLUMNS = [
+    "cpu_req_producer",    # int: CPU requested for the producer (-1 = not pinned)
+    "cpu_req_consumer",    # int: CPU requested for the consumer (-1 = not pinned)
+    "cpu_producer_start",  # int: sched_getcpu() at start of the measured region
+    "cpu_producer_end",    # int: ... at the end
+    "cpu_consumer_start",
+    "cpu_consumer_end",
+    "pair_class",          # str: same-cpu | smt-sibling | same-llc | cross-llc | cross-numa | unpinned
+    "actual_pair_class",   # str: class of the CPUs the threads really ran on
+]
+
+#: perf_event_open counters read around the measured region, summed over threads.
+COUNTER_EVENTS = [
+    "cycles", "instructions", "branches", "branch_misses", "cache_misses",
+    "task_clock", "context_switches", "cpu_migrations", "page_faults",
+]
+#: Derived from the counters.
+DERIVED_COLUMNS = [
+    "ipc",                  # instructions / cycles
+    "branch_miss_rate",     # branch_misses / branches
+    "instructions_per_op",  # instructions / count (perf or callgrind)
+    "cycles_per_op",
+    "icount_source",        # perf | callgrind | "" (none)
+]
+COUNTER_META_COLUMNS = [
+    "counters_multiplexed",  # bool: any counter scaled by time_enabled/time_running
+    "counter_errors",        # str: "event: reason; ..." for events that did not open
+]
+COUNTER_COLUMNS = COUNTER_EVENTS + COUNTER_META_COLUMNS + DERIVED_COLUMNS
+
+SYSTEM_COLUMNS = [
+    "ctx_voluntary",     # int: getrusage voluntary context switches in the process
+    "ctx_involuntary",   # int: getrusage involuntary context switches
+    "steal_delta",       # float: steal ticks (USER_HZ) on the used CPUs during the trial
+    "c2c_latency_ns",    # float: one-way core-to-core latency of the pair (NaN if not probed)
+    "binary_sha256",     # str: sha256 of the executable that ran the trial
+    "wall_s",            # float: wall time of the whole trial process, seconds
+]
+
+#: Columns that are never parameters.
+NON_PARAM_COLUMNS = set(
+    ID_COLUMNS + TRIAL_COLUMNS + MEASURE_COLUMNS + PLACEMENT_COLUMNS
+    + COUNTER_COLUMNS + SYSTEM_COLUMNS
+) - {"variant"}
+
+PRIMARY_METRIC = "ns_per_op"
+
+#: Metrics where lower is better (the mails' sign convention flips these).
+LOWER_IS_BETTER = {
+    "ns_per_op", "elapsed_ns", "ns_producer", "ns_consumer", "wall_s",
+    "instructions_per_op", "cycles_per_op", "cycles", "instructions",
+    "branch_misses", "cache_misses", "elapsed_us",
+}
+
+
+def ordered_columns(param_names: list[str], extra: list[str] | None = None) -> list[str]:
+    """The column order for a raw.csv with these parameter columns.
+
+    ``variant`` stays in the id block; other parameters follow it; experiment
+    specific extra measurement columns (``extra``) go before the system block.
+    """
+    params = [p for p in param_names if p not in NON_PARAM_COLUMNS and p != "variant"]
+    cols = ID_COLUMNS + params + TRIAL_COLUMNS + MEASURE_COLUMNS + PLACEMENT_COLUMNS
+    cols += COUNTER_COLUMNS
+    for c in extra or []:
+        if c not in cols and c not in SYSTEM_COLUMNS:
+            cols.append(c)
+    cols += SYSTEM_COLUMNS
+    return cols
+
+
+def param_columns(columns) -> list[str]:
+    """Parameter columns of a raw.csv (everything that identifies a configuration).
+
+    ``variant`` is excluded: it is the thing compared.  Unknown columns that
+    are not measurements are treated as parameters only if listed in the
+    frame's ``params`` attribute; otherwise we use the documented layout: the
+    columns between ``variant`` and ``trial``.
+    """
+    cols = list(columns)
+    if "variant" in cols and "trial" in cols:
+        i, j = cols.index("variant"), cols.index("trial")
+        if i < j:
+            return [c for c in cols[i + 1:j] if c not in NON_PARAM_COLUMNS]
+    return [c for c in cols if c not in NON_PARAM_COLUMNS and c != "variant"]
