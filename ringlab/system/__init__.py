@@ -1,0 +1,13 @@
+"""The machine under the benchmark: sysfs/procfs access, topology, governor/boost, counters, env info.
+
+One module per concern:
+
+* ``sysfs``      roots ($RINGLAB_SYSFS / $RINGLAB_PROCFS), read/write, CPU lists
+* ``topology``   CPU topology, pair classes, ``select_pairs`` for the ``cpus`` parameter
+* ``governor``   performance governor / boost with saved-state restore
+* ``procstat``   /proc/stat steal ticks, load average, busiest processes, kernel cmdline
+* ``perfprobe``  which perf_event_open counters open here, paranoid level, tracepoints
+* ``envinfo``    everything above (plus compiler, packages, virtualization) for ``ringlab env``
+
+Submodules are imported on use, so ``import ringlab.system`` stays cheap.
+"""
