@@ -1,0 +1,63 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 90 · Compare runs across machines and dates
+#
+# Every run under `results/` carries its raw data and its `env.json`.  This notebook merges
+# them: one cross-machine table in the mail's shape ("arch/host | unpatched | patched | delta"),
+# and the stale-data check Alexander Duyck asked for in seed 002 ("Is this actually the
+# numbers for this patch set?"): runs whose compared binaries, or whose sources, are identical,
+# and runs whose raw numbers are identical to another run's.
+
+# %% tags=["parameters"]
+profile: str = "quick"  # smoke | quick | full (no effect here: this notebook only reads results/)
+results_root: str = ""  # folder to scan; empty: the repository's results/
+baseline: str = "batch"  # unpatched variant for the ptr_ring cross-machine table
+patched: str = "reorder"  # patched variant for the ptr_ring cross-machine table
+out_dir: str = ""  # run folder; empty: results/compare-runs/<host>/<run-id>
+host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
+
+# %%
+from ringlab import notebook as rn
+from ringlab import compare_runs as cr
+
+rn.check_choice("profile", profile, ["smoke", "quick", "full"])
+RUN = rn.run_dir(out_dir, "compare-runs", host)
+runs = cr.load_runs(results_root or None)
+print(f"{len(runs)} runs found")
+
+# %% [markdown]
+# ## Runs found
+
+# %%
+rn.table(cr.runs_table(runs))
+
+# %% [markdown]
+# ## Cross-machine table (ptr_ring, seed 000 shape)
+
+# %%
+rn.table(cr.cross_machine_table(runs, baseline=baseline, patched=patched))
+
+# %% [markdown]
+# ## Stale data?
+# A comparison whose two arms ran the same binary, or binaries built from the same sources, is
+# not an A/B test; a run whose numbers equal another run's to the last digit was not
+# re-measured.
+
+# %%
+rn.table(cr.stale_checks(runs))
+
+# %%
+paths = cr.write(RUN, runs, baseline=baseline, patched=patched)
+print("written:", *[str(p) for p in paths], sep="\n  ")
