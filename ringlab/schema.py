@@ -123,17 +123,23 @@ def ordered_columns(param_names: list[str], extra: list[str] | None = None) -> l
     return cols
 
 
-def param_columns(columns) -> list[str]:
-    """Parameter columns of a raw.csv (everything that identifies a configuration).
+#: The *requested* placement is part of a trial's configuration (a trial on a
+#: cross-LLC pair is not comparable with one on a same-LLC pair); the *actual*
+#: CPUs are measurements, used to explain outliers.
+CONFIG_PLACEMENT_COLUMNS = ["pair_class", "cpu_req_producer", "cpu_req_consumer"]
 
-    ``variant`` is excluded: it is the thing compared.  Unknown columns that
-    are not measurements are treated as parameters only if listed in the
-    frame's ``params`` attribute; otherwise we use the documented layout: the
-    columns between ``variant`` and ``trial``.
+
+def param_columns(columns) -> list[str]:
+    """Configuration columns of a raw.csv (everything that identifies a configuration).
+
+    ``variant`` is excluded: it is the thing compared.  These are the documented
+    layout's columns between ``variant`` and ``trial`` (the experiment's
+    parameters), followed by the requested placement columns that are present.
     """
     cols = list(columns)
-    if "variant" in cols and "trial" in cols:
+    if "variant" in cols and "trial" in cols and cols.index("variant") < cols.index("trial"):
         i, j = cols.index("variant"), cols.index("trial")
-        if i < j:
-            return [c for c in cols[i + 1:j] if c not in NON_PARAM_COLUMNS]
-    return [c for c in cols if c not in NON_PARAM_COLUMNS and c != "variant"]
+        params = [c for c in cols[i + 1:j] if c not in NON_PARAM_COLUMNS]
+    else:
+        params = [c for c in cols if c not in NON_PARAM_COLUMNS and c != "variant"]
+    return params + [c for c in CONFIG_PLACEMENT_COLUMNS if c in cols and c not in params]
