@@ -246,6 +246,82 @@ class Experiment:
         """Return a reason string when this experiment cannot run on this machine (skipped, not failed)."""
         return None
 
+    def needed_binaries(self, values: dict[str, Any]) -> list[str]:
+        """Names under build/bin this parameter set needs (default: ``binaries``)."""
+        return list(self.binaries)
+
+    def build_args(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Keyword arguments for ``ringlab.build.build_all`` (e.g. cflags, kernel_headers)."""
+        return {}
+
+
+def _num(x: Any) -> float:
+    """JSON number or null -> float (NaN for null), so unsupported never reads as 0."""
+    return float("nan") if x is None else float(x)
+
+
+def parse_harness_json(stdout: str, counter_events: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Rows (one per in-process iteration) from the test binaries' ``--json`` output.
+
+    The format is documented in docs/architecture.md and shared by every binary of
+    csrc/harness, so experiments call this from ``parse()`` and add their own columns.
+    Counters that did not open (``value`` null) become NaN and their reason goes to
+    ``counter_errors``; counters the binary did not report at all are NaN as well.
+    Raises ValueError when stdout holds no JSON object.
+    """
+    import json
+    from ringlab.schema import COUNTER_EVENTS
+
+    events = list(counter_events or COUNTER_EVENTS)
+    text = stdout.strip()
+    # Tolerate chatter before the JSON object: take the last line that parses.
+    doc = None
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                doc = json.loads(line)
+                break
+            except ValueError:
+                continue
+    if doc is None:
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            raise ValueError(f"no JSON object in the binary's output: {text[-200:]!r}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("iterations"), list) or not doc["iterations"]:
+        raise ValueError("binary's JSON has no 'iterations' list")
+    rows = []
+    for k, it in enumerate(doc["iterations"]):
+        row: dict[str, Any] = {"iteration": k}
+        for col in ("ns_per_op", "elapsed_ns", "ns_producer", "ns_consumer"):
+            row[col] = _num(it.get(col))
+        for col in ("cpu_producer_start", "cpu_producer_end", "cpu_consumer_start", "cpu_consumer_end"):
+            v = it.get(col)
+            row[col] = -1 if v is None else int(v)
+        row["count"] = doc.get("count")
+        counters = it.get("counters") or {}
+        errors, multiplexed = [], False
+        for ev in events:
+            c = counters.get(ev)
+            if c is None:
+                row[ev] = float("nan")
+                if counters:
+                    errors.append(f"{ev}: not reported")
+                continue
+            row[ev] = _num(c.get("value"))
+            if c.get("value") is None:
+                errors.append(f"{ev}: {c.get('error') or 'not available'}")
+            multiplexed = multiplexed or bool(c.get("multiplexed"))
+        if not counters:
+            errors.append("all: counters not read")
+        row["counters_multiplexed"] = multiplexed
+        row["counter_errors"] = "; ".join(errors)
+        row["ctx_voluntary"] = doc.get("ctx_voluntary")
+        row["ctx_involuntary"] = doc.get("ctx_involuntary")
+        rows.append(row)
+    return rows
+
 
 # -- registry -------------------------------------------------------------------------
 _REGISTRY: dict[str, str] = {

@@ -1,0 +1,102 @@
+"""The runner's own cost (issue 3 performance targets).  Prints figures; asserts nothing.
+
+1. Per-trial fixed overhead: a ptr_ring run with ``count`` tiny (-N 2), so the measured
+   region is ~nothing; the gap between consecutive trials' end timestamps in raw.csv is
+   the whole per-trial cycle (spawn, pinning, counter setup, parse, steal reading, CSV
+   write + fsync).  Target <= 20 ms.
+2. Counter perturbation: the same binary and configuration with and without
+   ``--counters``, run interleaved (ABBA) in one loop, median ns_per_op compared.
+   Target <= 1 %.  On a VM without hardware counters only software events open, which
+   says little about bare metal; the script prints what opened.
+
+    .venv/bin/python benchmarks/runner_overhead.py [--trials 40] [--count 20000000]
+
+The overhead is also split into the trial process's own wall time (fork/exec, the
+binary's setup and teardown) and the runner's share (the rest of the cycle).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ringlab import paths, runner  # noqa: E402
+from ringlab.experiments.base import parse_harness_json  # noqa: E402
+from ringlab.experiments.ptr_ring import PtrRing  # noqa: E402
+
+
+def _ts(s: str) -> float:
+    return dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+def fixed_overhead(trials: int) -> dict:
+    import pandas as pd
+    with tempfile.TemporaryDirectory() as d:
+        res = runner.run_experiment("ptr_ring", {"profile": "smoke", "variants": "batch", "modes": "0",
+                                                 "count": 2, "trials": trials, "warmup": 0, "governor": "false"},
+                                    Path(d) / "run", build=False, progress=False, log=lambda m: None)
+        df = pd.read_csv(res.raw_csv).sort_values("order")
+    ts = [_ts(t) for t in df["timestamp"]]
+    gaps = [b - a for a, b in zip(ts, ts[1:])]
+    region = df["elapsed_ns"].median() / 1e9
+    return {"trials": len(df), "median_cycle_ms": 1e3 * statistics.median(gaps),
+            "median_process_wall_ms": 1e3 * df["wall_s"].median(),
+            "median_region_ms": 1e3 * region,
+            "fixed_overhead_ms": 1e3 * (statistics.median(gaps) - region)}
+
+
+def counter_cost(trials: int, count: int) -> dict:
+    exp = PtrRing()
+    values = PtrRing.resolve({"variants": "batch", "modes": "0", "count": count, "cpus": "auto"})
+    ctx = runner.RunContext("ptr_ring", values, "bench", Path("."), log=lambda m: None)
+    spec = exp.plan(values, ctx)[0]
+    with_c = exp.command(spec, ctx)
+    without = with_c[:-1] + ["--counters", "none", "--json"]
+    res = {"on": [], "off": []}
+    opened = {}
+    for i in range(trials):
+        # ABBA: on, off, off, on, ... cancels linear drift
+        order = [("on", with_c), ("off", without)] if i % 2 == 0 else [("off", without), ("on", with_c)]
+        for name, argv in order:
+            out = runner.run_process(argv, 120)
+            if out.status != "ok":
+                raise SystemExit(f"trial failed ({out.status}): {out.stderr[-300:]}")
+            row = parse_harness_json(out.stdout)[0]
+            res[name].append(row["ns_per_op"])
+            if name == "on" and not opened:
+                opened = {k: row[k] == row[k] for k in ("cycles", "instructions", "task_clock", "context_switches")}
+    on, off = statistics.median(res["on"]), statistics.median(res["off"])
+    return {"trials_each": trials, "count": count, "median_ns_per_op_with": on, "median_ns_per_op_without": off,
+            "change_pct": 100.0 * (on - off) / off, "events_opened": opened}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=40)
+    ap.add_argument("--count", type=int, default=20_000_000)
+    args = ap.parse_args(argv)
+    if not (paths.bin_dir() / "ptr_ring_test-batch").exists():
+        print(f"{paths.bin_dir()}/ptr_ring_test-batch missing: run `ringlab build` first", file=sys.stderr)
+        return 1
+    fo = fixed_overhead(args.trials)
+    print(f"per-trial fixed overhead: {fo['fixed_overhead_ms']:.2f} ms (target <= 20 ms) "
+          f"[runner share {fo['median_cycle_ms'] - fo['median_process_wall_ms']:.2f} ms, "
+          f"trial cycle {fo['median_cycle_ms']:.2f} ms, process wall {fo['median_process_wall_ms']:.2f} ms, "
+          f"measured region {fo['median_region_ms']:.4f} ms, {fo['trials']} trials]")
+    cc = counter_cost(max(4, args.trials // 4), args.count)
+    print(f"counters on vs off: {cc['change_pct']:+.2f} % ns_per_op (target within 1 %) "
+          f"[{cc['median_ns_per_op_with']:.3f} vs {cc['median_ns_per_op_without']:.3f} ns/op, "
+          f"{cc['trials_each']} interleaved trials each, -N {cc['count']}; events opened: "
+          f"{json.dumps(cc['events_opened'])}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Run an experiment's trials into DIR/raw.csv (fresh process per trial, interleaved, resumable).
+
+    ringlab run ptr_ring -p variants batch,reorder -p profile smoke
+    ringlab run ptr_ring --out results/x --resume
+"""
+from __future__ import annotations
+
+import sys
+
+
+def add_arguments(p):
+    p.add_argument("experiment", help="experiment name (ptr_ring, page_frag, perf_rb)")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="set a parameter, as papermill's -p (same names as the notebook's parameters cell)")
+    p.add_argument("--out", metavar="DIR", help="run folder (default results/EXPERIMENT/HOST/RUN-ID/)")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out DIR")
+    p.add_argument("--no-build", action="store_true", help="use the binaries already in build/bin")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="force the progress bar (default: only in a terminal)")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument("--list-params", action="store_true", help="list the experiment's parameters and exit")
+
+
+def _list_params(name: str) -> int:
+    from ringlab.experiments.base import get
+    cls = get(name)
+    print(f"{cls.name}: {cls.description}")
+    for n, p in cls.all_params().items():
+        print(f"  {n:15s} {p.format(p.default)!s:24s} {p.help}  [{p.allowed()}]")
+    for prof, vals in cls.profiles.items():
+        print(f"  profile {prof}: " + ", ".join(f"{k}={v}" for k, v in vals.items()))
+    return 0
+
+
+def run(args) -> int:
+    from ringlab.experiments.base import ParamError
+    from ringlab.runner import RunnerError, run_experiment
+
+    if args.list_params:
+        return _list_params(args.experiment)
+    params: dict[str, str] = {}
+    for name, value in args.parameter:
+        if name in params:
+            raise ParamError(f"parameter '{name}' given twice; allowed: each parameter once")
+        params[name] = value
+    try:
+        res = run_experiment(args.experiment, params, args.out, resume=args.resume, progress=args.progress,
+                             build=not args.no_build, argv=list(sys.argv))
+    except RunnerError as e:
+        print(f"ringlab run: error: {e}", file=sys.stderr)
+        return 1
+    print(f"run {res.run_id}: {res}")
+    print(f"  raw data:   {res.raw_csv}")
+    print(f"  provenance: {res.env_json}  (ringlab provenance {res.out_dir})")
+    failed = sum(v for k, v in res.counts.items() if k in ("crash", "timeout", "error"))
+    if failed:
+        print(f"  {failed} trial(s) failed; see status/stderr_tail in raw.csv")
+    return 0

@@ -1,0 +1,185 @@
+"""ptr_ring: the seed-000/003 ring test, one binary per ring variant.
+
+Trials run ``build/bin/ptr_ring_test-<variant>`` (csrc/harness/ptr_ring_main.c) with the
+seed's command line.  Mode 0 is one thread alternating produce and consume, so it is
+pinned to a single CPU; modes 1 and 2 use a producer and a consumer thread and run on each
+CPU pair the ``cpus`` parameter selects (one pair per topology class for ``auto``).
+
+A user's own kernel ``ptr_ring.h`` becomes an extra variant through
+``kernel_headers=NAME=PATH``: ringlab builds ``ptr_ring_test-NAME`` from it and NAME can
+then be listed in ``variants``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, parse_harness_json
+
+BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
+MODES = (0, 1, 2)
+_PAIR_RE = re.compile(r"^\d+:\d+$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+
+
+def parse_kernel_headers(text: str | None) -> dict[str, str]:
+    """``"NAME=PATH,NAME2=PATH2"`` -> {NAME: PATH}.  Paths may hold spaces, ``;`` or ``$()``:
+    they are only ever passed as argv elements / opened as files, never through a shell."""
+    out: dict[str, str] = {}
+    if not text:
+        return out
+    allowed = "NAME=PATH[,NAME2=PATH2] with NAME of letters, digits, _ . + - and PATH an existing ptr_ring.h"
+    # Split on commas that start a new NAME=; a path may itself contain commas only
+    # if the next segment has no '=' (rare; documented).
+    parts: list[str] = []
+    for seg in text.split(","):
+        if parts and "=" not in seg:
+            parts[-1] += "," + seg
+        else:
+            parts.append(seg)
+    for part in parts:
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, path = part.partition("=")
+        name, path = name.strip(), path.strip()
+        if not sep or not name or not path:
+            raise ParamError(f"parameter 'kernel_headers': bad entry {part!r}; allowed: {allowed}")
+        if not _NAME_RE.match(name):
+            raise ParamError(f"parameter 'kernel_headers': bad variant name {name!r}; allowed: {allowed}")
+        if name in BUILTIN_VARIANTS:
+            raise ParamError(f"parameter 'kernel_headers': name {name!r} clashes with a built-in variant "
+                             f"({', '.join(BUILTIN_VARIANTS)}); allowed: another NAME")
+        if name in out:
+            raise ParamError(f"parameter 'kernel_headers': name {name!r} given twice; allowed: {allowed}")
+        if not os.path.isfile(os.path.expanduser(path)):
+            raise ParamError(f"parameter 'kernel_headers': {path!r} (for {name}) is not a file; allowed: {allowed}")
+        out[name] = os.path.abspath(os.path.expanduser(path))
+    return out
+
+
+class PtrRing(Experiment):
+    name = "ptr_ring"
+    description = "ptr_ring variants (prebatch/batch/reorder/spsc + your kernel header), seed 000/003"
+    params = [
+        Param("variants", "str_list", list(BUILTIN_VARIANTS),
+              "ring variants to compare: prebatch, batch, reorder, spsc, or a NAME from kernel_headers"),
+        Param("modes", "int_list", [0, 1], "0: one thread alternating; 1: SPSC producer/consumer threads; "
+              "2: SPSC with the spinlocked produce/consume", choices=MODES, column=False),
+        Param("sizes", "int_list", [1000], "ring sizes (entries)", min=2, max=10_000_000, column=False),
+        Param("count", "int", 10_000_000, "operations per timed loop (-N)", min=1),
+        Param("batch", "int", 0, "consumer zeroing batch (0 = the ring's default)", min=0, max=1_000_000),
+        Param("lock", "bool", False, "use the spinlocked ptr_ring_produce/consume (-l)"),
+        Param("cpus", "str", "auto", "auto (one pair per topology class) | all (every ordered pair) | "
+              "none (unpinned) | explicit pairs like 1:2,3:4", column=False),
+        Param("cflags", "str", "", "extra compiler flags for the ring binaries", column=False),
+        Param("kernel_headers", "str", "", "extra variants from real kernel headers: NAME=PATH[,NAME2=PATH2]",
+              column=False),
+    ]
+    # Sized for this project's 2-CPU VM: smoke is seconds (tests), quick about a minute,
+    # full about five minutes (what we commit).
+    profiles = {
+        "smoke": {"trials": 2, "warmup": 1, "count": 100_000, "modes": [0, 1], "sizes": [1000],
+                  "timeout": 30.0},
+        "quick": {"trials": 5, "warmup": 1, "count": 10_000_000, "modes": [0, 1], "sizes": [1000]},
+        "full": {"trials": 10, "warmup": 1, "count": 50_000_000, "modes": [0, 1, 2], "sizes": [64, 1000]},
+    }
+    binaries = [f"ptr_ring_test-{v}" for v in BUILTIN_VARIANTS]
+
+    # raw.csv parameter columns: variant, mode, size, count, batch, lock.
+    @classmethod
+    def param_columns(cls) -> list[str]:
+        return ["mode", "size", "count", "batch", "lock"]
+
+    @classmethod
+    def check(cls, values: dict[str, Any]) -> None:
+        headers = parse_kernel_headers(values.get("kernel_headers"))
+        allowed = list(BUILTIN_VARIANTS) + sorted(headers)
+        for v in values["variants"]:
+            if v not in allowed:
+                raise ParamError(f"parameter 'variants': unknown variant {v!r}; allowed: {', '.join(allowed)}"
+                                 + ("" if headers else " (or a NAME given through kernel_headers=NAME=PATH)"))
+        if len(set(values["variants"])) != len(values["variants"]):
+            raise ParamError(f"parameter 'variants': listed twice in {values['variants']}; allowed: each once")
+        cpus = values["cpus"].replace(" ", "")
+        if cpus not in ("auto", "all", "none"):
+            if not cpus or not all(_PAIR_RE.match(p) for p in cpus.split(",")):
+                raise ParamError(f"parameter 'cpus': bad value {values['cpus']!r}; allowed: auto, all, none, "
+                                 "or pairs PRODUCER:CONSUMER like 1:2,3:4")
+        values["cpus"] = cpus
+
+    def needed_binaries(self, values):
+        return [f"ptr_ring_test-{v}" for v in values["variants"]]
+
+    def build_args(self, values):
+        return {"kernel_headers": parse_kernel_headers(values.get("kernel_headers")) or None,
+                "cflags": values.get("cflags", "")}
+
+    # -- placement -------------------------------------------------------------------------
+    def _placements(self, values, ctx) -> tuple[list, list]:
+        """(single-CPU placements for mode 0, pair placements for modes 1/2) as (p, c, class)."""
+        spec = values["cpus"]
+        if spec == "none":
+            return [(-1, -1, "unpinned")], [(-1, -1, "unpinned")]
+        pairs = ctx.select_pairs(spec)   # validates offline CPUs (ParamError)
+        if spec in ("auto", "all"):
+            # Two spinning threads on one CPU only progress when the scheduler preempts
+            # a spinner, so the automatic choices leave same-cpu out; an explicit
+            # "3:3" is still honoured (with a warning) for seed 002's same-CPU case.
+            pairs = [p for p in pairs if p[2] != "same-cpu"]
+            if not pairs:
+                ctx.warn("ptr_ring: only one CPU online, so modes 1/2 run unpinned")
+                pairs = [(-1, -1, "unpinned")]
+            cpu = ctx.pick_single_cpu()
+            singles = [(cpu, cpu, "same-cpu")]
+        else:
+            seen = []
+            for p, _, _ in pairs:
+                if p not in seen:
+                    seen.append(p)
+            singles = [(p, p, "same-cpu") for p in seen]
+        return singles, [(int(p), int(c), cls) for p, c, cls in pairs]
+
+    def plan(self, values, ctx) -> list[TrialSpec]:
+        singles, pairs = self._placements(values, ctx)
+        specs = []
+        n = values["warmup"] + values["trials"]
+        for variant in values["variants"]:
+            for mode in values["modes"]:
+                places = singles if mode == 0 else pairs
+                for size in values["sizes"]:
+                    for p, c, cls in places:
+                        if mode != 0 and cls == "same-cpu":
+                            ctx.warn(f"ptr_ring mode {mode} on same-cpu pair {p}:{c}: both spinning threads "
+                                     "share one CPU; progress relies on the scheduler preempting a spinner "
+                                     "(expect very slow, timeout-prone trials)")
+                        config = {"variant": variant, "mode": mode, "size": size, "count": values["count"],
+                                  "batch": values["batch"], "lock": values["lock"]}
+                        for t in range(n):
+                            specs.append(TrialSpec(config=dict(config), trial=t, warmup=t < values["warmup"],
+                                                   cpus=(p, c), pair_class=cls))
+        return specs
+
+    def command(self, spec, ctx) -> list[str]:
+        cfg, values = spec.config, ctx.values
+        argv = [str(ctx.binary(f"ptr_ring_test-{cfg['variant']}")),
+                "-s", str(cfg["size"]), "-m", str(cfg["mode"]), "-N", str(cfg["count"])]
+        p, c = spec.cpus
+        if p >= 0:
+            argv += ["-p", str(p)]
+        if c >= 0 and cfg["mode"] != 0:
+            argv += ["-c", str(c)]
+        if cfg["batch"]:
+            argv += ["-b", str(cfg["batch"])]
+        if cfg["lock"]:
+            argv.append("-l")
+        if values.get("repeats", 1) > 1:
+            argv += ["-r", str(values["repeats"])]
+        if not values.get("counters", True):
+            argv += ["--counters", "none"]
+        argv.append("--json")
+        return argv
+
+    def parse(self, spec, stdout, stderr, ctx) -> list[dict[str, Any]]:
+        return parse_harness_json(stdout)

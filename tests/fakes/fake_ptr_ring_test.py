@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Mock executor: a stand-in for build/bin/ptr_ring_test-<variant>.
+
+It speaks the real binary's command line (``-s SIZE -m MODE -N COUNT [-p CPU] [-c CPU]
+[-b BATCH] [-l] [-r REPEATS] [--counters LIST|none] [--json]``) and prints the JSON of
+docs/architecture.md, with made-up but deterministic timings, so the runner's tests do not
+depend on the C build, on timing noise or on perf.  The variant comes from the program
+name (``ptr_ring_test-batch`` -> ``batch``), as with the real binaries.
+
+Behaviour knobs (environment variables, so a test can steer one variant):
+  FAKE_CRASH=VARIANT[,VARIANT]   abort() those variants (SIGABRT) after writing to stderr
+  FAKE_EXIT=VARIANT:CODE         exit with CODE after writing to stderr
+  FAKE_HANG=VARIANT              sleep forever (the runner's timeout must kill us)
+  FAKE_SLEEP=SECONDS             sleep this long before answering (kill-and-resume test)
+  FAKE_GARBAGE=VARIANT           print something that is not JSON
+  FAKE_CHILD_PIDFILE=PATH        fork a grandchild that sleeps; write its pid (orphan test)
+Stdlib only: it may run under any python3.
+"""
+import json
+import os
+import signal
+import sys
+import time
+
+BASE_NS = {"prebatch": 12.0, "batch": 10.0, "reorder": 9.0, "spsc": 6.0}
+
+
+def main(argv):
+    variant = os.path.basename(argv[0]).split("-", 1)[-1]
+    opts = {"-s": "1000", "-m": "0", "-N": "1000", "-p": None, "-c": None, "-b": "0",
+            "-r": "1", "--counters": "cycles,instructions"}
+    flags = set()
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-l", "--json"):
+            flags.add(a)
+            i += 1
+        elif a in opts:
+            opts[a] = argv[i + 1]
+            i += 2
+        else:
+            sys.stderr.write(f"unknown option {a!r}\n")
+            return 64
+    size, mode, count = int(opts["-s"]), int(opts["-m"]), int(opts["-N"])
+    repeats = int(opts["-r"])
+
+    def listed(name):
+        return variant in os.environ.get(name, "").split(",")
+
+    if os.environ.get("FAKE_CHILD_PIDFILE"):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+        with open(os.environ["FAKE_CHILD_PIDFILE"], "w") as f:
+            f.write(str(pid))
+    if os.environ.get("FAKE_SLEEP"):
+        time.sleep(float(os.environ["FAKE_SLEEP"]))
+    if listed("FAKE_HANG"):
+        sys.stderr.write("fake: hanging\n")
+        sys.stderr.flush()
+        time.sleep(3600)
+    if listed("FAKE_CRASH"):
+        sys.stderr.write("fake: ring corrupted, expected 7 got 9\n")
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGABRT)
+    ex = os.environ.get("FAKE_EXIT", "")
+    if ex.split(":")[0] == variant:
+        sys.stderr.write("fake: exiting with error\n")
+        return int(ex.split(":")[1])
+    if listed("FAKE_GARBAGE"):
+        print("this is not json")
+        return 0
+
+    wanted = [] if opts["--counters"] == "none" else opts["--counters"].split(",")
+    p = int(opts["-p"]) if opts["-p"] is not None else 0
+    c = int(opts["-c"]) if opts["-c"] is not None else (None if mode == 0 else 1)
+    iterations = []
+    for k in range(repeats):
+        ns = BASE_NS.get(variant, 11.0) + 0.01 * k + (0.5 if mode else 0.0) + size * 1e-6
+        elapsed = ns * count
+        counters = {}
+        for ev in wanted:
+            if ev in ("cycles", "instructions", "branches", "branch_misses"):
+                # A VM guest: hardware events do not open.
+                counters[ev] = {"value": None, "raw": None, "enabled": 0, "running": 0,
+                                "multiplexed": False, "error": "not supported (ENOENT)"}
+            else:
+                counters[ev] = {"value": elapsed, "raw": elapsed, "enabled": 1, "running": 1,
+                                "multiplexed": False, "error": None}
+        if os.environ.get("FAKE_HW_COUNTERS"):
+            counters["cycles"] = {"value": 3.0 * elapsed, "raw": 1.5 * elapsed, "enabled": 2,
+                                  "running": 1, "multiplexed": True, "error": None}
+            counters["instructions"] = {"value": 6.0 * elapsed, "raw": 6.0 * elapsed, "enabled": 1,
+                                        "running": 1, "multiplexed": False, "error": None}
+        iterations.append({
+            "ns_producer": elapsed, "ns_consumer": None if mode == 0 else elapsed,
+            "elapsed_ns": elapsed, "ns_per_op": ns,
+            "cpu_producer_start": p, "cpu_producer_end": p,
+            "cpu_consumer_start": c, "cpu_consumer_end": c,
+            "counters": counters})
+    doc = {"schema": 1, "binary": "ptr_ring_test", "variant": variant, "mode": mode, "size": size,
+           "batch": int(opts["-b"]) or 16, "count": count, "lock": "-l" in flags,
+           "ctx_voluntary": 1, "ctx_involuntary": 0, "iterations": iterations}
+    print(json.dumps(doc))
+    return 0
+
+
+def install(bin_dir, python, variants=tuple(BASE_NS)):
+    """Write build/bin/ptr_ring_test-<variant> mock executables into bin_dir.
+
+    Each copy gets its own trailing comment, so the variants are different files with
+    different sha256 (as real per-variant binaries are)."""
+    src = open(os.path.abspath(__file__)).read()
+    os.makedirs(bin_dir, exist_ok=True)
+    out = []
+    for v in variants:
+        path = os.path.join(bin_dir, f"ptr_ring_test-{v}")
+        with open(path, "w") as f:
+            f.write(f"#!{python}\n{src}\n# variant {v}\n")
+        os.chmod(path, 0o755)
+        out.append(path)
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

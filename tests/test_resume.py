@@ -1,0 +1,138 @@
+"""--resume: SIGKILL at any point leaves a valid raw.csv; resuming neither duplicates nor loses a trial."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ringlab import cli, runner
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKES = Path(__file__).resolve().parent / "fakes"
+sys.path.insert(0, str(FAKES))
+import fake_ptr_ring_test as fake  # noqa: E402
+
+PARAMS = ["-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",
+          "-p", "variants", "batch,reorder,spsc", "-p", "modes", "0", "-p", "trials", "3", "-p", "warmup", "1",
+          "-p", "seed", "11"]
+N_TRIALS = 3 * 4
+KEY = ["variant", "mode", "size", "count", "batch", "lock", "cpu_req_producer", "cpu_req_consumer", "trial"]
+
+
+@pytest.fixture
+def fakebin(tmp_path, monkeypatch):
+    build = tmp_path / "build"
+    fake.install(str(build / "bin"), sys.executable)
+    monkeypatch.setenv("RINGLAB_BUILD", str(build))
+    monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
+    for k in list(os.environ):
+        if k.startswith("FAKE_"):
+            monkeypatch.delenv(k)
+    return build / "bin"
+
+
+def _rows(path: Path) -> int:
+    try:
+        return max(0, len(path.read_bytes().splitlines()) - 1)
+    except FileNotFoundError:
+        return 0
+
+
+def _start(out: Path, extra_env: dict) -> subprocess.Popen:
+    env = dict(os.environ, **extra_env, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "ringlab", "run", "ptr_ring", *PARAMS, "--no-build",
+                             "--no-progress", "--out", str(out)], env=env, cwd=str(ROOT),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def test_kill_and_resume(fakebin, tmp_path):
+    out = tmp_path / "run"
+    raw = out / "raw.csv"
+    # Slow trials, so the SIGKILL lands mid-run (with a trial in flight).
+    proc = _start(out, {"FAKE_SLEEP": "0.3"})
+    deadline = time.time() + 60
+    while _rows(raw) < 3 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stderr.close()
+    partial = pd.read_csv(raw)                 # valid CSV after SIGKILL
+    n_partial = len(partial)
+    assert 3 <= n_partial < N_TRIALS
+    assert not partial.duplicated(KEY).any()
+    env = json.loads((out / "env.json").read_text())
+    assert env["status"] == "running"          # killed: never reached the end
+    # A torn last line, as a SIGKILL in the middle of a write would leave.
+    with open(raw, "a") as f:
+        f.write(partial.iloc[0]["run_id"] + ",ptr_ring,host,batch,0,10")
+    # No orphaned trial process of the killed run keeps running (PDEATHSIG).
+    time.sleep(0.2)
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(fakebin) not in ps
+
+    assert cli.main(["run", "ptr_ring", "--no-build", "--no-progress", "--out", str(out), "--resume"]) == 0
+    df = pd.read_csv(raw)
+    assert len(df) == N_TRIALS and df["status"].eq("ok").all()
+    assert not df.duplicated(KEY).any()
+    assert df.iloc[:n_partial].equals(partial)     # what was there is kept as it was
+    assert sorted(df["order"]) == list(range(N_TRIALS))
+    env = json.loads((out / "env.json").read_text())
+    assert env["status"] == "complete" and len(env["resumed_utc"]) == 1
+
+    # Same plan order on resume: identical to an uninterrupted run with the same seed.
+    fresh = tmp_path / "fresh"
+    assert cli.main(["run", "ptr_ring", *PARAMS, "--no-build", "--no-progress", "--out", str(fresh)]) == 0
+    f = pd.read_csv(fresh / "raw.csv")
+    assert df.sort_values("order")[KEY].values.tolist() == f.sort_values("order")[KEY].values.tolist()
+
+    # Resuming a complete run runs nothing and adds nothing.
+    res = runner.run_experiment("ptr_ring", {}, out, resume=True, build=False, progress=False, log=lambda m: None)
+    assert res.counts == {} and res.already_done == N_TRIALS
+    assert len(pd.read_csv(raw)) == N_TRIALS
+
+
+def test_resume_refuses_different_parameters(fakebin, tmp_path, capsys):
+    out = tmp_path / "run"
+    params = list(PARAMS)
+    params[params.index("trials") + 1] = "1"
+    assert cli.main(["run", "ptr_ring", *params, "--no-build", "--no-progress", "--out", str(out)]) == 0
+    before = (out / "raw.csv").read_bytes()
+    rc = cli.main(["run", "ptr_ring", "-p", "trials", "5", "--no-build", "--out", str(out), "--resume"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "parameter 'trials'" in err and "--resume" in err
+    assert (out / "raw.csv").read_bytes() == before
+    # the same value is fine
+    assert cli.main(["run", "ptr_ring", "-p", "trials", "1", "--no-build", "--no-progress", "--out", str(out),
+                     "--resume"]) == 0
+
+
+def test_resume_needs_a_run_folder(fakebin, tmp_path, capsys):
+    assert cli.main(["run", "ptr_ring", "--no-build", "--out", str(tmp_path / "nothing"), "--resume"]) == 2
+    assert "'--resume'" in capsys.readouterr().err
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_repair_csv(tmp_path):
+    p = tmp_path / "raw.csv"
+    p.write_text("a,b\n1,2\n3,")
+    assert runner.repair_csv(p) == 2
+    assert p.read_text() == "a,b\n1,2\n"
+    assert runner.repair_csv(p) == 0
+    p.write_text("a,b")  # torn header: nothing complete survives
+    runner.repair_csv(p)
+    assert p.read_text() == ""
+
+
+def test_newlines_in_fields_stay_on_one_line(tmp_path):
+    p = tmp_path / "raw.csv"
+    sink = runner.CsvSink(p, ["a", "stderr_tail"])
+    sink.write_rows([{"a": 1, "stderr_tail": "line1\nline2\r\n"}])
+    sink.close()
+    assert p.read_text().splitlines() == ["a,stderr_tail", "1,line1\\nline2\\n"]
