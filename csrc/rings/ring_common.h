@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring_common.h - small helpers shared by ringlab's own ring headers.
+ *
+ * Written for ringlab from the published description of the kernel's
+ * ptr_ring (no kernel code copied).  Only the pieces that every ring needs:
+ * the cache-line constant, the aligned attribute, a zeroed 64-byte aligned
+ * slot allocator and the kernel-ish names for likely()/unlikely().
+ *
+ * Everything here is prefixed rlr_ so it cannot collide with the harness or
+ * with the kernel compat shim (which defines the kernel's own names).
+ */
+#ifndef RINGLAB_RING_COMMON_H
+#define RINGLAB_RING_COMMON_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The user-space shims of ringtest and ptr_ring_test hard-code 64; so do we,
+ * so that batch = 2 * 64 / sizeof(void *) = 16 exactly as in the mails. */
+#define RLR_CACHE_BYTES 64
+#define rlr_cacheline_aligned __attribute__((aligned(RLR_CACHE_BYTES)))
+
+#ifndef likely
+#define likely(x)   __builtin_expect(!!(x), 1)
+#endif
+#ifndef unlikely
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#endif
+
+/* Largest ring we accept: the slot array must fit in size_t and in int. */
+#define RLR_MAX_SLOTS ((int)((SIZE_MAX / sizeof(void *)) < (size_t)INT32_MAX \
+			? (SIZE_MAX / sizeof(void *)) : (size_t)INT32_MAX))
+
+/*
+ * Zero-filled, 64-byte aligned array of @n pointer slots (the kernel uses
+ * kvmalloc_array(..., __GFP_ZERO); the user shims memalign(64) + memset).
+ * Rounded up to whole cache lines so the last slot never shares a line with
+ * an unrelated heap object.  Returns NULL on overflow or ENOMEM.
+ */
+static inline void **rlr_alloc_slots(size_t n)
+{
+	void *p = NULL;
+	size_t bytes;
+
+	if (n == 0 || n > SIZE_MAX / sizeof(void *) - RLR_CACHE_BYTES)
+		return NULL;
+	bytes = n * sizeof(void *);
+	bytes = (bytes + RLR_CACHE_BYTES - 1) & ~(size_t)(RLR_CACHE_BYTES - 1);
+	if (posix_memalign(&p, RLR_CACHE_BYTES, bytes))
+		return NULL;
+	memset(p, 0, bytes);
+	return (void **)p;
+}
+
+#endif /* RINGLAB_RING_COMMON_H */

@@ -1,0 +1,86 @@
+"""Build the C ring tests (standalone binaries into build/bin/, plus the cffi module's description)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from ringlab.experiments.base import ParamError
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--kernel-header", action="append", default=[], metavar="NAME=PATH",
+                   help="also build ptr_ring_test-NAME from a real kernel ptr_ring.h "
+                        "(a file, a kernel tree or a headers package root); repeatable")
+    p.add_argument("--cflags", default="", metavar='"FLAGS"',
+                   help="extra compiler flags, appended after the defaults (split like a shell "
+                        "would, never run through one)")
+    p.add_argument("--sanitize", default=None, metavar="KIND",
+                   help="thread | address | undefined | address,undefined "
+                        "(builds into build/bin-<KIND>/)")
+    p.add_argument("--json", action="store_true", help="print the BuildInfo as JSON")
+
+
+def _parse_specs(specs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for spec in specs:
+        try:
+            from ringlab.kernel_header import KernelHeaderError, parse_spec
+        except ImportError:
+            if "=" not in spec:
+                raise ParamError(f"--kernel-header: expected NAME=PATH, got {spec!r}") from None
+            name, _, path = spec.partition("=")
+        else:
+            try:
+                name, path = parse_spec(spec)
+            except KernelHeaderError as e:
+                raise ParamError(str(e)) from None
+        if name in out:
+            raise ParamError(f"--kernel-header: NAME {name!r} given twice; allowed: unique names")
+        out[name] = str(path)
+    return out
+
+
+def _native_description() -> dict | None:
+    try:
+        from ringlab import native
+    except ImportError:
+        return None
+    describe = getattr(native, "describe", None)
+    if describe is None:
+        return None
+    try:
+        return describe()
+    except Exception as e:  # the extension is optional for the binaries: report, do not fail
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def run(args) -> int:
+    from ringlab.build import SANITIZERS, BuildError, build_all
+
+    if args.sanitize is not None and args.sanitize.replace(" ", "") not in (*SANITIZERS, "undefined,address"):
+        raise ParamError(f"--sanitize {args.sanitize!r}: allowed: {', '.join(SANITIZERS)}")
+    headers = _parse_specs(args.kernel_header)
+    try:
+        info = build_all(kernel_headers=headers, cflags=args.cflags, sanitize=args.sanitize)
+    except BuildError as e:
+        print(f"ringlab build: error: {e}", file=sys.stderr)
+        return 1
+    native = _native_description()
+    if args.json:
+        d = info.to_dict()
+        d["native"] = native
+        print(json.dumps(d, indent=1))
+        return 0
+    for b in info.binaries.values():
+        print(b.path)
+    for name, why in info.skipped.items():
+        print(f"# skipped {name}: {why}", file=sys.stderr)
+    print(f"compiler: {info.compiler} ({info.compiler_version})")
+    print(f"flags: {' '.join(info.cflags)}")
+    if native is not None:
+        if "error" in native:
+            print(f"cffi module: unavailable ({native['error']})")
+        else:
+            print(f"cffi module: {native.get('compiler')} flags: {' '.join(native.get('flags', []))}"
+                  f" (cache {native.get('cache_dir')})")
+    return 0

@@ -1,0 +1,140 @@
+"""ringlab.build: BuildInfo, `size` parsing, no-shell cflags, rebuild-on-change."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ringlab import build as B
+from ringlab import paths
+
+
+def test_parse_size_output():
+    text = ("   text\t   data\t    bss\t    dec\t    hex\tfilename\n"
+            "  12345\t    680\t     16\t  13041\t   32f1\tbuild/bin/ptr_ring_test-batch\n")
+    assert B.parse_size_output(text) == {"text": 12345, "data": 680, "bss": 16, "dec": 13041}
+    with pytest.raises(ValueError):
+        B.parse_size_output("garbage")
+
+
+def test_parse_depfile():
+    d = "obj.o: /a/x.c /a/y.h \\\n /b/with\\ space.h\n/a/y.h:\n"
+    assert B.parse_depfile(d) == ["/a/x.c", "/a/y.h", "/b/with space.h"]
+
+
+def test_first_error_line():
+    err = "x.c: In function 'f':\nx.c:3:5: warning: unused\nx.c:4:1: error: expected ';'\nmore\n"
+    assert B.first_error_line(err) == "x.c:4:1: error: expected ';'"
+
+
+def test_split_cflags_is_literal():
+    assert B.split_cflags('-DX="a b" -DY=1;rm -DZ=$(id)') == ['-DX=a b', '-DY=1;rm', '-DZ=$(id)']
+    assert B.split_cflags(["-O3"]) == ["-O3"]
+    assert B.split_cflags("") == []
+
+
+def test_bad_sanitizer(tmp_path):
+    with pytest.raises(B.BuildError, match="allowed: thread"):
+        B.build_all(sanitize="memory", out_dir=tmp_path)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bin")
+    # the spaces, ';' and '$()' must reach gcc as literal macro text
+    info = B.build_all(cflags='-DRL_TEST_MACRO="a b;c $(touch /tmp/ringlab-pwned)"', out_dir=d,
+                       only=["ptr_ring_test-batch", "ptr_ring_test-prebatch"])
+    return d, info
+
+
+def test_buildinfo_fields(built):
+    d, info = built
+    assert Path(info.compiler).name.startswith(Path(B.compiler()).name)
+    assert info.compiler_version
+    assert info.cflags[:len(B.DEFAULT_CFLAGS)] == B.DEFAULT_CFLAGS
+    assert info.user_cflags == ['-DRL_TEST_MACRO=a b;c $(touch /tmp/ringlab-pwned)']
+    b = info.binaries["ptr_ring_test-batch"]
+    assert Path(b.path) == d / "ptr_ring_test-batch" and Path(b.path).is_file()
+    assert len(b.sha256) == 64 and b.sha256 == B.sha256_file(Path(b.path))
+    if shutil.which("size"):
+        assert b.size["text"] > 0 and b.size_error is None
+    else:
+        assert b.size is None and "not found" in b.size_error
+    names = {Path(p).name for p in b.inputs}
+    assert {"ptr_ring_bench.c", "ptr_ring_main.c", "counters.c", "ptr_ring_batch.h",
+            "ring_common.h", "ring_api.h", "counters.h"} <= names
+    assert all(len(h) == 64 for h in b.inputs.values())
+    assert "ptr_ring_prebatch.h" in {Path(p).name for p in info.binaries["ptr_ring_test-prebatch"].inputs}
+    assert not Path("/tmp/ringlab-pwned").exists()
+    d2 = json.loads(json.dumps(info.to_dict()))
+    assert d2["binaries"]["ptr_ring_test-batch"]["sha256"] == b.sha256
+
+
+def test_no_rebuild_then_rebuild_on_change(built, tmp_path, monkeypatch):
+    # a private copy of csrc so that touching a header does not disturb anyone
+    csrc = tmp_path / "csrc"
+    shutil.copytree(paths.CSRC, csrc, ignore=shutil.ignore_patterns("*.o"))
+    monkeypatch.setattr(paths, "CSRC", csrc)
+    out = tmp_path / "bin"
+    only = ["ptr_ring_test-batch"]
+    i1 = B.build_all(out_dir=out, only=only)
+    assert i1.binaries["ptr_ring_test-batch"].rebuilt
+    i2 = B.build_all(out_dir=out, only=only)
+    assert not i2.binaries["ptr_ring_test-batch"].rebuilt
+    # a header change rebuilds
+    h = csrc / "rings" / "ptr_ring_batch.h"
+    h.write_text(h.read_text() + "\n/* changed */\n")
+    i3 = B.build_all(out_dir=out, only=only)
+    assert i3.binaries["ptr_ring_test-batch"].rebuilt
+    assert i3.binaries["ptr_ring_test-batch"].inputs[str(h.resolve())] == B.sha256_file(h)
+    # a flag change rebuilds
+    i4 = B.build_all(out_dir=out, only=only, cflags="-DRL_X=1")
+    assert i4.binaries["ptr_ring_test-batch"].rebuilt
+
+
+def test_compile_error_names_file(tmp_path, monkeypatch):
+    csrc = tmp_path / "csrc"
+    shutil.copytree(paths.CSRC, csrc)
+    monkeypatch.setattr(paths, "CSRC", csrc)
+    (csrc / "rings" / "ptr_ring_batch.h").write_text("#error broken on purpose\n")
+    with pytest.raises(B.BuildError) as e:
+        B.build_all(out_dir=tmp_path / "bin", only=["ptr_ring_test-batch"])
+    assert "ptr_ring_batch.h" in str(e.value) and "broken on purpose" in str(e.value)
+
+
+def test_kernel_header_error_names_file(tmp_path):
+    pytest.importorskip("ringlab.kernel_header")
+    bad = tmp_path / "ptr_ring.h"
+    bad.write_text("#include <linux/does_not_exist.h>\nstruct ptr_ring { int consumer_head; };\n")
+    with pytest.raises(B.BuildError) as e:
+        B.build_all(kernel_headers={"mine": bad}, out_dir=tmp_path / "bin", only=["ptr_ring_test-mine"])
+    assert str(bad) in str(e.value) and "does_not_exist.h" in str(e.value)
+
+
+def test_kernel_header_name_clash(tmp_path):
+    pytest.importorskip("ringlab.kernel_header")
+    with pytest.raises(B.BuildError, match="clashes"):
+        B.build_all(kernel_headers={"batch": "/nonexistent"}, out_dir=tmp_path)
+
+
+def test_cli_build_prints_paths_and_flags(tmp_path):
+    env = dict(os.environ, RINGLAB_BUILD=str(tmp_path / "build"))
+    p = subprocess.run([sys.executable, "-m", "ringlab", "build"], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    for v in B.RING_HEADERS:
+        assert str(tmp_path / "build" / "bin" / f"ptr_ring_test-{v}") in lines
+    assert any(ln.startswith("compiler: ") for ln in lines)
+    assert any(ln.startswith("flags: -O2") for ln in lines)
+
+
+def test_cli_bad_sanitize():
+    p = subprocess.run([sys.executable, "-m", "ringlab", "build", "--sanitize", "bogus"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--sanitize" in p.stderr and "allowed" in p.stderr

@@ -1,0 +1,135 @@
+"""Correctness of the four rings under ThreadSanitizer and ASan+UBSan.
+
+Every variant is built twice into a temporary folder (never build/bin), then
+the SPSC stress (mode 1) runs for ring sizes 2, 3, 16, 17, 1000 and 1024.  The
+binary itself checks FIFO order of 1..N (so nothing is lost or duplicated)
+and that the ring is empty at the end; we check the exit code and the JSON.
+
+TSan slows the tiny rings (batch 1, a flush per item) ~100x, so under TSan
+they run 2*10^5 items; the 10^6 runs are the ASan+UBSan matrix and the TSan
+runs on sizes 1000/1024.  RINGLAB_STRESS_N raises every count.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ringlab.build import RING_HEADERS, BuildError, build_all
+
+VARIANTS = list(RING_HEADERS)
+SIZES = [2, 3, 16, 17, 1000, 1024]
+SANITIZERS = {"tsan": "thread", "asan": "address,undefined"}
+EXPECTED_BATCH = {2: 1, 3: 1, 16: 1, 17: 1, 1000: 16, 1024: 16}
+STRESS_N = int(os.environ.get("RINGLAB_STRESS_N", "0"))
+
+
+def _stress_count(san: str, size: int) -> int:
+    if STRESS_N:
+        return STRESS_N
+    if san == "tsan" and size < 100:
+        return 200_000
+    return 1_000_000
+
+
+@pytest.fixture(scope="session")
+def san_bins(tmp_path_factory):
+    """{"tsan": dir, "asan": dir} with ptr_ring_test-<variant> built under each sanitizer."""
+    out = {}
+    for key, san in SANITIZERS.items():
+        d = tmp_path_factory.mktemp(f"bin-{key}")
+        try:
+            build_all(sanitize=san, out_dir=d, only=[f"ptr_ring_test-{v}" for v in VARIANTS])
+        except BuildError as e:
+            pytest.fail(f"sanitizer build {san} failed: {e}")
+        out[key] = d
+    return out
+
+
+def _run(binary: Path, *args: str, timeout: int = 120, env=None) -> subprocess.CompletedProcess:
+    e = dict(os.environ)
+    # halt on the first report, and make it fail the process
+    e.setdefault("TSAN_OPTIONS", "halt_on_error=1 exitcode=66")
+    e.setdefault("ASAN_OPTIONS", "detect_leaks=1 abort_on_error=0")
+    e.setdefault("UBSAN_OPTIONS", "halt_on_error=1 print_stacktrace=1")
+    e.update(env or {})
+    return subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout, env=e)
+
+
+def _cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("san", list(SANITIZERS))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_selftest_full_empty(san_bins, san, variant):
+    """The C unit test: full/empty, -ENOSPC, FIFO across wraps, batch fallback,
+    locked wrappers and consume_batched, on sizes 2..1024."""
+    p = _run(san_bins[san] / f"ptr_ring_test-{variant}", "--selftest")
+    assert p.returncode == 0, p.stderr
+    assert f"selftest ok ({variant})" in p.stdout
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("san", list(SANITIZERS))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_spsc_stress(san_bins, san, variant, size):
+    n = _stress_count(san, size)
+    args = ["-m", "1", "-s", str(size), "-N", str(n), "--json", "--counters", "none"]
+    cpus = _cpus()
+    if len(cpus) >= 2:       # two CPUs: real concurrency, as in the mails
+        args += ["-p", str(cpus[0]), "-c", str(cpus[1])]
+    p = _run(san_bins[san] / f"ptr_ring_test-{variant}", *args, timeout=300)
+    assert p.returncode == 0, f"rc={p.returncode}\n{p.stderr[-3000:]}"
+    d = json.loads(p.stdout)
+    assert d["variant"] == variant and d["size"] == size and d["count"] == n and d["mode"] == 1
+    if variant in ("batch", "reorder"):
+        assert d["batch"] == EXPECTED_BATCH[size]
+    elif variant == "prebatch":
+        assert d["batch"] == 1
+    else:
+        assert d["batch"] is None
+    it = d["iterations"][0]
+    assert it["ns_producer"] > 0 and it["ns_consumer"] > 0
+    assert it["elapsed_ns"] == max(it["ns_producer"], it["ns_consumer"])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("mode", [0, 2])
+def test_modes_0_and_2_tsan(san_bins, variant, mode):
+    p = _run(san_bins["tsan"] / f"ptr_ring_test-{variant}", "-m", str(mode), "-s", "17",
+             "-N", "100000", "-r", "2", "--json", "--counters", "none")
+    assert p.returncode == 0, p.stderr[-3000:]
+    d = json.loads(p.stdout)
+    assert len(d["iterations"]) == 2
+    if mode == 0:
+        assert d["iterations"][0]["ns_consumer"] is None
+
+
+@pytest.mark.parametrize("san", list(SANITIZERS))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_locked_wrappers(san_bins, san, variant):
+    for mode in (0, 1, 2):
+        p = _run(san_bins[san] / f"ptr_ring_test-{variant}", "-l", "-m", str(mode), "-s", "16",
+                 "-N", "50000", "--json", "--counters", "none")
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert json.loads(p.stdout)["lock"] is True
+
+
+@pytest.mark.parametrize("variant", ["batch", "reorder"])
+def test_batch_override(san_bins, variant):
+    """-b (ringtest's --param) sets batch, including batch > size/2 and = size."""
+    for b in (1, 7, 1000):
+        p = _run(san_bins["tsan"] / f"ptr_ring_test-{variant}", "-m", "1", "-s", "1000", "-b", str(b),
+                 "-N", "200000", "--json", "--counters", "none")
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert json.loads(p.stdout)["batch"] == b
+
+
+def test_batch_override_refused_without_batch(san_bins):
+    p = _run(san_bins["asan"] / "ptr_ring_test-spsc", "-b", "4", "-N", "10")
+    assert p.returncode == 2
+    assert "-b" in p.stderr and "no batch" in p.stderr
