@@ -80,3 +80,72 @@ def figures(paths, width: int = 640):
         p = Path(p)
         if p.suffix == ".png" and p.exists():
             display(Image(filename=str(p), width=width))
+
+
+# -- the steps every experiment notebook takes ------------------------------------------------
+def run(experiment: str, values: dict, run_dir: Path):
+    """Build, tune, run the trials into ``run_dir`` (quiet: no progress bar under papermill)."""
+    from ringlab.runner import run_experiment
+    return run_experiment(experiment, values, run_dir, progress=False,
+                          log=lambda m: print(m, flush=True))
+
+
+def run_overview(run_dir: Path) -> str:
+    """What ran, where, and what could not be done (from env.json and raw.csv)."""
+    import json
+
+    import pandas as pd
+    run_dir = Path(run_dir)
+    env = json.loads((run_dir / "env.json").read_text())
+    df = pd.read_csv(run_dir / "raw.csv")
+    lines = [f"**Run** `{env.get('run_id')}` of `{env.get('experiment')}` on host `{env.get('host')}`, "
+             f"{env.get('started_utc')} to {env.get('ended_utc')} ({env.get('status')})."]
+    counts = df["status"].value_counts().to_dict() if len(df) else {}
+    lines.append("**Trials:** " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none")
+                 + f" (of which warm-up: {int(df['warmup'].astype(str).str.lower().eq('true').sum()) if len(df) else 0}).")
+    gov = env.get("governor") or {}
+    g = gov.get("governor") or {}
+    if g:
+        lines.append(f"**Governor:** {g.get('status')}" + (f" — {g.get('reason')}" if g.get("reason") else "")
+                     + (", restored" if gov.get("restored") or g.get("restored") else ""))
+    e = env.get("environment") or {}
+    perf = (e.get("perf") or {}).get("counters") or {}
+    missing = sorted(k for k, v in perf.items() if not v.get("ok"))
+    if missing:
+        lines.append(f"**Counters not available here:** {', '.join(missing)} — "
+                     f"{next(iter(perf[m]['reason'] for m in missing))}.  They are NaN in raw.csv, never 0.")
+    if "icount_source" in df.columns and (df["icount_source"] == "callgrind").any():
+        lines.append("**Instruction counts:** callgrind (measured region only, exact and repeatable).")
+    b = env.get("build") or {}
+    if b.get("compiler"):
+        comp = b["compiler"]
+        lines.append(f"**Compiler:** {comp.get('version', comp) if isinstance(comp, dict) else comp}; "
+                     f"flags `{' '.join(b.get('cflags') or b.get('flags') or [])}`.")
+    for w in env.get("warnings") or []:
+        lines.append(f"**Warning:** {w}")
+    bad = df[df["status"] != "ok"] if len(df) else df
+    for _, r in bad.head(5).iterrows():
+        lines.append(f"**{r['status']}** trial {r.get('variant')} #{r.get('trial')}: exit {r.get('exit_code')}, "
+                     f"`{str(r.get('stderr_tail'))[-160:]}`")
+    return "\n\n".join(lines)
+
+
+def report(run_dir: Path, baseline: str | None = None, labels: dict | None = None, metric: str | None = None) -> dict:
+    """summary.md/csv/tex and figures/ for the run; returns their paths and the summary text."""
+    from ringlab.report import write_report
+    paths = write_report(run_dir, metric=metric, baseline=baseline, labels=labels)
+    figs = []
+    for v in (paths.get("figures") or {}).values():
+        figs += [p for p in (v if isinstance(v, list) else [v]) if str(p).endswith(".png")]
+    paths["figures"] = sorted(figs)
+    paths["summary_md_text"] = Path(paths["summary.md"]).read_text()
+    return paths
+
+
+# Seed-shaped tables and published-vs-reproduced comparisons live in ringlab.report.seeds;
+# they are re-exported here so a notebook needs one import.
+from ringlab.report.seeds import (by_placement_table, instructions_vs_published, mail_table,  # noqa: E402
+                                  perf_rb_table, perf_rb_verdicts, provenance_text,
+                                  published_vs_reproduced_batch, published_vs_reproduced_page_frag,
+                                  published_vs_reproduced_perf_rb, published_vs_reproduced_reorder,
+                                  size_sweep_figure, size_sweep_table)

@@ -9,11 +9,8 @@ the others; failures are listed at the end and make the exit code non-zero.
 """
 from __future__ import annotations
 
-import datetime as _dt
-import os
-import secrets
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ringlab import paths
@@ -38,27 +35,13 @@ class ReproduceError(ValueError):
     """Bad arguments to reproduce (names the parameter and the allowed values)."""
 
 
-def host_id() -> str:
-    """Short, stable machine id: $RINGLAB_HOST, else the sanitised short hostname."""
-    try:
-        from ringlab.system.envinfo import host_id as _host_id
-        return _host_id()
-    except ImportError:  # pragma: no cover - system layer always present in a full install
-        import re
-        import socket
-        raw = os.environ.get("RINGLAB_HOST") or socket.gethostname().split(".")[0]
-        return re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-") or "host"
-
-
-def new_run_id(now: _dt.datetime | None = None) -> str:
-    """UTC timestamp plus a random suffix: sortable, and never collides."""
-    now = now or _dt.datetime.now(_dt.timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-
-
 def run_dir_for(experiment: str, host: str | None = None, run_id: str | None = None,
                 root: Path | None = None) -> Path:
-    return (root or paths.results_dir()) / experiment / (host or host_id()) / (run_id or new_run_id())
+    """results/<experiment>/<host>/<run-id>/ under ``root`` (default: the repository's results/)."""
+    from ringlab.runner import default_out_dir, host_id, new_run_id
+    if root is None:
+        return default_out_dir(experiment, host, run_id)
+    return root / experiment / (host or host_id()) / (run_id or new_run_id())
 
 
 @dataclass
@@ -68,7 +51,6 @@ class Outcome:
     ok: bool
     error: str = ""
     seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 def _resolve_only(only: list[str] | None) -> list[str]:
@@ -94,6 +76,7 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
     import papermill as pm
 
     src = paths.NOTEBOOKS / f"{notebook}.ipynb"
+    from ringlab.runner import host_id
     host = host or host_id()
     run_dir = run_dir_for(NOTEBOOKS[notebook], host, root=results_root)
     # The notebook is executed into a staging file next to the run folder and

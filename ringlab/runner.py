@@ -39,6 +39,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -559,6 +560,13 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir: str | os.P
     if not specs:
         raise ParamError(f"experiment '{name}': the parameters select no trials; allowed: non-empty lists")
     plan = order_plan(specs, values["seed"])
+    if values.get("icount"):
+        # Callgrind trials go after the timing trials, in plan order: they are never
+        # timed, and keeping them apart keeps valgrind out of the interleaved rounds.
+        icount_plan = exp.icount_specs(values, specs)
+        if not icount_plan:
+            ctx.warn(f"icount: no single-threaded trials in this {name} plan; nothing to count")
+        plan += icount_plan
     config_keys = list(dict.fromkeys(list(specs[0].config)))
     columns = schema.ordered_columns(exp_cls.param_columns(), list(exp_cls.extra_columns))
 
@@ -670,6 +678,8 @@ def _run_one(exp, ctx, spec: TrialSpec, order: int, values, host, steal: _Steal,
         "cpu_req_producer": p, "cpu_req_consumer": c, "pair_class": spec.pair_class,
         "binary_sha256": sha, "c2c_latency_ns": c2c.get(f"{p}:{c}", math.nan),
     }
+    if spec.kind == "icount":
+        return [_icount_row(exp, ctx, spec, argv, base_row, values)]
     before = steal.before()
     out = run_process(argv, float(values["timeout"]))
     base_row["steal_delta"] = steal.delta(before, (p, c))
@@ -698,6 +708,46 @@ def _run_one(exp, ctx, spec: TrialSpec, order: int, values, host, steal: _Steal,
         row["actual_pair_class"] = _actual_class(ctx, row)
         derive(row)
     return rows
+
+
+def _icount_row(exp, ctx, spec: TrialSpec, argv: list[str], row: dict, values) -> dict:
+    """One callgrind trial: instructions in the measured region per operation.
+
+    Timing columns stay empty (valgrind's times mean nothing); ``instructions_per_op``
+    comes from callgrind's count of the ``rl_measured_*`` functions.
+    """
+    from ringlab import icount
+    av = icount.availability()
+    row.update(icount_source="callgrind", icount_ops=spec.extra["ops"], valgrind_version=av.version,
+               timestamp=utc_now(), ns_per_op=math.nan)
+    if not av.ok:
+        row.update(status="skipped", exit_code=-1, stderr_tail=f"icount: {av.reason}")
+        return row
+    with tempfile.TemporaryDirectory(prefix="ringlab-cg-") as tmp:
+        out_file = Path(tmp) / "callgrind.out"
+        # callgrind is 50-100x slower than native: scale the trial timeout
+        out = run_process(icount.callgrind_argv(argv, out_file), max(600.0, 100 * float(values["timeout"])))
+        row.update(wall_s=out.wall_s, exit_code=out.exit_code)
+        if out.status != "ok":
+            row.update(status=out.status, stderr_tail=out.stderr[-STDERR_TAIL:])
+            return row
+        try:
+            ir = icount.parse_callgrind_out(out_file.read_text(errors="replace"))
+            parsed = exp.parse(spec, out.stdout, out.stderr, ctx)[0]
+        except (OSError, ValueError) as e:
+            row.update(status="error", stderr_tail=f"icount: {e}")
+            return row
+    if ir == 0:
+        row.update(status="error", stderr_tail="icount: callgrind counted 0 instructions in rl_measured_*")
+        return row
+    # placement of the counted run; its timings and counters are not kept
+    for k in ("cpu_producer_start", "cpu_producer_end", "cpu_consumer_start", "cpu_consumer_end"):
+        if k in parsed:
+            row[k] = parsed[k]
+    row.update(status="ok", stderr_tail="", instructions=float(ir),
+               instructions_per_op=ir / float(spec.extra["ops"]))
+    row["actual_pair_class"] = _actual_class(ctx, row)
+    return row
 
 
 def _actual_class(ctx, row) -> str:

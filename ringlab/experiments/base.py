@@ -154,6 +154,10 @@ COMMON_PARAMS = [
     Param("disable_boost", "bool", False, "also disable turbo/boost while measuring", column=False),
     Param("icount", "bool", False, "also count instructions under callgrind (single-threaded trials only)",
           column=False),
+    Param("icount_ops", "int", 1_000_000, "operations per callgrind trial (callgrind is 50-100x slower)",
+          min=1, column=False),
+    Param("icount_trials", "int", 2, "callgrind trials per single-threaded configuration", min=1,
+          column=False),
 ]
 
 
@@ -167,10 +171,16 @@ class TrialSpec:
     pair_class: str = "unpinned"
     extra: dict[str, Any] = field(default_factory=dict)  # experiment-private, not written
 
+    @property
+    def kind(self) -> str:
+        """``timing`` (the default) or ``icount`` (a callgrind instruction count, never timed)."""
+        return self.extra.get("kind", "timing")
+
     def key(self) -> tuple:
-        """Identity used by --resume: configuration + trial index."""
-        return tuple(sorted((k, str(v)) for k, v in self.config.items())) + (
+        """Identity used by --resume: configuration + trial index (+ kind for non-timing trials)."""
+        key = tuple(sorted((k, str(v)) for k, v in self.config.items())) + (
             ("cpus", f"{self.cpus[0]}:{self.cpus[1]}"), ("trial", self.trial))
+        return key if self.kind == "timing" else key + (("kind", self.kind),)
 
 
 class Experiment:
@@ -245,6 +255,33 @@ class Experiment:
     def unavailable(self, values: dict[str, Any], ctx: "Any") -> str | None:
         """Return a reason string when this experiment cannot run on this machine (skipped, not failed)."""
         return None
+
+    # -- instruction counts (icount=true) ------------------------------------------------
+    def single_threaded(self, spec: TrialSpec) -> bool:
+        """True when this trial runs one thread, so callgrind's count is meaningful."""
+        return False
+
+    def icount_specs(self, values: dict[str, Any], specs: list[TrialSpec]) -> list[TrialSpec]:
+        """Callgrind trials for every single-threaded configuration in ``specs``.
+
+        ``icount_trials`` per configuration (two by default: the second shows the count
+        repeats exactly), each running ``icount_ops`` operations (``extra["ops"]``, which
+        ``command()`` must honour) because callgrind runs code 50-100x slower.  The
+        configuration columns stay those of the timing trials, so tables line up.
+        """
+        out, seen = [], set()
+        for s in specs:
+            if s.warmup or not self.single_threaded(s):
+                continue
+            k = s.key()[:-1]  # configuration + cpus, without the trial index
+            if k in seen:
+                continue
+            seen.add(k)
+            ops = min(int(values.get("icount_ops", 1_000_000)), int(s.config.get("count", 1 << 62)))
+            for t in range(int(values.get("icount_trials", 2))):
+                out.append(TrialSpec(dict(s.config), t, False, s.cpus, s.pair_class,
+                                     dict(s.extra, kind="icount", ops=ops)))
+        return out
 
     def needed_binaries(self, values: dict[str, Any]) -> list[str]:
         """Names under build/bin this parameter set needs (default: ``binaries``)."""

@@ -146,9 +146,12 @@ class PerfRb(Experiment):
                                "repeats": int(values.get("repeats", 1))}))
         return specs
 
+    def single_threaded(self, spec: TrialSpec) -> bool:
+        return spec.config["variant"] == "base"  # perf record adds a second process
+
     def command(self, spec: TrialSpec, ctx: Any = None) -> list[str]:
         cfg, ex = spec.config, spec.extra
-        workload = [str(_binary(ctx)), "-N", str(cfg["count"]), "--json"]
+        workload = [str(_binary(ctx)), "-N", str(ex.get("ops", cfg["count"])), "--json"]
         if ex["workload_cpu"] >= 0:
             workload += ["-c", str(ex["workload_cpu"])]
         if ex.get("repeats", 1) > 1:

@@ -161,10 +161,13 @@ class PtrRing(Experiment):
                                                    cpus=(p, c), pair_class=cls))
         return specs
 
+    def single_threaded(self, spec) -> bool:
+        return int(spec.config["mode"]) == 0
+
     def command(self, spec, ctx) -> list[str]:
         cfg, values = spec.config, ctx.values
         argv = [str(ctx.binary(f"ptr_ring_test-{cfg['variant']}")),
-                "-s", str(cfg["size"]), "-m", str(cfg["mode"]), "-N", str(cfg["count"])]
+                "-s", str(cfg["size"]), "-m", str(cfg["mode"]), "-N", str(spec.extra.get("ops", cfg["count"]))]
         p, c = spec.cpus
         if p >= 0:
             argv += ["-p", str(p)]

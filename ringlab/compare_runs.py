@@ -1,0 +1,148 @@
+"""Merge every run under results/ across hosts and dates (notebook 90).
+
+* ``load_runs``           every run folder with a raw.csv, with its env.json
+* ``runs_table``          one line per run: experiment, host, arch, date, profile, trials
+* ``cross_machine_table`` seed 000's shape across machines: arch/host | unpatched | patched | delta
+* ``stale_checks``        the seed-002 question, answered from hashes and numbers:
+                          A and B ran the same binary, or binaries from the same sources;
+                          two runs hold identical numbers (copied, not re-measured)
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ringlab import paths
+
+
+@dataclass
+class Run:
+    path: Path
+    experiment: str      # results folder name (the notebook's experiment)
+    host: str
+    run_id: str
+    env: dict
+    raw: pd.DataFrame
+
+
+def load_runs(root: str | Path | None = None) -> list[Run]:
+    root = Path(root) if root else paths.results_dir()
+    out = []
+    for raw in sorted(root.glob("*/*/*/raw.csv")):
+        d = raw.parent
+        try:
+            df = pd.read_csv(raw)
+        except (OSError, ValueError, pd.errors.EmptyDataError):
+            continue
+        env = {}
+        if (d / "env.json").is_file():
+            try:
+                env = json.loads((d / "env.json").read_text())
+            except ValueError:
+                env = {}
+        out.append(Run(d, d.parent.parent.name, d.parent.name, d.name, env, df))
+    return out
+
+
+def _arch(env: dict) -> str:
+    host = (env.get("environment") or {}).get("host") or {}
+    return host.get("machine", "?") if isinstance(host, dict) else "?"
+
+
+def runs_table(runs: list[Run]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        ok = r.raw[r.raw["status"] == "ok"] if "status" in r.raw.columns else r.raw
+        rows.append({"experiment": r.experiment, "host": r.host, "arch": _arch(r.env), "run_id": r.run_id,
+                     "profile": (r.env.get("parameters") or {}).get("profile", "?"),
+                     "variants": ",".join(sorted(map(str, r.raw["variant"].unique()))) if "variant" in r.raw else "",
+                     "trials ok": len(ok), "trials total": len(r.raw),
+                     "git": ((r.env.get("git") or {}).get("commit") or "?")[:10]
+                     + (" (dirty)" if (r.env.get("git") or {}).get("dirty") else "")})
+    return pd.DataFrame(rows)
+
+
+def cross_machine_table(runs: list[Run], baseline: str = "batch", patched: str = "reorder",
+                        metric: str = "ns_per_op") -> pd.DataFrame:
+    """For every run holding both variants: medians, delta (mail sign), CI and verdict per config."""
+    from ringlab.stats import compare
+    rows = []
+    for r in runs:
+        if "variant" not in r.raw.columns or metric not in r.raw.columns:
+            continue
+        vs = set(r.raw["variant"].astype(str))
+        if baseline not in vs or patched not in vs:
+            continue
+        cmp = compare(r.raw, baseline, metric)
+        for _, c in cmp[cmp["candidate"] == patched].iterrows():
+            rows.append({"arch/host": f"{_arch(r.env)}/{r.host}", "run": f"{r.experiment}/{r.run_id}",
+                         "mode": c.get("mode"), "size": c.get("size"), "pair_class": c.get("pair_class"),
+                         f"unpatched ({baseline})": c["median_baseline"],
+                         f"patched ({patched})": c["median_candidate"],
+                         "delta (mail sign)": f"{c['gain_pct']:+.1f}%" if c["gain_pct"] == c["gain_pct"] else "n/a",
+                         "95% CI": (f"[{-c['ci_high_pct']:+.1f}%, {-c['ci_low_pct']:+.1f}%]"
+                                    if c["ci_low_pct"] == c["ci_low_pct"] else "n/a"),
+                         "verdict": c["verdict"]})
+    return pd.DataFrame(rows, columns=None if rows else ["arch/host", "run", "verdict"])
+
+
+def _numbers_digest(df: pd.DataFrame, variant: str, metric: str = "ns_per_op") -> str | None:
+    if metric not in df.columns:
+        return None
+    vals = df.loc[(df["variant"].astype(str) == variant) & (df.get("status", "ok") == "ok"), metric].dropna()
+    if vals.empty:
+        return None
+    return hashlib.sha256(",".join(repr(float(v)) for v in vals).encode()).hexdigest()
+
+
+def stale_checks(runs: list[Run]) -> pd.DataFrame:
+    """Findings, one per line: within-run pairs with the same binary or sources, and runs
+    whose numbers are identical to another run's."""
+    from ringlab import provenance
+    rows = []
+    for r in runs:
+        try:
+            rep = provenance.check(r.path)
+        except Exception as e:  # a run without env.json still gets a line
+            rows.append({"scope": f"{r.experiment}/{r.host}/{r.run_id}", "check": "provenance",
+                         "finding": f"cannot check: {type(e).__name__}: {e}"})
+            continue
+        for p in rep["pairs"]:
+            rows.append({"scope": f"{r.experiment}/{r.host}/{r.run_id}", "check": f"{p['a']} vs {p['b']}",
+                         "finding": p["verdict"]})
+    for a, b in itertools.combinations(runs, 2):
+        for v in sorted(set(a.raw.get("variant", pd.Series(dtype=str)).astype(str))
+                        & set(b.raw.get("variant", pd.Series(dtype=str)).astype(str))):
+            da, db = _numbers_digest(a.raw, v), _numbers_digest(b.raw, v)
+            if da and da == db:
+                rows.append({"scope": f"{a.run_id} vs {b.run_id}", "check": f"{v} numbers",
+                             "finding": "IDENTICAL measurements in two runs: copied, not re-measured"})
+    if not any("IDENTICAL" in r["finding"] for r in rows):
+        rows.append({"scope": "all runs", "check": "numbers",
+                     "finding": f"no two of the {len(runs)} runs share a variant's measurements"})
+    return pd.DataFrame(rows)
+
+
+def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched: str = "reorder") -> list[Path]:
+    """The merged tables as files: runs.csv, cross_machine.csv, stale.csv, summary.md, env.json."""
+    from ringlab.notebook import to_markdown
+    from ringlab.system import envinfo
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    t_runs, t_cross, t_stale = runs_table(runs), cross_machine_table(runs, baseline, patched), stale_checks(runs)
+    out = []
+    for name, t in (("runs.csv", t_runs), ("cross_machine.csv", t_cross), ("stale.csv", t_stale)):
+        t.to_csv(run_dir / name, index=False)
+        out.append(run_dir / name)
+    md = ["# Runs compared", "", f"{len(runs)} runs under results/.", "",
+          "## Cross-machine (ptr_ring, seed 000 shape)", "", to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
+          "## Stale-data checks", "", to_markdown(t_stale), "", "## Runs", "", to_markdown(t_runs), ""]
+    (run_dir / "summary.md").write_text("\n".join(md))
+    (run_dir / "env.json").write_text(json.dumps({"environment": envinfo.collect(probe_counters=False),
+                                                  "inputs": [f"{r.experiment}/{r.host}/{r.run_id}" for r in runs]}, indent=2, default=str) + "\n")
+    return out + [run_dir / "summary.md", run_dir / "env.json"]
