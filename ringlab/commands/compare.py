@@ -1,0 +1,50 @@
+"""A/B verdicts from a raw.csv: every variant against a baseline, per configuration."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+
+def add_arguments(p) -> None:
+    p.add_argument("raw", metavar="RAW.csv", help="raw.csv written by `ringlab run`")
+    p.add_argument("--baseline", required=True, metavar="NAME", help="the variant the others are compared to")
+    p.add_argument("--metric", default="ns_per_op", help="metric column (default ns_per_op)")
+    p.add_argument("--by", default=None, metavar="COLUMNS",
+                   help="comma-separated columns defining a configuration (default: every parameter)")
+    p.add_argument("--noise", type=float, default=0.01,
+                   help="noise threshold as a fraction (default 0.01 = +-1%%)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--json", action="store_true", help="print a JSON list with exactly the documented fields")
+
+
+def run(args) -> int:
+    import pandas as pd
+
+    from ringlab.report.tables import comparison_rows, md_table
+    from ringlab.stats import StatsError, compare, to_records
+
+    try:
+        df = pd.read_csv(args.raw)
+    except FileNotFoundError:
+        print(f"ringlab compare: error: RAW.csv: no such file: {args.raw}", file=sys.stderr)
+        return 2
+    try:
+        res = compare(df, args.baseline, metric=args.metric, by=args.by, noise=args.noise, alpha=args.alpha)
+    except StatsError as e:
+        print(f"ringlab compare: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(to_records(res), indent=2))
+        return 0
+    header, rows = comparison_rows(res)
+    print(md_table(header, rows))
+    if len(res):
+        print()
+        print(f"delta = (candidate - baseline)/baseline of the {args.metric} medians; 95% CI: bootstrap; "
+              f"p: Mann-Whitney U, Holm-corrected over {len(res)} comparison(s).")
+        welch = ", ".join(f"{r.candidate}@{r.group}: {r.p_welch:.3g}" for r in res.itertuples()
+                          if isinstance(r.p_welch, float) and not math.isnan(r.p_welch))
+        if welch:
+            print(f"Welch t-test p (uncorrected): {welch}")
+    return 0

@@ -1,0 +1,280 @@
+"""Cause-finding: which recorded column separates slow trials from the others.
+
+For each group whose metric is multimodal (or has severe outliers), the trials
+are split into the main mode and the rest ("slow" trials for lower-is-better
+metrics), and every recorded candidate cause is tested against that split:
+
+* categorical (actual_pair_class, pair_class, cross-CPU and migration markers
+  derived from cpu_*_start/end, the actual CPUs): Fisher's exact test for a 2x2
+  table, chi-square contingency otherwise;
+* numeric (cpu_migrations, context_switches, ctx_involuntary, ctx_voluntary,
+  steal_delta, order, timestamp (drift), trial (warm-up)): Mann-Whitney U.
+
+p-values are Holm-corrected over the candidates; a cause is named only when the
+corrected p < 0.01.  Otherwise we say honestly that no recorded factor explains it.
+
+``diagnose_ab`` covers issue 8: equal instruction counts but different times.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sst
+
+from ringlab import schema
+from ringlab.stats import outliers as _out
+from ringlab.stats.compare import holm, verdict_one
+from ringlab.stats.summary import format_value, group_columns, measurements
+
+CAUSE_ALPHA = 0.01
+
+NUMERIC_CAUSES = ["cpu_migrations", "context_switches", "ctx_involuntary", "ctx_voluntary",
+                  "steal_delta", "order", "timestamp", "trial"]
+CATEGORICAL_CAUSES = ["actual_pair_class", "pair_class", "cross_cpu", "migrated",
+                      "cpu_producer_start", "cpu_consumer_start"]
+
+ADVICE = {
+    "actual_pair_class": "pin producer and consumer to the intended CPU pair (cpus=..., pair class)",
+    "pair_class": "the placement class matters: compare within one pair class, or pin",
+    "cross_cpu": "pin producer and consumer (they ran on different CPUs in those trials)",
+    "migrated": "pin the threads: the slow trials migrated between CPUs",
+    "cpu_producer_start": "pin the producer: the slow trials ran on particular CPUs",
+    "cpu_consumer_start": "pin the consumer: the slow trials ran on particular CPUs",
+    "cpu_migrations": "pin the threads: the slow trials migrated between CPUs",
+    "context_switches": "isolate the CPUs (isolcpus/nohz_full) or stop other load: slow trials were preempted",
+    "ctx_involuntary": "isolate the CPUs or stop other load: slow trials were preempted",
+    "ctx_voluntary": "slow trials blocked more often: check spinning/waiting in the harness",
+    "steal_delta": "a hypervisor stole CPU time: use bare metal or dedicated vCPUs",
+    "order": "drift over the run: check frequency/thermal state, keep trials interleaved",
+    "timestamp": "drift over time: check frequency/thermal state and background jobs",
+    "trial": "warm-up effect: raise warmup trials",
+}
+
+
+def _derived(df: pd.DataFrame) -> pd.DataFrame:
+    """Add cross_cpu / migrated markers and numeric timestamps where columns allow."""
+    d = df.copy()
+    cols = d.columns
+    if {"cpu_producer_start", "cpu_consumer_start"} <= set(cols):
+        p, c = pd.to_numeric(d["cpu_producer_start"], errors="coerce"), pd.to_numeric(
+            d["cpu_consumer_start"], errors="coerce")
+        if c.notna().any():
+            d["cross_cpu"] = np.where(p.isna() | c.isna(), None, (p != c).map({True: "different CPUs",
+                                                                                False: "same CPU"}))
+    pairs = [(a, b) for a, b in [("cpu_producer_start", "cpu_producer_end"),
+                                 ("cpu_consumer_start", "cpu_consumer_end")] if {a, b} <= set(cols)]
+    if pairs:
+        mig = None
+        for a, b in pairs:
+            x, y = pd.to_numeric(d[a], errors="coerce"), pd.to_numeric(d[b], errors="coerce")
+            m = (x != y) & x.notna() & y.notna()
+            mig = m if mig is None else (mig | m)
+        d["migrated"] = mig.map({True: "migrated", False: "stayed"})
+    if "timestamp" in cols:
+        t = pd.to_datetime(d["timestamp"], errors="coerce", utc=True)
+        d["timestamp"] = (t - t.min()).dt.total_seconds()
+    return d
+
+
+def find_cause(frame: pd.DataFrame, is_odd: np.ndarray, odd_name: str = "slow") -> dict:
+    """Test every candidate column against the boolean split ``is_odd``.
+
+    Returns ``{"column", "p", "p_holm", "text", "advice", "tests"}``; column is None when
+    nothing explains the split (text then says so, naming the closest candidate).
+    """
+    d = _derived(frame)
+    is_odd = np.asarray(is_odd, dtype=bool)
+    tests = []
+    for col in CATEGORICAL_CAUSES:
+        if col not in d.columns:
+            continue
+        s = d[col]
+        known = s.notna().to_numpy() & (s.astype(str) != "").to_numpy()
+        if known.sum() < 4 or s[known].astype(str).nunique() < 2:
+            continue
+        tab = pd.crosstab(s[known].astype(str), is_odd[known])
+        if tab.shape[1] < 2:
+            continue
+        if tab.shape == (2, 2):
+            p = float(sst.fisher_exact(tab.to_numpy()).pvalue)
+        else:
+            p = float(sst.chi2_contingency(tab.to_numpy()).pvalue)
+        # the level most over-represented among the odd trials
+        share_odd = tab[True] / tab[True].sum()
+        share_rest = tab[False] / max(tab[False].sum(), 1)
+        level = (share_odd - share_rest).idxmax()
+        tests.append({"column": col, "kind": "categorical", "p": p, "level": level,
+                      "odd_with": int(tab.loc[level, True]), "odd_total": int(tab[True].sum()),
+                      "rest_with": int(tab.loc[level, False]), "rest_total": int(tab[False].sum())})
+    for col in NUMERIC_CAUSES:
+        if col not in d.columns:
+            continue
+        v = pd.to_numeric(d[col], errors="coerce").to_numpy(dtype=float)
+        ok = np.isfinite(v)
+        a, b = v[ok & is_odd], v[ok & ~is_odd]
+        if len(a) < 2 or len(b) < 2 or np.all(v[ok] == v[ok][0]):
+            continue
+        p = float(sst.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+        tests.append({"column": col, "kind": "numeric", "p": p, "median_odd": float(np.median(a)),
+                      "median_rest": float(np.median(b))})
+    if not tests:
+        return {"column": None, "p": math.nan, "p_holm": math.nan, "tests": [],
+                "advice": "", "text": "no recorded factor can be tested (no placement, counter, "
+                                      "steal or order columns vary)"}
+    adj = holm([t["p"] for t in tests])
+    for t, pa in zip(tests, adj):
+        t["p_holm"] = float(pa)
+    # among clearly significant columns prefer the most interpretable (list order:
+    # pair class before raw CPU numbers); otherwise the smallest p
+    prio = {c: i for i, c in enumerate(CATEGORICAL_CAUSES + NUMERIC_CAUSES)}
+    best = min(tests, key=lambda t: (max(t["p_holm"], 1e-3), prio[t["column"]], t["p"]))
+    ptxt = "p < 0.001" if best["p_holm"] < 0.001 else f"p = {best['p_holm']:.2g}"
+    if best["p_holm"] >= CAUSE_ALPHA:
+        return {"column": None, "p": best["p"], "p_holm": best["p_holm"], "tests": tests, "advice": "",
+                "text": f"no recorded factor explains the {odd_name} trials (closest: {best['column']}, "
+                        f"Holm {ptxt})"}
+    col = best["column"]
+    if best["kind"] == "categorical":
+        share = best["odd_with"] / best["odd_total"]
+        how = "all" if share == 1 else f"{best['odd_with']}/{best['odd_total']}"
+        text = (f"{how} {odd_name} trials had {col} = {best['level']} "
+                f"(vs {best['rest_with']}/{best['rest_total']} of the others; {ptxt})")
+    else:
+        word = "higher" if best["median_odd"] > best["median_rest"] else "lower"
+        text = (f"{odd_name} trials had {word} {col} (median {best['median_odd']:.4g} vs "
+                f"{best['median_rest']:.4g}; {ptxt})")
+    return {"column": col, "p": best["p"], "p_holm": best["p_holm"], "tests": tests,
+            "advice": ADVICE.get(col, ""), "text": text + (f"; {ADVICE[col]}" if col in ADVICE else "")}
+
+
+def diagnose(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, by=None) -> list[dict]:
+    """Per group: modality, outliers and, when the sample splits, the recorded cause.
+
+    Returns a list of dicts with ``group`` (dict of group columns), ``label`` (str),
+    ``n``, ``modality`` (text), ``dip_p``, ``n_severe``, ``kind`` ("multimodal" |
+    "severe outliers" | "ok"), ``cause`` (``find_cause`` result or None) and ``text``.
+    """
+    meas, _ = measurements(df, metric)
+    cols = group_columns(df, by)
+    lib = metric in schema.LOWER_IS_BETTER
+    out = []
+    for key, sub in (meas.groupby(cols, sort=True, dropna=False) if cols else [((), meas)]):
+        key = key if isinstance(key, tuple) else (key,)
+        label = ",".join(f"{c}={v}" for c, v in zip(cols, key)) or "all"
+        v = sub[metric].to_numpy()
+        mod = _out.modality(v)
+        flags = _out.tukey_flags(v)
+        n_sev = int((flags == "severe").sum())
+        rec = {"group": dict(zip(cols, key)), "label": label, "n": len(v), "dip_p": mod["dip_p"],
+               "modes": mod["modes"], "n_severe": n_sev, "cause": None,
+               "modality": _out.describe_modes(mod, lambda x: format_value(x, metric))}
+        odd = None
+        if mod["multimodal"]:
+            main = int(np.argmax([m["n"] for m in mod["modes"]]))
+            odd = mod["labels"] != main
+            rec["kind"] = "multimodal"
+            odd_name = "slow" if (np.median(v[odd]) > np.median(v[~odd])) == lib else "fast"
+        elif n_sev:
+            odd = flags == "severe"
+            rec["kind"] = "severe outliers"
+            odd_name = "outlier"
+        else:
+            rec["kind"] = "ok"
+        if odd is not None:
+            cause = find_cause(sub, odd, odd_name)
+            rec["cause"] = cause
+            head = rec["modality"] if rec["kind"] == "multimodal" else f"{n_sev} severe outlier(s)"
+            rec["text"] = f"{label}: {head}; {cause['text']}"
+        else:
+            rec["text"] = f"{label}: {rec['modality']}, no severe outliers"
+        out.append(rec)
+    return out
+
+
+SAME_ICOUNT_CAUSES = ("code layout and alignment (function/loop alignment, link order), branch "
+                      "placement (taken vs fall-through, branch-predictor aliasing), store-to-load "
+                      "forwarding stalls, cache-line sharing (false sharing between producer and "
+                      "consumer fields)")
+SAME_ICOUNT_CHECKS = ("diff `size` and `objdump -d` of the two binaries around the measured "
+                      "rl_measured_* functions; rebuild both with layout variants "
+                      "(-falign-functions=64, -falign-loops=32, a different link order) and "
+                      "see whether the time difference follows the layout rather than the code; "
+                      "check cache-line sharing with `perf c2c` where supported")
+
+
+def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: str = schema.PRIMARY_METRIC,
+                icount_metric: str = "instructions_per_op", tolerance: float = 0.001,
+                alpha: float = 0.05, by=None) -> list[dict]:
+    """"Same instructions, different time"?  Per configuration, compare instruction counts
+    and times of two variants.
+
+    Returns dicts: label, group, icount_baseline, icount_candidate, icount_delta_pct,
+    time_verdict, time_delta_pct, time_p, finding ("same instructions, different time" |
+    "different instructions" | "same instructions, same time" | "no instruction counts"),
+    text, and for the first case ``causes`` and ``checks``.
+    """
+    if "variant" not in df.columns:
+        raise ValueError("raw.csv has no 'variant' column")
+    variants = sorted(map(str, df["variant"].dropna().unique()))
+    for name, v in (("baseline", baseline), ("candidate", candidate)):
+        if str(v) not in variants:
+            raise ValueError(f"{name}: {v!r} is not a variant; allowed: " + ", ".join(variants))
+    tmeas, _ = measurements(df, time_metric)
+    tmeas["variant"] = tmeas["variant"].astype(str)
+    has_ic = icount_metric in df.columns and pd.to_numeric(df[icount_metric], errors="coerce").notna().any()
+    imeas = measurements(df, icount_metric)[0] if has_ic else tmeas.iloc[0:0]
+    imeas = imeas.assign(variant=imeas["variant"].astype(str)) if len(imeas) else imeas
+    cols = group_columns(df, by, include_variant=False)
+    out = []
+    for key, sub in (tmeas.groupby(cols, sort=True, dropna=False) if cols else [((), tmeas)]):
+        key = key if isinstance(key, tuple) else (key,)
+        label = ",".join(f"{c}={v}" for c, v in zip(cols, key)) or "all"
+        tb = sub.loc[sub["variant"] == str(baseline), time_metric].to_numpy()
+        tc = sub.loc[sub["variant"] == str(candidate), time_metric].to_numpy()
+        if len(tb) == 0 or len(tc) == 0:
+            continue
+        tv = verdict_one(tb, tc, time_metric, alpha=alpha)
+        rec = {"label": label, "group": dict(zip(cols, key)), "baseline": str(baseline),
+               "candidate": str(candidate), "time_verdict": tv["verdict"], "time_delta_pct": tv["delta_pct"],
+               "time_p": tv["p_value"], "icount_baseline": math.nan, "icount_candidate": math.nan,
+               "icount_delta_pct": math.nan}
+        isub = imeas
+        for c, v in zip(cols, key):
+            isub = isub[isub[c] == v] if len(isub) else isub
+        ib = isub.loc[isub["variant"] == str(baseline), icount_metric] if len(isub) else []
+        ic = isub.loc[isub["variant"] == str(candidate), icount_metric] if len(isub) else []
+        time_txt = (f"time {tv['delta_pct']:+.2f}% ({tv['verdict']}"
+                    + (f", p={tv['p_value']:.2g}" if math.isfinite(tv["p_value"]) else "") + ")")
+        if len(ib) == 0 or len(ic) == 0:
+            rec["finding"] = "no instruction counts"
+            rec["text"] = (f"{label}: {time_txt}; no {icount_metric} recorded (run with callgrind or "
+                           f"hardware counters to tell code changes from layout effects)")
+            out.append(rec)
+            continue
+        mb, mc = float(np.median(ib)), float(np.median(ic))
+        rec.update(icount_baseline=mb, icount_candidate=mc,
+                   icount_delta_pct=(mc / mb - 1) * 100 if mb else math.nan)
+        src = ""
+        if "icount_source" in isub.columns:
+            s = sorted(set(isub["icount_source"].dropna().astype(str)) - {""})
+            src = f" ({'/'.join(s)})" if s else ""
+        same = mb != 0 and abs(mc - mb) <= tolerance * abs(mb)
+        differ = tv["verdict"] in ("faster", "slower")
+        ic_txt = f"{icount_metric}{src} {baseline} {mb:.6g} vs {candidate} {mc:.6g}"
+        if same and differ:
+            rec["finding"] = "same instructions, different time"
+            rec["causes"], rec["checks"] = SAME_ICOUNT_CAUSES, SAME_ICOUNT_CHECKS
+            rec["text"] = (f"{label}: same instructions, different time: {ic_txt} "
+                           f"({rec['icount_delta_pct']:+.3f}%), but {time_txt}. Likely causes: "
+                           f"{SAME_ICOUNT_CAUSES}. Checks: {SAME_ICOUNT_CHECKS}.")
+        elif same:
+            rec["finding"] = "same instructions, same time"
+            rec["text"] = f"{label}: {ic_txt}; {time_txt}"
+        else:
+            rec["finding"] = "different instructions"
+            rec["text"] = (f"{label}: different instructions: {ic_txt} "
+                           f"({rec['icount_delta_pct']:+.2f}%); {time_txt}")
+        out.append(rec)
+    return out

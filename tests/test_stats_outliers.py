@@ -1,0 +1,66 @@
+import numpy as np
+import pandas as pd
+
+from ringlab.stats import diagnose, find_cause, modality, tukey_flags
+from ringlab.stats.outliers import describe_modes
+from ringlab.stats.summary import format_value
+from synth import make_raw
+
+
+def test_tukey_flags():
+    v = np.r_[np.linspace(10, 11, 40), 12.0, 20.0]
+    f = tukey_flags(v)
+    assert f[-1] == "severe"
+    assert (f[:40] == "").all()
+    assert list(tukey_flags([1.0, 2.0])) == ["", ""]
+
+
+def test_seed004_bimodal_text():
+    rng = np.random.default_rng(7)
+    v = np.r_[rng.normal(2.25e6, 0.02e6, 90), rng.normal(4.4e6, 0.05e6, 10)]
+    m = modality(v)
+    assert m["multimodal"]
+    txt = describe_modes(m, lambda x: format_value(x, "elapsed_us"))
+    assert txt.startswith("bimodal: 90% at 2.25 s, 10% at 4.4 s"), txt
+
+
+def test_unimodal_rarely_flagged():
+    rng = np.random.default_rng(8)
+    hits = sum(modality(rng.lognormal(0, 0.05, n))["multimodal"] for n in (30, 100) for _ in range(50))
+    assert hits <= 3
+
+
+def test_seed004_cause_is_the_cross_cpu_marker():
+    df = make_raw(variants=("base",), trials=100, slow_frac=0.1, slow_factor=2.0, slow_marker="cross_cpu",
+                  seed=11, experiment="perf_rb")
+    (d,) = diagnose(df)
+    assert d["kind"] == "multimodal"
+    assert d["cause"]["column"] in ("actual_pair_class", "cross_cpu", "cpu_consumer_start")
+    assert d["cause"]["p_holm"] < 0.001
+    assert "slow trials" in d["text"] and "p < 0.001" in d["text"] and "pin" in d["text"]
+
+
+def test_null_case_no_recorded_factor():
+    df = make_raw(variants=("base",), trials=100, slow_frac=0.1, slow_marker=None, seed=12)
+    (d,) = diagnose(df)
+    assert d["kind"] == "multimodal"
+    assert d["cause"]["column"] is None
+    assert "no recorded factor explains" in d["text"]
+
+
+def test_numeric_cause_drift_by_order():
+    n = 60
+    order = np.arange(n)
+    frame = pd.DataFrame({"order": order, "trial": order % 7, "ctx_involuntary": np.zeros(n)})
+    odd = order >= 50  # the last trials are slow: drift
+    c = find_cause(frame, odd)
+    assert c["column"] == "order" and "higher order" in c["text"]
+
+
+def test_migrations_cause():
+    n = 80
+    mig = np.zeros(n)
+    mig[:8] = 3
+    frame = pd.DataFrame({"cpu_migrations": mig, "order": np.random.default_rng(0).permutation(n)})
+    c = find_cause(frame, mig > 0)
+    assert c["column"] == "cpu_migrations" and "pin" in c["text"]
