@@ -36,19 +36,13 @@ def _find(d, *keys, default=None):
 
 def machine_line(env: dict) -> str:
     """One line naming the machine a run came from, read from env.json."""
-    e = env.get("env", env)
-    model = _find(e, "cpu.model", "cpu_model", "cpu.model_name")
-    ncpu = _find(e, "topology.n_cpus", "cpu.count", "nproc", "topology.online_count")
-    if ncpu is None:
-        cpus = _find(e, "topology.cpus", "topology.online")
-        ncpu = len(cpus) if isinstance(cpus, list) else None
-    virt = _find(e, "virtualization.type", "virtualization", "virt")
-    if isinstance(virt, dict):
-        virt = virt.get("type") or virt.get("name")
-    kernel = _find(e, "kernel.release", "kernel_version", "kernel", "os.release")
-    if isinstance(kernel, dict):
-        kernel = kernel.get("release") or kernel.get("version")
-    arch = _find(e, "arch", "machine", "kernel.machine", "platform.machine")
+    # a runner's env.json nests `ringlab env` under "environment"; notebook 00 writes it flat
+    e = env.get("environment") if isinstance(env.get("environment"), dict) else env
+    model = _find(e, "cpu.model")
+    ncpu = _find(e, "topology.n_cpus")
+    virt = _find(e, "host.virtualization.type")
+    kernel = _find(e, "host.kernel")
+    arch = _find(e, "host.machine")
     parts = [str(p) for p in (model, f"{ncpu} CPUs" if ncpu else None, arch,
                                f"virt: {virt}" if virt else None,
                                f"kernel {kernel}" if kernel else None) if p]
@@ -85,6 +79,16 @@ def runs(root: Path) -> dict[str, list[Path]]:
     return found
 
 
+def _notebook_params(run: Path) -> dict:
+    """Parameters papermill recorded in the executed notebook's metadata."""
+    for nb in sorted(run.glob("*.ipynb")):
+        try:
+            return json.loads(nb.read_text()).get("metadata", {}).get("papermill", {}).get("parameters", {}) or {}
+        except (OSError, ValueError):
+            pass
+    return {}
+
+
 def _run_status(run: Path) -> str:
     nbs = sorted(run.glob("*.ipynb"))
     if not nbs:
@@ -113,7 +117,7 @@ def render(root: Path) -> str:
                 env = json.loads((latest / "env.json").read_text())
             except ValueError:
                 env = {}
-        profile = _find(env, "params.profile", "parameters.profile", "profile", default="?")
+        profile = _notebook_params(latest).get("profile") or _find(env, "parameters.profile", default="?")
         out.append(f"## {exp}\n")
         out.append(f"Latest run: [`{rel}`]({rel}/) on host `{latest.parent.name}` "
                    f"(profile `{profile}`, {_run_status(latest)}).  \nMachine: {machine_line(env)}.\n")
