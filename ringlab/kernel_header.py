@@ -1,0 +1,227 @@
+"""Kernel-header mode: compile a user's REAL ``include/linux/ptr_ring.h``.
+
+Users A/B their own kernel patch with ``--kernel-header NAME=PATH``: PATH is a
+``ptr_ring.h`` file, or the root of a kernel tree or of a headers package
+(``/usr/src/linux-headers-*-common``).  The header is compiled unmodified in
+user space through our compat shim (``csrc/compat/``): the stub directory
+``csrc/compat/include`` goes first on the include path so the header's
+``#include <linux/...>`` lines land on empty stubs, and
+``csrc/compat/kernel_ptr_ring.h`` includes ``kernel_shim.h`` (pthread spinlocks,
+aligned kmalloc, READ_ONCE, barriers...) before the header itself.  NAME then
+builds and benchmarks exactly like a built-in variant.
+
+Two generations exist (v4.8 .. mainline), and the harness must know which
+(``RINGLAB_GEN_BATCH``) because only the newer one has ``r->batch``:
+
+* ``prebatch``  a single ``consumer`` index (v4.8 - v4.11)
+* ``batch``     ``consumer_head`` / ``consumer_tail`` / ``batch`` (v4.12+)
+
+Everything here builds argv lists; nothing goes through a shell, so paths with
+spaces work.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ringlab.paths import CSRC
+
+#: Built-in ring variants; a kernel-header NAME may not shadow one of them.
+BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
+GENERATIONS = ("prebatch", "batch")
+
+COMPAT_DIR = CSRC / "compat"
+STUB_INCLUDE_DIR = COMPAT_DIR / "include"
+WRAPPER = "compat/kernel_ptr_ring.h"       # relative to csrc/, as the harness includes it
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+# Where the header lives below a tree root, in the order we try them.
+_TREE_CANDIDATES = ("include/linux/ptr_ring.h", "linux/ptr_ring.h", "ptr_ring.h")
+
+# A tiny translation unit that includes the wrapper and names every function
+# the harness calls, so a header that compiles but lacks the API fails here,
+# with a clear message, instead of deep inside the harness build.
+_CHECK_TU = r"""
+#include RINGLAB_RING_HEADER
+void ringlab_kernel_header_check(void);
+void ringlab_kernel_header_check(void)
+{
+	static struct ptr_ring r;
+	void *p;
+	if (ptr_ring_init(&r, 16, GFP_KERNEL))
+		return;
+	(void)__ptr_ring_produce(&r, (void *)1);
+	(void)__ptr_ring_full(&r);
+	(void)__ptr_ring_empty(&r);
+	p = __ptr_ring_peek(&r);
+	p = __ptr_ring_consume(&r);
+	(void)ptr_ring_produce(&r, p);
+	p = ptr_ring_consume(&r);
+	(void)ptr_ring_consume_batched(&r, &p, 1);
+	(void)p;
+#if RINGLAB_GEN_BATCH
+	(void)r.batch;
+#endif
+	ptr_ring_cleanup(&r, (void (*)(void *))0);
+}
+"""
+
+
+class KernelHeaderError(Exception):
+    """A kernel header could not be found, recognised or compiled.  The message names the file."""
+
+
+@dataclass(frozen=True)
+class KernelVariant:
+    """One ``--kernel-header NAME=PATH``, resolved and classified."""
+    name: str
+    header: Path
+    generation: str
+    flags: list[str] = field(default_factory=list, compare=False)
+
+
+def parse_spec(spec: str) -> tuple[str, Path]:
+    """``"NAME=PATH"`` -> ``(name, Path(PATH))``.  PATH is not resolved here."""
+    if not isinstance(spec, str) or "=" not in spec:
+        raise KernelHeaderError(
+            f"--kernel-header: expected NAME=PATH (e.g. mine=~/linux), got {spec!r}")
+    name, _, path = spec.partition("=")
+    name, path = name.strip(), path.strip()
+    if not _NAME_RE.match(name):
+        raise KernelHeaderError(
+            f"--kernel-header: invalid NAME {name!r}; allowed: letters, digits, '_', '.', '-' "
+            "([A-Za-z0-9_.-]+)")
+    if name in BUILTIN_VARIANTS:
+        raise KernelHeaderError(
+            f"--kernel-header: NAME {name!r} clashes with a built-in variant; "
+            f"choose a name other than {', '.join(BUILTIN_VARIANTS)}")
+    if not path:
+        raise KernelHeaderError(f"--kernel-header: empty PATH in {spec!r}; expected NAME=PATH")
+    return name, Path(path).expanduser()
+
+
+def resolve_header(path) -> Path:
+    """The absolute path of ptr_ring.h given a file, a kernel tree or a headers package root."""
+    p = Path(path).expanduser()
+    if p.is_file():
+        return p.resolve()
+    if p.is_dir():
+        for rel in _TREE_CANDIDATES:
+            cand = p / rel
+            if cand.is_file():
+                return cand.resolve()
+        raise KernelHeaderError(
+            f"kernel header: no ptr_ring.h under {p} (looked for "
+            + ", ".join(_TREE_CANDIDATES)
+            + "); pass the header file itself, a kernel tree root, or a headers package root "
+              "such as /usr/src/linux-headers-<version>-common")
+    raise KernelHeaderError(f"kernel header: {p} does not exist")
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def detect_generation(header) -> str:
+    """``"prebatch"`` (one ``consumer`` field) or ``"batch"`` (``consumer_head``)."""
+    header = Path(header)
+    try:
+        text = _strip_comments(header.read_text(errors="replace"))
+    except OSError as e:
+        raise KernelHeaderError(f"kernel header {header}: cannot read: {e}") from None
+    m = re.search(r"struct\s+ptr_ring\s*\{(.*?)\}\s*;", text, flags=re.S)
+    if not m:
+        raise KernelHeaderError(f"kernel header {header}: no 'struct ptr_ring {{ ... }};' definition found")
+    body = m.group(1)
+    if re.search(r"\bconsumer_head\b", body):
+        return "batch"
+    if re.search(r"\bconsumer\b", body):
+        return "prebatch"
+    raise KernelHeaderError(
+        f"kernel header {header}: struct ptr_ring has neither 'consumer_head' (v4.12+) nor "
+        "'consumer' (v4.8-v4.11); cannot tell which generation it is")
+
+
+def has_consume_batched(header) -> bool:
+    """Whether the header defines ptr_ring_consume_batched (added after v4.8).
+
+    When it does not, csrc/compat/kernel_ptr_ring.h supplies one built from the
+    header's own __ptr_ring_consume, because the harness contract needs it."""
+    text = _strip_comments(Path(header).read_text(errors="replace"))
+    return re.search(r"\bptr_ring_consume_batched\s*\(", text) is not None
+
+
+def _c_string(what: str, value: str) -> str:
+    # The value becomes a C string literal inside a -D argument.  No shell is
+    # involved, so spaces are fine; a quote, backslash or newline would end or
+    # corrupt the literal, so refuse those rather than escape them.
+    if any(c in value for c in '"\\\n'):
+        raise KernelHeaderError(f"{what} {value!r}: contains a quote, backslash or newline, "
+                                "which cannot be passed to the C compiler as a string")
+    return f'"{value}"'
+
+
+def compile_flags(name: str, header) -> list[str]:
+    """Compiler arguments that build the harness against this header as variant ``name``.
+
+    The stub directory must precede every other -I so the header's
+    ``#include <linux/...>`` resolve to our stubs.
+    """
+    header = Path(header).resolve()
+    gen = detect_generation(header)
+    return [
+        f"-I{STUB_INCLUDE_DIR}",
+        f"-I{CSRC}",
+        f"-DRINGLAB_RING_HEADER={_c_string('ring header', WRAPPER)}",
+        f"-DRINGLAB_KERNEL_HEADER={_c_string('kernel header path', str(header))}",
+        f"-DRINGLAB_GEN_BATCH={1 if gen == 'batch' else 0}",
+        f"-DRINGLAB_KERNEL_HAS_CONSUME_BATCHED={1 if has_consume_batched(header) else 0}",
+        f"-DRINGLAB_VARIANT={_c_string('variant name', name)}",
+    ]
+
+
+def first_error(stderr: str) -> str:
+    """The first compiler diagnostic that is an error (or the first line, if none is marked)."""
+    lines = [ln.rstrip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in lines:
+        if re.search(r"\b(fatal )?error:", ln):
+            return ln.strip()
+    return lines[0].strip() if lines else "(no compiler output)"
+
+
+def check_compiles(header, cc: str = "gcc", extra_flags: list[str] | None = None) -> None:
+    """Compile a tiny TU through the shim (-fsyntax-only); raise KernelHeaderError if it fails."""
+    header = resolve_header(header)
+    flags = compile_flags("check", header)
+    # implicit declarations are errors so that a header lacking part of the API
+    # is reported here, not as a link error deep in the harness build.
+    argv = [cc, "-std=gnu11", "-fsyntax-only", "-Werror=implicit-function-declaration",
+            *flags, *(extra_flags or []), "-x", "c", "-"]
+    try:
+        proc = subprocess.run(argv, input=_CHECK_TU, capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        raise KernelHeaderError(f"kernel header {header}: C compiler {cc!r} not found") from None
+    if proc.returncode != 0:
+        raise KernelHeaderError(
+            f"kernel header {header} does not compile through the ringlab shim "
+            f"(csrc/compat/kernel_shim.h): {first_error(proc.stderr)}")
+
+
+def kernel_variant(spec: str, check: bool = True, cc: str = "gcc") -> KernelVariant:
+    """Parse ``NAME=PATH``, find the header, classify it and (optionally) check that it compiles."""
+    name, path = parse_spec(spec)
+    header = resolve_header(path)
+    gen = detect_generation(header)
+    if check:
+        check_compiles(header, cc=cc)
+    return KernelVariant(name=name, header=header, generation=gen, flags=compile_flags(name, header))
+
+
+def debian_header() -> Path | None:
+    """The newest Debian ``linux-headers-*-common`` ptr_ring.h on this machine, if any."""
+    found = sorted(Path("/usr/src").glob("linux-headers-*-common/include/linux/ptr_ring.h"),
+                   key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))])
+    return found[-1] if found else None
