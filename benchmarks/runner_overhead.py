@@ -77,11 +77,18 @@ def counter_cost(trials: int, count: int) -> dict:
             "change_pct": 100.0 * (on - off) / off, "events_opened": opened}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--count", type=int, default=20_000_000)
-    args = ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
+def run(args) -> int:
     if not (paths.bin_dir() / "ptr_ring_test-batch").exists():
         print(f"{paths.bin_dir()}/ptr_ring_test-batch missing: run `ringlab build` first", file=sys.stderr)
         return 1

@@ -29,12 +29,19 @@ def synthetic(rows: int, configs: int, seed: int = 0) -> pd.DataFrame:
                          "ns_per_op": val})
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--groups", type=int, default=40, help="configurations (x2 variants)")
     ap.add_argument("--budget", type=float, default=5.0, help="seconds allowed for summarize+compare")
-    a = ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
+def run(a) -> int:
     from ringlab.stats import compare, summarize
     df = synthetic(a.rows, a.groups)
     t0 = time.perf_counter()

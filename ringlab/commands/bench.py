@@ -16,6 +16,9 @@ from ringlab import paths
 BENCHMARKS = {
     "fidelity": ("harness_fidelity.py",
                  "ours vs the real kernel ptr_ring.h, and prebatch vs batch, interleaved"),
+    "overhead": ("runner_overhead.py",
+                 "per-trial fixed overhead of the runner, and the cost of in-region counters"),
+    "stats": ("stats_speed.py", "summaries and comparisons of 10^5 raw rows (target <= 5 s)"),
 }
 
 
