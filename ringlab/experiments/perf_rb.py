@@ -89,9 +89,9 @@ class PerfRb(Experiment):
     profiles = {
         "smoke": {"count": 20_000, "trials": 2, "warmup": 0, "timeout": 60.0},
         "quick": {"count": 1_000_000, "trials": 10, "warmup": 1},
-        # The seed ran 100 per configuration; 30 keeps a 2-CPU VM under ~15 minutes
+        # The seed ran 100 per configuration; 20 keeps a 2-CPU VM under ~10 minutes
         # and is enough for the bimodality check (raise -p trials 100 on bare metal).
-        "full": {"count": 3_000_000, "trials": 30, "warmup": 2, "timeout": 300.0},
+        "full": {"count": 3_000_000, "trials": 20, "warmup": 2, "timeout": 300.0},
     }
     binaries = [BINARY]
     extra_columns = ["elapsed_us", "perf_wakeups", "perf_captured_mb", "perf_samples", "perf_lost",
