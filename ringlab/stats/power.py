@@ -1,6 +1,6 @@
 """How many trials per arm resolve an effect: normal approximation, checked by simulation.
 
-Method (documented in docs/reading-a-verdict.md, verified in tests/test_stats_truth.py):
+Method (documented in README.md, "How to read a verdict", verified in tests/test_stats_truth.py):
 
 * work on the log scale, where a relative effect d is a shift of ln(1 + d) and the
   noise of a benchmark is roughly symmetric;
