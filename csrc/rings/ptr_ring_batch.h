@@ -49,7 +49,9 @@
 
 #include "ring_common.h"
 
+#ifndef RINGLAB_RING_NAME
 #define RINGLAB_RING_NAME "batch"
+#endif
 /* The harness may report r->batch. */
 #ifndef RINGLAB_GEN_BATCH
 #define RINGLAB_GEN_BATCH 1
@@ -110,6 +112,14 @@ static inline int __ptr_ring_empty(struct ptr_ring *r)
 	return 1;
 }
 
+/*
+ * A variant that differs only in how the consumer retires entries (the 2021
+ * "reorder" proposal, ptr_ring_reorder.h) defines
+ * RINGLAB_PTR_RING_OWN_DISCARD, declares its own __ptr_ring_discard_one and
+ * includes this header: everything else is shared, so the two files differ
+ * exactly as the patch did.
+ */
+#ifndef RINGLAB_PTR_RING_OWN_DISCARD
 /* Only after __ptr_ring_peek returned non-NULL. */
 static inline void __ptr_ring_discard_one(struct ptr_ring *r)
 {
@@ -138,6 +148,7 @@ static inline void __ptr_ring_discard_one(struct ptr_ring *r)
 	/* [C3] published last; pairs with the READ_ONCE in __ptr_ring_empty. */
 	__atomic_store_n(&r->consumer_head, consumer_head, __ATOMIC_RELAXED);
 }
+#endif /* !RINGLAB_PTR_RING_OWN_DISCARD */
 
 static inline void *__ptr_ring_consume(struct ptr_ring *r)
 {

@@ -24,6 +24,9 @@
  *   - The end-of-array test folds into the rare flush branch, so the common
  *     path has one compare fewer: the claimed source of the speed-up.
  *
+ * Everything but __ptr_ring_discard_one comes from ptr_ring_batch.h (one
+ * struct, one producer side, one peek/empty/init), so this file is the patch.
+ *
  * Memory ordering: [P0] [P1] [C1] [C4] as in ptr_ring_batch.h.
  *   [C3'] consumer_head is published with a relaxed store (WRITE_ONCE)
  *         BEFORE the NULLs [C2]; pairs with the READ_ONCE in
@@ -34,68 +37,13 @@
 #ifndef RINGLAB_PTR_RING_REORDER_H
 #define RINGLAB_PTR_RING_REORDER_H
 
-#include "ring_common.h"
-
 #define RINGLAB_RING_NAME "reorder"
-/* The harness may report r->batch. */
-#ifndef RINGLAB_GEN_BATCH
-#define RINGLAB_GEN_BATCH 1
-#endif
-/* ringtest's --param: the harness may override batch (-b) through this. */
-#define RINGLAB_HAS_SET_BATCH 1
+#define RINGLAB_PTR_RING_OWN_DISCARD 1
 
-struct ptr_ring {
-	int producer rlr_cacheline_aligned;
-	pthread_spinlock_t producer_lock;
-	int consumer_head rlr_cacheline_aligned;	/* next valid entry */
-	int consumer_tail;	/* first consumed entry not yet NULLed */
-	pthread_spinlock_t consumer_lock;
-	int size rlr_cacheline_aligned;		/* slots, not necessarily 2^n */
-	int batch;				/* slots NULLed per flush */
-	void **queue;
-};
+struct ptr_ring;
+static inline void __ptr_ring_discard_one(struct ptr_ring *r);
 
-/* [P0] Producer only (caller holds producer_lock or is the single producer).
- * Loops polling this need cpu_relax() or another compiler barrier; the
- * atomic load already is one. */
-static inline int __ptr_ring_full(struct ptr_ring *r)
-{
-	return __atomic_load_n(&r->queue[r->producer], __ATOMIC_RELAXED) != NULL;
-}
-
-/* Returns 0, or -ENOSPC when the slot at producer is still in use. */
-static inline int __ptr_ring_produce(struct ptr_ring *r, void *ptr)
-{
-	if (unlikely(!r->size) ||
-	    __atomic_load_n(&r->queue[r->producer], __ATOMIC_RELAXED))	/* [P0] */
-		return -ENOSPC;
-
-	/* [P1] release: what ptr points to is visible before ptr itself.
-	 * Pairs with the acquire in __ptr_ring_peek [C1]. */
-	__atomic_store_n(&r->queue[r->producer++], ptr, __ATOMIC_RELEASE);
-	if (unlikely(r->producer >= r->size))
-		r->producer = 0;
-	return 0;
-}
-
-/* Consumer only.  NULL when empty. */
-static inline void *__ptr_ring_peek(struct ptr_ring *r)
-{
-	if (likely(r->size))	/* [C1] pairs with [P1] */
-		return __atomic_load_n(&r->queue[r->consumer_head], __ATOMIC_ACQUIRE);
-	return NULL;
-}
-
-/* [C4] See the header comment: reliable only on the consuming CPU (or with
- * the consumer stopped).  READ_ONCE of consumer_head pairs with [C3]. */
-static inline int __ptr_ring_empty(struct ptr_ring *r)
-{
-	if (likely(r->size))
-		return !__atomic_load_n(&r->queue[__atomic_load_n(&r->consumer_head,
-								  __ATOMIC_RELAXED)],
-					__ATOMIC_RELAXED);
-	return 1;
-}
+#include "ptr_ring_batch.h"
 
 /* Only after __ptr_ring_peek returned non-NULL. */
 static inline void __ptr_ring_discard_one(struct ptr_ring *r)
@@ -126,49 +74,5 @@ static inline void __ptr_ring_discard_one(struct ptr_ring *r)
 	/* Common path: consumer_head + 1 < size here, so it stays valid. */
 	__atomic_store_n(&r->consumer_head, consumer_head, __ATOMIC_RELAXED);
 }
-
-static inline void *__ptr_ring_consume(struct ptr_ring *r)
-{
-	void *ptr = __ptr_ring_peek(r);
-
-	if (ptr)
-		__ptr_ring_discard_one(r);
-	return ptr;
-}
-
-/* batch = two cache lines of pointers (16 on 64-bit), or 1 when that would
- * leave a small ring more than half empty ("a lot of burstiness"). */
-static inline void __ptr_ring_set_size(struct ptr_ring *r, int size)
-{
-	r->size = size;
-	r->batch = RLR_CACHE_BYTES * 2 / (int)sizeof(*r->queue);
-	if (r->batch > size / 2 || !r->batch)
-		r->batch = 1;
-}
-
-/* ringlab only (ringtest's --param "hacky way to poke at ring internals").
- * Not thread-safe: call before the ring is shared.  n >= 1. */
-static inline void __ptr_ring_set_batch(struct ptr_ring *r, int n)
-{
-	r->batch = n > 0 ? n : 1;
-}
-
-/* gfp is accepted for API compatibility and ignored.  0 or -ENOMEM. */
-static inline int ptr_ring_init(struct ptr_ring *r, int size, int gfp)
-{
-	(void)gfp;
-	if (size < 0 || size > RLR_MAX_SLOTS)
-		return -ENOMEM;
-	r->queue = size ? rlr_alloc_slots((size_t)size) : NULL;
-	if (size && !r->queue)
-		return -ENOMEM;
-	__ptr_ring_set_size(r, size);
-	r->producer = r->consumer_head = r->consumer_tail = 0;
-	pthread_spin_init(&r->producer_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&r->consumer_lock, PTHREAD_PROCESS_PRIVATE);
-	return 0;
-}
-
-#include "ring_locked.h"
 
 #endif /* RINGLAB_PTR_RING_REORDER_H */
