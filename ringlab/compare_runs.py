@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab import paths
+from ringlab.provenance import read_env
 
 
 @dataclass
@@ -39,13 +40,7 @@ def load_runs(root: str | Path | None = None) -> list[Run]:
             df = pd.read_csv(raw)
         except (OSError, ValueError, pd.errors.EmptyDataError):
             continue
-        env = {}
-        if (d / "env.json").is_file():
-            try:
-                env = json.loads((d / "env.json").read_text())
-            except ValueError:
-                env = {}
-        out.append(Run(d, d.parent.parent.name, d.parent.name, d.name, env, df))
+        out.append(Run(d, d.parent.parent.name, d.parent.name, d.name, read_env(d), df))
     return out
 
 

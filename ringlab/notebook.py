@@ -144,7 +144,7 @@ def report(run_dir: Path, baseline: str | None = None, labels: dict | None = Non
 
 # Seed-shaped tables and published-vs-reproduced comparisons live in ringlab.report.seeds;
 # they are re-exported here so a notebook needs one import.
-from ringlab.report.seeds import (by_placement_table, instructions_vs_published, mail_table,  # noqa: E402
+from ringlab.report.seeds import (by_placement_table, instructions_vs_published, mail_table,  # noqa: E402, F401
                                   perf_rb_table, perf_rb_verdicts, provenance_text,
                                   published_vs_reproduced_batch, published_vs_reproduced_page_frag,
                                   published_vs_reproduced_perf_rb, published_vs_reproduced_reorder,

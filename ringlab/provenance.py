@@ -52,6 +52,14 @@ def load_env(run_dir: str | Path) -> dict[str, Any]:
     return json.loads(p.read_text())
 
 
+def read_env(run_dir: str | Path) -> dict[str, Any]:
+    """env.json of a run folder, or {} when it is missing or unreadable (reports degrade, never fail)."""
+    try:
+        return load_env(run_dir)
+    except (OSError, ValueError):
+        return {}
+
+
 def _rows(run_dir: Path) -> list[dict[str, str]]:
     p = run_dir / "raw.csv"
     if not p.is_file():

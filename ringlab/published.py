@@ -56,27 +56,26 @@ def seed002_perfstat_text() -> str:
 SEED000_INSTRUCTIONS_PER_OP = {"batch": 17424187640 / 1e8, "reorder": 16124164124 / 1e8}
 
 
+def _perf_rb_table(rows) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=["config", "mean_published", "stdvar_published"])
+    df["ratio_to_base"] = df["mean_published"] / df.loc[0, "mean_published"]
+    df["source"] = SEED004
+    return df
+
+
 def perf_rb_means() -> pd.DataFrame:
     """Seed 004, after pinning + performance governor: MEAN and STDVAR over 100 runs.
 
     The thread labels the unit µs for 3,000,000 close(-1) calls; we only ever compare
     ratios to BASE, which do not depend on the unit."""
-    rows = [("base", 800214.950, 2853.083), ("forward (pre)", 2253846.700, 9997.014),
-            ("forward (post)", 2257495.540, 8516.293)]
-    df = pd.DataFrame(rows, columns=["config", "mean_published", "stdvar_published"])
-    df["ratio_to_base"] = df["mean_published"] / df.loc[0, "mean_published"]
-    df["source"] = SEED004
-    return df
+    return _perf_rb_table([("base", 800214.950, 2853.083), ("forward (pre)", 2253846.700, 9997.014),
+                           ("forward (post)", 2257495.540, 8516.293)])
 
 
 def perf_rb_unpinned_means() -> pd.DataFrame:
     """Seed 004 before the fix (no pinning, default governor): the immense variance."""
-    rows = [("base", 800077.1, 23448.13), ("forward (pre)", 2465858.0, 603473.70),
-            ("forward (post)", 2471925.0, 609437.60)]
-    df = pd.DataFrame(rows, columns=["config", "mean_published", "stdvar_published"])
-    df["ratio_to_base"] = df["mean_published"] / df.loc[0, "mean_published"]
-    df["source"] = SEED004
-    return df
+    return _perf_rb_table([("base", 800077.1, 23448.13), ("forward (pre)", 2465858.0, 603473.70),
+                           ("forward (post)", 2471925.0, 609437.60)])
 
 
 def batch_zeroing_mpps() -> pd.DataFrame:

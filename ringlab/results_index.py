@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ringlab.provenance import read_env
+
 HEADER = """# Results
 
 Committed runs, one folder per run: `results/<experiment>/<host>/<run-id>/`, each with the
@@ -111,12 +113,7 @@ def render(root: Path) -> str:
     for exp, rs in allruns.items():
         latest = rs[-1]
         rel = latest.relative_to(root)
-        env = {}
-        if (latest / "env.json").exists():
-            try:
-                env = json.loads((latest / "env.json").read_text())
-            except ValueError:
-                env = {}
+        env = read_env(latest)
         profile = _notebook_params(latest).get("profile") or _find(env, "parameters.profile", default="?")
         out.append(f"## {exp}\n")
         out.append(f"Latest run: [`{rel}`]({rel}/) on host `{latest.parent.name}` "

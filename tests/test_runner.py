@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from ringlab import cli, runner
-from ringlab.experiments.base import ParamError, TrialSpec
+from ringlab.experiments.base import TrialSpec
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))

@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from ringlab.stats import JSON_FIELDS, StatsError, compare, diagnose_ab, holm, to_records, verdict_one

@@ -15,9 +15,8 @@ allowed values.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Sequence
 
 
 class ParamError(ValueError):

@@ -5,13 +5,13 @@ asks ``ringlab.stats`` for every number and only formats and draws them.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
 from ringlab import schema
+from ringlab.provenance import read_env
 from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
@@ -47,12 +47,7 @@ def write_report(run_dir, metric: str | None = None, baseline: str | None = None
     if not raw.is_file():
         raise FileNotFoundError(f"run_dir: no raw.csv in {run_dir}")
     df = pd.read_csv(raw)
-    env = {}
-    if (run_dir / "env.json").is_file():
-        try:
-            env = json.loads((run_dir / "env.json").read_text())
-        except ValueError:
-            env = {}
+    env = read_env(run_dir)
     metric = pick_metric(df, metric)
     base = pick_baseline(df, env, baseline)
     meas, excluded = measurements(df, metric)

@@ -8,24 +8,20 @@ incomparable.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ringlab import published
+from ringlab.provenance import read_env
 from ringlab.stats import compare, measurements, summarize
 
 
 def load(run_dir) -> tuple[pd.DataFrame, dict]:
     run_dir = Path(run_dir)
     df = pd.read_csv(run_dir / "raw.csv")
-    env = {}
-    if (run_dir / "env.json").is_file():
-        env = json.loads((run_dir / "env.json").read_text())
-    return df, env
+    return df, read_env(run_dir)
 
 
 def arch_label(env: dict) -> str:
@@ -120,7 +116,7 @@ def instructions_vs_published(run_dir) -> pd.DataFrame:
     for v, ipo in pub.items():
         rows.append({"source": "published (x86 perf stat, seed 000)", "variant": v, "instructions_per_op": round(ipo, 2),
                      "how": "17.42e9 / 1e8" if v == "batch" else "16.12e9 / 1e8",
-                     f"ratio to batch": round(ipo / pub["batch"], 4)})
+                     "ratio to batch": round(ipo / pub["batch"], 4)})
     if "instructions_per_op" in df.columns:
         meas, _ = measurements(df, "instructions_per_op")
         if "mode" in meas.columns:

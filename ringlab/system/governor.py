@@ -23,7 +23,7 @@ import json
 import os
 import signal
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
