@@ -37,7 +37,7 @@ variants: str = "prebatch,batch,reorder"  # rings to run: prebatch, batch, reord
 baseline: str = "batch"  # the unpatched variant; every other variant is compared against it
 patched: str = "reorder"  # the variant shown as "patched" in the mail-shaped table
 modes: str = "0,1"  # 0: one thread alternates produce/consume, 1: SPSC producer + consumer threads
-size: int = 1000  # ring size in slots (seed 000 used 1000, not a power of two)
+sizes: str = "1000"  # ring sizes in slots, comma-separated (seed 000 used 1000, not a power of two)
 count: int = 0  # operations per trial; 0: the profile's default
 trials: int = 0  # measured trials per configuration; 0: the profile's default
 cpus: str = "auto"  # mode 1 placement: auto (one pair per topology class) | all | none | "1:2,3:4"
@@ -55,7 +55,7 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 # %%
 from ringlab import notebook as rn
 
-P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=size,
+P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=sizes,
               count=count or None, trials=trials or None, cpus=cpus, kernel_headers=kernel_headers,
               cflags=cflags, icount=icount, seed=seed)
 rn.check_choice("baseline", baseline, P["variants"])
