@@ -146,6 +146,8 @@ def write_environment_run(run_dir: Path | str, probe_counters: bool = True) -> d
     env = envinfo.collect(probe_counters=probe_counters)
     av = icount.availability()
     env["icount"] = {"ok": av.ok, "reason": av.reason, "version": av.version}
+    from ringlab.provenance import git_info
+    env["git"] = git_info()
     (run_dir / "env.json").write_text(json.dumps(env, indent=2, sort_keys=True, default=str) + "\n")
     topology_figure(env, run_dir / "figures")
     md = ["# Environment", "", f"Host `{env['host']['host_id']}`.", "",
