@@ -39,8 +39,8 @@ def test_profiles_and_defaults():
     ({"count": "lots"}, "parameter 'count': not an integer"),
     ({"cpus": "1-2"}, "parameter 'cpus': bad value"),
     ({"kernel_headers": "batch=/etc/hostname"}, "clashes with a built-in variant"),
-    ({"kernel_headers": "x=/no/such.h"}, "is not a file"),
-    ({"kernel_headers": "justapath"}, "parameter 'kernel_headers': bad entry"),
+    ({"kernel_headers": "x=/no/such.h"}, "does not exist"),
+    ({"kernel_headers": "justapath"}, "parameter 'kernel_headers': expected NAME=PATH"),
 ])
 def test_bad_parameters(params, msg):
     with pytest.raises(ParamError, match="allowed") as e:

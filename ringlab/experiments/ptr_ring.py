@@ -11,8 +11,8 @@ then be listed in ``variants``.
 """
 from __future__ import annotations
 
-import os
 import re
+from pathlib import Path
 from typing import Any
 
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, parse_harness_json
@@ -20,16 +20,20 @@ from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, p
 BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
 MODES = (0, 1, 2)
 _PAIR_RE = re.compile(r"^\d+:\d+$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 
 
 def parse_kernel_headers(text: str | None) -> dict[str, str]:
-    """``"NAME=PATH,NAME2=PATH2"`` -> {NAME: PATH}.  Paths may hold spaces, ``;`` or ``$()``:
-    they are only ever passed as argv elements / opened as files, never through a shell."""
+    """``"NAME=PATH,NAME2=PATH2"`` -> {NAME: absolute ptr_ring.h}.
+
+    Each entry goes through ``ringlab.kernel_header`` (the same rules as
+    ``ringlab build --kernel-header``): PATH is a ptr_ring.h or the root of a kernel
+    tree or headers package.  Paths may hold spaces, ``;`` or ``$()``: they are only
+    ever passed as argv elements / opened as files, never through a shell.
+    """
+    from ringlab import kernel_header as kh
     out: dict[str, str] = {}
     if not text:
         return out
-    allowed = "NAME=PATH[,NAME2=PATH2] with NAME of letters, digits, _ . + - and PATH an existing ptr_ring.h"
     # Split on commas that start a new NAME=; a path may itself contain commas only
     # if the next segment has no '=' (rare; documented).
     parts: list[str] = []
@@ -38,24 +42,19 @@ def parse_kernel_headers(text: str | None) -> dict[str, str]:
             parts[-1] += "," + seg
         else:
             parts.append(seg)
-    for part in parts:
-        part = part.strip()
+    for part in (p.strip() for p in parts):
         if not part:
             continue
-        name, sep, path = part.partition("=")
-        name, path = name.strip(), path.strip()
-        if not sep or not name or not path:
-            raise ParamError(f"parameter 'kernel_headers': bad entry {part!r}; allowed: {allowed}")
-        if not _NAME_RE.match(name):
-            raise ParamError(f"parameter 'kernel_headers': bad variant name {name!r}; allowed: {allowed}")
-        if name in BUILTIN_VARIANTS:
-            raise ParamError(f"parameter 'kernel_headers': name {name!r} clashes with a built-in variant "
-                             f"({', '.join(BUILTIN_VARIANTS)}); allowed: another NAME")
+        try:
+            name, path = kh.parse_spec(part)
+            header = kh.resolve_header(path)
+        except kh.KernelHeaderError as e:
+            why = str(e).removeprefix("--kernel-header: ")
+            raise ParamError(f"parameter 'kernel_headers': {why}; allowed: NAME=PATH[,NAME2=PATH2]") from None
         if name in out:
-            raise ParamError(f"parameter 'kernel_headers': name {name!r} given twice; allowed: {allowed}")
-        if not os.path.isfile(os.path.expanduser(path)):
-            raise ParamError(f"parameter 'kernel_headers': {path!r} (for {name}) is not a file; allowed: {allowed}")
-        out[name] = os.path.abspath(os.path.expanduser(path))
+            raise ParamError(f"parameter 'kernel_headers': name {name!r} given twice; "
+                             "allowed: distinct NAMEs")
+        out[name] = str(Path(header).resolve())
     return out
 
 
