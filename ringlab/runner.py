@@ -668,7 +668,7 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir: str | os.P
 def _run_one(exp, ctx, spec: TrialSpec, order: int, values, host, steal: _Steal, c2c: dict) -> list[dict]:
     argv = [str(a) for a in exp.command(spec, ctx)]
     try:
-        sha = sha256_file(argv[0])
+        sha = sha256_file(exp.measured_binary(spec, argv, ctx))
     except OSError:
         sha = ""
     p, c = spec.cpus

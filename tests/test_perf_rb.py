@@ -387,6 +387,9 @@ def test_runner_with_fake_perf(runner_env, monkeypatch):
     fw = df[df.variant == "forward"]
     assert set(fw.perf_wakeups) == {7} and set(df[df.variant == "backward"].perf_wakeups) == {1}
     assert df[df.variant == "base"].perf_wakeups.isna().all()
+    # every trial hashes the workload, not the pinning wrapper or perf in front of it
+    workload = json.loads(r.env_json.read_text())["binaries_used"]["syscall_loop"]["sha256"]
+    assert set(df.binary_sha256) == {workload}
 
 
 def test_runner_perf_missing_runs_base_and_says_why(runner_env):

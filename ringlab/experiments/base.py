@@ -255,6 +255,12 @@ class Experiment:
         """Return a reason string when this experiment cannot run on this machine (skipped, not failed)."""
         return None
 
+    def measured_binary(self, spec: TrialSpec, argv: list[str], ctx: "Any") -> str:
+        """The executable whose code the trial measures (hashed into binary_sha256).
+
+        Default: argv[0].  Override when argv[0] is a wrapper (perf, a pinning shim)."""
+        return argv[0]
+
     # -- instruction counts (icount=true) ------------------------------------------------
     def single_threaded(self, spec: TrialSpec) -> bool:
         """True when this trial runs one thread, so callgrind's count is meaningful."""

@@ -146,6 +146,11 @@ class PerfRb(Experiment):
                                "repeats": int(values.get("repeats", 1))}))
         return specs
 
+    def measured_binary(self, spec: TrialSpec, argv: list[str], ctx: Any = None) -> str:
+        # forward/backward start with the pinning wrapper and perf; the code under
+        # test is always the workload
+        return str(_binary(ctx))
+
     def single_threaded(self, spec: TrialSpec) -> bool:
         return spec.config["variant"] == "base"  # perf record adds a second process
 
