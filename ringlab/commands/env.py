@@ -1,6 +1,8 @@
 """What this machine can and cannot do (topology, governor, boost, counters, isolation, load).
 
-Exit codes: 0 report printed (or state restored / nothing to restore), 1 restore failed.
+Exit codes: 0 report printed (or state restored / nothing to restore), 1 restore failed or the
+state file was refused (not yours, writable by others, or naming anything but a cpufreq governor
+or boost knob under the sysfs root: nothing is written then).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def run(args) -> int:
             print(f"ringlab env --restore: {res['status']} ({res['state_file']})")
             for m in res["messages"]:
                 print(f"  {m}")
-        return 1 if res["status"] == "failed" else 0
+        return 1 if res["status"] in ("failed", "refused") else 0
     from ringlab.system import envinfo
     info = envinfo.collect(probe_counters=not args.no_probe)
     if args.json:
