@@ -5,6 +5,8 @@ import json
 import math
 import sys
 
+from ringlab.commands.dashvalues import allow_dash_values
+
 
 def add_arguments(p) -> None:
     p.add_argument("raw", metavar="RAW.csv", help="raw.csv written by `ringlab run`")
@@ -16,6 +18,7 @@ def add_arguments(p) -> None:
                    help="noise threshold as a fraction (default 0.01 = +-1%%)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     p.add_argument("--json", action="store_true", help="print a JSON list with exactly the documented fields")
+    allow_dash_values(p)   # option values may begin with '-'
 
 
 def run(args) -> int:

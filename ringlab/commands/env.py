@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from ringlab.commands.dashvalues import allow_dash_values
+
 
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print the collected information as JSON")
@@ -17,6 +19,7 @@ def add_arguments(p) -> None:
                    help="tuning state file (default $RINGLAB_STATE_DIR/tuning-state.json or "
                         "~/.cache/ringlab/tuning-state.json)")
     p.add_argument("--no-probe", action="store_true", help="do not open perf counters to probe them")
+    allow_dash_values(p)   # option values may begin with '-'
 
 
 def run(args) -> int:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 
+from ringlab.commands.dashvalues import allow_dash_values
+
 
 def add_arguments(p):
     p.add_argument("run_dir", metavar="DIR", help="a run folder (holds env.json and raw.csv)")
     p.add_argument("--against", metavar="DIR2", help="compare with another run folder (stale data?)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    allow_dash_values(p)   # option values may begin with '-'
 
 
 def _yn(v) -> str:

@@ -1,17 +1,21 @@
 """Run an experiment's trials into DIR/raw.csv (fresh process per trial, interleaved, resumable).
 
     ringlab run ptr_ring -p variants batch,reorder -p profile smoke
+    ringlab run ptr_ring -p cflags -O3 -p cpus=1:2
     ringlab run ptr_ring --out results/x --resume
 """
 from __future__ import annotations
 
 import sys
 
+from ringlab.commands.dashvalues import NameValue, allow_dash_values
+
 
 def add_arguments(p):
     p.add_argument("experiment", help="experiment name (ptr_ring, page_frag, perf_rb)")
-    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="set a parameter, as papermill's -p (same names as the notebook's parameters cell)")
+    p.add_argument("-p", "--parameter", action=NameValue, default=[], metavar="NAME VALUE",
+                   help="set a parameter, as papermill's -p (same names as the notebook's parameters "
+                        "cell); also -p NAME=VALUE; VALUE may begin with '-' (-p cflags -O3)")
     p.add_argument("--out", metavar="DIR", help="run folder (default results/EXPERIMENT/HOST/RUN-ID/)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out DIR")
     p.add_argument("--no-build", action="store_true", help="use the binaries already in build/bin")
@@ -19,6 +23,7 @@ def add_arguments(p):
                    help="force the progress bar (default: only in a terminal)")
     p.add_argument("--no-progress", dest="progress", action="store_false")
     p.add_argument("--list-params", action="store_true", help="list the experiment's parameters and exit")
+    allow_dash_values(p)
 
 
 def _list_params(name: str) -> int:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from ringlab.commands.dashvalues import allow_dash_values
+
 
 def add_arguments(p) -> None:
     p.add_argument("dir", metavar="DIR", help="run folder containing raw.csv")
@@ -12,6 +14,7 @@ def add_arguments(p) -> None:
     p.add_argument("--label", action="append", default=[], metavar="VARIANT=LABEL",
                    help="table label of a variant, e.g. --label batch=unpatched (repeatable)")
     p.add_argument("--no-figures", action="store_true", help="tables only")
+    allow_dash_values(p)   # option values may begin with '-'
 
 
 def run(args) -> int:

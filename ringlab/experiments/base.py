@@ -15,6 +15,7 @@ allowed values.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -24,6 +25,15 @@ class ParamError(ValueError):
 
 
 KINDS = ("int", "float", "bool", "str", "int_list", "str_list", "float_list")
+
+#: The most operations one timed loop may run: the C binaries refuse more (ptr_ring_test and
+#: syscall_loop ``-N``, page_frag_test ``nr_test``), so the count parameters stop here too.
+MAX_OPS = 10**12
+
+
+def _num_text(x: float) -> str:
+    """A bound as users type it: 10000000, not 1e+07."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 @dataclass(frozen=True)
@@ -45,11 +55,11 @@ class Param:
                 "str": "a string", "int_list": "a comma-separated list of integers",
                 "str_list": "a comma-separated list", "float_list": "a comma-separated list of numbers"}[self.kind]
         if self.min is not None and self.max is not None:
-            what += f" in [{self.min:g}, {self.max:g}]"
+            what += f" in [{_num_text(self.min)}, {_num_text(self.max)}]"
         elif self.min is not None:
-            what += f" >= {self.min:g}"
+            what += f" >= {_num_text(self.min)}"
         elif self.max is not None:
-            what += f" <= {self.max:g}"
+            what += f" <= {_num_text(self.max)}"
         return what
 
     def parse(self, raw: Any) -> Any:
@@ -62,7 +72,10 @@ class Param:
             elem = Param(self.name, self.kind[:-5], None, self.help, self.choices, self.min, self.max)
             if isinstance(raw, str):
                 parts = [p.strip() for p in raw.replace(";", ",").split(",")]
-                parts = [p for p in parts if p != ""]
+                if parts == [""]:
+                    raise fail("empty list")
+                if "" in parts:
+                    raise fail(f"empty element (number {parts.index('') + 1}) in")
             elif isinstance(raw, (list, tuple)):
                 parts = list(raw)
             elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
@@ -111,6 +124,8 @@ class Param:
                 val = float(raw)
             except (TypeError, ValueError):
                 raise fail("not a number:") from None
+            if not math.isfinite(val):
+                raise fail("not a finite number:")
         elif self.kind == "str":
             if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
                 raise fail("not a string:")
