@@ -74,16 +74,16 @@ class Param:
                 parts = [p.strip() for p in raw.replace(";", ",").split(",")]
                 if parts == [""]:
                     raise fail("empty list")
-                if "" in parts:
-                    raise fail(f"empty element (number {parts.index('') + 1}) in")
             elif isinstance(raw, (list, tuple)):
-                parts = list(raw)
+                parts = [p.strip() if isinstance(p, str) else p for p in raw]
             elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
                 parts = [raw]
             else:
                 raise fail("not a list:")
             if not parts:
                 raise fail("empty list")
+            if "" in parts:
+                raise fail(f"empty element (number {parts.index('') + 1}) in")
             out = []
             for p in parts:
                 out.append(elem.parse(p))
