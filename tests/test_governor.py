@@ -376,3 +376,31 @@ def test_value_changed_after_sigkill_is_left_by_env_restore(tree, tmp_path):
                         "cpufreq/boost": "restored"}
     assert gov(tree, 1) == "powersave" and gov(tree, 2) == "ondemand" and boost(tree) == "1"
     assert any("left as is" in m and "'ondemand'" in m for m in res["messages"])
+
+
+def test_tuning_loops_over_any_knob(tree, tmp_path, monkeypatch):
+    """Tuning has no knob-specific code: a new Knob subclass is set, reported and restored."""
+    knob_file = tree / "devices/system/cpu/cpufreq/policy1/energy_performance_preference"
+    knob_file.write_text("balance_power\n")
+
+    class Epp(governor.Knob):
+        name, goal, done_words = "epp", "performance", "set performance"
+
+        def available(self):
+            return None
+
+        def show(self):
+            return {"epp": knob_file.read_text().strip()}
+
+        def state(self):
+            return self.show()
+
+        def targets(self):
+            return [("1", knob_file, "performance")]
+
+    monkeypatch.setattr(governor, "KNOBS", (*governor.KNOBS, Epp))
+    with governor.tune([1], state_file=tmp_path / "s.json") as t:
+        assert knob_file.read_text().strip() == "performance" and gov(tree, 1) == "performance"
+    assert t.report["epp"]["status"] == "set" and t.report["epp"]["before"] == {"epp": "balance_power"}
+    assert t.report["epp"]["restored"] is True and knob_file.read_text().strip() == "balance_power"
+    assert "epp: set performance on CPUs 1 (was balance_power)" in t.messages

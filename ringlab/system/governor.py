@@ -213,7 +213,8 @@ class Tuning:
         self.restore()
 
     def requested(self, knob: Knob) -> bool:
-        return not isinstance(knob, Boost) or self.disable_boost
+        """Opt-in knobs (boost) are tuned only when the run asks for it (disable_boost)."""
+        return not knob.opt_in or self.disable_boost
 
     def _skip_all(self, why: str) -> dict:
         for k in self.knobs:

@@ -104,6 +104,7 @@ class Knob:
     name = ""
     goal = ""                                 # "performance", "disabled": what tuning makes it
     done_words = ""                           # "set performance", "disabled": what apply() did
+    opt_in = False                            # tuned only when the run asks (disable_boost)
     PATHS: tuple[re.Pattern, ...] = ()        # its paths relative to the sysfs root
     VALUE: re.Pattern = re.compile(r"")       # the values it takes
 
@@ -235,6 +236,7 @@ class Boost(Knob):
     name = "boost"
     goal = "disabled"
     done_words = "disabled"
+    opt_in = True
     PATHS = (re.compile(_CPU + "cpufreq/boost"), re.compile(_CPU + "intel_pstate/no_turbo"),
              re.compile(_POLICY + "boost"))
     VALUE = re.compile(r"[01]")
