@@ -1,4 +1,14 @@
-"""Built-in test patches, generated at run time against a user's ``ptr_ring.h``.
+"""A patch under test: built-in test patches, the two arms of its A/B, and what it changed.
+
+* ``builtin_patch`` / ``write_builtin``: test patches generated at run time against
+  a user's ``ptr_ring.h`` (below);
+* ``plan_ab``: the header sources of the two arms, ``base=BASE`` and
+  ``patched=BASE+PATCH``, in the ``kernel_headers`` syntax of ``ringlab run``;
+* ``instructions_table`` / ``function_sizes``: instructions per operation of both
+  arms (callgrind rows of raw.csv) and ``nm -S`` sizes of the measured functions.
+
+Built-in test patches
+---------------------
 
 An A/B of a kernel patch needs a patch.  To show the workflow end to end without
 committing kernel code, ringlab writes its own patch against whatever base header
@@ -224,5 +234,188 @@ def write_builtin(spec: str, base_header, out_path) -> BuiltinPatch:
     return p
 
 
+# -- the two arms of an A/B --------------------------------------------------------------------
+ARM_NAMES = ("base", "patched")
+_SOURCE_HELP = ("a ptr_ring.h, a kernel tree or a headers package root (or another header source "
+                "that `ringlab build --kernel-header` accepts)")
+_PATCH_HELP = "a patch file, an mbox, lore:MESSAGE-ID, or builtin:flush-delay[:N]"
+
+
+@dataclass(frozen=True)
+class ABPlan:
+    """What a patch A/B runs: two kernel-header variants of the same base."""
+    base: str                        # header source of the unpatched arm
+    patch: str                       # as given
+    patch_file: Path | None          # the file handed to BASE+PATCH (generated for builtin:)
+    builtin: BuiltinPatch | None
+    names: tuple[str, str]
+    kernel_headers: str              # "base=BASE,patched=BASE+PATCH"
+
+    @property
+    def variants(self) -> str:
+        return ",".join(self.names)
+
+    @property
+    def baseline(self) -> str:
+        return self.names[0]
+
+    @property
+    def candidate(self) -> str:
+        return self.names[1]
+
+
+def default_base() -> str:
+    """The distro kernel headers package root (Debian ``linux-headers-*-common``), or PatchError."""
+    from ringlab import kernel_header as kh
+    h = kh.debian_header()
+    if h is None:
+        raise PatchError("parameter 'base': empty, and no distro kernel headers package is installed "
+                         "(looked for /usr/src/linux-headers-*-common/include/linux/ptr_ring.h); allowed: "
+                         f"{_SOURCE_HELP}; on Debian, `apt-get install linux-headers-<version>-common` "
+                         "provides the default")
+    return str(h.parents[2])
+
+
+def base_header_file(base: str) -> Path:
+    """The ``ptr_ring.h`` file of a base header source (needed to generate a built-in patch)."""
+    from ringlab import kernel_header as kh
+    plain = not base.startswith("git:") and "+" not in base
+    try:
+        if plain:
+            return kh.resolve_header(base)
+        resolver = getattr(kh, "resolve_source", None)
+        if resolver is None:
+            raise kh.KernelHeaderError(f"{base!r} is not a file, tree or headers package")
+        return Path(resolver(base))
+    except kh.KernelHeaderError as e:
+        raise PatchError(f"parameter 'base': {e}; allowed: {_SOURCE_HELP}") from None
+
+
+def plan_ab(base: str = "", patch: str = "builtin:flush-delay", workdir=None,
+            names: tuple[str, str] = ARM_NAMES) -> ABPlan:
+    """Validate ``base`` and ``patch`` and spell the two arms as ``kernel_headers``.
+
+    ``base`` empty means the distro headers package.  A ``builtin:`` patch is generated
+    against the base header into ``workdir`` (default ``build/patches``), named by the
+    built-in and the base's sha256 so that the same base gives the same file."""
+    from ringlab import paths
+    base = (base or "").strip() or default_base()
+    patch = (patch or "").strip()
+    if not patch:
+        raise PatchError(f"parameter 'patch': empty; allowed: {_PATCH_HELP}")
+    if "," in base or "," in patch:
+        raise PatchError("parameter 'base'/'patch': a comma would split the kernel_headers list; "
+                         "allowed: paths without commas")
+    builtin, pfile = None, None
+    if is_builtin(patch):
+        header = base_header_file(base)
+        name, spins = parse_builtin(patch)
+        bp = builtin_patch(patch, header)
+        workdir = Path(workdir) if workdir else paths.build_dir() / "patches"
+        pfile = workdir / f"{name}-{spins}-{bp.base_sha256[:12]}.patch"
+        builtin = write_builtin(patch, header, pfile)
+        ref = str(pfile)
+    elif patch.startswith("lore:"):
+        ref = patch
+    else:
+        pfile = Path(patch).expanduser()
+        if not pfile.is_file():
+            raise PatchError(f"parameter 'patch': no such file {patch!r}; allowed: {_PATCH_HELP}")
+        pfile = pfile.resolve()
+        ref = str(pfile)
+    a, b = names
+    return ABPlan(base=base, patch=patch, patch_file=pfile, builtin=builtin, names=(a, b),
+                  kernel_headers=f"{a}={base},{b}={base}+{ref}")
+
+
+def keep_patch(plan: ABPlan, run_dir) -> Path | None:
+    """Copy the patch file into the run folder (committed with the results); its path."""
+    if plan.patch_file is None:
+        return None
+    dst = Path(run_dir) / (f"{plan.builtin.name}.patch" if plan.builtin else plan.patch_file.name)
+    dst.write_bytes(plan.patch_file.read_bytes())
+    return dst
+
+
+# -- what the patch changed ----------------------------------------------------------------
+def instructions_table(run_dir, plan: ABPlan):
+    """Instructions per operation of both arms per configuration (callgrind rows of raw.csv).
+
+    ``expected extra`` is the built-in patch's prediction (NaN for other patches)."""
+    import pandas as pd
+
+    from ringlab.report.seeds import effective_batch
+    df = pd.read_csv(Path(run_dir) / "raw.csv")
+    cols = ["mode", "size", "instructions/op " + plan.baseline, "instructions/op " + plan.candidate,
+            "difference", "expected difference", "runs", "source"]
+    if "icount_source" not in df.columns or not (df["icount_source"] == "callgrind").any():
+        return pd.DataFrame([{c: ("no callgrind rows in this run (icount=false or valgrind missing)"
+                                  if c == "source" else "") for c in cols}])
+    ic = df[(df["icount_source"] == "callgrind") & (df["status"] == "ok")]
+    rows = []
+    for (mode, size), g in ic.groupby(["mode", "size"], sort=True):
+        med = g.groupby(g["variant"].astype(str))["instructions_per_op"].median()
+        a, b = med.get(plan.baseline, float("nan")), med.get(plan.candidate, float("nan"))
+        batch = int(g["batch"].iloc[0]) if "batch" in g.columns else 0
+        exp = (expected_extra_per_op(plan.builtin.spins, int(size), effective_batch(int(size), batch))
+               if plan.builtin else float("nan"))
+        same = all(v.nunique() == 1 for _, v in g.groupby("variant")["instructions_per_op"])
+        rows.append(dict(zip(cols, [mode, size, round(a, 3), round(b, 3), round(b - a, 3),
+                                    (f">= {exp:+.2f}" if exp == exp else "n/a"),
+                                    len(g), "callgrind" + (", identical counts" if same else "")])))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def nm_sizes(binary) -> dict[str, int]:
+    """Bytes of each ``rl_measured_*`` function of ``binary`` (``nm -S``); {} when nm fails."""
+    import subprocess
+    try:
+        out = subprocess.run(["nm", "-S", "--defined-only", str(binary)], capture_output=True, text=True,
+                             timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    sizes = {}
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[3].startswith("rl_measured_"):
+            sizes[parts[3]] = int(parts[1], 16)
+    return sizes
+
+
+def function_sizes(binaries: dict[str, Path | str]):
+    """One row per measured function, one column per arm (bytes), plus the difference."""
+    import pandas as pd
+    names = list(binaries)
+    sizes = {n: nm_sizes(p) for n, p in binaries.items()}
+    missing = [n for n in names if not sizes[n]]
+    if missing:
+        return pd.DataFrame([{"function": "n/a", "note": "no rl_measured_* symbols read from "
+                              + ", ".join(f"{n} ({binaries[n]})" for n in missing)
+                              + " (nm missing, or the binary is gone)"}])
+    funcs = sorted(set().union(*[set(s) for s in sizes.values()]))
+    rows = []
+    for f in funcs:
+        r = {"function": f.removeprefix("rl_measured_")}
+        r.update({n: sizes[n].get(f) for n in names})
+        if len(names) == 2 and all(sizes[n].get(f) is not None for n in names):
+            r["difference"] = sizes[names[1]][f] - sizes[names[0]][f]
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def run_binaries(run_dir, plan: ABPlan) -> dict[str, str]:
+    """Paths of both arms' binaries as the run recorded them (env.json binaries_used)."""
+    from ringlab.mail import read_env
+    used = read_env(run_dir).get("binaries_used") or {}
+    out = {}
+    for n in plan.names:
+        d = used.get(f"ptr_ring_test-{n}") or {}
+        if d.get("path"):
+            out[n] = d["path"]
+    return out
+
+
 __all__ = ["PatchError", "BuiltinPatch", "BUILTINS", "DEFAULT_SPINS", "is_builtin", "parse_builtin",
-           "find_anchor", "builtin_patch", "write_builtin", "expected_extra_per_op"]
+           "find_anchor", "builtin_patch", "write_builtin", "expected_extra_per_op", "ABPlan", "ARM_NAMES",
+           "default_base", "base_header_file", "plan_ab", "keep_patch", "instructions_table", "nm_sizes",
+           "function_sizes", "run_binaries"]

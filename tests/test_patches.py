@@ -116,3 +116,87 @@ def test_flush_delay_against_the_debian_header(tmp_path):
     patched = _apply(p.text, DEBIAN, tmp_path)
     kh.check_compiles(patched)
     assert kh.detect_generation(patched) == "batch"
+
+
+# -- the two arms of an A/B ------------------------------------------------------------------
+def test_plan_ab_builtin_against_a_tree(tmp_path):
+    tree = DATA / "team_mainline"
+    plan = patches.plan_ab(str(tree), "builtin:flush-delay:16", workdir=tmp_path)
+    assert plan.variants == "base,patched" and plan.baseline == "base" and plan.candidate == "patched"
+    assert plan.patch_file.parent == tmp_path and plan.patch_file.is_file()
+    assert plan.patch_file.name == f"flush-delay-16-{plan.builtin.base_sha256[:12]}.patch"
+    assert plan.kernel_headers == f"base={tree},patched={tree}+{plan.patch_file}"
+    run = tmp_path / "run"
+    run.mkdir()
+    assert patches.keep_patch(plan, run).read_text() == plan.builtin.text
+
+
+def test_plan_ab_patch_file_and_lore(tmp_path):
+    pf = tmp_path / "x.mbox"
+    pf.write_text("From: a\n")
+    plan = patches.plan_ab(str(MAINLINE), str(pf))
+    assert plan.builtin is None and plan.kernel_headers.endswith(f"+{pf.resolve()}")
+    plan = patches.plan_ab(str(MAINLINE), "lore:20210625.1@example.org")
+    assert plan.patch_file is None and plan.kernel_headers.endswith("+lore:20210625.1@example.org")
+
+
+@pytest.mark.parametrize("base, patch, msg", [
+    ("MAINLINE", "", "parameter 'patch': empty"),
+    ("MAINLINE", "/no/such.patch", "parameter 'patch': no such file"),
+    ("/no/such/tree", "builtin:flush-delay", "parameter 'base': kernel header: /no/such/tree does not exist"),
+])
+def test_plan_ab_bad_input(base, patch, msg, tmp_path):
+    with pytest.raises(patches.PatchError) as e:
+        patches.plan_ab(str(MAINLINE) if base == "MAINLINE" else base, patch, workdir=tmp_path)
+    assert msg in str(e.value) and "allowed:" in str(e.value)
+
+
+def test_default_base_without_headers_package_says_what_to_pass(monkeypatch):
+    monkeypatch.setattr(kh, "debian_header", lambda: None)
+    with pytest.raises(patches.PatchError) as e:
+        patches.plan_ab("", "builtin:flush-delay")
+    assert "parameter 'base': empty, and no distro kernel headers package" in str(e.value)
+    assert "a kernel tree" in str(e.value)
+
+
+def test_default_base_is_the_headers_package_root(monkeypatch, tmp_path):
+    h = tmp_path / "linux-headers-9.9-common" / "include" / "linux" / "ptr_ring.h"
+    h.parent.mkdir(parents=True)
+    h.write_text(MAINLINE.read_text())
+    monkeypatch.setattr(kh, "debian_header", lambda: h)
+    plan = patches.plan_ab("", "builtin:flush-delay", workdir=tmp_path / "p")
+    assert plan.base == str(tmp_path / "linux-headers-9.9-common")
+
+
+def test_function_sizes_from_nm(tmp_path):
+    if shutil.which("nm") is None or shutil.which("gcc") is None:
+        pytest.skip("nm or gcc missing")
+    bins = {}
+    for name, body in (("a", "return x + 1;"), ("b", "return x * x * x + 3 * x + 7;")):
+        src = tmp_path / f"{name}.c"
+        src.write_text("int rl_measured_f(int x);\nint rl_measured_f(int x) { " + body + " }\n"
+                       "int rl_measured_g(int x);\nint rl_measured_g(int x) { return x; }\n"
+                       "int main(void) { return rl_measured_f(1) + rl_measured_g(2); }\n")
+        out = tmp_path / name
+        subprocess.run(["gcc", "-O0", str(src), "-o", str(out)], check=True)
+        bins[name] = out
+    t = patches.function_sizes(bins).set_index("function")
+    assert list(t.index) == ["f", "g"]
+    assert t.loc["g", "difference"] == 0 and t.loc["f", "difference"] > 0
+    t = patches.function_sizes({"a": bins["a"], "gone": tmp_path / "nope"})
+    assert "no rl_measured_* symbols" in t.loc[0, "note"] and "gone" in t.loc[0, "note"]
+
+
+def test_instructions_table(tmp_path):
+    import pandas as pd
+    rows = [{"variant": v, "mode": 0, "size": 1000, "batch": 0, "status": "ok", "icount_source": "callgrind",
+             "instructions_per_op": x} for v, x in (("base", 43.5), ("base", 43.5), ("patched", 52.0),
+                                                    ("patched", 52.0))]
+    rows.append({"variant": "base", "mode": 1, "size": 1000, "batch": 0, "status": "ok", "ns_per_op": 5.0})
+    pd.DataFrame(rows).to_csv(tmp_path / "raw.csv", index=False)
+    plan = patches.plan_ab(str(MAINLINE), "builtin:flush-delay", workdir=tmp_path)
+    t = patches.instructions_table(tmp_path, plan)
+    assert len(t) == 1
+    r = t.iloc[0]
+    assert r["difference"] == pytest.approx(8.5) and r["expected difference"] == ">= +8.06"
+    assert r["source"] == "callgrind, identical counts"
