@@ -286,16 +286,22 @@ def _method_lines(df: pd.DataFrame, env: dict, meas: pd.DataFrame, width: int) -
 
 
 def _icount_note(df: pd.DataFrame, env: dict) -> str:
+    """Where the instruction counts come from, with the numbers of raw.csv (not the requested ones)."""
     params = env.get("parameters") or {}
     if INSTR in df.columns and pd.to_numeric(df[INSTR], errors="coerce").notna().any():
         srcs = sorted(set(df.loc[pd.to_numeric(df[INSTR], errors="coerce").notna(), "icount_source"]
                           .fillna("perf").astype(str))) if "icount_source" in df.columns else ["perf"]
         txt = "counted by " + " and ".join(srcs)
         if "callgrind" in srcs:
-            ops = params.get("icount_ops")
-            n = params.get("icount_trials")
-            txt += (" in the measured region only, single-threaded configurations"
-                    + (f", {n} runs of {_int(ops)} operations each" if ops and n else ""))
+            cg = df[df["icount_source"].astype(str) == "callgrind"]
+            ops = sorted(set(pd.to_numeric(cg.get("icount_ops"), errors="coerce").dropna().astype(int))) \
+                if "icount_ops" in cg.columns else []
+            keys = [c for c in ("variant", "mode", "size") if c in cg.columns]
+            runs = sorted(set(cg.groupby(keys).size())) if keys else []
+            txt += " in the measured region only, single-threaded configurations"
+            if runs and ops:
+                rr = str(runs[0]) if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
+                txt += f", {rr} runs of {' or '.join(_int(o) for o in ops)} operations each"
         return txt
     if params.get("icount") is False:
         return "not counted (icount=false, and no hardware counters recorded)"
@@ -492,12 +498,37 @@ def _cmd_lines(words: list[str], width: int) -> list[str]:
     return out
 
 
+def _patch_copies(kernel_headers: str, run_dir: Path) -> list[str]:
+    """For each ``+PATCH`` file of kernel_headers, the copy kept in the run folder (same sha256)."""
+    import hashlib
+    from ringlab import paths
+
+    def sha(p: Path) -> str | None:
+        try:
+            return hashlib.sha256(p.read_bytes()).hexdigest()
+        except OSError:
+            return None
+    kept = {sha(f): f.name for f in sorted(run_dir.iterdir())
+            if f.is_file() and f.suffix in (".patch", ".mbox", ".diff", ".eml")}
+    notes = []
+    for part in kernel_headers.split(","):
+        if "+" not in part:
+            continue
+        ref = part.split("+", 1)[1]
+        h = sha(Path(ref)) if not ref.startswith(("lore:", "builtin:")) else None
+        if h and h in kept:
+            notes.append(f"{_relative(ref, paths.ROOT)} is the file {kept[h]} in the run folder "
+                         f"(sha256 {h[:12]}).")
+    return notes
+
+
 def _relative(value: str, root: Path) -> str:
     prefix = str(root).rstrip("/") + "/"
     return value.replace(prefix, "")
 
 
-def reproduce_lines(run_dir: Path, env: dict, width: int) -> list[str]:
+def reproduce_lines(run_dir: Path, env: dict, width: int,
+                    notebook: tuple[str, dict] | None = None) -> list[str]:
     from ringlab import paths
     out = ["How to reproduce (from a ringlab checkout at commit "
            f"{_short((env.get('git') or {}).get('commit'))}):"]
@@ -517,7 +548,9 @@ def reproduce_lines(run_dir: Path, env: dict, width: int) -> list[str]:
             words += ["-p", k, shlex.quote(_relative(txt, paths.ROOT))]
         out += ["", *_para("The measurement, every parameter spelled out:", width, 2)]
         out += _cmd_lines(words, width)
-    nb = _executed_notebook(run_dir)
+        for note in _patch_copies(str(params.get("kernel_headers") or ""), run_dir):
+            out += _para(note, width, 2)
+    nb = notebook or _executed_notebook(run_dir)
     if nb:
         name, nbp = nb
         words = ["papermill", f"notebooks/{name}", "out.ipynb", "-k", "python3"]
@@ -535,8 +568,12 @@ def reproduce_lines(run_dir: Path, env: dict, width: int) -> list[str]:
 
 # -- the mail --------------------------------------------------------------------------------
 def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: str | None = None,
-              candidates: list[str] | None = None) -> str:
-    """The run in ``run_dir`` as plain text for a mailing-list reply."""
+              candidates: list[str] | None = None, notebook: tuple[str, dict] | None = None) -> str:
+    """The run in ``run_dir`` as plain text for a mailing-list reply.
+
+    ``notebook`` = (notebook file name, its parameters) lets a notebook that is still
+    running give its own papermill line; otherwise the executed notebook in the run folder
+    (papermill metadata) is used when there is one."""
     if not isinstance(width, int) or width < MIN_WIDTH:
         raise MailError(f"--width: {width!r} is too narrow; allowed: an integer >= {MIN_WIDTH} (default {WIDTH})")
     run_dir = Path(run_dir)
@@ -579,7 +616,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines.append("")
     lines += _results(df, env, base, metric, width, variants[1:] if candidates else None)
     lines.append("")
-    lines += reproduce_lines(run_dir, env, width)
+    lines += reproduce_lines(run_dir, env, width, notebook)
     for w in env.get("warnings") or []:
         lines += [""] + _para(f"Warning recorded during the run: {w}", width)
     lines += ["", *_para("Generated by ringlab mail from raw.csv (one row per trial) and env.json "

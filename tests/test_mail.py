@@ -175,3 +175,29 @@ def test_no_instruction_counts_says_so(tmp_path):
     (run / "env.json").write_text(json.dumps(env))
     text = mail.mail_text(run)
     assert "instructions/op: not counted (icount=false" in text and "instr/op" not in text
+
+
+def test_patch_file_of_the_run_folder_is_named(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(DATA, run)
+    patch = tmp_path / "elsewhere" / "fix.patch"
+    patch.parent.mkdir()
+    patch.write_text("diff --git a/x b/x\n")
+    (run / "kept.patch").write_text(patch.read_text())
+    env = json.loads((run / "env.json").read_text())
+    env["parameters"]["kernel_headers"] = f"base=/src/linux,patched=/src/linux+{patch}"
+    (run / "env.json").write_text(json.dumps(env))
+    squeezed = "".join(mail.mail_text(run).split())   # long paths are wrapped
+    assert f"{patch}isthefilekept.patchintherunfolder(sha256" in squeezed
+
+
+def test_notebook_line_given_by_a_running_notebook(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(DATA, run)
+    (run / "12-patch-ab.ipynb").unlink()
+    assert "papermill" not in mail.mail_text(run)
+    text = mail.mail_text(run, notebook=("12-patch-ab.ipynb", {"profile": "full", "base": "/src/linux",
+                                                               "patch": "builtin:flush-delay:32"}))
+    words = _command(text, "papermill")
+    assert words[:5] == ["papermill", "notebooks/12-patch-ab.ipynb", "out.ipynb", "-k", "python3"]
+    assert words[5:] == ["-p", "profile", "full", "-p", "base", "/src/linux", "-p", "patch", "builtin:flush-delay:32"]
