@@ -201,10 +201,12 @@ def _variant_lines(variants: list[str], df: pd.DataFrame, env: dict, width: int)
         binary = "binary sha256 " + (", ".join(_short(s) for s in shas if s) or "not recorded")
         out += _field(v, "; ".join(x for x in (desc, binary) if x), width)
     if "binary_sha256" in df.columns and len(variants) > 1:
-        sets = [set(df.loc[df["variant"].astype(str) == v, "binary_sha256"].dropna()) for v in variants]
-        if all(sets) and any(a & b for i, a in enumerate(sets) for b in sets[i + 1:]):
-            out += _para("WARNING: two variants ran the same binary: their difference is noise, "
-                         "not code.", width, 2)
+        sets = {v: set(df.loc[df["variant"].astype(str) == v, "binary_sha256"].dropna()) for v in variants}
+        for i, a in enumerate(variants):
+            for b in variants[i + 1:]:
+                if sets[a] & sets[b]:
+                    out += _para(f"WARNING: {a} and {b} ran the same binary: any difference between "
+                                 "them comes from how they were run, not from their code.", width, 2)
     return out
 
 

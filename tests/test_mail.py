@@ -201,3 +201,14 @@ def test_notebook_line_given_by_a_running_notebook(tmp_path):
     words = _command(text, "papermill")
     assert words[:5] == ["papermill", "notebooks/12-patch-ab.ipynb", "out.ipynb", "-k", "python3"]
     assert words[5:] == ["-p", "profile", "full", "-p", "base", "/src/linux", "-p", "patch", "builtin:flush-delay:32"]
+
+
+def test_same_binary_for_both_arms_is_flagged(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(DATA, run)
+    df = pd.read_csv(run / "raw.csv")
+    df["binary_sha256"] = "b" * 64
+    df.to_csv(run / "raw.csv", index=False)
+    text = " ".join(mail.mail_text(run).split())
+    assert "WARNING: base and patched ran the same binary" in text
+    assert "WARNING" not in mail.mail_text(DATA)
