@@ -44,13 +44,14 @@
 # * **instructions/op (mode 0): more, by at least 64 × 2 × 63 / 1000 ≈ +8.1** (gcc compiles
 #   the loop to a count-down and a branch), plus roughly one more for the loop set-up and the
 #   reloads the memory clobber forces.  Exact under callgrind.
-# * **mode 0: slower.**  ≥ 64 cycles per flush is ≥ 4 cycles per operation on a ring that costs
-#   4-5 ns per operation here: roughly +25% to +50%.
+# * **mode 0: slower.**  The loop takes one to two cycles per iteration, so 64 to 128 cycles
+#   per flush, i.e. 4 to 8 cycles per operation on a ring that costs 4-5 ns per operation
+#   here: roughly +30% to +70%.
 # * **mode 1 (SPSC): slower**, by up to the same absolute amount per operation (the consumer
-#   does the flushes; how much shows depends on which thread is the bottleneck): roughly +10%
-#   to +40%.
+#   does the flushes; how much of it shows depends on which thread is the bottleneck):
+#   roughly +10% to +60%.
 # * **mode 2 (near-full): slower.**  The producer waits for slots that the consumer now frees
-#   later: similar size to mode 1.
+#   later: similar in size to mode 1.
 # * **code size:** the consumer-side functions (`consumer*`, `simple*`) change; the producer's
 #   (`producer`, `producer_locked`) do not, since the producer never calls
 #   `__ptr_ring_discard_one()`.
