@@ -18,6 +18,7 @@ COMMANDS = {
     "compare": ("ringlab.commands.compare", "A/B verdicts from a raw.csv"),
     "summarize": ("ringlab.commands.summarize", "summary tables and figures for a run folder"),
     "provenance": ("ringlab.commands.provenance", "were A and B different binaries from different sources?"),
+    "mail": ("ringlab.commands.mail", "a run as plain text for a mailing-list reply (72 columns)"),
     "import-perf": ("ringlab.commands.import_perf", "turn pasted `perf stat` text into rows"),
     "bench": ("ringlab.commands.bench", "ringlab's own benchmarks (harness fidelity, overhead)"),
     "reproduce": ("ringlab.commands.reproduce", "run the notebooks through papermill into results/"),

@@ -21,6 +21,7 @@ NOTEBOOKS: dict[str, str] = {
     "00-environment": "environment",
     "10-ptr-ring-reorder": "ptr-ring-reorder",
     "11-ptr-ring-batch-zeroing": "ptr-ring-batch-zeroing",
+    "12-patch-ab": "patch-ab",
     "20-page-frag": "page-frag",
     "30-perf-ring-buffer": "perf-ring-buffer",
     "90-compare-runs": "compare-runs",
