@@ -64,6 +64,7 @@ this formula to one decimal; (base - cand)/cand would give 6.7/4.1/4.7/8.3.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -228,7 +229,9 @@ def compare_rounds(base_rounds: pd.Series, cand_rounds: pd.Series, metric: str =
     r["p_value"] = float(min(1.0, 2 * null.cdf(min(n_pos, n_neg) + n_zero)))
     r["_scale"] = sc
     if len(b_all) >= 2 and len(c_all) >= 2 and (np.std(b_all) > 0 or np.std(c_all) > 0):
-        r["p_welch"] = float(sst.ttest_ind(b_all, c_all, equal_var=False).pvalue)
+        with warnings.catch_warnings():  # nearly constant arms: scipy warns, p stays usable
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r["p_welch"] = float(sst.ttest_ind(b_all, c_all, equal_var=False).pvalue)
     return r
 
 
@@ -401,7 +404,8 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
             ex = bool(exact_src and len(bsub) and len(csub)
                       and (pd.concat([bsub, csub])["icount_source"].astype(str) == "callgrind").all())
             r = compare_rounds(_round_values(bsub, metric), _round_values(csub, metric), metric,
-                               bsub[metric].to_numpy(), csub[metric].to_numpy(), exact_source=ex)
+                               bsub[metric].to_numpy(), csub[metric].to_numpy(), exact_source=ex,
+                               paired=None if rk is not None else False)
             r.update(group=label, baseline=str(baseline), candidate=cand)
             r.update(dict(zip(cols, key)))
             rows.append(r)

@@ -277,7 +277,7 @@ def _verdict_rounds(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, alpha: 
         both = both.assign(_round=rk)
     b, c = both.iloc[:len(bsub)], both.iloc[len(bsub):]
     r = compare_rounds(_round_values(b, metric), _round_values(c, metric), metric,
-                       b[metric].to_numpy(), c[metric].to_numpy())
+                       b[metric].to_numpy(), c[metric].to_numpy(), paired=None if rk is not None else False)
     r["p_holm"] = r["p_value"]
     finish(r, 1 - alpha, 0.01, alpha)
     return r

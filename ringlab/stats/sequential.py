@@ -13,18 +13,24 @@ How the runner uses it (pure functions; the runner decides nothing itself):
    two-stage design exists to avoid.
 
 Why the error rates are kept: the total N depends on the pilot's *spread* only, never on its
-estimate.  For each comparison, ``w0`` is the half-width (log scale) of the pilot's paired
-signed-rank CI at the family's Bonferroni level 1 - alpha/m (m = configurations of that
-candidate, as in ``compare``; Holm's printed CIs are never wider).  That width does not
-change when every d_i is shifted by the same amount, so a large or small estimated effect
-cannot change N.  With h = ln(1 + target_ci_pct/100), the CI width shrinks as 1/sqrt(n), so
+estimate, and the spread is measured in a way that cannot see the signs of the round
+differences d_i = ln(candidate/baseline):
 
-    N_i = ceil(n0 * (w0_i / h)^2),     N = min(max(n0, max_i N_i), max_rounds, affordable)
+    s0 = 1.4826 x median_i |d_i|          (spread about "no difference"; sd for normal d)
+    w0 = t_{n0-1, 1-a/2} x s0 x sqrt(pi / (3 n0))   (a = alpha/m, m = the candidate's family)
+    N_i = ceil(n0 * (w0 / h)^2),  h = ln(1 + target_ci_pct/100)
+    N = min(max(n0, max_i N_i), max_rounds, affordable)
 
-As in Stein's (1945) two-stage t-interval, the pilot's own small-sample critical value is in
-w0, which makes N conservative.  For normal differences the spread is independent of the mean,
-so the final test's level is exact; for heavy-tailed rounds tests/test_stats_truth.py checks by
-simulation that A/A comparisons are still called at most 5% of the time.
+w0 is the half-width the Hodges-Lehmann CI would have after n0 rounds (asymptotic variance
+pi sigma^2 / 3n, with Stein's t quantile for a spread estimated from n0 rounds), and the CI
+narrows as 1/sqrt(n).  Under "no difference" the signs of the d_i are fair coins independent
+of the |d_i|; N is a function of the |d_i| alone, so given N the signs of all N rounds are
+still fair coins and the signed-rank test over all rounds keeps its exact level: A/A false
+positives stay <= alpha however N came out (tests/test_stats_truth.py checks it by
+simulation, and checks that a spread measured about the pilot's *estimate* (a CI width, or
+the sd about the mean) would not: it gives 5.5-6%).  The price: a real effect adds to
+|d|, so a comparison with an effect much larger than its noise asks for more rounds than the
+target needs (its CI then ends narrower than the target); the budget caps that.
 
 The budget: ``seconds_per_round`` is the pilot's measured time per round (sum of ``wall_s``
 over the round's rows, median over rounds; from timestamps when ``wall_s`` is missing), and
@@ -40,13 +46,21 @@ import numpy as np
 import pandas as pd
 
 from ringlab import schema
-from ringlab.stats import power as _power
-from ringlab.stats import ranktests as _rt
 from ringlab.stats.compare import (EXACT_NOTE, _round_values, comparison_columns, round_key)
 from ringlab.stats.summary import StatsError, measurements
 
 PILOT_ROUNDS = 10
 MAX_ROUNDS = 10_000
+
+
+def pilot_half_width(d, level: float = 0.95) -> np.ndarray | float:
+    """w0 of the module docstring for pilot differences ``d`` (last axis = rounds; vectorised)."""
+    from scipy import stats as sst
+    d = np.asarray(d, dtype=float)
+    n0 = d.shape[-1]
+    s0 = 1.4826 * np.median(np.abs(d), axis=-1)
+    w = sst.t.ppf(1 - (1 - level) / 2, max(n0 - 1, 1)) * s0 * math.sqrt(math.pi / 3 / n0)
+    return float(w) if np.ndim(w) == 0 else w
 
 
 def stein_rounds(pilot_half_width_log, n0: int, target_ci_pct: float, max_rounds: int = MAX_ROUNDS):
@@ -85,7 +99,7 @@ def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric:
     Returns ``{"pilot_rounds", "target_ci_pct", "rounds_for_target", "rounds",
     "additional_rounds", "seconds_per_round", "elapsed_s", "budget_s", "affordable_rounds",
     "stop_reason", "comparisons": [{"group", "candidate", "n_pairs", "half_width_pct",
-    "ci_level", "rounds"}]}``.  Comparisons that cannot be paired or have no CI at the pilot
+    "ci_level", "rounds"}]}``; half_width_pct is the pilot's w0 in percent.  Comparisons that cannot be paired or have no CI at the pilot
     size ask for ``max_rounds``; exact (deterministic) comparisons ask for nothing.
     """
     if not (isinstance(target_ci_pct, (int, float)) and 0 < target_ci_pct < 100):
@@ -132,18 +146,11 @@ def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric:
         for r in fam:
             d = r.pop("_d")
             level = 1 - alpha / m
-            res = _rt.signed_rank(d, level)
             r["ci_level"] = level
-            if math.isfinite(res["ci_low"]):
-                w = (res["ci_high"] - res["ci_low"]) / 2
+            w = pilot_half_width(d, level)
+            if math.isfinite(w):
                 r["half_width_pct"] = math.expm1(w) * 100
                 r["rounds"] = stein_rounds(w, len(d), target_ci_pct, max_rounds)
-            else:  # no CI at this level from so few rounds: the normal approximation plans instead
-                sd = _power._robust_sd(d)
-                if math.isfinite(sd) and sd > 0:
-                    from scipy import stats as sst
-                    w = sst.norm.ppf(1 - (1 - level) / 2) * sd * math.sqrt(math.pi / 3 / len(d))
-                    r["rounds"] = stein_rounds(w, len(d), target_ci_pct, max_rounds)
     for r in comps:
         r.pop("_d", None)
     need = max([r["rounds"] for r in comps], default=n0)
