@@ -12,8 +12,9 @@ from ringlab.stats.compare import (JSON_FIELDS, VERDICTS, check_rule, compare, c
 from ringlab.stats.diagnose import diagnose, diagnose_ab, find_cause
 from ringlab.stats.outliers import modality, tukey_flags
 from ringlab.stats.power import recommended_trials, trials_needed
+from ringlab.stats.sequential import rounds_needed, target_met
 from ringlab.stats.summary import StatsError, format_value, measurements, summarize
 
 __all__ = ["JSON_FIELDS", "StatsError", "VERDICTS", "check_rule", "compare", "compare_arrays", "diagnose", "diagnose_ab",
            "find_cause", "format_value", "holm", "measurements", "modality", "recommended_trials",
-           "summarize", "to_records", "trials_needed", "tukey_flags", "verdict_one"]
+           "rounds_needed", "summarize", "target_met", "to_records", "trials_needed", "tukey_flags", "verdict_one"]
