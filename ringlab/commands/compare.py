@@ -18,36 +18,12 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list with exactly the documented fields")
 
 
-def describe_method(res, metric: str) -> str:
-    """How the table's numbers were made, with the real family sizes and CI levels."""
-    designs = sorted(set(res["design"].astype(str)))
-    parts = [f"delta = estimated candidate/baseline ratio - 1 of {metric} (Hodges-Lehmann on the log scale)"]
-    if "paired" in designs:
-        parts.append("paired rows: per-round ln(candidate/baseline), CI and p from the Wilcoxon "
-                     "signed-rank test")
-    if "unpaired" in designs:
-        parts.append("unpaired rows (incomplete rounds): CI and p from Mann-Whitney")
-    if "exact" in designs:
-        parts.append("exact rows: deterministic metric, no CI or p")
-    fams = []
-    for cand, sub in res.groupby("candidate", sort=True):
-        m = int(sub["family_size"].max()) if len(sub) else 0
-        if m:
-            lv = sub["ci_level"].dropna()
-            lvl = (f"{lv.min() * 100:.4g}%" if lv.min() == lv.max()
-                   else f"{lv.min() * 100:.4g}-{lv.max() * 100:.4g}%")
-            fams.append(f"{cand}: {m} comparison(s), CI level {lvl}")
-    if fams:
-        parts.append("p Holm-corrected per candidate over its configurations, CI level matched to it ("
-                     + "; ".join(fams) + ")")
-    return "; ".join(parts) + "."
-
-
 def run(args) -> int:
     import pandas as pd
 
     from ringlab.report.tables import comparison_rows, md_table
     from ringlab.stats import StatsError, compare, to_records
+    from ringlab.stats.compare import method_text
 
     try:
         df = pd.read_csv(args.raw)
@@ -66,7 +42,7 @@ def run(args) -> int:
     print(md_table(header, rows))
     if len(res):
         print()
-        print(describe_method(res, args.metric))
+        print(method_text(res))
         welch = ", ".join(f"{r.candidate}@{r.group}: {r.p_welch:.3g}" for r in res.itertuples()
                           if isinstance(r.p_welch, float) and not math.isnan(r.p_welch))
         if welch:

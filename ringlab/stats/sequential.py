@@ -161,7 +161,7 @@ def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric:
     affordable = math.nan
     if budget_s is not None and math.isfinite(spr) and spr > 0:
         left = budget_s - (spent if math.isfinite(spent) else 0.0)
-        affordable = n0 + max(0, int(left // spr))
+        affordable = n0 + max(0, int(math.floor(left / spr + 1e-9)))
     total = need if not math.isfinite(affordable) else min(need, int(affordable))
     if need <= n0:
         reason = "pilot met target"
