@@ -6,7 +6,6 @@ import sys
 import numpy as np
 import pytest
 
-import pandas as pd
 
 from ringlab.stats import (JSON_FIELDS, StatsError, check_rule, compare, diagnose, diagnose_ab, holm, to_records,
                            verdict_one)

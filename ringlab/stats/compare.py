@@ -373,7 +373,8 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     parameter columns and extras: p_welch (Welch t on the measurements, uncorrected,
     descriptive), gain_pct (seed sign convention, NaN for higher-is-better metrics),
     delta_abs, ratio_medians_pct, note, lower_is_better, metric.  ``attrs``: metric,
-    group_columns, alpha.
+    group_columns, alpha.  ``n_resamples`` is accepted for compatibility: the CIs are exact
+    rank-test inversions and need no resampling; ``seed`` seeds the trials_needed check.
     """
     _check_args(noise, alpha)
     if "variant" not in df.columns:
