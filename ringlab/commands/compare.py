@@ -26,6 +26,7 @@ def run(args) -> int:
 
     from ringlab.report.tables import comparison_rows, md_table
     from ringlab.stats import StatsError, compare, to_records
+    from ringlab.stats.compare import method_text
 
     try:
         df = pd.read_csv(args.raw)
@@ -44,10 +45,9 @@ def run(args) -> int:
     print(md_table(header, rows))
     if len(res):
         print()
-        print(f"delta = (candidate - baseline)/baseline of the {args.metric} medians; 95% CI: bootstrap; "
-              f"p: Mann-Whitney U, Holm-corrected over {len(res)} comparison(s).")
+        print(method_text(res))
         welch = ", ".join(f"{r.candidate}@{r.group}: {r.p_welch:.3g}" for r in res.itertuples()
                           if isinstance(r.p_welch, float) and not math.isnan(r.p_welch))
         if welch:
-            print(f"Welch t-test p (uncorrected): {welch}")
+            print(f"Welch t-test p (uncorrected, descriptive): {welch}")
     return 0
