@@ -204,8 +204,40 @@ def first_error_line(stderr: str) -> str:
     return lines[0].strip() if lines else "(no compiler output)"
 
 
+def _depfile_tokens(text: str) -> list[str]:
+    """Split the prerequisite part of a make rule, undoing make's escapes.
+
+    The compiler writes ``\\ `` for a space, ``\\#`` for ``#`` and ``$$`` for
+    ``$``; an unescaped blank separates two names."""
+    toks: list[str] = []
+    cur: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n and text[i + 1] in " \t#":
+            cur.append(text[i + 1])
+            i += 2
+            continue
+        if ch == "$" and i + 1 < n and text[i + 1] == "$":
+            cur.append("$")
+            i += 2
+            continue
+        if ch in " \t":
+            if cur:
+                toks.append("".join(cur))
+                cur = []
+            i += 1
+            continue
+        cur.append(ch)
+        i += 1
+    if cur:
+        toks.append("".join(cur))
+    return toks
+
+
 def parse_depfile(text: str) -> list[str]:
-    """Prerequisites listed in a make-style ``-MMD`` dependency file."""
+    """Prerequisites listed in a make-style ``-MMD`` dependency file, as file names
+    (make's ``\\ ``, ``\\#`` and ``$$`` escapes undone)."""
     text = text.replace("\\\n", " ")
     deps: list[str] = []
     for line in text.splitlines():
@@ -214,10 +246,7 @@ def parse_depfile(text: str) -> list[str]:
         _, _, rest = line.partition(": ")
         if not rest and line.endswith(":"):
             continue
-        # escaped spaces in file names are '\ '
-        for tok in re.split(r"(?<!\\)\s+", rest.strip()):
-            if tok:
-                deps.append(tok.replace("\\ ", " "))
+        deps.extend(_depfile_tokens(rest.strip()))
     return list(dict.fromkeys(deps))
 
 
