@@ -87,6 +87,26 @@ class BuildError(RuntimeError):
     """A compile failed; the message names the file and the first compiler error line."""
 
 
+class StaleBinaryError(BuildError):
+    """A binary on disk was not built from the source set a run asks for."""
+
+
+#: Labels of the source set (paths differ between checkouts and users; content does not).
+KERNEL_HEADER_LABEL = "<kernel header>"
+CSRC_LABEL = "<csrc>"
+SOURCE_SUFFIX = ".source.json"
+
+
+@dataclass
+class _Job:
+    name: str                       # binary name
+    sources: list[Path]
+    flags: list[str]
+    what: str                       # for messages
+    header: Path | None = None      # kernel-header variants: the header compiled
+    header_record: dict | None = None
+
+
 @dataclass
 class BinaryInfo:
     name: str
@@ -97,6 +117,10 @@ class BinaryInfo:
     inputs: dict[str, str]          # every source/header compiled -> sha256
     command: list[str]              # compile argv of the first source (representative)
     rebuilt: bool                   # False when the stamp said nothing changed
+    source_sha256: str | None = None    # the source set's hash (see source_set)
+    source_files: dict[str, str] = field(default_factory=dict)  # label -> sha256 (content)
+    source_flags: list[str] = field(default_factory=list)       # flags as hashed
+    header: dict | None = None          # kernel-header variants: where the header came from
 
 
 @dataclass
@@ -110,6 +134,8 @@ class BuildInfo:
     binaries: dict[str, BinaryInfo] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)      # name -> reason
     kernel_headers: dict[str, str] = field(default_factory=dict)  # NAME -> resolved header
+    header_sources: dict[str, dict] = field(default_factory=dict)  # NAME -> provenance record
+    source_sha256: dict[str, str] = field(default_factory=dict)   # binary name -> source set hash
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -261,6 +287,74 @@ def _sanitize_flags(sanitize: str | None) -> list[str]:
     return list(SANITIZERS[key])
 
 
+# ----------------------------------------------------------------------------- source sets
+
+def source_label(path: Path, header: Path | None) -> str:
+    """Name of one input in a source set: the kernel header by role, csrc/ files relative,
+    anything else by absolute path.  So the set names content, not where a checkout is."""
+    p = Path(path).resolve()
+    if header is not None and p == Path(header).resolve():
+        return KERNEL_HEADER_LABEL
+    try:
+        return "csrc/" + p.relative_to(Path(paths.CSRC).resolve()).as_posix()
+    except ValueError:
+        return str(p)
+
+
+def label_path(label: str, header: Path | None) -> Path:
+    """The file a source label stands for in this checkout (inverse of source_label)."""
+    if label == KERNEL_HEADER_LABEL:
+        if header is None:
+            raise BuildError("source set names a kernel header, but none was given")
+        return Path(header)
+    if label.startswith("csrc/"):
+        return Path(paths.CSRC) / label[len("csrc/"):]
+    return Path(label)
+
+
+def hashed_flags(flags: list[str]) -> list[str]:
+    """Compile flags as they enter the source hash: the checkout's csrc path, the kernel
+    header's path and the variant's name (a label printed in the output) left out."""
+    out = []
+    csrc = str(Path(paths.CSRC))
+    for f in flags:
+        if f.startswith("-DRINGLAB_VARIANT="):
+            continue
+        if f.startswith("-DRINGLAB_KERNEL_HEADER="):
+            out.append("-DRINGLAB_KERNEL_HEADER=" + KERNEL_HEADER_LABEL)
+            continue
+        out.append(f.replace(csrc, CSRC_LABEL))
+    return out
+
+
+def source_set(files: dict[str, str], flags: list[str]) -> dict:
+    """``{"files": {label: sha256}, "flags": [...], "source_sha256": ...}``.
+
+    source_sha256 is the sha256 of the canonical JSON of files and flags: every file
+    the compiler read for the binary (header, compat shim, harness sources, by content)
+    and the flags, as :func:`hashed_flags` gives them.  Two variants with the same
+    source_sha256 run the same code, wherever their headers lie."""
+    files = dict(sorted(files.items()))
+    flags = list(flags)
+    digest = hashlib.sha256(json.dumps({"files": files, "flags": flags}, sort_keys=True,
+                                       separators=(",", ":")).encode()).hexdigest()
+    return {"files": files, "flags": flags, "source_sha256": digest}
+
+
+def source_record_path(binary: Path) -> Path:
+    """Where the source record of a binary lies: next to it, NAME.source.json."""
+    return Path(binary).with_name(Path(binary).name + SOURCE_SUFFIX)
+
+
+def _remove_binary(out_dir: Path, name: str) -> None:
+    """A failed build leaves no binary of that name behind (nor its records)."""
+    for p in (out_dir / name, source_record_path(out_dir / name), out_dir / ".stamps" / f"{name}.json"):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+
+
 # ----------------------------------------------------------------------------- building
 
 def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
@@ -268,7 +362,9 @@ def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
         data = json.loads(stamp.read_text())
     except (OSError, ValueError):
         return None
-    if data.get("key") != key or not out.is_file():
+    if data.get("key") != key or not out.is_file() or "source" not in data:
+        return None
+    if not source_record_path(out).is_file():
         return None
     try:
         if sha256_file(out) != data.get("sha256"):
@@ -281,8 +377,16 @@ def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
     return data
 
 
-def _compile_target(name: str, sources: list[Path], flags: list[str], cc: str, ccver: str,
-                    out_dir: Path, what: str) -> BinaryInfo:
+def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
+    try:
+        return _compile(job, cc, ccver, out_dir)
+    except BaseException:
+        _remove_binary(out_dir, job.name)
+        raise
+
+
+def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
+    name, sources, flags, what = job.name, job.sources, job.flags, job.what
     out = out_dir / name
     obj_dir = out_dir / ".obj" / name
     stamp = out_dir / ".stamps" / f"{name}.json"
@@ -313,39 +417,81 @@ def _compile_target(name: str, sources: list[Path], flags: list[str], cc: str, c
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:
             raise BuildError(f"{what}: linking {name} failed: {first_error_line(proc.stderr)}")
+        src_set = source_set({source_label(Path(f), job.header): h for f, h in inputs.items()},
+                             hashed_flags(flags))
         os.replace(tmp, out)          # atomic: a concurrent run never sees half a binary
         digest = sha256_file(out)
         data = {"key": key, "sha256": digest, "inputs": dict(sorted(inputs.items())),
-                "command": first_cmd}
+                "command": first_cmd, "source": src_set}
         stamp.write_text(json.dumps(data, indent=1))
+    src_set = data["source"]
+    record = {"binary": name, "binary_sha256": data["sha256"], "compiler": cc, "compiler_version": ccver,
+              **src_set, "header": job.header_record}
+    _write_json(source_record_path(out), record)
     size, size_err = binary_size(out)
     return BinaryInfo(name=name, path=str(out), sha256=data["sha256"], size=size,
                       size_error=size_err, inputs=data["inputs"], command=data.get("command") or [],
-                      rebuilt=rebuilt)
+                      rebuilt=rebuilt, source_sha256=src_set["source_sha256"],
+                      source_files=src_set["files"], source_flags=src_set["flags"],
+                      header=job.header_record)
 
 
-def _kernel_targets(kernel_headers: dict, cc: str, base_flags: list[str]) -> list[tuple]:
-    """(name, sources, flags, what, header) per --kernel-header NAME=PATH."""
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) -> list[_Job]:
+    """One job per --kernel-header NAME=SOURCE (see ringlab.kernel_header.resolve_source)."""
     if not kernel_headers:
         return []
-    try:
-        from ringlab import kernel_header as kh
-    except ImportError as e:
-        raise BuildError(f"--kernel-header needs ringlab.kernel_header, which is not available ({e})") from None
+    from ringlab import kernel_header as kh
     out = []
-    for name, path in kernel_headers.items():
+    for name, spec in kernel_headers.items():
         if name in RING_HEADERS:
             raise BuildError(f"--kernel-header {name}=...: NAME clashes with a built-in variant; "
                              f"choose a name other than {', '.join(RING_HEADERS)}")
         try:
-            header = kh.resolve_header(path)
-            kflags = kh.compile_flags(name, header)
+            src = kh.resolve_source(spec)
+            kflags = kh.compile_flags(name, src.header)
         except kh.KernelHeaderError as e:
+            _remove_binary(out_dir, f"ptr_ring_test-{name}")
             raise BuildError(str(e)) from None
         srcs = [paths.CSRC / s for s in _PTR_RING_SOURCES]
-        out.append((f"ptr_ring_test-{name}", srcs, [*kflags, *base_flags],
-                    f"kernel header {header} (--kernel-header {name})", header))
+        out.append(_Job(f"ptr_ring_test-{name}", srcs, [*kflags, *base_flags],
+                        f"kernel header {src.header} (--kernel-header {name})", src.header,
+                        dict(src.record, name=name)))
     return out
+
+
+def _plan(kernel_headers, cflags, sanitize, out_dir, only) -> tuple[list[_Job], dict, dict]:
+    """(jobs, skipped, settings) shared by build_all and check_binaries."""
+    user = split_cflags(cflags)
+    san = _sanitize_flags(sanitize)
+    if out_dir is None:
+        out_dir = paths.bin_dir() if not san else paths.build_dir() / (
+            "bin-" + re.sub(r"[^a-z]+", "-", sanitize))
+    out_dir = Path(out_dir)
+    # Order matters: defaults, then the sanitizer, then the user (last -O wins).
+    common = [*DEFAULT_CFLAGS, *san, *user]
+    jobs: list[_Job] = []
+    skipped: dict[str, str] = {}
+    for t in TARGETS:
+        if only is not None and t.name not in only:
+            continue
+        srcs = [paths.CSRC / s for s in t.sources]
+        missing = [str(s.relative_to(paths.ROOT)) for s in srcs if not s.is_file()]
+        if missing:
+            if t.optional:
+                skipped[t.name] = "source not present: " + ", ".join(missing)
+                continue
+            raise BuildError(f"{t.name}: missing source {missing[0]}")
+        jobs.append(_Job(t.name, srcs, [f"-I{paths.CSRC}", *t.flags, *common], t.name))
+    wanted = {k: v for k, v in dict(kernel_headers or {}).items()
+              if only is None or f"ptr_ring_test-{k}" in only}
+    jobs += _kernel_targets(wanted, common, out_dir)
+    return jobs, skipped, {"user": user, "common": common, "out_dir": out_dir}
 
 
 def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str | list[str] = "",
@@ -359,45 +505,95 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
     """
     cc = compiler()
     ccver = compiler_version(cc)
-    user = split_cflags(cflags)
-    san = _sanitize_flags(sanitize)
-    if out_dir is None:
-        out_dir = paths.bin_dir() if not san else paths.build_dir() / (
-            "bin-" + re.sub(r"[^a-z]+", "-", sanitize))
-    out_dir = Path(out_dir)
+    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only)
+    out_dir = st["out_dir"]
     out_dir.mkdir(parents=True, exist_ok=True)
-    # Order matters: defaults, then the sanitizer, then the user (last -O wins).
-    common = [*DEFAULT_CFLAGS, *san, *user]
-    info = BuildInfo(compiler=shutil.which(cc) or cc, compiler_version=ccver, cflags=common,
-                     user_cflags=user, sanitize=sanitize or None, out_dir=str(out_dir))
-
-    jobs_list: list[tuple] = []
-    for t in TARGETS:
-        if only is not None and t.name not in only:
-            continue
-        srcs = [paths.CSRC / s for s in t.sources]
-        missing = [str(s.relative_to(paths.ROOT)) for s in srcs if not s.is_file()]
-        if missing:
-            if t.optional:
-                info.skipped[t.name] = "source not present: " + ", ".join(missing)
-                continue
-            raise BuildError(f"{t.name}: missing source {missing[0]}")
-        jobs_list.append((t.name, srcs, [f"-I{paths.CSRC}", *t.flags, *common], t.name, None))
-    for job in _kernel_targets(dict(kernel_headers or {}), cc, common):
-        if only is None or job[0] in only:
-            jobs_list.append(job)
-            info.kernel_headers[job[0].removeprefix("ptr_ring_test-")] = str(job[4])
+    info = BuildInfo(compiler=shutil.which(cc) or cc, compiler_version=ccver, cflags=st["common"],
+                     user_cflags=st["user"], sanitize=sanitize or None, out_dir=str(out_dir),
+                     skipped=skipped)
+    for job in jobs_list:
+        if job.header is not None:
+            variant = job.name.removeprefix("ptr_ring_test-")
+            info.kernel_headers[variant] = str(job.header)
+            info.header_sources[variant] = job.header_record
 
     workers = jobs or min(4, os.cpu_count() or 1)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
-        futs = {job[0]: ex.submit(_compile_target, job[0], job[1], job[2], cc, ccver, out_dir, job[3])
-                for job in jobs_list}
+        futs = {job.name: ex.submit(_compile_target, job, cc, ccver, out_dir) for job in jobs_list}
         errors = []
         for name, fut in futs.items():
             try:
                 info.binaries[name] = fut.result()
+                info.source_sha256[name] = info.binaries[name].source_sha256
             except BuildError as e:
                 errors.append(str(e))
         if errors:
             raise BuildError(errors[0] + (f" (and {len(errors) - 1} more failure(s))" if len(errors) > 1 else ""))
+    return info
+
+
+def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: str | list[str] = "",
+                   sanitize: str | None = None, out_dir: Path | None = None,
+                   only: list[str] | None = None) -> BuildInfo:
+    """Without building: check that each binary on disk was built from the source set
+    this request names (same arguments as :func:`build_all`), and describe them.
+
+    For each binary, the labels of its recorded source set are hashed again from this
+    checkout, with the kernel header of the request in place of the one it was built
+    from, and the flags of the request; the result must equal the recorded
+    source_sha256, and the binary must still be the one recorded.  Raises
+    :class:`StaleBinaryError` naming the variant and both hashes otherwise, and
+    :class:`BuildError` when a binary or its record is missing.  No compiler is run.
+    """
+    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only)
+    out_dir = st["out_dir"]
+    info = BuildInfo(compiler="", compiler_version="", cflags=st["common"], user_cflags=st["user"],
+                     sanitize=sanitize or None, out_dir=str(out_dir), skipped=skipped)
+    for job in jobs_list:
+        out = out_dir / job.name
+        variant = job.name.removeprefix("ptr_ring_test-")
+        hint = ("rebuild it: run without --no-build, or `ringlab build"
+                + (f" --kernel-header {variant}=...`" if job.header is not None else "`"))
+        if not out.is_file():
+            raise BuildError(f"{job.name}: {out} does not exist (never built, or its last build "
+                             f"failed); {hint}")
+        try:
+            rec = json.loads(source_record_path(out).read_text())
+            recorded = rec["source_sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise StaleBinaryError(f"{job.name}: no source record ({source_record_path(out)}), so "
+                                   f"what it was built from is unknown; {hint}") from None
+        files = {}
+        for label in rec.get("files") or {}:
+            try:
+                files[label] = sha256_file(label_path(label, job.header))
+            except (OSError, BuildError):
+                files[label] = "missing"
+        wanted = source_set(files, hashed_flags(job.flags))["source_sha256"]
+        if wanted != recorded:
+            changed = [k for k in files if files[k] != rec["files"].get(k)]
+            if hashed_flags(job.flags) != rec.get("flags"):
+                changed.append("compile flags")
+            built_from = (rec.get("header") or {}).get("spec") or (rec.get("header") or {}).get("header")
+            raise StaleBinaryError(
+                f"variant {variant}: {out} was built from source set {recorded}"
+                + (f" (kernel header {built_from})" if built_from else "")
+                + f", but this run asks for source set {wanted}"
+                + (f" (kernel header {job.header_record.get('spec')})" if job.header_record else "")
+                + (f"; differing: {', '.join(changed[:6])}" if changed else "") + f"; {hint}")
+        digest = sha256_file(out)
+        if digest != rec.get("binary_sha256"):
+            raise StaleBinaryError(f"variant {variant}: {out} (sha256 {digest}) is not the binary "
+                                   f"its source record names ({rec.get('binary_sha256')}); {hint}")
+        info.compiler = info.compiler or rec.get("compiler", "")
+        info.compiler_version = info.compiler_version or rec.get("compiler_version", "")
+        size, size_err = binary_size(out)
+        info.binaries[job.name] = BinaryInfo(
+            name=job.name, path=str(out), sha256=digest, size=size, size_error=size_err, inputs={},
+            command=[], rebuilt=False, source_sha256=recorded, source_files=rec.get("files") or {},
+            source_flags=rec.get("flags") or [], header=job.header_record)
+        info.source_sha256[job.name] = recorded
+        if job.header is not None:
+            info.kernel_headers[variant] = str(job.header)
+            info.header_sources[variant] = job.header_record
     return info

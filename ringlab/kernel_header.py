@@ -462,6 +462,6 @@ def _apply(s: str, base: HeaderSource, msgs: list, total: int) -> bytes:
                 raise KernelHeaderError(
                     f"kernel header {s!r}: patch {m.index}/{total} {title!r} does not apply to "
                     f"{base.spec} (sha256 {base.sha256[:12]}): "
-                    + "; ".join(ln.strip() for ln in err.splitlines() if ln.startswith("error"))
+                    + "; ".join(ln.strip() for ln in err.splitlines() if ln.startswith("error") and "while searching" not in ln)
                     + ("\nfailing hunk:\n" + hunk if hunk else ""))
         return (work / IN_TREE).read_bytes()

@@ -113,6 +113,8 @@ def hunk_at(diff: str, path: str, line: int | None, limit: int = 40) -> str:
     lines = block.splitlines()
     hunks: list[list[str]] = []
     for ln in lines:
+        if ln == "-- ":            # the mail signature separator ends the diff
+            break
         if _HUNK.match(ln):
             hunks.append([ln])
         elif hunks and ln[:1] in (" ", "+", "-", "\\") and not ln.startswith(("--- ", "+++ ")):
