@@ -160,7 +160,7 @@ def test_perf_rb_same_binary_different_command(tmp_path):
     assert fb["code"] == "different code" and "--overwrite" in " ".join(fb["evidence"])
     assert not any("noise" in x for x in c["problems"])
     fwd = c["variants"]["forward"]["command"]
-    assert "record" in fwd and fwd[fwd.index("--") + 1] == "<binary>"
+    assert "record" in fwd and fwd[len(fwd) - fwd[::-1].index("--")] == "<binary>"
     assert c["variants"]["base"]["command"][0] == "<binary>"
 
 
