@@ -597,3 +597,25 @@ def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: 
             info.kernel_headers[variant] = str(job.header)
             info.header_sources[variant] = job.header_record
     return info
+
+
+def declare_built(names: list[str], kernel_headers: dict[str, str | Path] | None = None,
+                  cflags: str | list[str] = "", out_dir: Path | None = None) -> None:
+    """Write source records for binaries that ringlab did not compile (test doubles, a
+    packager's build), so that :func:`check_binaries` accepts them.
+
+    The record lists the target's declared sources (not every header the compiler
+    would read) and says ``"declared": true``; provenance shows it as such."""
+    jobs_list, _, st = _plan(kernel_headers, cflags, None, out_dir, names)
+    for job in jobs_list:
+        out = st["out_dir"] / job.name
+        if not out.is_file():
+            raise BuildError(f"{job.name}: {out} does not exist")
+        ring = [paths.CSRC / m.group(1) for f in job.flags
+                for m in [re.match(r'-DRINGLAB_RING_HEADER="(.+)"$', f)] if m]
+        extra = [job.header] if job.header is not None else [r for r in ring if r.is_file()]
+        files = {source_label(p, job.header): sha256_file(p) for p in [*job.sources, *extra]}
+        rec = {"binary": job.name, "binary_sha256": sha256_file(out), "compiler": None,
+               "compiler_version": None, "declared": True, **source_set(files, hashed_flags(job.flags)),
+               "header": job.header_record}
+        _write_json(source_record_path(out), rec)

@@ -139,3 +139,25 @@ def test_git_and_patched_variants_by_source_hash(out, tmp_path):
     assert info.header_sources["p"]["patch"]["messages"][0]["subject"] == "[PATCH] ptr_ring: relax"
     rec = json.loads((out / "ptr_ring_test-p.source.json").read_text())
     assert rec["header"]["base"]["rev"] == "v1"
+    # the -p kernel_headers path: resolved once for validation, provenance kept in the build
+    from ringlab.experiments.ptr_ring import parse_kernel_headers
+    parsed = parse_kernel_headers(f"g2=git:{repo}@v2,p=git:{repo}@v1+{patch}")
+    again = B.check_binaries(kernel_headers=parsed, out_dir=out, only=["ptr_ring_test-g2", "ptr_ring_test-p"])
+    assert again.header_sources["p"]["kind"] == "patch" and again.header_sources["g2"]["rev"] == "v2"
+    assert again.source_sha256["ptr_ring_test-p"] == h["ptr_ring_test-p"]
+    with pytest.raises(B.StaleBinaryError, match="variant p"):
+        B.check_binaries(kernel_headers={"p": f"git:{repo}@v1"}, out_dir=out, only=["ptr_ring_test-p"])
+
+
+def test_declare_built(out, tmp_path):
+    out.mkdir(parents=True)
+    fake = out / "ptr_ring_test-batch"
+    fake.write_text("#!/bin/sh\n")
+    with pytest.raises(B.StaleBinaryError, match="no source record"):
+        B.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
+    B.declare_built(["ptr_ring_test-batch"], out_dir=out)
+    info = B.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
+    assert "csrc/rings/ptr_ring_batch.h" in info.binaries["ptr_ring_test-batch"].source_files
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    with pytest.raises(B.StaleBinaryError, match="is not the binary"):
+        B.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
