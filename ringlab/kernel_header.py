@@ -1,8 +1,9 @@
 """Kernel-header mode: compile a user's REAL ``include/linux/ptr_ring.h``.
 
-Users A/B their own kernel patch with ``--kernel-header NAME=PATH``: PATH is a
+Users A/B their own kernel patch with ``--kernel-header NAME=SOURCE``: SOURCE is a
 ``ptr_ring.h`` file, or the root of a kernel tree or of a headers package
-(``/usr/src/linux-headers-*-common``).  The header is compiled unmodified in
+(``/usr/src/linux-headers-*-common``), ``git:TREE@REV``, or ``BASE+PATCH`` (see
+"header sources" below, :func:`resolve_source`).  The header is compiled unmodified in
 user space through our compat shim (``csrc/compat/``): the stub directory
 ``csrc/compat/include`` goes first on the include path so the header's
 ``#include <linux/...>`` lines land on empty stubs, and

@@ -195,3 +195,26 @@ def test_lore_b4_missing_or_offline(repo, cache, tmp_path, monkeypatch):
 def test_missing_patch_file(cache, tmp_path):
     with pytest.raises(kh.KernelHeaderError, match="no BASE\\+PATCH split"):
         kh.resolve_source(f"{MAIN}+{tmp_path / 'nope.patch'}")
+
+
+DEBIAN = kh.debian_header()
+
+
+@pytest.mark.skipif(DEBIAN is None, reason="Debian linux-headers-*-common not installed "
+                                           "(apt-get install linux-headers-$(uname -r))")
+def test_debian_header_plus_own_patch(cache, tmp_path):
+    """Our own one-line patch, made in the test, applied to Debian's real header."""
+    text = DEBIAN.read_text()
+    mine = tmp_path / "b" / IN_TREE
+    mine.parent.mkdir(parents=True)
+    mine.write_text(text.replace("#define _LINUX_PTR_RING_H 1",
+                                 "#define _LINUX_PTR_RING_H 1\n/* ringlab: no-op test patch */", 1))
+    (tmp_path / "a" / IN_TREE).parent.mkdir(parents=True)
+    shutil.copyfile(DEBIAN, tmp_path / "a" / IN_TREE)
+    diff = subprocess.run(["git", "diff", "--no-index", "--no-prefix", "--", f"a/{IN_TREE}", f"b/{IN_TREE}"],
+                          cwd=tmp_path, capture_output=True, text=True).stdout
+    assert IN_TREE in diff
+    (tmp_path / "mine.diff").write_text(diff)
+    src = kh.resolve_source(f"{DEBIAN.parent.parent.parent}+{tmp_path / 'mine.diff'}")
+    assert src.header.read_bytes() == mine.read_bytes()
+    assert src.record["base"]["sha256"] == hashlib.sha256(DEBIAN.read_bytes()).hexdigest()
