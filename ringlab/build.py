@@ -378,9 +378,11 @@ def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
 
 
 def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
+    # A failed build removes the old binary: it was built from other sources than the
+    # ones just asked for.  An interrupted one leaves it, with its still-true record.
     try:
         return _compile(job, cc, ccver, out_dir)
-    except BaseException:
+    except Exception:
         _remove_binary(out_dir, job.name)
         raise
 

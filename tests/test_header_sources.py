@@ -218,3 +218,18 @@ def test_debian_header_plus_own_patch(cache, tmp_path):
     src = kh.resolve_source(f"{DEBIAN.parent.parent.parent}+{tmp_path / 'mine.diff'}")
     assert src.header.read_bytes() == mine.read_bytes()
     assert src.record["base"]["sha256"] == hashlib.sha256(DEBIAN.read_bytes()).hexdigest()
+
+
+def test_lore_style_mbox_with_cover_letter():
+    diff = (f"diff --git a/{IN_TREE} b/{IN_TREE}\n--- a/{IN_TREE}\n+++ b/{IN_TREE}\n"
+            "@@ -1,1 +1,2 @@\n x\n+y\n")
+    mbox = ("From mboxrd@z Thu Jan  1 00:00:00 1970\nSubject: [PATCH 0/1] cover\n"
+            "From: A <a@x>\nMessage-ID: <c@x>\n\nFrom here on, a line that is no separator.\n\n"
+            "From mboxrd@z Thu Jan  1 00:00:00 1970\nSubject: [PATCH 1/1] ptr_ring:\n  folded subject\n"
+            "From: A <a@x>\nDate: Fri, 2 Jan 2026 03:04:05 +0000\nMessage-ID: <1@x>\n\nbody\n---\n"
+            + diff)
+    cover, patch = patchmail.read_patches(mbox.encode())
+    assert cover.files == [] and cover.message_id == "<c@x>"
+    assert patch.subject == "[PATCH 1/1] ptr_ring: folded subject" and patch.files == [IN_TREE]
+    assert patch.record()["from"] == "A <a@x>" and "diff" not in patch.record()
+    assert "+y" in patchmail.hunk_at(patch.diff, IN_TREE, 1)
