@@ -14,6 +14,10 @@ Rules:
   the compile command and the sha256 of every file the compiler read (taken
   from its own ``-MMD`` dependency output, so it covers the user's kernel
   header too).
+* Each binary's source set (ringlab.sourceset: what it was built from, by
+  content) is written next to it as ``NAME.source.json``; a failed build removes
+  the binary of that NAME, so no older one can be measured in its place
+  (ringlab.binaries checks a binary against what a run asks for).
 * The table :data:`TARGETS` says which sources make which binary; optional
   targets (page_frag, syscall_loop, c2c_latency) are built only if their
   sources exist, so another engineer's layout change is a one-line edit.
@@ -32,6 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ringlab import paths
+from ringlab.sourceset import (KERNEL_HEADER_LABEL, hashed_flags, parse_depfile,  # noqa: F401
+                               source_label, source_record_path, source_set, write_json)
 
 #: Ring headers of the built-in ptr_ring variants (relative to csrc/).
 RING_HEADERS = {
@@ -89,12 +95,6 @@ class BuildError(RuntimeError):
 
 class StaleBinaryError(BuildError):
     """A binary on disk was not built from the source set a run asks for."""
-
-
-#: Labels of the source set (paths differ between checkouts and users; content does not).
-KERNEL_HEADER_LABEL = "<kernel header>"
-CSRC_LABEL = "<csrc>"
-SOURCE_SUFFIX = ".source.json"
 
 
 @dataclass
@@ -230,52 +230,6 @@ def first_error_line(stderr: str) -> str:
     return lines[0].strip() if lines else "(no compiler output)"
 
 
-def _depfile_tokens(text: str) -> list[str]:
-    """Split the prerequisite part of a make rule, undoing make's escapes.
-
-    The compiler writes ``\\ `` for a space, ``\\#`` for ``#`` and ``$$`` for
-    ``$``; an unescaped blank separates two names."""
-    toks: list[str] = []
-    cur: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\" and i + 1 < n and text[i + 1] in " \t#":
-            cur.append(text[i + 1])
-            i += 2
-            continue
-        if ch == "$" and i + 1 < n and text[i + 1] == "$":
-            cur.append("$")
-            i += 2
-            continue
-        if ch in " \t":
-            if cur:
-                toks.append("".join(cur))
-                cur = []
-            i += 1
-            continue
-        cur.append(ch)
-        i += 1
-    if cur:
-        toks.append("".join(cur))
-    return toks
-
-
-def parse_depfile(text: str) -> list[str]:
-    """Prerequisites listed in a make-style ``-MMD`` dependency file, as file names
-    (make's ``\\ ``, ``\\#`` and ``$$`` escapes undone)."""
-    text = text.replace("\\\n", " ")
-    deps: list[str] = []
-    for line in text.splitlines():
-        if ":" not in line:
-            continue
-        _, _, rest = line.partition(": ")
-        if not rest and line.endswith(":"):
-            continue
-        deps.extend(_depfile_tokens(rest.strip()))
-    return list(dict.fromkeys(deps))
-
-
 def _sanitize_flags(sanitize: str | None) -> list[str]:
     if not sanitize:
         return []
@@ -285,65 +239,6 @@ def _sanitize_flags(sanitize: str | None) -> list[str]:
     if key not in SANITIZERS:
         raise BuildError(f"--sanitize {sanitize!r}: allowed: {', '.join(SANITIZERS)}")
     return list(SANITIZERS[key])
-
-
-# ----------------------------------------------------------------------------- source sets
-
-def source_label(path: Path, header: Path | None) -> str:
-    """Name of one input in a source set: the kernel header by role, csrc/ files relative,
-    anything else by absolute path.  So the set names content, not where a checkout is."""
-    p = Path(path).resolve()
-    if header is not None and p == Path(header).resolve():
-        return KERNEL_HEADER_LABEL
-    try:
-        return "csrc/" + p.relative_to(Path(paths.CSRC).resolve()).as_posix()
-    except ValueError:
-        return str(p)
-
-
-def label_path(label: str, header: Path | None) -> Path:
-    """The file a source label stands for in this checkout (inverse of source_label)."""
-    if label == KERNEL_HEADER_LABEL:
-        if header is None:
-            raise BuildError("source set names a kernel header, but none was given")
-        return Path(header)
-    if label.startswith("csrc/"):
-        return Path(paths.CSRC) / label[len("csrc/"):]
-    return Path(label)
-
-
-def hashed_flags(flags: list[str]) -> list[str]:
-    """Compile flags as they enter the source hash: the checkout's csrc path, the kernel
-    header's path and the variant's name (a label printed in the output) left out."""
-    out = []
-    csrc = str(Path(paths.CSRC))
-    for f in flags:
-        if f.startswith("-DRINGLAB_VARIANT="):
-            continue
-        if f.startswith("-DRINGLAB_KERNEL_HEADER="):
-            out.append("-DRINGLAB_KERNEL_HEADER=" + KERNEL_HEADER_LABEL)
-            continue
-        out.append(f.replace(csrc, CSRC_LABEL))
-    return out
-
-
-def source_set(files: dict[str, str], flags: list[str]) -> dict:
-    """``{"files": {label: sha256}, "flags": [...], "source_sha256": ...}``.
-
-    source_sha256 is the sha256 of the canonical JSON of files and flags: every file
-    the compiler read for the binary (header, compat shim, harness sources, by content)
-    and the flags, as :func:`hashed_flags` gives them.  Two variants with the same
-    source_sha256 run the same code, wherever their headers lie."""
-    files = dict(sorted(files.items()))
-    flags = list(flags)
-    digest = hashlib.sha256(json.dumps({"files": files, "flags": flags}, sort_keys=True,
-                                       separators=(",", ":")).encode()).hexdigest()
-    return {"files": files, "flags": flags, "source_sha256": digest}
-
-
-def source_record_path(binary: Path) -> Path:
-    """Where the source record of a binary lies: next to it, NAME.source.json."""
-    return Path(binary).with_name(Path(binary).name + SOURCE_SUFFIX)
 
 
 def _remove_binary(out_dir: Path, name: str) -> None:
@@ -429,19 +324,13 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
     src_set = data["source"]
     record = {"binary": name, "binary_sha256": data["sha256"], "compiler": cc, "compiler_version": ccver,
               **src_set, "header": job.header_record}
-    _write_json(source_record_path(out), record)
+    write_json(source_record_path(out), record)
     size, size_err = binary_size(out)
     return BinaryInfo(name=name, path=str(out), sha256=data["sha256"], size=size,
                       size_error=size_err, inputs=data["inputs"], command=data.get("command") or [],
                       rebuilt=rebuilt, source_sha256=src_set["source_sha256"],
                       source_files=src_set["files"], source_flags=src_set["flags"],
                       header=job.header_record)
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    os.replace(tmp, path)
 
 
 def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) -> list[_Job]:
@@ -532,92 +421,3 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
         if errors:
             raise BuildError(errors[0] + (f" (and {len(errors) - 1} more failure(s))" if len(errors) > 1 else ""))
     return info
-
-
-def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: str | list[str] = "",
-                   sanitize: str | None = None, out_dir: Path | None = None,
-                   only: list[str] | None = None) -> BuildInfo:
-    """Without building: check that each binary on disk was built from the source set
-    this request names (same arguments as :func:`build_all`), and describe them.
-
-    For each binary, the labels of its recorded source set are hashed again from this
-    checkout, with the kernel header of the request in place of the one it was built
-    from, and the flags of the request; the result must equal the recorded
-    source_sha256, and the binary must still be the one recorded.  Raises
-    :class:`StaleBinaryError` naming the variant and both hashes otherwise, and
-    :class:`BuildError` when a binary or its record is missing.  No compiler is run.
-    """
-    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only)
-    out_dir = st["out_dir"]
-    info = BuildInfo(compiler="", compiler_version="", cflags=st["common"], user_cflags=st["user"],
-                     sanitize=sanitize or None, out_dir=str(out_dir), skipped=skipped)
-    for job in jobs_list:
-        out = out_dir / job.name
-        variant = job.name.removeprefix("ptr_ring_test-")
-        hint = ("rebuild it: run without --no-build, or `ringlab build"
-                + (f" --kernel-header {variant}=...`" if job.header is not None else "`"))
-        if not out.is_file():
-            raise BuildError(f"{job.name}: {out} does not exist (never built, or its last build "
-                             f"failed); {hint}")
-        try:
-            rec = json.loads(source_record_path(out).read_text())
-            recorded = rec["source_sha256"]
-        except (OSError, ValueError, KeyError, TypeError):
-            raise StaleBinaryError(f"{job.name}: no source record ({source_record_path(out)}), so "
-                                   f"what it was built from is unknown; {hint}") from None
-        files = {}
-        for label in rec.get("files") or {}:
-            try:
-                files[label] = sha256_file(label_path(label, job.header))
-            except (OSError, BuildError):
-                files[label] = "missing"
-        wanted = source_set(files, hashed_flags(job.flags))["source_sha256"]
-        if wanted != recorded:
-            changed = [k for k in files if files[k] != rec["files"].get(k)]
-            if hashed_flags(job.flags) != rec.get("flags"):
-                changed.append("compile flags")
-            built_from = (rec.get("header") or {}).get("spec") or (rec.get("header") or {}).get("header")
-            raise StaleBinaryError(
-                f"variant {variant}: {out} was built from source set {recorded}"
-                + (f" (kernel header {built_from})" if built_from else "")
-                + f", but this run asks for source set {wanted}"
-                + (f" (kernel header {job.header_record.get('spec')})" if job.header_record else "")
-                + (f"; differing: {', '.join(changed[:6])}" if changed else "") + f"; {hint}")
-        digest = sha256_file(out)
-        if digest != rec.get("binary_sha256"):
-            raise StaleBinaryError(f"variant {variant}: {out} (sha256 {digest}) is not the binary "
-                                   f"its source record names ({rec.get('binary_sha256')}); {hint}")
-        info.compiler = info.compiler or rec.get("compiler", "")
-        info.compiler_version = info.compiler_version or rec.get("compiler_version", "")
-        size, size_err = binary_size(out)
-        info.binaries[job.name] = BinaryInfo(
-            name=job.name, path=str(out), sha256=digest, size=size, size_error=size_err, inputs={},
-            command=[], rebuilt=False, source_sha256=recorded, source_files=rec.get("files") or {},
-            source_flags=rec.get("flags") or [], header=job.header_record)
-        info.source_sha256[job.name] = recorded
-        if job.header is not None:
-            info.kernel_headers[variant] = str(job.header)
-            info.header_sources[variant] = job.header_record
-    return info
-
-
-def declare_built(names: list[str], kernel_headers: dict[str, str | Path] | None = None,
-                  cflags: str | list[str] = "", out_dir: Path | None = None) -> None:
-    """Write source records for binaries that ringlab did not compile (test doubles, a
-    packager's build), so that :func:`check_binaries` accepts them.
-
-    The record lists the target's declared sources (not every header the compiler
-    would read) and says ``"declared": true``; provenance shows it as such."""
-    jobs_list, _, st = _plan(kernel_headers, cflags, None, out_dir, names)
-    for job in jobs_list:
-        out = st["out_dir"] / job.name
-        if not out.is_file():
-            raise BuildError(f"{job.name}: {out} does not exist")
-        ring = [paths.CSRC / m.group(1) for f in job.flags
-                for m in [re.match(r'-DRINGLAB_RING_HEADER="(.+)"$', f)] if m]
-        extra = [job.header] if job.header is not None else [r for r in ring if r.is_file()]
-        files = {source_label(p, job.header): sha256_file(p) for p in [*job.sources, *extra]}
-        rec = {"binary": job.name, "binary_sha256": sha256_file(out), "compiler": None,
-               "compiler_version": None, "declared": True, **source_set(files, hashed_flags(job.flags)),
-               "header": job.header_record}
-        _write_json(source_record_path(out), rec)

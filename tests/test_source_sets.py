@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ringlab import binaries as BIN
 from ringlab import build as B
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
@@ -46,7 +47,7 @@ def test_record_next_to_binary(out):
     assert rec["header"]["kind"] == "path" and info.header_sources["k"]["kind"] == "path"
     d = info.to_dict()
     assert d["binaries"]["ptr_ring_test-k"]["source_sha256"] == b.source_sha256
-    assert B.check_binaries(kernel_headers={"k": str(MAIN)}, out_dir=out,
+    assert BIN.check_binaries(kernel_headers={"k": str(MAIN)}, out_dir=out,
                             only=["ptr_ring_test-k"]).source_sha256 == info.source_sha256
 
 
@@ -55,7 +56,7 @@ def test_stale_binary_refused_and_failed_build_removes_it(out):
     old = B.sha256_file(out / "ptr_ring_test-k")
     # another header under the same NAME, without building: refused, naming both hashes
     with pytest.raises(B.StaleBinaryError) as e:
-        B.check_binaries(kernel_headers={"k": str(V48)}, out_dir=out, only=["ptr_ring_test-k"])
+        BIN.check_binaries(kernel_headers={"k": str(V48)}, out_dir=out, only=["ptr_ring_test-k"])
     msg = str(e.value)
     rec = json.loads((out / "ptr_ring_test-k.source.json").read_text())
     assert "variant k" in msg and rec["source_sha256"] in msg and "<kernel header>" in msg
@@ -67,7 +68,7 @@ def test_stale_binary_refused_and_failed_build_removes_it(out):
     assert not (out / "ptr_ring_test-k.source.json").exists()
     # ... so a later run without building cannot measure the old one
     with pytest.raises(B.BuildError, match="does not exist"):
-        B.check_binaries(kernel_headers={"k": str(BROKEN)}, out_dir=out, only=["ptr_ring_test-k"])
+        BIN.check_binaries(kernel_headers={"k": str(BROKEN)}, out_dir=out, only=["ptr_ring_test-k"])
     # rebuilding gives the same binary content back: a rebuild, not the old file
     B.build_all(kernel_headers={"k": str(MAIN)}, out_dir=out, only=["ptr_ring_test-k"])
     assert (out / "ptr_ring_test-k").is_file() and B.sha256_file(out / "ptr_ring_test-k") == old
@@ -85,17 +86,17 @@ def test_replaced_binary_or_changed_harness_refused(out, tmp_path, monkeypatch):
     shutil.copytree(B.paths.CSRC, csrc)
     monkeypatch.setattr(B.paths, "CSRC", csrc)
     B.build_all(out_dir=out, only=["ptr_ring_test-batch"])
-    B.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
+    BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
     with pytest.raises(B.StaleBinaryError, match="compile flags"):
-        B.check_binaries(out_dir=out, only=["ptr_ring_test-batch"], cflags="-O3")
+        BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"], cflags="-O3")
     main_c = csrc / "harness" / "ptr_ring_main.c"
     main_c.write_text(main_c.read_text() + "\n/* changed */\n")
     with pytest.raises(B.StaleBinaryError, match="csrc/harness/ptr_ring_main.c"):
-        B.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
+        BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
     B.build_all(out_dir=out, only=["ptr_ring_test-batch"])
     (out / "ptr_ring_test-batch").write_bytes(b"#!/bin/sh\n")
     with pytest.raises(B.StaleBinaryError, match="is not the binary"):
-        B.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
+        BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
 
 
 def test_same_content_at_two_paths_is_one_source_set(out, tmp_path):
@@ -108,7 +109,7 @@ def test_same_content_at_two_paths_is_one_source_set(out, tmp_path):
     i2 = B.build_all(out_dir=out, only=["ptr_ring_test-batch", "ptr_ring_test-reorder"])
     assert i2.source_sha256["ptr_ring_test-batch"] != i2.source_sha256["ptr_ring_test-reorder"]
     # and a header at another path with the same bytes passes the no-build check
-    B.check_binaries(kernel_headers={"a": str(copy)}, out_dir=out, only=["ptr_ring_test-a"])
+    BIN.check_binaries(kernel_headers={"a": str(copy)}, out_dir=out, only=["ptr_ring_test-a"])
 
 
 @needs_git
@@ -142,11 +143,11 @@ def test_git_and_patched_variants_by_source_hash(out, tmp_path):
     # the -p kernel_headers path: resolved once for validation, provenance kept in the build
     from ringlab.experiments.ptr_ring import parse_kernel_headers
     parsed = parse_kernel_headers(f"g2=git:{repo}@v2,p=git:{repo}@v1+{patch}")
-    again = B.check_binaries(kernel_headers=parsed, out_dir=out, only=["ptr_ring_test-g2", "ptr_ring_test-p"])
+    again = BIN.check_binaries(kernel_headers=parsed, out_dir=out, only=["ptr_ring_test-g2", "ptr_ring_test-p"])
     assert again.header_sources["p"]["kind"] == "patch" and again.header_sources["g2"]["rev"] == "v2"
     assert again.source_sha256["ptr_ring_test-p"] == h["ptr_ring_test-p"]
     with pytest.raises(B.StaleBinaryError, match="variant p"):
-        B.check_binaries(kernel_headers={"p": f"git:{repo}@v1"}, out_dir=out, only=["ptr_ring_test-p"])
+        BIN.check_binaries(kernel_headers={"p": f"git:{repo}@v1"}, out_dir=out, only=["ptr_ring_test-p"])
 
 
 def test_declare_built(out, tmp_path):
@@ -154,13 +155,13 @@ def test_declare_built(out, tmp_path):
     fake = out / "ptr_ring_test-batch"
     fake.write_text("#!/bin/sh\n")
     with pytest.raises(B.StaleBinaryError, match="no source record"):
-        B.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
-    B.declare_built(["ptr_ring_test-batch"], out_dir=out)
-    info = B.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
+        BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
+    BIN.declare_built(["ptr_ring_test-batch"], out_dir=out)
+    info = BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
     assert "csrc/rings/ptr_ring_batch.h" in info.binaries["ptr_ring_test-batch"].source_files
     fake.write_text("#!/bin/sh\nexit 1\n")
     with pytest.raises(B.StaleBinaryError, match="is not the binary"):
-        B.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
+        BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
 
 
 def _run(tmp_path, heads: str, build: bool, name: str):
@@ -189,7 +190,7 @@ def test_run_after_failed_rebuild_never_measures_old_binary(run_env):
 
 
 @pytest.mark.xfail(strict=True, reason="the runner's --no-build path does not call "
-                                       "ringlab.build.check_binaries yet")
+                                       "ringlab.binaries.check_binaries yet")
 def test_run_without_build_refuses_other_header(run_env):
     from ringlab import runner
     _run(run_env, f"k={MAIN}", True, "good")
