@@ -1,4 +1,4 @@
-"""Were A and B different binaries from different sources, and when was each measured?
+"""Did A and B run the same code or different code (binary, source set, measured command), and when?
 
     ringlab provenance DIR [--json]
     ringlab provenance DIR --against OTHER_DIR     (stale data across two runs?)
@@ -32,16 +32,19 @@ def format_check(c: dict) -> str:
     out.append("variants:")
     for v, d in sorted(c["variants"].items()):
         shas = ", ".join(s[:12] for s in d["sha256"]) or "-"
-        out.append(f"  {v:12s} binary {shas:14s} measured {d['first'] or '-'} .. {d['last'] or '-'}"
-                   f"  ({d['ok_rows']}/{d['rows']} rows ok)")
+        src = ", ".join(s[:12] for s in d.get("source_sha256") or []) or "-"
+        out.append(f"  {v:12s} binary {shas:14s} source set {src:14s} measured {d['first'] or '-'} .. "
+                   f"{d['last'] or '-'}  ({d['ok_rows']}/{d['rows']} rows ok)")
+    if c.get("command_error"):
+        out.append(f"measured commands: not compared ({c['command_error']})")
+    elif c.get("command_source"):
+        out.append(f"measured commands: {c['command_source']}")
     if c["pairs"]:
         out.append("pairs:")
     for p in c["pairs"]:
-        src = _yn(p["different_sources"])
-        if p["differing_sources"]:
-            src += " (" + ", ".join(p["differing_sources"][:4]) + (" ..." if len(p["differing_sources"]) > 4 else "") + ")"
-        out.append(f"  {p['a']} vs {p['b']}: different binaries {_yn(p['different_binaries'])}; "
-                   f"different sources {src} -> {p['verdict']}")
+        out.append(f"  {p['a']} vs {p['b']}: {p['verdict']}")
+        for e in p.get("evidence") or []:
+            out.append(f"    - {e}")
     for pr in c["problems"]:
         out.append(f"WARNING: {pr}")
     return "\n".join(out)
