@@ -420,7 +420,9 @@ def judge(trials: dict[str, int]) -> tuple[str, str]:
 
 class RunFolder:
     """One run folder.  ``with RunFolder(path, mode="create") as f:`` creates and locks it;
-    ``mode="resume"`` locks an existing one; ``RunFolder(path)`` only reads.
+    ``mode="resume"`` locks an existing one; ``mode="write"`` (the environment and
+    compare-runs folders, which hold no raw.csv) locks a new or existing folder and starts
+    a fresh env.json; ``RunFolder(path)`` only reads.
 
     While held: ``f.env`` (the env.json dict), ``f.write_env(**fields)``,
     ``f.open_csv(columns, config_keys)`` (repairs and returns the done keys),
@@ -430,7 +432,7 @@ class RunFolder:
     """
 
     def __init__(self, path: str | os.PathLike, mode: str = "read", kind: str = "run"):
-        if mode not in ("read", "create", "resume"):
+        if mode not in ("read", "create", "resume", "write"):
             raise ValueError(f"mode {mode!r}")
         self.path, self.mode, self.kind = Path(path), mode, kind
         self.raw_csv, self.env_json = self.path / "raw.csv", self.path / "env.json"
@@ -449,6 +451,8 @@ class RunFolder:
                 raise ParamError(f"parameter '--out': {self.path} already exists; allowed: a new folder "
                                  "(or pass --resume to continue the run in it)")
             self.path.mkdir(parents=True)
+        elif self.mode == "write":
+            self.path.mkdir(parents=True, exist_ok=True)
         self._lock()
         if self.mode == "resume":
             self.env = dict(read_env(self.path).doc)

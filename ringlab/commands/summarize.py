@@ -16,6 +16,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from ringlab.report import write_report
+    from ringlab.rundir import RunFolder, read_raw
     from ringlab.stats import StatsError
 
     labels = {}
@@ -25,6 +26,11 @@ def run(args) -> int:
             return 2
         k, v = item.split("=", 1)
         labels[k] = v
+    folder = RunFolder(args.dir)
+    read_raw(folder.raw_csv)      # DataError (exit 2) naming the file and line when it is corrupt
+    status = folder.status_line() if folder.env_json.is_file() else ""
+    if status:
+        print(status)
     try:
         paths = write_report(args.dir, metric=args.metric, baseline=args.baseline, labels=labels,
                              figures=not args.no_figures)
