@@ -118,7 +118,7 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
             res.counts = {"skipped": len(todo)}
         else:
             cpus = machine.measured_cpus([s for _, s in todo] or p.plan)
-            with machine.signals(), machine.cpu_lock(cpus, v["quiet_timeout"], log) as lock, \
+            with machine.signals() as stop, machine.cpu_lock(cpus, v["quiet_timeout"], log) as lock, \
                     _governor(cpus, v) as gov:
                 quiet = machine.check_quiet(cpus, v["quiet"], v["quiet_timeout"], log)
                 if quiet.get("warning"):
@@ -133,6 +133,7 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
                 for order, spec in todo:
                     rows = execute(p.exp, spec, order, ctx)
                     f.append(rows)
+                    stop.check()
                     res.counts[rows[0]["status"]] = res.counts.get(rows[0]["status"], 0) + 1
                     if bar is not None:
                         bar.update(1)

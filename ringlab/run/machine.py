@@ -32,18 +32,35 @@ from ringlab.system import procstat, sysfs
 LOCK_DIR_ENV = "RINGLAB_LOCK_DIR"
 
 
+class Stop:
+    """The signal that asked the run to stop, if any; ``check()`` raises RunInterrupted for it.
+
+    The handler raises at once, which ends a trial in flight; Python drops an exception
+    raised while it runs certain callbacks (a fork handler, a finalizer), so the loop also
+    calls ``check()`` after every trial."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def check(self) -> None:
+        if self.signum is not None:
+            raise RunInterrupted(self.signum)
+
+
 @contextlib.contextmanager
-def signals() -> Iterator[None]:
+def signals() -> Iterator[Stop]:
     """SIGTERM becomes RunInterrupted while the run lasts (main thread only)."""
+    stop = Stop()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield stop
         return
 
     def handler(signum, frame):
+        stop.signum = signum
         raise RunInterrupted(signum)
     old = signal.signal(signal.SIGTERM, handler)
     try:
-        yield
+        yield stop
     finally:
         signal.signal(signal.SIGTERM, old)
 
