@@ -288,9 +288,13 @@ def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None
     if missing:
         raise DataError(f"{path}: line 1: cannot resume, the header has no column {missing}; "
                         "expected the raw.csv of the interrupted run")
+    torn_at = text.count("\n") + 1 if not text.endswith("\n") else None   # repair_csv removes it
     for row in reader:
         if len(row) != len(header):
-            raise DataError(f"{path}: line {reader.line_num}: {len(row)} fields; expected {len(header)}")
+            if reader.line_num == torn_at:
+                break
+            raise DataError(f"{path}: line {reader.line_num}: {len(row)} fields; expected {len(header)} "
+                            "(one per header column)")
         try:
             done.add(_done_key(row, idx, config_keys))
         except ValueError:

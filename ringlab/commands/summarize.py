@@ -16,7 +16,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from ringlab.report import write_report
-    from ringlab.rundir import RunFolder, read_raw
+    from ringlab.rundir import RunFolder, read_env, read_raw
     from ringlab.stats import StatsError
 
     labels = {}
@@ -27,8 +27,12 @@ def run(args) -> int:
         k, v = item.split("=", 1)
         labels[k] = v
     folder = RunFolder(args.dir)
-    read_raw(folder.raw_csv)      # DataError (exit 2) naming the file and line when it is corrupt
-    status = folder.status_line() if folder.env_json.is_file() else ""
+    # corrupt files: DataError (exit 2) naming the file and line
+    read_raw(folder.raw_csv)
+    status = ""
+    if folder.env_json.is_file():
+        read_env(folder.path)
+        status = folder.status_line()
     if status:
         print(status)
     try:

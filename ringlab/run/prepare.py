@@ -19,7 +19,7 @@ from ringlab import __version__, build as build_mod, paths, provenance, schema
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
-from ringlab.rundir import read_env, sha256_file
+from ringlab.rundir import read_done, read_env, sha256_file
 from ringlab.run.context import RunContext
 from ringlab.run.plan import ORDER_DESCRIPTION, full_plan
 from ringlab.system import envinfo
@@ -162,6 +162,8 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     plan = full_plan(exp, values, specs, ctx)
     config_keys = list(dict.fromkeys(list(specs[0].config)))
     columns = schema.ordered_columns(exp_cls.param_columns(), list(exp_cls.extra_columns))
+    if resume:
+        read_done(out_dir / "raw.csv", config_keys)   # DataError now, before the folder is touched
 
     # Build and check binaries before anything is written.
     build_info = _build(exp, values) if build else _existing_build_info()
