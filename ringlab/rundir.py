@@ -501,10 +501,18 @@ class RunFolder:
             self._dirfd = None
             if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise
-            pid = _lock_holder(self.path)
-            who = f"PID {pid}" if pid else "another process"
-            raise RunLockedError(f"run folder {self.path} is in use by {who} (a run or --resume in "
-                                 "progress); wait for it to end, or stop it first", pid) from None
+            raise self._locked_error() from None
+
+    def check_free(self) -> None:
+        """Raise RunLockedError now if another process holds the folder (a fast check before
+        waiting for CPUs; entering the folder takes the lock for real)."""
+        if self.path.is_dir() and self.is_locked():
+            raise self._locked_error()
+
+    def _locked_error(self) -> RunLockedError:
+        pid = _lock_holder(self.path)
+        return RunLockedError(f"run folder {self.path} is in use by {f'PID {pid}' if pid else 'another process'} "
+                              "(a run or --resume in progress); wait for it to end, or stop it first", pid)
 
     def _unlock(self) -> None:
         if self._dirfd is not None:

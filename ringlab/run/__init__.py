@@ -64,13 +64,29 @@ def _stderr_log(msg: str) -> None:
     print(f"ringlab run: {msg}", file=sys.stderr, flush=True)
 
 
-def _progress(total: int, progress: bool | None, name: str):
+def _progress(todo: list, progress: bool | None, name: str):
+    """The trials to run, with a tqdm bar on stderr when it is a terminal (or progress=True)."""
     if progress is None:
         progress = sys.stderr.isatty()
-    if not progress or total == 0:
-        return None
+    if not progress or not todo:
+        yield from todo
+        return
     from tqdm import tqdm   # optional dependency, only for a terminal
-    return tqdm(total=total, desc=name, unit="trial", file=sys.stderr, dynamic_ncols=True)
+    with tqdm(total=len(todo), desc=name, unit="trial", file=sys.stderr, dynamic_ncols=True) as bar:
+        for item in todo:
+            yield item
+            bar.update(1)
+
+
+def _start_measuring(f: RunFolder, ctx: RunContext, gov, cpus: list[int], todo: list, log) -> None:
+    """Once the CPUs are ours and tuned: look for other work, measure latencies, record both."""
+    quiet = machine.check_quiet(cpus, ctx.values["quiet"], ctx.values["quiet_timeout"], log)
+    if quiet.get("warning"):
+        ctx.warn(quiet["warning"])
+    for line in gov.messages:
+        log(line)
+    ctx.c2c = machine.measure_pairs([s for _, s in todo], ctx.c2c, log)
+    f.write_env(governor=gov.report, quiet=quiet, c2c_latency_ns=ctx.c2c, warnings=ctx.warnings)
 
 
 def _governor(cpus: list[int], values: dict[str, Any]):
@@ -102,10 +118,12 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
     """
     log = log or _stderr_log
     p = prepare(name, dict(params or {}), out_dir, resume, build, log, argv)
-    ctx, v = p.ctx, p.ctx.values
-    res = RunResult(p.out_dir, p.out_dir / "raw.csv", p.out_dir / "env.json", ctx.run_id)
-    with RunFolder(p.out_dir, mode="resume" if resume else "create") as f:
-        f.write_env(**p.env)
+    ctx, res = p.ctx, RunResult(p.out_dir, p.out_dir / "raw.csv", p.out_dir / "env.json", p.ctx.run_id)
+    RunFolder(p.out_dir).check_free()   # a --resume into a folder in use fails before waiting for CPUs
+    with machine.signals() as stop, \
+            machine.cpu_lock(machine.measured_cpus(p.plan), ctx.values["quiet_timeout"], log) as lock, \
+            RunFolder(p.out_dir, mode="resume" if resume else "create") as f:
+        f.write_env(**p.env, cpu_lock=lock)
         done = f.open_csv(p.columns, p.config_keys, log)
         todo = [(i, s) for i, s in enumerate(p.plan) if s.key() not in done]
         res.already_done = len(p.plan) - len(todo)
@@ -117,28 +135,15 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
             f.write_env(skipped_reason=p.unavailable)
             res.counts = {"skipped": len(todo)}
         else:
-            cpus = machine.measured_cpus([s for _, s in todo] or p.plan)
-            with machine.signals() as stop, machine.cpu_lock(cpus, v["quiet_timeout"], log) as lock, \
-                    _governor(cpus, v) as gov:
-                quiet = machine.check_quiet(cpus, v["quiet"], v["quiet_timeout"], log)
-                if quiet.get("warning"):
-                    ctx.warn(quiet["warning"])
+            pinned = sorted({c for _, s in todo for c in s.cpus if c >= 0})
+            with _governor(pinned, ctx.values) as gov:
+                _start_measuring(f, ctx, gov, pinned or machine.measured_cpus(p.plan), todo, log)
                 shown = len(gov.messages)
-                for line in gov.messages:
-                    log(line)
-                ctx.c2c = machine.measure_pairs([s for _, s in todo], ctx.c2c, log)
-                f.write_env(governor=gov.report, cpu_lock=lock, quiet=quiet, c2c_latency_ns=ctx.c2c,
-                            warnings=ctx.warnings)
-                bar = _progress(len(todo), progress, name)
-                for order, spec in todo:
+                for order, spec in _progress(todo, progress, name):
                     rows = execute(p.exp, spec, order, ctx)
                     f.append(rows)
                     stop.check()
                     res.counts[rows[0]["status"]] = res.counts.get(rows[0]["status"], 0) + 1
-                    if bar is not None:
-                        bar.update(1)
-                if bar is not None:
-                    bar.close()
             f.env.update(governor=gov.report, warnings=ctx.warnings)   # after the restore
             for line in gov.messages[shown:]:
                 log(line)
