@@ -34,21 +34,16 @@ Locking.  The folder itself is locked (``flock`` on the directory, exclusive, fo
 life of a run or a ``--resume``): a second one fails at once with ``RunLockedError``
 naming the holder's PID.
 
-Crash safety: raw.csv is opened with O_APPEND, the header goes first, and each trial's
-rows go out in one write() followed by fsync, with newlines inside fields escaped so one
-row is always one line.  A SIGKILL therefore leaves at most a torn last line, which
-``--resume`` truncates away before rerunning the trial that was in flight.
+Files: ``rawcsv.py`` (the crash-safe appender, ``repair_csv``, ``read_raw``,
+``read_done``), ``envjson.py`` (atomic write, ``read_env``); this module holds the
+folder, its lock and its status.
 """
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import errno
 import fcntl
 import hashlib
-import io
-import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,9 +53,9 @@ import pandas as pd
 
 from ringlab import schema
 from ringlab.errors import DataError, ParamError, RunLockedError, RunnerError
+from ringlab.rundir.envjson import ENV_VERSION, RunEnv, atomic_write_json, read_env
+from ringlab.rundir.rawcsv import CsvSink, count_file, count_trials, read_done, read_raw, repair_csv
 
-#: version of env.json's layout (see the module docstring)
-ENV_VERSION = 2
 #: a run in which more than this fraction of the trials failed (crash, error, timeout)
 #: ends ``failed`` and ``ringlab run`` exits non-zero; so does a run with no ok trial
 FAILED_MAX_FRACTION = 0.5
@@ -68,24 +63,11 @@ FAILED_MAX_FRACTION = 0.5
 TRIAL_STATUSES = ("ok", "crash", "timeout", "error", "skipped")
 #: statuses of a run (env.json "status")
 RUN_STATUSES = ("running", "complete", "failed", "interrupted", "skipped")
-#: integer columns that every reader relies on
-INT_COLUMNS = ("trial", "round", "iteration", "order")
 
 
 # -- small helpers ---------------------------------------------------------------------------
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def atomic_write_json(path: Path, doc: dict) -> None:
-    """temp + fsync + rename: a reader (or a crash) never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=2, sort_keys=False, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 _SHA_CACHE: dict[tuple, str] = {}
@@ -102,270 +84,6 @@ def sha256_file(path: str | os.PathLike) -> str:
                 h.update(chunk)
         _SHA_CACHE[key] = h.hexdigest()
     return _SHA_CACHE[key]
-
-
-# -- raw.csv: writing ----------------------------------------------------------------------------
-def _cell(v: Any) -> str:
-    """One CSV cell.  str() for parameters (so TrialSpec.key() can be rebuilt from the
-    file), repr precision for floats, and no raw newlines: one row is one line."""
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else repr(v)
-    s = str(v)
-    if "\n" in s or "\r" in s:
-        s = s.replace("\r", "").replace("\n", "\\n")
-    return s
-
-
-class CsvSink:
-    """Append-only raw.csv: header first, then each trial's rows in one write + fsync."""
-
-    def __init__(self, path: Path, columns: list[str]):
-        self.path, self.columns = path, columns
-        new = not path.exists() or path.stat().st_size == 0
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        if new:
-            self._write([columns])
-
-    def _write(self, rows: list[list[str]]) -> None:
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerows(rows)
-        data = buf.getvalue().encode()
-        while data:  # os.write may be partial in theory; loop until all is out
-            n = os.write(self.fd, data)
-            data = data[n:]
-        os.fsync(self.fd)
-
-    def write_rows(self, rows: list[dict[str, Any]]) -> None:
-        self._write([[_cell(r.get(c)) for c in self.columns] for r in rows])
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-
-def repair_csv(path: Path) -> int:
-    """Truncate a torn last line (a SIGKILL during a write); return bytes removed."""
-    if not path.exists():
-        return 0
-    size = path.stat().st_size
-    if size == 0:
-        return 0
-    with open(path, "rb+") as f:
-        f.seek(-1, os.SEEK_END)
-        if f.read(1) == b"\n":
-            return 0
-        # Scan back to the last newline.
-        pos, chunk = size, 4096
-        keep = 0
-        while pos > 0:
-            start = max(0, pos - chunk)
-            f.seek(start)
-            data = f.read(pos - start)
-            i = data.rfind(b"\n")
-            if i >= 0:
-                keep = start + i + 1
-                break
-            pos = start
-        f.truncate(keep)
-        f.flush()
-        os.fsync(f.fileno())
-    return size - keep
-
-
-# -- raw.csv: reading ----------------------------------------------------------------------------
-def _decode(path: Path, data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise DataError(f"{path}: line {line}, column {col}: byte 0x{data[e.start]:02x} is not UTF-8; "
-                        "expected UTF-8 text as `ringlab run` writes it") from None
-
-
-def _check_rows(path: Path, text: str, required: tuple[str, ...]) -> tuple[list[str], int]:
-    """Validate the CSV structure; return the header and the number of a torn last line (0: none)."""
-    lines = text.split("\n")
-    reader = csv.reader(io.StringIO(text))
-    try:
-        header = next(reader)
-    except StopIteration:
-        header = []
-    except csv.Error as e:
-        raise DataError(f"{path}: line 1: {e}; expected the raw.csv header") from None
-    if not header or not any(h.strip() for h in header):
-        raise DataError(f"{path}: line 1: empty file; expected a header naming the raw.csv columns "
-                        f"({', '.join(schema.ID_COLUMNS)}, ...) and one row per trial")
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise DataError(f"{path}: line 1: the header has no column {', '.join(repr(m) for m in missing)}; "
-                        f"expected a raw.csv written by `ringlab run` (got: {', '.join(header[:8])}"
-                        f"{' ...' if len(header) > 8 else ''})")
-    torn, n_rows = 0, 0
-    idx = {c: header.index(c) for c in INT_COLUMNS if c in header}
-    last_line = len(lines) - (1 if text.endswith("\n") else 0)
-    try:
-        for row in reader:
-            lineno = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(header):
-                if lineno == last_line and not text.endswith("\n"):
-                    torn = lineno  # what a killed run leaves; --resume repairs it
-                    break
-                raise DataError(f"{path}: line {lineno}: {len(row)} fields; expected {len(header)} "
-                                "(one per header column)")
-            n_rows += 1
-            for c, i in idx.items():
-                v = row[i].strip()
-                if c in ("iteration", "round") and v == "":
-                    continue
-                try:
-                    int(v)
-                except ValueError:
-                    raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i]!r}; expected an integer"
-                                    ) from None
-    except csv.Error as e:
-        raise DataError(f"{path}: line {reader.line_num}: {e}; expected one CSV row per line") from None
-    if n_rows == 0:
-        raise DataError(f"{path}: line 1: a header and no rows; expected at least one trial row "
-                        "(the run recorded no trial)")
-    return header, torn
-
-
-def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",)) -> pd.DataFrame:
-    """raw.csv as a DataFrame, or ``DataError`` naming the file, the line and what was expected.
-
-    Checks: UTF-8, a header with the ``required`` columns, at least one row, the same
-    number of fields in every row, integers in ``trial``/``round``/``iteration``/``order``.
-    A torn last line (a killed run) is left out.  Files written before the ``round``
-    column existed get ``round`` = ``trial``.
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "raw.csv"
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file; expected a raw.csv written by `ringlab run`") from None
-    except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv") from None
-    text = _decode(path, data)
-    _, torn = _check_rows(path, text, required)
-    if torn:
-        text = text[:text.rfind("\n") + 1]
-    try:
-        df = pd.read_csv(io.StringIO(text), low_memory=False)
-    except (ValueError, pd.errors.ParserError) as e:
-        raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`") from None
-    if "round" not in df.columns and "trial" in df.columns:
-        df.insert(df.columns.get_loc("trial") + 1, "round", df["trial"])
-    return df
-
-
-def _done_key(row: list[str], idx: dict[str, int], config_keys: list[str]) -> tuple:
-    key = tuple(sorted((k, row[idx[k]]) for k in config_keys)) + (
-        ("cpus", f"{row[idx['cpu_req_producer']]}:{row[idx['cpu_req_consumer']]}"),
-        ("trial", int(row[idx["trial"]])))
-    if "icount_source" in idx and row[idx["icount_source"]] == "callgrind":
-        key += (("kind", "icount"),)
-    return key
-
-
-def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None]:
-    """Keys (as TrialSpec.key()) of the trials already in raw.csv, and its header."""
-    done: set = set()
-    if not path.exists() or path.stat().st_size == 0:
-        return done, None
-    text = _decode(path, path.read_bytes())
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
-    if header is None:
-        return done, None
-    idx = {c: i for i, c in enumerate(header)}
-    missing = [c for c in config_keys + ["cpu_req_producer", "cpu_req_consumer", "trial"] if c not in idx]
-    if missing:
-        raise DataError(f"{path}: line 1: cannot resume, the header has no column {missing}; "
-                        "expected the raw.csv of the interrupted run")
-    torn_at = text.count("\n") + 1 if not text.endswith("\n") else None   # repair_csv removes it
-    for row in reader:
-        if len(row) != len(header):
-            if reader.line_num == torn_at:
-                break
-            raise DataError(f"{path}: line {reader.line_num}: {len(row)} fields; expected {len(header)} "
-                            "(one per header column)")
-        try:
-            done.add(_done_key(row, idx, config_keys))
-        except ValueError:
-            raise DataError(f"{path}: line {reader.line_num}: column 'trial' is {row[idx['trial']]!r}; "
-                            "expected an integer") from None
-    return done, header
-
-
-# -- env.json: reading ----------------------------------------------------------------------------
-@dataclass
-class RunEnv:
-    """env.json of a run folder in the current layout (older layouts converted)."""
-    path: Path
-    version: int
-    kind: str
-    doc: dict[str, Any]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.doc.get(key, default)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.doc[key]
-
-    @property
-    def status(self) -> str | None:
-        return self.doc.get("status")
-
-    @property
-    def environment(self) -> dict[str, Any]:
-        e = self.doc.get("environment")
-        return e if isinstance(e, dict) else {}
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        return self.doc.get("parameters") or {}
-
-
-def _normalize(doc: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
-    if "env_version" in doc:
-        return int(doc["env_version"]), str(doc.get("kind") or "run"), doc
-    if "environment" not in doc and ("cpu" in doc or "topology" in doc):
-        # the environment run before version 2: envinfo.collect() at the top
-        env = dict(doc)
-        git = env.pop("git", None)
-        host = env.get("host") if isinstance(env.get("host"), dict) else {}
-        return 1, "environment", {"env_version": 1, "kind": "environment", "host": host.get("host_id"),
-                                  "status": "complete", "git": git, "environment": env}
-    kind = "run" if "run_id" in doc or "experiment" in doc else "compare-runs" if "inputs" in doc else "run"
-    return 1, kind, dict(doc, env_version=1, kind=kind)
-
-
-def read_env(run_dir: str | os.PathLike) -> RunEnv:
-    """The one reader of env.json; ``DataError`` naming the file and line when it is not one."""
-    p = Path(run_dir)
-    if p.is_dir() or not p.name.endswith(".json"):
-        p = p / "env.json"
-    try:
-        text = p.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{p}: no such file; expected the env.json of a run folder written by "
-                        "`ringlab run`") from None
-    except OSError as e:
-        raise DataError(f"{p}: cannot read ({e.strerror})") from None
-    try:
-        doc = json.loads(_decode(p, text))
-    except json.JSONDecodeError as e:
-        raise DataError(f"{p}: line {e.lineno}, column {e.colno}: {e.msg}; expected a JSON object") from None
-    if not isinstance(doc, dict):
-        raise DataError(f"{p}: line 1: a JSON {type(doc).__name__}; expected a JSON object")
-    version, kind, doc = _normalize(doc)
-    return RunEnv(p, version, kind, doc)
 
 
 # -- the run folder -----------------------------------------------------------------------------
@@ -397,15 +115,6 @@ class RunStatus:
     def exit_code(self) -> int:
         """0 for complete or skipped runs, 1 otherwise."""
         return 0 if self.state in ("complete", "skipped") else 1
-
-
-def count_trials(statuses) -> dict[str, int]:
-    """{"ok", "failed", "timeout", "skipped"} from trial statuses (crash and error are failed)."""
-    out = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0}
-    for s in statuses:
-        s = str(s)
-        out["failed" if s in ("crash", "error") else s if s in out else "failed"] += 1
-    return out
 
 
 def judge(trials: dict[str, int]) -> tuple[str, str]:
@@ -538,7 +247,7 @@ class RunFolder:
             raise RunnerError(f"{self.raw_csv}: its columns differ from this ringlab's raw.csv layout "
                               f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it")
         if header is not None:
-            self.trials = _count_file(self.raw_csv)
+            self.trials = count_file(self.raw_csv)
         self._sink = CsvSink(self.raw_csv, columns)
         return done
 
@@ -580,7 +289,7 @@ class RunFolder:
         """The run's status, from env.json, raw.csv and the lock (a killed run: interrupted)."""
         env = read_env(self.path)
         state = env.status or "complete"
-        trials = _count_file(self.raw_csv) if self.raw_csv.is_file() else dict(env.get("trials") or {})
+        trials = count_file(self.raw_csv) if self.raw_csv.is_file() else dict(env.get("trials") or {})
         reason = env.get("status_reason") or env.get("skipped_reason") or ""
         pid = None
         if state == "running":
@@ -612,21 +321,6 @@ class RunFolder:
             line += f"; continue it with `ringlab run {self.read_env().get('experiment') or 'EXPERIMENT'} --out {self.path} --resume`"
         return line + "."
 
-
-def _count_file(raw_csv: Path) -> dict[str, int]:
-    """Trial counts of a raw.csv (first row of each trial), tolerant of a torn last line."""
-    try:
-        text = _decode(raw_csv, raw_csv.read_bytes())
-    except (OSError, DataError):
-        return count_trials(())
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None) or []
-    if "status" not in header:
-        return count_trials(())
-    si = header.index("status")
-    ii = header.index("iteration") if "iteration" in header else None
-    sts = [r[si] for r in reader if len(r) == len(header) and (ii is None or r[ii] in ("0", ""))]
-    return count_trials(sts)
 
 
 __all__ = ["RunFolder", "RunEnv", "RunStatus", "read_raw", "read_env", "CsvSink", "repair_csv", "read_done",
