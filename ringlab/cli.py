@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ringlab import __version__
@@ -62,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     except RinglabError as e:
         print(f"ringlab {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:   # `ringlab ... | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

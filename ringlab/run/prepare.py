@@ -162,8 +162,11 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     plan = full_plan(exp, values, specs, ctx)
     config_keys = list(dict.fromkeys(list(specs[0].config)))
     columns = schema.ordered_columns(exp_cls.param_columns(), list(exp_cls.extra_columns))
-    if resume:
-        read_done(out_dir / "raw.csv", config_keys)   # DataError now, before the folder is touched
+    if resume:   # a corrupt or foreign raw.csv is refused now, before the folder is touched
+        _, header = read_done(out_dir / "raw.csv", config_keys)
+        if header is not None and header != columns:
+            raise RunnerError(f"{out_dir / 'raw.csv'}: its columns differ from this ringlab's raw.csv layout "
+                              f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it")
 
     # Build and check binaries before anything is written.
     build_info = _build(exp, values) if build else _existing_build_info()
