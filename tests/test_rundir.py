@@ -251,3 +251,36 @@ def test_environment_and_compare_runs_write_through_runfolder(tmp_path, monkeypa
     compare_runs.write(tmp_path / "cmp", [])
     c = rundir.read_env(tmp_path / "cmp")
     assert c.kind == "compare-runs" and c.get("inputs") == [] and c.environment
+
+
+def test_read_env_converts_older_layouts(tmp_path):
+    flat = {"host": {"host_id": "h1", "machine": "x86_64"}, "cpu": {"model": "M"}, "topology": {"n_cpus": 2},
+            "git": {"commit": "abc"}}
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "env.json").write_text(json.dumps(flat))
+    e = rundir.read_env(tmp_path / "e")
+    assert (e.version, e.kind, e.get("host"), e.status) == (1, "environment", "h1", "complete")
+    assert e.environment["cpu"] == {"model": "M"} and e.get("git") == {"commit": "abc"}
+    v1 = {"schema_version": 1, "run_id": "r", "experiment": "ptr_ring", "host": "h1",
+          "status": "failed: RuntimeError: boom", "environment": {"cpu": {"model": "M"}}}
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "env.json").write_text(json.dumps(v1))
+    e = rundir.read_env(tmp_path / "r")
+    assert (e.version, e.kind, e.environment["cpu"]["model"]) == (1, "run", "M")
+    st = rundir.RunFolder(tmp_path / "r").status()
+    assert (st.state, st.reason) == ("failed", "RuntimeError: boom")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "env.json").write_text(json.dumps({"environment": {"cpu": {}}, "inputs": ["a/b/c"]}))
+    assert rundir.read_env(tmp_path / "c").kind == "compare-runs"
+
+
+def test_sigint_exits_130_and_says_interrupted(fakebin, tmp_path):
+    out = tmp_path / "run"
+    proc = _start(out, {"FAKE_SLEEP": "0.3"})
+    _wait_rows(proc, out / "raw.csv", 2)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) == 130, proc.stderr.read()
+    proc.stderr.close()
+    env = json.loads((out / "env.json").read_text())
+    assert env["status"] == "interrupted" and rundir.RunFolder(out).status().state == "interrupted"
+    assert not rundir.RunFolder(out).is_locked()
