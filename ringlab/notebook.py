@@ -85,7 +85,7 @@ def figures(paths, width: int = 640):
 # -- the steps every experiment notebook takes ------------------------------------------------
 def run(experiment: str, values: dict, run_dir: Path):
     """Build, tune, run the trials into ``run_dir`` (quiet: no progress bar under papermill)."""
-    from ringlab.runner import run_experiment
+    from ringlab.run import run_experiment
     return run_experiment(experiment, values, run_dir, progress=False,
                           log=lambda m: print(m, flush=True))
 

@@ -39,7 +39,7 @@ class ReproduceError(ValueError):
 def run_dir_for(experiment: str, host: str | None = None, run_id: str | None = None,
                 root: Path | None = None) -> Path:
     """results/<experiment>/<host>/<run-id>/ under ``root`` (default: the repository's results/)."""
-    from ringlab.runner import default_out_dir, host_id, new_run_id
+    from ringlab.run import default_out_dir, host_id, new_run_id
     if root is None:
         return default_out_dir(experiment, host, run_id)
     return root / experiment / (host or host_id()) / (run_id or new_run_id())
@@ -77,7 +77,7 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
     import papermill as pm
 
     src = paths.NOTEBOOKS / f"{notebook}.ipynb"
-    from ringlab.runner import host_id
+    from ringlab.run import host_id
     host = host or host_id()
     run_dir = run_dir_for(NOTEBOOKS[notebook], host, root=results_root)
     # The notebook is executed into a staging file next to the run folder and

@@ -22,17 +22,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    import pandas as pd
-
     from ringlab.report.tables import comparison_rows, md_table
+    from ringlab.rundir import read_raw
     from ringlab.stats import StatsError, compare, to_records
     from ringlab.stats.compare import method_text
 
-    try:
-        df = pd.read_csv(args.raw)
-    except FileNotFoundError:
-        print(f"ringlab compare: error: RAW.csv: no such file: {args.raw}", file=sys.stderr)
-        return 2
+    df = read_raw(args.raw)   # DataError (exit 2) naming the file and line when it is corrupt
     try:
         res = compare(df, args.baseline, metric=args.metric, by=args.by, noise=args.noise, alpha=args.alpha)
     except StatsError as e:

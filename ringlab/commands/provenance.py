@@ -66,8 +66,17 @@ def format_compare(c: dict) -> str:
 
 
 def run(args) -> int:
+    from pathlib import Path
+
     from ringlab import provenance
-    from ringlab.experiments.base import ParamError
+    from ringlab.errors import ParamError
+    from ringlab.rundir import read_env, read_raw
+    for d in [args.run_dir] + ([args.against] if args.against else []):
+        # corrupt files: DataError (exit 2) naming the file and line
+        if (Path(d) / "env.json").is_file():
+            read_env(d)
+        if (Path(d) / "raw.csv").is_file():
+            read_raw(Path(d) / "raw.csv")
     try:
         res = (provenance.compare_runs(args.run_dir, args.against) if args.against
                else provenance.check(args.run_dir))

@@ -38,8 +38,8 @@ def _list_params(name: str) -> int:
 
 
 def run(args) -> int:
-    from ringlab.experiments.base import ParamError
-    from ringlab.runner import RunnerError, run_experiment
+    from ringlab.errors import ParamError
+    from ringlab.run import run_experiment
 
     if args.list_params:
         return _list_params(args.experiment)
@@ -48,16 +48,15 @@ def run(args) -> int:
         if name in params:
             raise ParamError(f"parameter '{name}' given twice; allowed: each parameter once")
         params[name] = value
-    try:
-        res = run_experiment(args.experiment, params, args.out, resume=args.resume, progress=args.progress,
-                             build=not args.no_build, argv=list(sys.argv))
-    except RunnerError as e:
-        print(f"ringlab run: error: {e}", file=sys.stderr)
-        return 1
+    res = run_experiment(args.experiment, params, args.out, resume=args.resume, progress=args.progress,
+                         build=not args.no_build, argv=list(sys.argv))
     print(f"run {res.run_id}: {res}")
     print(f"  raw data:   {res.raw_csv}")
     print(f"  provenance: {res.env_json}  (ringlab provenance {res.out_dir})")
+    t = res.trials
+    print(f"  status:     {res.status} ({t.get('ok', 0)} ok, {t.get('failed', 0)} failed, "
+          f"{t.get('timeout', 0)} timeout)" + (f": {res.status_reason}" if res.status_reason else ""))
     failed = sum(v for k, v in res.counts.items() if k in ("crash", "timeout", "error"))
     if failed:
         print(f"  {failed} trial(s) failed; see status/stderr_tail in raw.csv")
-    return 0
+    return res.exit_code

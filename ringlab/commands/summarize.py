@@ -19,6 +19,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from ringlab.report import write_report
+    from ringlab.rundir import RunFolder, read_env, read_raw
     from ringlab.stats import StatsError
 
     labels = {}
@@ -28,6 +29,15 @@ def run(args) -> int:
             return 2
         k, v = item.split("=", 1)
         labels[k] = v
+    folder = RunFolder(args.dir)
+    # corrupt files: DataError (exit 2) naming the file and line
+    read_raw(folder.raw_csv)
+    status = ""
+    if folder.env_json.is_file():
+        read_env(folder.path)
+        status = folder.status_line()
+    if status:
+        print(status)
     try:
         paths = write_report(args.dir, metric=args.metric, baseline=args.baseline, labels=labels,
                              figures=not args.no_figures)

@@ -19,9 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-
-class ParamError(ValueError):
-    """A parameter value is not allowed.  The message names the parameter and the allowed values."""
+from ringlab.errors import ParamError  # noqa: F401  (re-exported: experiments raise it)
 
 
 KINDS = ("int", "float", "bool", "str", "int_list", "str_list", "float_list")
@@ -172,6 +170,10 @@ COMMON_PARAMS = [
           min=1, column=False),
     Param("icount_trials", "int", 2, "callgrind trials per single-threaded configuration", min=1,
           column=False),
+    Param("quiet", "str", "warn", "other work on the measured CPUs at the start: warn, wait for quiet, or off",
+          choices=("warn", "wait", "off"), column=False),
+    Param("quiet_timeout", "float", 60.0, "seconds to wait for quiet CPUs (quiet=wait) or for another "
+          "ringlab run to release them", min=0.0, column=False),
 ]
 
 
