@@ -217,7 +217,10 @@ def _git(tree: Path, *args: str, binary: bool = False, timeout: float = 300):
 
 def resolve_commit(t: TreeSpec) -> str:
     """The full commit id of a git tree spec's REV."""
-    return _git(t.path, "rev-parse", "--verify", "--end-of-options", f"{t.rev}^{{commit}}")
+    try:
+        return _git(t.path, "rev-parse", "--verify", "--end-of-options", f"{t.rev}^{{commit}}")
+    except TreeError as e:
+        raise TreeError(f"tree {t.name!r}: revision {t.rev!r} not found in {t.path} ({e})") from None
 
 
 def export(t: TreeSpec, prefixes: tuple[str, ...]) -> tuple[Path, str]:
