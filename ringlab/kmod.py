@@ -150,6 +150,13 @@ def refusal_reasons(paths, euid: int | None = None, release: str | None = None) 
     return out
 
 
+def cannot_run_reasons(module: str = "") -> list[str]:
+    """Why a kmod run of ``module`` (a .ko path; empty: none chosen yet) cannot happen here."""
+    if not str(module or "").strip():
+        return ["no module given: set it to a page_frag_test.ko built for this kernel"] + machine_reasons()
+    return refusal_reasons([module])
+
+
 # -- loaded modules ---------------------------------------------------------------------------
 def module_state(name: str) -> str | None:
     """``Live`` / ``Loading`` / ``Unloading`` from /proc/modules, or None when not loaded."""

@@ -99,3 +99,17 @@ def compare_blocks(published: pd.DataFrame, mine: pd.DataFrame, metric: str = "e
         m[f"vs_baseline_{side}"] = m[col].to_numpy() / ref.reindex(key).to_numpy()
     m["baseline"] = base
     return m.sort_values(CONFIG + ["variant"], kind="stable").reset_index(drop=True)
+
+
+def published_seed002() -> pd.DataFrame:
+    """Seed 002's ``perf stat -r 200/10 insmod ./page_frag_test.ko ...`` blocks (ringlab/data)."""
+    from ringlab.paths import ROOT
+    return perf_rows((ROOT / "ringlab" / "data" / "seed002_perfstat.txt").read_text())
+
+
+def published_ratios(published: pd.DataFrame | None = None, baseline: str | None = None) -> pd.DataFrame:
+    """The published blocks alone: elapsed time per configuration and variant, and the ratio to baseline."""
+    pub = published_seed002() if published is None else published
+    m = compare_blocks(pub, pub.iloc[0:0], baseline=baseline)
+    return m[CONFIG + ["variant", "elapsed_s_published", "vs_baseline_published"]].rename(
+        columns={"elapsed_s_published": "elapsed_s", "vs_baseline_published": f"vs_{m['baseline'].iloc[0]}"})
