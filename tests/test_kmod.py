@@ -313,3 +313,9 @@ def test_import_perf_kmod_command(tmp_path):
     df = pd.read_csv(tmp_path / "o.csv")
     assert {"module", "args", "cpu_req_producer", "cpu_req_consumer", "variant"} <= set(df.columns)
     assert "page_frag_test" in out.stdout
+
+
+def test_kmod_part_says_why_it_cannot_run():
+    why = kmod.cannot_run_reasons("")
+    assert why[0].startswith("no module given")
+    assert any("does not exist" in w for w in kmod.cannot_run_reasons("/nonexistent/page_frag_test.ko"))

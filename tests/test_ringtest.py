@@ -248,3 +248,35 @@ def test_real_ptr_ring_trials_run(tmp_path):
     assert res.counts == {"ok": len(df)} and len(df) >= 2
     assert (df["ns_per_op"] > 0).all() and (df["count"] == 100_000).all()
     assert (df["variant"] == "linux-source-6.1").all()
+
+
+# -- ringtest beside ringlab's SPSC (notebook 21) ---------------------------------------------------
+def _fake_runs(tmp_path):
+    rt = tmp_path / "rt"
+    sp = tmp_path / "sp"
+    rt.mkdir()
+    sp.mkdir()
+    base = {"status": "ok", "cpu_req_producer": 0, "cpu_req_consumer": 1, "pair_class": "same-llc"}
+    rows_rt = [dict(base, warmup=False, ring="ptr_ring", ring_size=256, ns_per_op=v) for v in (24.0, 25.0, 26.0)]
+    rows_rt += [dict(base, warmup=True, ring="ptr_ring", ring_size=256, ns_per_op=500.0)]
+    rows_sp = [dict(base, warmup=False, mode=1, size=256, ns_per_op=v) for v in (5.0, 6.0, 7.0)]
+    rows_sp += [dict(base, warmup=False, mode=0, size=256, ns_per_op=1.0)]
+    pd.DataFrame(rows_rt).to_csv(rt / "raw.csv", index=False)
+    pd.DataFrame(rows_sp).to_csv(sp / "raw.csv", index=False)
+    return rt, sp
+
+
+def test_side_by_side_ratio_of_medians(tmp_path):
+    from ringlab import harness_compare as hc
+    rt, sp = _fake_runs(tmp_path)
+    t = hc.side_by_side(rt, sp)
+    assert len(t) == 1
+    r = t.iloc[0]
+    assert (r["ring_size"], r["cpus"], r["n_ringtest"], r["n_spsc"]) == (256, "0:1", 3, 3)
+    assert r["ringtest_ns_per_item"] == 25.0 and r["spsc_ns_per_op"] == 6.0   # warm-up and mode 0 left out
+    assert r["ratio"] == pytest.approx(25 / 6) and r["ratio_ci_low"] <= r["ratio"] <= r["ratio_ci_high"]
+    a = hc.figure(rt, sp, tmp_path / "f1")
+    b = hc.figure(rt, sp, tmp_path / "f2")
+    assert [p.name for p in a] == ["harnesses.png", "harnesses.svg"]
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b], "figures are byte-identical for equal data"
+
