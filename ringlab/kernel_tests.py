@@ -28,6 +28,8 @@ The programs print nothing: they are meant to be timed from outside.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -134,6 +136,18 @@ def _hash_files(root: Path, files: list[Path], cflags: str) -> str:
     return h.hexdigest()
 
 
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """Exclusive lock on a build folder: parallel test workers or runs never copy or make at once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".ringlab-lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def prepare(tree: kernel_tree.TreeSpec, cflags: str = "") -> Prepared:
     """Export the tree and copy its ringtest (and includes) into build/ringtest/."""
     try:
@@ -150,11 +164,12 @@ def prepare(tree: kernel_tree.TreeSpec, cflags: str = "") -> Prepared:
     sha = _hash_files(root, files, cflags)
     dest = paths.build_dir() / "ringtest" / f"{tree.name}-{sha[:16]}"
     stamp = dest / ".ringlab-sources"
-    if not stamp.is_file():
-        for rel in files:
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / rel, dest / rel)   # keeps mtimes: make rebuilds only what changed
-        stamp.write_text(f"{prov}\nsha256 {sha}\n")
+    with _locked(dest):
+        if not stamp.is_file():
+            for rel in files:
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(root / rel, dest / rel)   # keeps mtimes: make rebuilds only what changed
+            stamp.write_text(f"{prov}\nsha256 {sha}\n")
     return Prepared(tree, root, prov, dest, sha, list_programs(dest / RINGTEST_DIR))
 
 
@@ -174,7 +189,8 @@ def build(prep: Prepared, program: str, make: str = "make", cflags: str = "",
     argv = [make, "-C", str(prep.ringtest_dir), program]
     log = prep.ringtest_dir / f".make-{program}.log"
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env, timeout=timeout)
+        with _locked(prep.build_root):
+            r = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env, timeout=timeout)
     except FileNotFoundError:
         raise RingtestError(f"ringtest program {program!r} of tree {prep.tree.name!r}: "
                             f"'{make}' not found (install make)") from None
