@@ -10,7 +10,7 @@ The programs print nothing: they are meant to be timed from outside.
 * ``prepare(tree)`` exports the tree (``ringlab.kernel_tree``), copies
   ``tools/virtio/ringtest`` and every file its sources include by a relative
   path (``ptr_ring.c`` includes ``../../../include/linux/ptr_ring.h``) into
-  ``build/ringtest/<tree>-<hash>/`` with the same layout, so the tree's own
+  ``build/ringtest/<hash>/`` with the same layout, so the tree's own
   Makefile builds there, unchanged, and the user's tree is never written.  The
   folder is named by the sha256 of the copied sources (and CFLAGS), which is
   also recorded per trial (``source_sha256``): equal hashes mean the two sides
@@ -64,7 +64,7 @@ class Prepared:
     tree: kernel_tree.TreeSpec
     source_root: Path          # the exported / given tree
     provenance: str            # where the sources came from (dir, tarball, git commit)
-    build_root: Path           # build/ringtest/<name>-<hash>/ (mirrors the tree's layout)
+    build_root: Path           # build/ringtest/<hash>/ (mirrors the tree's layout)
     source_sha256: str
     programs: list[str] = field(default_factory=list)
 
@@ -162,7 +162,9 @@ def prepare(tree: kernel_tree.TreeSpec, cflags: str = "") -> Prepared:
     if missing:
         raise RingtestError(f"tree {tree.name!r}: ringtest includes files the tree lacks: {'; '.join(missing)}")
     sha = _hash_files(root, files, cflags)
-    dest = paths.build_dir() / "ringtest" / f"{tree.name}-{sha[:16]}"
+    # Named by the sources' hash alone: two trees (or revisions) with the same ringtest
+    # sources build in the same folder, to the same bytes, and provenance says so.
+    dest = paths.build_dir() / "ringtest" / sha[:16]
     stamp = dest / ".ringlab-sources"
     with _locked(dest):
         if not stamp.is_file():

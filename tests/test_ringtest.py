@@ -178,6 +178,9 @@ def test_ab_between_two_trees_and_two_git_revisions(tmp_path, build_dir):
     assert res.counts == {"ok": 4}
     sha2 = df2.groupby("variant")["source_sha256"].first()
     assert sha2["old"] == sha["A"][0] and sha2["new"] == sha["B"][0], "a revision exports exactly its files"
+    # the same sources build once, to the same bytes: provenance can tell "same code"
+    bins = df.groupby("variant")["binary_sha256"].first()
+    assert df2.groupby("variant")["binary_sha256"].first()["old"] == bins["A"] != bins["B"]
     assert _snapshot(repo) == before
     with pytest.raises(RunnerError, match="tree 'x'"):
         _run({"tree": f"x=git:{repo}@no-such-rev", "profile": "smoke"}, tmp_path / "run3")
