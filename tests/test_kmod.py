@@ -111,7 +111,8 @@ def test_parameters():
     bad = [({"module": ""}, "module"), ({"args": "nr_test"}, "args"), ({"args": "a=1 a=2"}, "args"),
            ({"args": "test_push_cpu=1"}, "args"), ({"args": "test_push_cpu=1 test_pop_cpu=2", "cpus": "3:4"}, "args"),
            ({"cpus": "1-2"}, "cpus"), ({"module": "page_frag_test"}, "module"),
-           ({"module": "a=/x.ko,a=/y.ko"}, "module")]
+           ({"module": "a=/x.ko,a=/y.ko"}, "module"), ({"pattern": "took: (\\d+)us"}, "pattern"),
+           ({"pattern": "took: ("}, "pattern")]
     for over, name in bad:
         with pytest.raises(ParamError, match=f"parameter '{name}'"):
             cls.resolve(dict({"module": "/m/x.ko"}, **over))

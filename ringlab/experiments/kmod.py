@@ -144,6 +144,14 @@ class Kmod(Experiment):
             if not _KEY.match(values[k]):
                 raise ParamError(f"parameter '{k}': {values[k]!r} is not a module parameter name; "
                                  "allowed: [A-Za-z_][A-Za-z0-9_]*")
+        try:
+            rx = re.compile(values["pattern"])
+        except re.error as e:
+            raise ParamError(f"parameter 'pattern': not a regular expression ({e}); allowed: a Python regex "
+                             "with a named group us") from None
+        if "us" not in rx.groupindex:
+            raise ParamError("parameter 'pattern': no named group (?P<us>...) for the time in microseconds; "
+                             "allowed: a Python regex with a named group us (items and label optional)")
         keys = dict(args)
         push, pop = values["push_arg"], values["pop_arg"]
         cpus = values["cpus"].replace(" ", "")
