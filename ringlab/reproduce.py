@@ -23,6 +23,7 @@ NOTEBOOKS: dict[str, str] = {
     "11-ptr-ring-batch-zeroing": "ptr-ring-batch-zeroing",
     "12-patch-ab": "patch-ab",
     "20-page-frag": "page-frag",
+    "21-kernel-tests": "kernel-tests",
     "30-perf-ring-buffer": "perf-ring-buffer",
     "90-compare-runs": "compare-runs",
 }
