@@ -54,6 +54,11 @@
 
 #include "harness/counters.h"
 #include "page_frag/page_frag.h"
+/* The pop side dereferences what it takes from the ring (page_frag_free
+ * reads the page's header), so the ring's peek must be an acquire load: C11
+ * and ThreadSanitizer do not recognise the address dependency that the
+ * default, kernel-like relaxed peek relies on (see rings/ring_common.h). */
+#define RLR_PEEK_ORDER __ATOMIC_ACQUIRE
 #include "rings/ptr_ring_batch.h"
 
 #define RING_SLOTS      512     /* the module's nr_objs */

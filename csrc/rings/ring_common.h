@@ -45,7 +45,8 @@
  * does not pay that, and our rings must run the kernel's instruction stream
  * to be a fair stand-in for it.  The ringlab harness never dereferences the
  * values it queues.  Code that does, and wants ordering that C11 and
- * ThreadSanitizer recognise, builds with -DRLR_PEEK_ORDER=__ATOMIC_ACQUIRE.
+ * ThreadSanitizer recognise, defines RLR_PEEK_ORDER as __ATOMIC_ACQUIRE
+ * before including the ring (page_frag_test does: it frees what it pops).
  */
 #ifndef RLR_PEEK_ORDER
 #define RLR_PEEK_ORDER __ATOMIC_RELAXED
