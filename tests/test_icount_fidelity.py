@@ -132,3 +132,26 @@ def test_checks_report_misses_and_skips():
     ok = fid.icount_checks({"batch": 43.45, "kernel": 43.51, "reorder": 43.57,
                             "kernel-reorder": 43.57, "prebatch": 33.0, "kernel-perentry": 33.0})
     assert all(x["met"] for x in ok)
+
+
+def test_without_a_real_header_the_lines_say_so(monkeypatch, capsys):
+    """`ringlab bench fidelity --icount-only` with no real header: our counts are printed and
+    each check that needs the header is skipped with the reason (exit 0)."""
+    from ringlab import icount as ic
+
+    fake = {"batch": 43.4, "reorder": 43.5, "prebatch": 33.0}
+    prep = fid.Prepared({v: f"/nonexistent/{v}" for v in fake}, None, None,
+                        "no real header: install it", {}, type("I", (), {"compiler_version": "cc 1",
+                                                                        "cflags": ["-O2"]})())
+    monkeypatch.setattr(fid, "prepare", lambda header=None: prep)
+    monkeypatch.setattr(fid, "icount_per_op", lambda exe, ops, size=1000: fake[Path(exe).name])
+    monkeypatch.setattr(ic, "availability", lambda *a: ic.Availability(True, "", "valgrind-x"))
+    p = fid.argparse.ArgumentParser()
+    fid.add_arguments(p)
+    assert fid.run(p.parse_args(["--icount-only"])) == 0
+    out = capsys.readouterr().out
+    assert "real header: none (no real header: install it)" in out
+    assert "batch / real header" in out and "skipped: no kernel" in out
+    assert "skipped: no kernel-reorder, kernel" in out
+    assert "skipped: no kernel-perentry" in out
+    assert "43.400" in out and "MISSED" not in out
