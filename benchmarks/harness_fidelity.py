@@ -1,18 +1,36 @@
 #!/usr/bin/env python3
-"""Harness fidelity: is ringlab's own `batch` ring as fast as the kernel's real ptr_ring.h?
+"""Harness fidelity: do ringlab's own rings run like the kernel's real ptr_ring.h?
 
-Also run as ``ringlab bench fidelity``.  In ONE interleaved run, on the same
-CPU (mode 0) and the same CPU pair (mode 1), with fresh processes per trial in
-a seeded random order, it times:
+Also run as ``ringlab bench fidelity``.  Two parts:
 
-* ours ``batch``  vs the real Debian ``include/linux/ptr_ring.h`` built through
-  the compat shim (kernel-header variant ``kernel``): target ratio 1.00 +- 0.03;
+**Instruction counts** (callgrind, mode 0, measured region only: exact and
+repeatable, independent of timing noise).  Against the real Debian
+``include/linux/ptr_ring.h`` (built through the compat shim as variant
+``kernel``) and two variants DERIVED from it at run time by replacing the body
+of its ``__ptr_ring_discard_one`` (see :func:`derive_header`; the result goes
+under ``build/``, never into the repository):
+
+* ours ``batch`` against ``kernel``: instructions/op within 1 %;
+* ours ``reorder`` minus ours ``batch`` against ``kernel-reorder`` minus
+  ``kernel`` (the 2021 patch's effect: publish consumer_head/tail first, then
+  NULL the batch): the two differences within 0.2 instructions/op;
+* ours ``prebatch`` against ``kernel-perentry`` (the header with the pre-2017
+  consume, NULL on every entry, as its own comment spells it out; producer,
+  peek and layout stay mainline's, so this is not the v4.8 file): within 1 %.
+
+**Timing**, in ONE interleaved run, on the same CPU (mode 0) and the same CPU
+pair (mode 1), with fresh processes per trial in a seeded random order:
+
+* ours ``batch``  vs ``kernel``: target ratio 1.00 +- 0.03;
 * ours ``prebatch`` vs ours ``batch``: the effect of batch zeroing.
 
 It prints the machine, the medians (ns/op) per variant and mode, the ratios of
 medians with a bootstrap 95% interval, and the code size of each binary's
 measured functions (``nm -S``): a ratio that misses usually shows up there
 first (inlining, barriers) before it is worth reading objdump.
+
+Without a real header (no ``linux-headers-*-common`` and no
+``--kernel-header``) the lines that need it say so and are skipped.
 """
 from __future__ import annotations
 
@@ -21,6 +39,7 @@ import json
 import os
 import platform
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,9 +49,194 @@ if str(ROOT) not in sys.path:           # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
 KERNEL_NAME = "kernel"                  # the variant name of the real header
-VARIANTS = ("batch", KERNEL_NAME, "prebatch")
-PAIRS = (("batch", KERNEL_NAME, "ours/real"), ("prebatch", "batch", "prebatch/batch"))
+KERNEL_REORDER = "kernel-reorder"       # real header + the 2021 reorder change (derived)
+KERNEL_PERENTRY = "kernel-perentry"     # real header + NULL-on-every-consume (derived)
 TARGET = (0.97, 1.03)
+#: instruction-count targets: ours/real within 1 %; reorder effect within 0.2 instructions/op
+ICOUNT_RATIO_TOL = 0.01
+ICOUNT_DIFF_TOL = 0.2
+ICOUNT_SIZE = 1000                      # -s of the instruction counts (the mails' size)
+
+
+class DeriveError(ValueError):
+    """The header's __ptr_ring_discard_one is not the mainline form the derivation expects."""
+
+
+# Bodies that replace __ptr_ring_discard_one's, written for ringlab from the
+# descriptions in shared/reference/kernel-rings.md (sections 1.3 and 1.5) and
+# the header's own comment, in the header's idiom (plain NULL stores,
+# WRITE_ONCE of consumer_head) so that only the order of the steps changes.
+_DISCARD_BODIES = {
+    # 2021 "move r->queue[] clearing after r->consumer_head updating" (v2, v3
+    # 2/3 without the 3/3 barriers): new head = head + 1; if a flush is due
+    # (batch reached or end of array) remember the tail, publish the tail and
+    # the head first (both 0 on wrap), then NULL new_head-1 down to the old
+    # tail and return; otherwise only publish the head.
+    KERNEL_REORDER: """
+\tint consumer_head = r->consumer_head + 1;
+
+\tif (unlikely(consumer_head - r->consumer_tail >= r->batch ||
+\t\t     consumer_head >= r->size)) {
+\t\tint tail = r->consumer_tail;
+
+\t\tif (unlikely(consumer_head >= r->size)) {
+\t\t\tr->consumer_tail = 0;
+\t\t\tWRITE_ONCE(r->consumer_head, 0);
+\t\t} else {
+\t\t\tr->consumer_tail = consumer_head;
+\t\t\tWRITE_ONCE(r->consumer_head, consumer_head);
+\t\t}
+\t\twhile (likely(--consumer_head >= tail))
+\t\t\tr->queue[consumer_head] = NULL;
+\t\treturn;
+\t}
+\tWRITE_ONCE(r->consumer_head, consumer_head);
+""",
+    # Pre-2017 consume: NULL the slot at once, advance, wrap at size.  The
+    # single index is consumer_head (consumer_tail stays 0, batch is unused).
+    KERNEL_PERENTRY: """
+\tint consumer_head = r->consumer_head;
+
+\tr->queue[consumer_head++] = NULL;
+\tif (unlikely(consumer_head >= r->size))
+\t\tconsumer_head = 0;
+\tWRITE_ONCE(r->consumer_head, consumer_head);
+""",
+}
+DERIVED = tuple(_DISCARD_BODIES)
+
+_DISCARD_SIG = re.compile(r"\bstatic\s+inline\s+void\s+__ptr_ring_discard_one\s*\(\s*struct\s+ptr_ring\s*\*\s*r\s*\)\s*\{")
+
+
+def _body_span(text: str, open_brace: int) -> int:
+    """Index of the brace that closes the one at ``open_brace`` (comments skipped)."""
+    depth, i, n = 0, open_brace, len(text)
+    while i < n:
+        if text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                break
+            i = end + 2
+            continue
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        c = text[i]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise DeriveError("__ptr_ring_discard_one: no closing brace")
+
+
+def derive_header(text: str, form: str) -> str:
+    """The header ``text`` with the body of ``__ptr_ring_discard_one`` replaced.
+
+    ``form`` is ``"kernel-reorder"`` or ``"kernel-perentry"``.  Everything else
+    (struct, producer, peek, empty, init, locked wrappers) is the header's own.
+    The original body must be the mainline order, NULLs before the
+    ``WRITE_ONCE(r->consumer_head, ...)``, or DeriveError says why not.
+    """
+    if form not in _DISCARD_BODIES:
+        raise DeriveError(f"derive_header: form {form!r}; allowed: {', '.join(DERIVED)}")
+    m = _DISCARD_SIG.search(text)
+    if not m:
+        raise DeriveError("no 'static inline void __ptr_ring_discard_one(struct ptr_ring *r)' definition")
+    open_brace = m.end() - 1
+    close = _body_span(text, open_brace)
+    body = re.sub(r"/\*.*?\*/", " ", text[open_brace + 1:close], flags=re.S)
+    publish = re.search(r"WRITE_ONCE\s*\(\s*r->consumer_head", body)
+    null = re.search(r"\bNULL\b", body)
+    if "consumer_tail" not in body or not publish or not null or null.start() > publish.start():
+        raise DeriveError("__ptr_ring_discard_one is not the mainline form (batched NULLs with "
+                          "consumer_tail, then WRITE_ONCE(r->consumer_head, ...) last)")
+    return text[:open_brace + 1] + _DISCARD_BODIES[form] + text[close:]
+
+
+def write_derived(header: Path, form: str, root: Path | None = None) -> Path:
+    """Write ``derive_header(header, form)`` to ``root/form/include/linux/ptr_ring.h``.
+
+    ``root`` defaults to ``build/fidelity-headers`` (git-ignored): the file is
+    rewritten only when its text changes, so the build stamps stay valid.
+    """
+    from ringlab import paths
+    root = Path(root) if root is not None else paths.build_dir() / "fidelity-headers"
+    out = root / form / "include" / "linux" / "ptr_ring.h"
+    text = derive_header(Path(header).read_text(errors="replace"), form)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.is_file() or out.read_text(errors="replace") != text:
+        out.write_text(text)
+    return out
+
+
+def icount_per_op(exe, ops: int, size: int = ICOUNT_SIZE) -> float:
+    """Callgrind instructions per operation of ``exe -s size -m 0 -N ops`` (measured region)."""
+    from ringlab import icount
+    argv = [str(exe), "-s", str(size), "-m", "0", "-N", str(ops), "--counters", "none"]
+    return icount.count(argv).instructions / ops
+
+
+def icount_checks(per_op: dict[str, float]) -> list[dict]:
+    """The fidelity checks over instructions/op by variant; a check whose variants are
+    missing from ``per_op`` has ``met`` None and a ``skipped`` reason."""
+    def have(*vs):
+        missing = [v for v in vs if v not in per_op]
+        return ("no " + ", ".join(missing)) if missing else ""
+
+    out = []
+    for ours, real, label in (("batch", KERNEL_NAME, "batch / real header"),
+                              ("prebatch", KERNEL_PERENTRY, "prebatch / real per-entry discard")):
+        row = {"check": label, "kind": "ratio", "ours": ours, "real": real,
+               "target": f"within {ICOUNT_RATIO_TOL:.0%}"}
+        why = have(ours, real)
+        if why:
+            row.update(met=None, skipped=why)
+        else:
+            ratio = per_op[ours] / per_op[real]
+            row.update(ours_per_op=per_op[ours], real_per_op=per_op[real], value=ratio,
+                       met=abs(ratio - 1) <= ICOUNT_RATIO_TOL)
+        out.append(row)
+    row = {"check": "reorder - batch vs the patch's difference", "kind": "difference",
+           "ours": "reorder-batch", "real": f"{KERNEL_REORDER}-{KERNEL_NAME}",
+           "target": f"within {ICOUNT_DIFF_TOL} instructions/op"}
+    why = have("reorder", "batch", KERNEL_REORDER, KERNEL_NAME)
+    if why:
+        row.update(met=None, skipped=why)
+    else:
+        d_ours = per_op["reorder"] - per_op["batch"]
+        d_real = per_op[KERNEL_REORDER] - per_op[KERNEL_NAME]
+        row.update(ours_per_op=d_ours, real_per_op=d_real, value=d_ours - d_real,
+                   met=abs(d_ours - d_real) <= ICOUNT_DIFF_TOL)
+    out.insert(1, row)
+    return out
+
+
+def format_icount(per_op: dict[str, float], checks: list[dict], ops: int, size: int,
+                  notes: dict[str, str]) -> list[str]:
+    lines = [f"instruction counts (callgrind, mode 0, -s {size}, {ops} ops, measured region only; "
+             "exact and repeatable, independent of timing noise):",
+             f"  {'variant':<16} {'instr/op':>9}"]
+    for v, x in per_op.items():
+        lines.append(f"  {v:<16} {x:>9.3f}" + (f"  {notes[v]}" if v in notes else ""))
+    lines.append("")
+    lines.append(f"  {'check':<42} {'ours':>8} {'real':>8}  {'result':<15} target")
+    for c in checks:
+        if c["met"] is None:
+            lines.append(f"  {c['check']:<42} skipped: {c['skipped']}")
+            continue
+        if c["kind"] == "ratio":
+            res = f"ratio {c['value']:.4f}"
+            ours, real = f"{c['ours_per_op']:8.3f}", f"{c['real_per_op']:8.3f}"
+        else:
+            res = f"diff {c['value']:+.3f}"
+            ours, real = f"{c['ours_per_op']:+8.3f}", f"{c['real_per_op']:+8.3f}"
+        lines.append(f"  {c['check']:<42} {ours} {real}  {res:<15} {c['target']}: "
+                     + ("met" if c["met"] else "MISSED"))
+    return lines
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,6 +253,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--modes", default="0,1", help="comma list of modes (default 0,1)")
     p.add_argument("--seed", type=int, default=1, help="seed of the interleaved order (default 1)")
     p.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="also write every trial to FILE")
+    p.add_argument("--icount-ops", type=int, default=1_000_000, metavar="N",
+                   help="operations per callgrind instruction count, 1e5..1e8 (default 1e6)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--icount-only", action="store_true", help="only the instruction counts, no timing")
+    g.add_argument("--no-icount", action="store_true", help="only the timing, no instruction counts")
 
 
 def _fail(msg: str) -> int:
@@ -101,8 +310,59 @@ def ratio_ci(a, b, seed: int, n: int = 2000) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def run(args) -> int:
+class Prepared:
+    """What :func:`prepare` built: binaries by variant, and the real header when there is one.
+
+    (A plain class: ``ringlab bench`` loads this file without registering it
+    in sys.modules, which dataclasses need.)"""
+
+    def __init__(self, exes, header, generation, no_header_reason, notes, info):
+        self.exes: dict[str, str] = exes
+        self.header: Path | None = header               # the real ptr_ring.h, resolved
+        self.generation: str | None = generation        # "batch" / "prebatch"
+        self.no_header_reason: str = no_header_reason   # "" when header is set
+        self.notes: dict[str, str] = notes              # variant -> what it is
+        self.info = info                                # ringlab.build.BuildInfo
+
+
+def prepare(kernel_header=None, derived_root: Path | None = None, out_dir: Path | None = None) -> Prepared:
+    """Build our rings and the real header (plus its derived variants) for the fidelity checks.
+
+    ``kernel_header`` is a header, tree or headers package; None takes the newest
+    ``/usr/src/linux-headers-*-common`` and, when there is none, builds only
+    our rings.  ``derived_root`` and ``out_dir`` default to build/ (see
+    :func:`write_derived`, ringlab.build.build_all).  Raises
+    ringlab.kernel_header.KernelHeaderError, BuildError or DeriveError with a
+    message for the user.
+    """
     from ringlab import build, kernel_header as kh
+
+    ours = ["batch", "reorder", "prebatch"]
+    header = kernel_header if kernel_header is not None else kh.debian_header()
+    headers: dict[str, Path] = {}
+    notes: dict[str, str] = {}
+    gen, why = None, ""
+    if header is None:
+        why = ("no real header: install Debian's linux-headers-*-common (it has "
+               "include/linux/ptr_ring.h) or pass --kernel-header PATH")
+    else:
+        header = kh.resolve_header(header)
+        gen = kh.detect_generation(header)
+        headers[KERNEL_NAME] = header
+        notes[KERNEL_NAME] = f"real header ({gen} generation)"
+        if gen == "batch":
+            for form, what in ((KERNEL_REORDER, "real header, discard reordered (publish first, then NULL)"),
+                               (KERNEL_PERENTRY, "real header, discard NULLs every entry (pre-2017)")):
+                headers[form] = write_derived(header, form, derived_root)
+                notes[form] = what + "; derived at run time"
+    info = build.build_all(kernel_headers=headers, out_dir=out_dir,
+                           only=[f"ptr_ring_test-{v}" for v in [*ours, *headers]])
+    exes = {v: info.binaries[f"ptr_ring_test-{v}"].path for v in [*ours, *headers]}
+    return Prepared(exes, header, gen, why, notes, info)
+
+
+def run(args) -> int:
+    from ringlab import build, icount, kernel_header as kh
 
     if args.trials < 1:
         return _fail(f"--trials {args.trials}: allowed: an integer >= 1")
@@ -112,6 +372,8 @@ def run(args) -> int:
         return _fail(f"--count {args.count}: allowed: an integer > 0")
     if not 2 <= args.size <= 10_000_000:
         return _fail(f"--size {args.size}: allowed: 2..10000000")
+    if not 100_000 <= args.icount_ops <= 100_000_000:
+        return _fail(f"--icount-ops {args.icount_ops}: allowed: an integer in [100000, 100000000]")
     try:
         modes = sorted({int(m) for m in str(args.modes).split(",") if m.strip()})
     except ValueError:
@@ -129,23 +391,59 @@ def run(args) -> int:
                 return _fail(f"--cpus: CPU {c} is not online/allowed; allowed: {allowed}")
     else:
         p_cpu, c_cpu = (allowed[-2], allowed[-1]) if len(allowed) >= 2 else (allowed[0], allowed[0])
-    header = args.kernel_header or kh.debian_header()
-    if header is None:
-        return _fail("no kernel header: install linux-headers-*-common or pass --kernel-header PATH")
     try:
-        header = kh.resolve_header(header)
-        info = build.build_all(kernel_headers={KERNEL_NAME: header},
-                               only=[f"ptr_ring_test-{v}" for v in VARIANTS])
-    except (kh.KernelHeaderError, build.BuildError) as e:
+        prep = prepare(args.kernel_header)
+    except (kh.KernelHeaderError, build.BuildError, DeriveError) as e:
         return _fail(str(e))
-    exes = {v: info.binaries[f"ptr_ring_test-{v}"].path for v in VARIANTS}
+    info, exes, header = prep.info, prep.exes, prep.header
 
     m = machine()
     print(f"machine: {m['cpu_model']}, nproc {m['nproc']} (allowed {len(allowed)}), "
           f"{m['machine']}, kernel {m['kernel']}")
     print(f"compiler: {info.compiler_version}; flags: {' '.join(info.cflags)}")
-    print(f"real header: {header} ({kh.detect_generation(header)} generation)")
-    print(f"run: size {args.size}, N {args.count}, {args.trials} trials (+{args.warmup} warm-up) per "
+    if header is not None:
+        print(f"real header: {header} ({prep.generation} generation)")
+    else:
+        print(f"real header: none ({prep.no_header_reason}); the lines that need it are skipped")
+    sys.stdout.flush()
+
+    icount_result = None
+    if not args.no_icount:
+        print()
+        av = icount.availability()
+        if not av.ok:
+            print(f"instruction counts: skipped: {av.reason}")
+        else:
+            per_op = {}
+            for v in ("batch", KERNEL_NAME, "reorder", KERNEL_REORDER, "prebatch", KERNEL_PERENTRY):
+                if v in exes:
+                    try:
+                        per_op[v] = icount_per_op(exes[v], args.icount_ops)
+                    except RuntimeError as e:
+                        return _fail(f"callgrind count of {v}: {e}")
+            checks = icount_checks(per_op)
+            if header is not None and prep.generation != "batch":
+                for c in checks:
+                    if c["met"] is None:
+                        c["skipped"] += (f" (the real header is the {prep.generation} generation: "
+                                         "the derived variants need the batch generation)")
+            for line in format_icount(per_op, checks, args.icount_ops, ICOUNT_SIZE, prep.notes):
+                print(line)
+            print(f"  ({av.version}; toggle-collect {icount.TOGGLE})")
+            icount_result = {"ops": args.icount_ops, "size": ICOUNT_SIZE, "per_op": per_op,
+                             "checks": checks, "valgrind": av.version}
+        sys.stdout.flush()
+    if args.icount_only:
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps({"machine": m, "icount": icount_result}, indent=1))
+        return 0
+
+    variants = ["batch", "prebatch"] + ([KERNEL_NAME] if header is not None else [])
+    pairs = [("prebatch", "batch", "prebatch/batch")]
+    if header is not None:
+        pairs.insert(0, ("batch" if prep.generation == "batch" else "prebatch", KERNEL_NAME, "ours/real"))
+    print()
+    print(f"timing: size {args.size}, N {args.count}, {args.trials} trials (+{args.warmup} warm-up) per "
           f"variant and mode, interleaved (seed {args.seed}); mode 0 on CPU {c_cpu}, "
           f"mode 1 producer CPU {p_cpu} consumer CPU {c_cpu}")
     sys.stdout.flush()
@@ -153,8 +451,8 @@ def run(args) -> int:
     # The plan: every (trial, mode, variant), warm-ups first, then shuffled
     # measured trials, so drift (thermal, neighbours) hits all variants alike.
     rng = random.Random(args.seed)
-    plan = [(t, mo, v) for t in range(args.warmup) for mo in modes for v in VARIANTS]
-    measured = [(args.warmup + t, mo, v) for t in range(args.trials) for mo in modes for v in VARIANTS]
+    plan = [(t, mo, v) for t in range(args.warmup) for mo in modes for v in variants]
+    measured = [(args.warmup + t, mo, v) for t in range(args.trials) for mo in modes for v in variants]
     rng.shuffle(measured)
     plan += measured
 
@@ -175,14 +473,13 @@ def run(args) -> int:
     print()
     print(f"{'mode':>4}  {'variant':<9} {'median ns/op':>12} {'min':>8} {'max':>8}  n")
     for mode in modes:
-        for v in VARIANTS:
+        for v in variants:
             xs = [r["ns_per_op"] for r in rows if r["mode"] == mode and r["variant"] == v and not r["warmup"]]
             print(f"{mode:>4}  {v:<9} {_median(xs):>12.3f} {min(xs):>8.3f} {max(xs):>8.3f}  {len(xs)}")
     print()
     print(f"{'mode':>4}  {'ratio':<15} {'median':>7}  {'95% CI':<15} verdict")
-    verdicts = []
     for mode in modes:
-        for a, b, label in PAIRS:
+        for a, b, label in pairs:
             xa = [r["ns_per_op"] for r in rows if r["mode"] == mode and r["variant"] == a and not r["warmup"]]
             xb = [r["ns_per_op"] for r in rows if r["mode"] == mode and r["variant"] == b and not r["warmup"]]
             ratio = _median(xa) / _median(xb)
@@ -190,18 +487,19 @@ def run(args) -> int:
             if b == KERNEL_NAME:
                 ok = TARGET[0] <= ratio <= TARGET[1]
                 verdict = "within 1.00 +- 0.03" if ok else "MISSES 1.00 +- 0.03"
-                verdicts.append(ok)
             else:
                 verdict = "prebatch slower" if lo > 1 else ("prebatch faster" if hi < 1 else "no clear difference")
             print(f"{mode:>4}  {label:<15} {ratio:>7.3f}  [{lo:.3f}, {hi:.3f}]  {verdict}")
+    if header is None:
+        print(f"     ours/real       skipped: {prep.no_header_reason}")
     print()
     print("code size of the measured functions (bytes, nm -S):")
-    for v in VARIANTS:
+    for v in variants:
         sizes = measured_sizes(exes[v])
         print(f"  {v:<9} " + (", ".join(f"{k.removeprefix('rl_measured_')}={n}" for k, n in sorted(sizes.items()))
                                or "n/a"))
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"machine": m, "rows": rows, "args": {k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, type(None)))}}, indent=1))
+        Path(args.json_out).write_text(json.dumps({"machine": m, "rows": rows, "icount": icount_result, "args": {k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, type(None)))}}, indent=1))
     return 0
 
 

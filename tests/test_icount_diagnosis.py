@@ -1,4 +1,4 @@
-"""Issue 8's constructed case: one source, two alignment builds.
+"""A constructed case for the A/B diagnosis: one source, two alignment builds.
 
 Callgrind counts the measured region of both builds for real; they execute the same
 instructions (within 0.1%), so when their times differ significantly the A/B report must

@@ -97,6 +97,16 @@ def test_run_matches_binary_json_fields(tmp_path, monkeypatch):
 
 
 @needs_harness
+def test_count_bound_is_checked_before_running(tmp_path, monkeypatch):
+    """count (-N) is at most 10^12, the bound of ringlab's `count` parameter; the C check
+    refuses more before any thread starts."""
+    monkeypatch.setenv("RINGLAB_BUILD", str(tmp_path / "build"))
+    with pytest.raises(ValueError, match=r"-N \(count\) 1000000000001: allowed: an integer in "
+                                         r"\[1, 1000000000000\]"):
+        native.run("batch", mode=0, size=1000, count=10**12 + 1)
+
+
+@needs_harness
 def test_spsc_and_kernel_header_variant(tmp_path, monkeypatch):
     monkeypatch.setenv("RINGLAB_BUILD", str(tmp_path / "build"))
     out = native.run("batch", mode=1, size=17, count=200_000)
@@ -160,3 +170,5 @@ def test_bench_fidelity_cli_bad_args(capsys):
     assert "--trials 0" in capsys.readouterr().err
     assert cli.main(["bench", "fidelity", "--modes", "7"]) == 2
     assert "--modes" in capsys.readouterr().err
+    assert cli.main(["bench", "fidelity", "--icount-ops", "10"]) == 2
+    assert "--icount-ops 10: allowed" in capsys.readouterr().err

@@ -117,6 +117,7 @@ def test_forced_order0_fallback(bins):
     (["nr_test=0"], "nr_test"),
     (["nr_test=-5"], "nr_test"),
     (["nr_test=12x"], "nr_test"),
+    (["nr_test=1000000000001"], "allowed: an integer in [1, 1000000000000]"),
     (["test_align=2"], "test_align"),
     (["test_push_cpu=100000"], "test_push_cpu"),
     ([f"test_pop_cpu={max(CPUS) + 1}"], "test_pop_cpu"),

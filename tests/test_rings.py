@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,37 @@ def test_batch_override_refused_without_batch(san_bins):
     p = _run(san_bins["asan"] / "ptr_ring_test-spsc", "-b", "4", "-N", "10")
     assert p.returncode == 2
     assert "-b" in p.stderr and "no batch" in p.stderr
+
+
+# --------------------------------------------------------------------------- harness limits
+
+
+@pytest.mark.parametrize("san", list(SANITIZERS))
+@pytest.mark.parametrize("stall", ["producer", "consumer"])
+def test_barrier_timeout_aborts_when_a_thread_never_arrives(san_bins, san, stall):
+    """RINGLAB_STALL_THREAD makes one worker never reach its first barrier and never
+    return: the peer gives up after --barrier-timeout, the run fails naming the missing
+    thread, the stuck thread is abandoned, and the process ends (exit 1) instead of hanging."""
+    t0 = time.monotonic()
+    p = _run(san_bins[san] / "ptr_ring_test-batch", "-m", "1", "-s", "64", "-N", "1000",
+             "--barrier-timeout", "1", "--counters", "none", timeout=60,
+             env={"RINGLAB_STALL_THREAD": stall})
+    assert p.returncode == 1, p.stderr
+    assert (f"barrier before the measured loop (iteration 0): the {stall} thread did not arrive "
+            "within 1 s") in p.stderr
+    assert f"the {stall} thread did not stop within 1 s and was abandoned" in p.stderr
+    assert time.monotonic() - t0 < 30
+
+
+def test_count_and_barrier_timeout_bounds(san_bins):
+    exe = san_bins["asan"] / "ptr_ring_test-batch"
+    for args, needle in ((["-N", "1000000000001"],
+                          "-N: invalid value '1000000000001'; allowed: an integer in [1, 1000000000000]"),
+                         (["-N", "0"], "-N: invalid value '0'"),
+                         (["--barrier-timeout", "0"], "--barrier-timeout: invalid value '0'"),
+                         (["--barrier-timeout", "86401"], "allowed: an integer in [1, 86400]")):
+        p = _run(exe, *args)
+        assert p.returncode == 2 and needle in p.stderr.splitlines()[0], p.stderr
+    # the bound itself is accepted (checked with a run that fails fast on a bad CPU instead)
+    p = _run(exe, "-N", "1000000000000", "-p", "100000")
+    assert p.returncode == 2 and "-p" in p.stderr and "-N" not in p.stderr

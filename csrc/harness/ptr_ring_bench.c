@@ -19,6 +19,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,33 +29,53 @@
 
 #define RL_NOINLINE __attribute__((noinline, noclone))
 
-struct rl_ctx {
-	const struct rl_bench_opts *o;
-	struct ptr_ring *r;
-	struct rl_bench_result *res;
-	struct rl_spin_barrier bar;
-	int abort;		/* set by a failing thread; polled only while waiting */
-	int failed;		/* first failure claims err */
-	char *err;
-	size_t errlen;
-};
+struct rl_ctx;
 
 struct rl_worker {
 	struct rl_ctx *ctx;
 	int role;		/* 0 producer (or mode-0 thread), 1 consumer */
 	int cpu;
 	long long ctx_vol, ctx_invol;
+	int exited;		/* set under ctx->lock when the thread returns */
 };
+
+/* Heap-allocated, so that a worker abandoned after a barrier timeout never
+ * points into the stack of a returned rl_bench_run. */
+struct rl_ctx {
+	const struct rl_bench_opts *o;
+	struct ptr_ring *r;
+	struct rl_bench_result *res;
+	struct rl_spin_barrier bar;
+	int64_t barrier_timeout_ns;
+	int abort;		/* set by a failing thread; polled only while waiting */
+	int failed;		/* first failure claims err */
+	char *err;
+	size_t errlen;
+	struct rl_worker wk[2];
+	pthread_mutex_t lock;	/* protects wk[].exited; cond: a worker exited or */
+	pthread_cond_t cond;	/* broke the barrier (CLOCK_MONOTONIC timeouts) */
+};
+
+static const char *const rl_role_name[2] = { "producer", "consumer" };
 
 const char *rl_bench_variant(void)
 {
 	return RINGLAB_VARIANT;
 }
 
-static void rl_fail(struct rl_ctx *c, const char *fmt, long long a, long long b, long long d)
+/* Record the first failure (printf-style) and make every waiting loop stop.
+ * The release store of abort pairs with the acquire in rl_aborted. */
+static void rl_fail(struct rl_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void rl_fail(struct rl_ctx *c, const char *fmt, ...)
 {
-	if (__atomic_exchange_n(&c->failed, 1, __ATOMIC_ACQ_REL) == 0)
-		snprintf(c->err, c->errlen, fmt, a, b, d);
+	va_list ap;
+
+	if (__atomic_exchange_n(&c->failed, 1, __ATOMIC_ACQ_REL) == 0) {
+		va_start(ap, fmt);
+		vsnprintf(c->err, c->errlen, fmt, ap);
+		va_end(ap);
+	}
 	__atomic_store_n(&c->abort, 1, __ATOMIC_RELEASE);
 }
 
@@ -212,6 +233,35 @@ static int rl_pin_self(int cpu)
 	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/* A worker tells the main thread that it returned, or that it broke the
+ * barrier, under c->lock (pairs with the wait in rl_join_workers). */
+static void rl_notify(struct rl_ctx *c, struct rl_worker *wk, int exiting)
+{
+	pthread_mutex_lock(&c->lock);
+	if (exiting)
+		__atomic_store_n(&wk->exited, 1, __ATOMIC_RELEASE);
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* One barrier of the worker loop.  0 when every thread arrived; -1 when the
+ * barrier timed out here (the run is failed with the reason) or was broken
+ * elsewhere: the caller leaves its loop. */
+static int rl_barrier(struct rl_worker *wk, int *sense, const char *where, int k)
+{
+	struct rl_ctx *c = wk->ctx;
+	int rc = rl_spin_barrier_wait(&c->bar, sense, c->barrier_timeout_ns);
+
+	if (rc == RL_BARRIER_TIMEOUT) {
+		rl_fail(c, "barrier %s (iteration %d): the %s thread did not arrive within %lld s; "
+			"aborted (it is stuck, or starved of CPU time; the limit is --barrier-timeout)",
+			where, k, rl_role_name[!wk->role],
+			(long long)(c->barrier_timeout_ns / 1000000000LL));
+		rl_notify(c, wk, 0);
+	}
+	return rc == RL_BARRIER_OK ? 0 : -1;
+}
+
 static void *rl_worker_main(void *arg)
 {
 	struct rl_worker *wk = arg;
@@ -221,14 +271,22 @@ static void *rl_worker_main(void *arg)
 	long long prefill = o->mode == 2 ? (o->count < o->size ? o->count : o->size) : 0;
 	struct rl_counters cs;
 	char cerr[256];
-	int sense = 0;
+	int sense = 0, e;
+	const char *stall = getenv("RINGLAB_STALL_THREAD");
 
-	if (wk->cpu >= 0 && rl_pin_self(wk->cpu)) {
-		rl_fail(c, "cannot pin thread to CPU %lld (errno %lld)%.0lld", wk->cpu, errno, 0);
+	if (wk->cpu >= 0 && (e = rl_pin_self(wk->cpu)) != 0) {
+		rl_fail(c, "cannot pin the %s thread to CPU %d: %s", rl_role_name[wk->role], wk->cpu,
+			strerror(e));
 		/* still take part in the barriers so the peer is not stuck */
 	}
 	if (rl_counters_open(&cs, o->counters, cerr, sizeof(cerr)))
-		rl_fail(c, "counters: open failed%.0lld%.0lld%.0lld", 0, 0, 0);
+		rl_fail(c, "counters: %s", cerr);
+	/* Test hook (modes 1 and 2): RINGLAB_STALL_THREAD=producer|consumer
+	 * makes that thread never reach its first barrier and never return, to
+	 * test the barrier timeout and the abandoning of a worker. */
+	if (stall && nthreads == 2 && !strcmp(stall, rl_role_name[wk->role]))
+		for (;;)
+			pause();
 
 	for (int k = 0; k < o->repeats; k++) {
 		struct rl_bench_iter *it = &c->res->iters[k];
@@ -245,14 +303,13 @@ static void *rl_worker_main(void *arg)
 				int rc = o->lock ? ptr_ring_produce(c->r, (void *)(uintptr_t)i)
 						 : __ptr_ring_produce(c->r, (void *)(uintptr_t)i);
 				if (rc) {
-					rl_fail(c, "near-full prefill: produce %lld of %lld failed (%lld)",
+					rl_fail(c, "near-full prefill: produce %lld of %lld failed (%d)",
 						i, prefill, rc);
 					break;
 				}
 			}
 		}
-		rl_spin_barrier_wait(&c->bar, &sense);
-		if (rl_aborted(c))
+		if (rl_barrier(wk, &sense, "before the measured loop", k) || rl_aborted(c))
 			break;
 
 		getrusage(RUSAGE_THREAD, &ru0);
@@ -289,21 +346,22 @@ static void *rl_worker_main(void *arg)
 		}
 		if (bad) {
 			if (o->mode == 0)
-				rl_fail(c, "order violation at index %lld: produce/consume round trip failed%.0lld%.0lld",
-					bad, 0, 0);
+				rl_fail(c, "order violation at index %lld: produce/consume round trip failed",
+					bad);
 			else
 				rl_fail(c, "order violation at index %lld: expected %lld, got %lld",
 					bad, bad, (long long)(uintptr_t)got);
 		}
 		/* Both sides done: now __ptr_ring_empty is reliable. */
-		rl_spin_barrier_wait(&c->bar, &sense);
+		if (rl_barrier(wk, &sense, "after the measured loop", k))
+			break;
 		if (!rl_aborted(c) && wk->role == nthreads - 1 && !__ptr_ring_empty(c->r))
-			rl_fail(c, "ring not empty after iteration %lld of %lld items%.0lld", k, o->count, 0);
-		rl_spin_barrier_wait(&c->bar, &sense);
-		if (rl_aborted(c))
+			rl_fail(c, "ring not empty after iteration %d of %lld items", k, o->count);
+		if (rl_barrier(wk, &sense, "after the empty check", k) || rl_aborted(c))
 			break;
 	}
 	rl_counters_close(&cs);
+	rl_notify(c, wk, 1);
 	return NULL;
 }
 
@@ -363,8 +421,14 @@ int rl_bench_check(const struct rl_bench_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "-m (mode) %d: allowed: 0 (simple), 1 (spsc), 2 (near-full)", o->mode);
 		return RL_BENCH_EINVAL;
 	}
-	if (o->count <= 0) {
-		snprintf(err, errlen, "-N (count) %lld: allowed: an integer > 0", o->count);
+	if (o->count <= 0 || o->count > RL_MAX_COUNT) {
+		snprintf(err, errlen, "-N (count) %lld: allowed: an integer in [1, %lld]", o->count,
+			 RL_MAX_COUNT);
+		return RL_BENCH_EINVAL;
+	}
+	if (o->barrier_timeout_s < 0 || o->barrier_timeout_s > 86400) {
+		snprintf(err, errlen, "--barrier-timeout %d: allowed: an integer in [1, 86400] (0 = %d)",
+			 o->barrier_timeout_s, RL_BARRIER_TIMEOUT_S);
 		return RL_BENCH_EINVAL;
 	}
 	if (o->repeats < 1 || o->repeats > 1000000) {
@@ -399,8 +463,9 @@ int rl_bench_check(const struct rl_bench_opts *o, char *err, size_t errlen)
 		return RL_BENCH_EINVAL;
 	if (rl_counters_check_list(o->counters, err, errlen))
 		return RL_BENCH_EINVAL;
-	if (o->count >= (long long)(UINTPTR_MAX >> 1)) {
-		snprintf(err, errlen, "-N (count) %lld: too large for pointer values", o->count);
+	if ((unsigned long long)o->count >= (unsigned long long)(UINTPTR_MAX >> 1)) {
+		snprintf(err, errlen, "-N (count) %lld: too large for pointer values on this machine",
+			 o->count);
 		return RL_BENCH_EINVAL;
 	}
 	return RL_BENCH_OK;
@@ -408,14 +473,66 @@ int rl_bench_check(const struct rl_bench_opts *o, char *err, size_t errlen)
 
 /* ---- run ---- */
 
+/*
+ * Join the workers th[i] (roles given by c->wk[first + i]).  Normally a
+ * plain wait, with no periodic wake-ups that could disturb the measured
+ * threads.  Once the barrier is broken (a worker timed out waiting for its
+ * peer, or a thread could not be created), the others get the barrier
+ * timeout to return; a worker still running after that is detached and
+ * abandoned, and err says which.  Returns the number abandoned.
+ */
+static int rl_join_workers(struct rl_ctx *c, pthread_t *th, int first, int n)
+{
+	struct timespec deadline;
+	int running, abandoned = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		running = 0;
+		for (int i = 0; i < n; i++)
+			running += !__atomic_load_n(&c->wk[first + i].exited, __ATOMIC_ACQUIRE);
+		if (!running || rl_spin_barrier_broken(&c->bar))
+			break;
+		pthread_cond_wait(&c->cond, &c->lock);
+	}
+	if (running) {
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += c->barrier_timeout_ns / 1000000000LL;
+		for (;;) {
+			running = 0;
+			for (int i = 0; i < n; i++)
+				running += !__atomic_load_n(&c->wk[first + i].exited, __ATOMIC_ACQUIRE);
+			if (!running || pthread_cond_timedwait(&c->cond, &c->lock, &deadline) == ETIMEDOUT)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	for (int i = 0; i < n; i++) {
+		struct rl_worker *wk = &c->wk[first + i];
+
+		if (__atomic_load_n(&wk->exited, __ATOMIC_ACQUIRE)) {
+			pthread_join(th[i], NULL);
+			continue;
+		}
+		pthread_detach(th[i]);
+		abandoned++;
+		size_t len = strlen(c->err);
+
+		if (len + 1 < c->errlen)
+			snprintf(c->err + len, c->errlen - len,
+				 "; the %s thread did not stop within %lld s and was abandoned",
+				 rl_role_name[wk->role], (long long)(c->barrier_timeout_ns / 1000000000LL));
+	}
+	return abandoned;
+}
+
 int rl_bench_run(const struct rl_bench_opts *o, struct rl_bench_result *res,
 		 char *err, size_t errlen)
 {
-	struct rl_ctx c;
-	struct rl_worker wk[2];
+	struct rl_ctx *c;
 	pthread_t th[2];
 	struct ptr_ring *r = NULL;
-	int n, rc;
+	int n, rc, started = 0;
 
 	if (errlen)
 		err[0] = 0;
@@ -427,7 +544,6 @@ int rl_bench_run(const struct rl_bench_opts *o, struct rl_bench_result *res,
 			 res->iters_cap, o->repeats);
 		return RL_BENCH_EINVAL;
 	}
-	memset(&c, 0, sizeof(c));
 	snprintf(res->variant, sizeof(res->variant), "%s", RINGLAB_VARIANT);
 	res->n_iters = 0;
 	res->ctx_voluntary = res->ctx_involuntary = 0;
@@ -440,14 +556,17 @@ int rl_bench_run(const struct rl_bench_opts *o, struct rl_bench_result *res,
 		it->cpu_consumer_start = it->cpu_consumer_end = -1;
 	}
 
+	c = calloc(1, sizeof(*c));
 	/* The ring gets its own cache lines, like the seed's static aligned one. */
-	if (posix_memalign((void **)&r, 64, sizeof(*r))) {
+	if (!c || posix_memalign((void **)&r, 64, sizeof(*r))) {
+		free(c);
 		snprintf(err, errlen, "out of memory allocating the ring");
 		return RL_BENCH_FAIL;
 	}
 	memset(r, 0, sizeof(*r));
 	if (ptr_ring_init(r, o->size, 0)) {
 		free(r);
+		free(c);
 		snprintf(err, errlen, "ptr_ring_init(size=%d) failed: out of memory", o->size);
 		return RL_BENCH_FAIL;
 	}
@@ -457,45 +576,60 @@ int rl_bench_run(const struct rl_bench_opts *o, struct rl_bench_result *res,
 #endif
 	res->batch = RL_RING_BATCH(r);
 
-	c.o = o;
-	c.r = r;
-	c.res = res;
-	c.err = err;
-	c.errlen = errlen;
+	c->o = o;
+	c->r = r;
+	c->res = res;
+	c->err = err;
+	c->errlen = errlen;
+	c->barrier_timeout_ns = (int64_t)(o->barrier_timeout_s > 0 ? o->barrier_timeout_s
+							     : RL_BARRIER_TIMEOUT_S) * 1000000000LL;
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->cond, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_init(&c->lock, NULL);
+	}
 	n = o->mode == 0 ? 1 : 2;
-	rl_spin_barrier_init(&c.bar, n);
+	rl_spin_barrier_init(&c->bar, n);
 	for (int i = 0; i < n; i++) {
-		wk[i].ctx = &c;
-		wk[i].role = i;
-		wk[i].cpu = i == 0 ? o->cpu_producer : o->cpu_consumer;
-		wk[i].ctx_vol = wk[i].ctx_invol = 0;
+		c->wk[i].ctx = c;
+		c->wk[i].role = i;
+		c->wk[i].cpu = i == 0 ? o->cpu_producer : o->cpu_consumer;
+		c->wk[i].ctx_vol = c->wk[i].ctx_invol = 0;
+		c->wk[i].exited = 0;
 	}
 	/* Consumer first, like a server waiting for work; start order does
 	 * not matter because of the barrier. */
 	for (int i = n - 1; i >= 0; i--) {
-		if (pthread_create(&th[i], NULL, rl_worker_main, &wk[i])) {
-			/* cannot run with a missing peer: undo what started */
-			rl_fail(&c, "pthread_create failed%.0lld%.0lld%.0lld", 0, 0, 0);
-			for (int j = n - 1; j > i; j--) {
-				/* a lone worker would wait at the barrier forever */
-				__atomic_add_fetch(&c.bar.count, 1, __ATOMIC_ACQ_REL);
-				__atomic_store_n(&c.bar.sense, 1, __ATOMIC_RELEASE);
-				pthread_join(th[j], NULL);
-			}
-			ptr_ring_cleanup(r, NULL);
-			free(r);
-			return RL_BENCH_FAIL;
+		if (pthread_create(&th[i], NULL, rl_worker_main, &c->wk[i])) {
+			/* cannot run with a missing peer: release the ones that
+			 * started (they return from their first barrier) */
+			rl_fail(c, "pthread_create of the %s thread failed", rl_role_name[i]);
+			rl_spin_barrier_break(&c->bar);
+			break;
 		}
+		started++;
+	}
+	/* th[n-started] .. th[n-1] are running */
+	if (rl_join_workers(c, th + (n - started), n - started, started)) {
+		/* a worker may still use r, c and res: leave r and c allocated */
+		return RL_BENCH_FAIL;
+	}
+	if (started < n) {
+		rc = RL_BENCH_FAIL;
+		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		pthread_join(th[i], NULL);
-		res->ctx_voluntary += wk[i].ctx_vol;
-		res->ctx_involuntary += wk[i].ctx_invol;
+		res->ctx_voluntary += c->wk[i].ctx_vol;
+		res->ctx_involuntary += c->wk[i].ctx_invol;
 	}
 	for (int k = 0; k < o->repeats; k++) {
 		struct rl_bench_iter *it = &res->iters[k];
 
-		if (c.failed && it->cpu_producer_start < 0)
+		if (c->failed && it->cpu_producer_start < 0)
 			break;
 		it->elapsed_ns = it->ns_producer;
 		if (n == 2 && it->ns_consumer > it->elapsed_ns)
@@ -503,9 +637,14 @@ int rl_bench_run(const struct rl_bench_opts *o, struct rl_bench_result *res,
 		it->ns_per_op = it->elapsed_ns / (double)o->count;
 		res->n_iters = k + 1;
 	}
+	rc = c->failed ? RL_BENCH_FAIL : RL_BENCH_OK;
+out:
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
 	ptr_ring_cleanup(r, NULL);
 	free(r);
-	return c.failed ? RL_BENCH_FAIL : RL_BENCH_OK;
+	free(c);
+	return rc;
 }
 
 /* ---- JSON ---- */

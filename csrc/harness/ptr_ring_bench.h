@@ -16,6 +16,13 @@
 #define RL_MIN_RING_SIZE 2
 #define RL_MAX_RING_SIZE 10000000
 
+/* Largest -N: 10^12 items (hours per trial on any machine; far below the
+ * pointer-value limit).  ringlab's `count` parameter has the same bound. */
+#define RL_MAX_COUNT 1000000000000LL
+/* Default of barrier_timeout_s: how long a worker waits at a barrier for its
+ * peer (once it has started to yield) before the run is aborted. */
+#define RL_BARRIER_TIMEOUT_S 60
+
 /* Return codes of rl_bench_run. */
 #define RL_BENCH_OK      0
 #define RL_BENCH_FAIL    1	/* order violation, ring not empty, system error */
@@ -24,13 +31,14 @@
 struct rl_bench_opts {
 	int size;		/* 2 .. 10,000,000 */
 	int mode;		/* 0 simple, 1 spsc, 2 near-full */
-	long long count;	/* N > 0 */
+	long long count;	/* N in [1, RL_MAX_COUNT] */
 	int lock;		/* 1: spinlocked ptr_ring_produce/consume */
 	int batch;		/* 0: ring default; > 0: __ptr_ring_set_batch */
 	int repeats;		/* timed loops in this call, >= 1 */
 	int cpu_producer;	/* -1: not pinned */
 	int cpu_consumer;	/* -1: not pinned (modes 1, 2 only) */
 	const char *counters;	/* NULL/"all", "none", or "cycles,task_clock" */
+	int barrier_timeout_s;	/* 0: RL_BARRIER_TIMEOUT_S; else 1 .. 86400 */
 };
 
 struct rl_bench_iter {
@@ -55,7 +63,14 @@ struct rl_bench_result {
 };
 
 /* Validate (err names the parameter), set up, run opts->repeats timed loops,
- * verify FIFO order and that the ring is empty after each loop. */
+ * verify FIFO order and that the ring is empty after each loop.
+ *
+ * A worker that waits at a barrier longer than barrier_timeout_s for its
+ * peer aborts the run (RL_BENCH_FAIL, err names the barrier and the missing
+ * thread).  If a worker then still does not return within that time, it is
+ * abandoned: rl_bench_run returns RL_BENCH_FAIL (err says so) without
+ * freeing the ring, and the caller should end the process (the CLI does),
+ * because the abandoned thread may still write into res. */
 int rl_bench_run(const struct rl_bench_opts *o, struct rl_bench_result *res,
 		 char *err, size_t errlen);
 

@@ -7,7 +7,7 @@
  *
  * Same -s/-m/-N as Yunsheng Lin's 2021 ptr_ring_test, plus pinning (-p/-c),
  * batch override (-b), locked wrappers (-l), in-process repeats (-r),
- * counters and JSON output.  Exit codes: 0 ok, 1 test failure (order
+ * counters, JSON output and a barrier timeout.  Exit codes: 0 ok, 1 test failure (order
  * violation, ring not empty), 2 usage error naming the argument.
  */
 #define _GNU_SOURCE
@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,11 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s [-s SIZE] [-m MODE] [-N COUNT] [-p CPU] [-c CPU] [-b BATCH] [-l]\n"
-		"          [-r REPEATS] [--counters LIST|none] [--json] [--selftest]\n"
+		"          [-r REPEATS] [--counters LIST|none] [--json] [--barrier-timeout S]\n"
+		"          [--selftest]\n"
 		"  -s SIZE     ring size, 2..10000000 (default 1000)\n"
 		"  -m MODE     0 simple (one thread), 1 spsc, 2 near-full (default 0)\n"
-		"  -N COUNT    items per timed loop, > 0 (default 1000000)\n"
+		"  -N COUNT    items per timed loop, 1..1000000000000 (default 1000000)\n"
 		"  -p CPU      pin the producer (mode 0: the only) thread\n"
 		"  -c CPU      pin the consumer thread (modes 1, 2)\n"
 		"  -b BATCH    override the ring's batch, 1..SIZE (batch/reorder rings)\n"
@@ -39,14 +41,22 @@ static void usage(FILE *f)
 		"              branches,branch_misses,cache_misses,task_clock,context_switches,\n"
 		"              cpu_migrations,page_faults (default: all with --json, else none)\n"
 		"  --json      print one JSON object instead of the seed's lines\n"
+		"  --barrier-timeout S  abort when a thread waits longer than S seconds for\n"
+		"              its peer at a barrier, 1..86400 (default 60)\n"
 		"  --selftest  run the full/empty/FIFO unit test and exit\n"
 		"variant: %s\n", prog, rl_bench_variant());
 }
 
-static int bad_arg(const char *fmt, const char *a, const char *b)
+static int bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int bad_arg(const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "%s: error: ", prog);
-	fprintf(stderr, fmt, a, b);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fputc('\n', stderr);
 	fprintf(stderr, "run '%s --help' for usage\n", prog);
 	return 2;
@@ -80,6 +90,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "counters", required_argument, NULL, 'C' },
 		{ "selftest", no_argument, NULL, 'T' },
+		{ "barrier-timeout", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -107,7 +118,7 @@ int main(int argc, char **argv)
 			o.mode = (int)v;
 			break;
 		case 'N':
-			if (parse_ll("-N", optarg, 1, LLONG_MAX / 4, "an integer > 0", &v))
+			if (parse_ll("-N", optarg, 1, RL_MAX_COUNT, "an integer in [1, 1000000000000]", &v))
 				return 2;
 			o.count = v;
 			break;
@@ -137,6 +148,11 @@ int main(int argc, char **argv)
 		case 'C':
 			counters = optarg;
 			break;
+		case 'B':
+			if (parse_ll("--barrier-timeout", optarg, 1, 86400, "an integer in [1, 86400] (seconds)", &v))
+				return 2;
+			o.barrier_timeout_s = (int)v;
+			break;
 		case 'J':
 			json = 1;
 			break;
@@ -148,14 +164,14 @@ int main(int argc, char **argv)
 			return 0;
 		case ':':
 			if (optopt)
-				return bad_arg("option -%s needs a value", (char[]){ (char)optopt, 0 }, "");
-			return bad_arg("option %s needs a value", argv[optind - 1], "");
+				return bad_arg("option -%c needs a value", optopt);
+			return bad_arg("option %s needs a value", argv[optind - 1]);
 		default:
 			if (optopt)
-				return bad_arg("unknown option -%s%s", (char[]){ (char)optopt, 0 },
-					       "; allowed: -s -m -N -p -c -b -l -r --counters --json --selftest");
+				return bad_arg("unknown option -%c%s", optopt,
+					       "; allowed: -s -m -N -p -c -b -l -r --counters --json --barrier-timeout --selftest");
 			return bad_arg("unknown option %s%s", argv[optind - 1],
-				       "; allowed: -s -m -N -p -c -b -l -r --counters --json --selftest");
+				       "; allowed: -s -m -N -p -c -b -l -r --counters --json --barrier-timeout --selftest");
 		}
 	}
 	if (optind < argc)

@@ -54,12 +54,28 @@ static inline void rl_wait_step(struct rl_waiter *w)
 	}
 }
 
-/* Sense-reversing spin barrier for the worker threads (no futex wake-up
- * latency between the two starts). */
+/*
+ * Sense-reversing spin barrier for the worker threads (no futex wake-up
+ * latency between the two starts), with a timeout so that a thread that never
+ * arrives cannot hang the harness.
+ *
+ * Ordering: the last arriver's release store of `sense` pairs with the
+ * acquire loads of the waiters, so everything a thread did before the
+ * barrier is visible to every thread after it.  `broken` is set once (a wait
+ * timed out, or the run could not start all threads) and never cleared:
+ * every wait then returns at once, so no thread waits for a peer that is
+ * gone.  A waiter spins (cpu_relax, then sched_yield, see rl_wait_step) and
+ * reads the clock only once it yields, so a normal barrier costs no syscall.
+ */
+#define RL_BARRIER_OK		0
+#define RL_BARRIER_TIMEOUT	(-1)	/* this wait timed out and broke the barrier */
+#define RL_BARRIER_BROKEN	(-2)	/* broken before or by another thread */
+
 struct rl_spin_barrier {
 	int n;
 	int count;
 	int sense;
+	int broken;
 };
 
 static inline void rl_spin_barrier_init(struct rl_spin_barrier *b, int n)
@@ -67,20 +83,53 @@ static inline void rl_spin_barrier_init(struct rl_spin_barrier *b, int n)
 	b->n = n;
 	b->count = 0;
 	b->sense = 0;
+	b->broken = 0;
 }
 
-static inline void rl_spin_barrier_wait(struct rl_spin_barrier *b, int *local_sense)
+/* Wake every waiter with RL_BARRIER_BROKEN, now and for all later waits. */
+static inline void rl_spin_barrier_break(struct rl_spin_barrier *b)
+{
+	__atomic_store_n(&b->broken, 1, __ATOMIC_RELEASE);
+}
+
+static inline int rl_spin_barrier_broken(struct rl_spin_barrier *b)
+{
+	return __atomic_load_n(&b->broken, __ATOMIC_ACQUIRE);
+}
+
+/* Wait until all n threads have arrived, at most timeout_ns (> 0) once the
+ * wait has started to yield.  Returns RL_BARRIER_OK, RL_BARRIER_TIMEOUT or
+ * RL_BARRIER_BROKEN. */
+static inline int rl_spin_barrier_wait(struct rl_spin_barrier *b, int *local_sense,
+				       int64_t timeout_ns)
 {
 	struct rl_waiter w = { 0, 0 };
+	int64_t deadline = 0;
 
+	if (rl_spin_barrier_broken(b))
+		return RL_BARRIER_BROKEN;
 	*local_sense = !*local_sense;
 	if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == b->n) {
 		__atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&b->sense, *local_sense, __ATOMIC_RELEASE);
-	} else {
-		while (__atomic_load_n(&b->sense, __ATOMIC_ACQUIRE) != *local_sense)
-			rl_wait_step(&w);
+		return RL_BARRIER_OK;
 	}
+	while (__atomic_load_n(&b->sense, __ATOMIC_ACQUIRE) != *local_sense) {
+		if (rl_spin_barrier_broken(b))
+			return RL_BARRIER_BROKEN;
+		rl_wait_step(&w);
+		if (w.yields) {
+			int64_t now = rl_now_ns();
+
+			if (!deadline) {
+				deadline = now + timeout_ns;
+			} else if (now > deadline) {
+				rl_spin_barrier_break(b);
+				return RL_BARRIER_TIMEOUT;
+			}
+		}
+	}
+	return RL_BARRIER_OK;
 }
 
 #endif /* RINGLAB_UTIL_H */

@@ -44,6 +44,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +54,16 @@
 
 #include "harness/counters.h"
 #include "page_frag/page_frag.h"
+/* The pop side dereferences what it takes from the ring (page_frag_free
+ * reads the page's header), so the ring's peek must be an acquire load: C11
+ * and ThreadSanitizer do not recognise the address dependency that the
+ * default, kernel-like relaxed peek relies on (see rings/ring_common.h). */
+#define RLR_PEEK_ORDER __ATOMIC_ACQUIRE
 #include "rings/ptr_ring_batch.h"
 
 #define RING_SLOTS      512     /* the module's nr_objs */
 #define TEST_ALIGN      64      /* SMP_CACHE_BYTES */
+#define RL_MAX_NR_TEST  1000000000000LL /* 1e12, as ptr_ring_test -N and syscall_loop -N */
 
 /* ------------------------------------------------------------------------ */
 /* options                                                                   */
@@ -80,15 +87,21 @@ static void usage(FILE *f)
 		"  test_push_cpu, test_pop_cpu  CPU of the push/pop thread, online and allowed [0]\n"
 		"                               (-1: not pinned)\n"
 		"  test_alloc_len               fragment size in (0, %lu] [2048]\n"
-		"  nr_test                      fragments to pass, > 0 [2000000]\n"
+		"  nr_test                      fragments to pass, 1..1000000000000 [2000000]\n"
 		"  test_align                   1: 64-byte aligned fragments [0]\n",
 		page_frag_variant, RL_PAGE_SIZE);
 }
 
-static _Noreturn void bad_arg(const char *fmt, const char *a, const char *b)
+static _Noreturn void bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static _Noreturn void bad_arg(const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "page_frag_test: ");
-	fprintf(stderr, fmt, a, b);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "\n");
 	usage(stderr);
 	exit(2);
@@ -151,34 +164,34 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			if (!strcmp(name, "--help") || !strcmp(name, "-h")) { usage(stdout); exit(0); }
 			if (strcmp(name, "--counters") && strcmp(name, "--stall-timeout") &&
 			    strcmp(name, "--inject-stall"))
-				bad_arg("unknown option '%s'%s", a, "");
+				bad_arg("unknown option '%s'", a);
 			val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!val)
-				bad_arg("option '%s' needs a value%s", name, "");
+				bad_arg("option '%s' needs a value", name);
 			if (!strcmp(name, "--counters")) {
 				char err[256];
 
 				if (rl_counters_check_list(val, err, sizeof(err)))
-					bad_arg("--counters: %s%s", err, "");
+					bad_arg("--counters: %s", err);
 				o->counters = val;
 			} else if (!strcmp(name, "--stall-timeout")) {
 				char *end;
 
 				o->stall_timeout = strtod(val, &end);
 				if (*end || !(o->stall_timeout > 0))
-					bad_arg("--stall-timeout: invalid value '%s'; allowed: seconds > 0%s", val, "");
+					bad_arg("--stall-timeout: invalid value '%s'; allowed: seconds > 0", val);
 			} else {
 				if (!strcmp(val, "push"))
 					o->inject_stall = 1;
 				else if (!strcmp(val, "pop"))
 					o->inject_stall = 2;
 				else
-					bad_arg("--inject-stall: unknown value '%s'; allowed: push, pop%s", val, "");
+					bad_arg("--inject-stall: unknown value '%s'; allowed: push, pop", val);
 			}
 			continue;
 		}
 		if (!eq)
-			bad_arg("unknown argument '%s'; expected NAME=VALUE or an option%s", a, "");
+			bad_arg("unknown argument '%s'; expected NAME=VALUE or an option", a);
 		{
 			/* split a copy: argv stays intact for /proc/PID/cmdline readers */
 			static char key[64];
@@ -202,16 +215,17 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			}
 			o->alloc_len = (long)v;
 		} else if (!strcmp(a, "nr_test")) {
-			if (v <= 0)
-				bad_arg("nr_test=%s: must be > 0%s", eq + 1, "");
+			if (v <= 0 || v > RL_MAX_NR_TEST)
+				bad_arg("nr_test=%s: out of range; allowed: an integer in [1, %lld]", eq + 1,
+					RL_MAX_NR_TEST);
 			o->nr_test = (unsigned long long)v;
 		} else if (!strcmp(a, "test_align")) {
 			if (v != 0 && v != 1)
-				bad_arg("test_align=%s: allowed: 0, 1%s", eq + 1, "");
+				bad_arg("test_align=%s: allowed: 0, 1", eq + 1);
 			o->align = v;
 		} else {
 			bad_arg("unknown parameter '%s'; allowed: test_push_cpu, test_pop_cpu, "
-				"test_alloc_len, nr_test, test_align%s", a, "");
+				"test_alloc_len, nr_test, test_align", a);
 		}
 	}
 	{

@@ -22,9 +22,11 @@
  * Memory ordering (C11 mapping of the kernel's barriers):
  *   [P1] __ptr_ring_produce: release store of queue[producer]
  *        (kernel: smp_wmb(); WRITE_ONCE(slot, ptr)).  Pairs with [C1].
- *   [C1] __ptr_ring_peek: acquire load of queue[consumer_head]
- *        (kernel: READ_ONCE, address/ctrl dependency).  Pairs with [P1]: the
- *        data behind the pointer is visible once the pointer is.
+ *   [C1] __ptr_ring_peek: load of queue[consumer_head] with RLR_PEEK_ORDER,
+ *        relaxed by default = the kernel's READ_ONCE, whose address
+ *        dependency orders the data behind the pointer after it (see
+ *        ring_common.h for why not acquire).  Pairs with [P1]: the data
+ *        behind the pointer is visible once the pointer is.
  *   [C2] flush: relaxed stores of NULL (kernel: plain stores).  The producer
  *        sees them through its relaxed load in __ptr_ring_full /
  *        __ptr_ring_produce [P0]; the kernel relies on the control
@@ -85,8 +87,9 @@ static inline int __ptr_ring_produce(struct ptr_ring *r, void *ptr)
 	    __atomic_load_n(&r->queue[r->producer], __ATOMIC_RELAXED))	/* [P0] */
 		return -ENOSPC;
 
-	/* [P1] release: what ptr points to is visible before ptr itself.
-	 * Pairs with the acquire in __ptr_ring_peek [C1]. */
+	/* [P1] release: what ptr points to is visible before ptr itself
+	 * (kernel: smp_wmb(); WRITE_ONCE).  Pairs with the load in
+	 * __ptr_ring_peek [C1]. */
 	__atomic_store_n(&r->queue[r->producer++], ptr, __ATOMIC_RELEASE);
 	if (unlikely(r->producer >= r->size))
 		r->producer = 0;
@@ -97,7 +100,7 @@ static inline int __ptr_ring_produce(struct ptr_ring *r, void *ptr)
 static inline void *__ptr_ring_peek(struct ptr_ring *r)
 {
 	if (likely(r->size))	/* [C1] pairs with [P1] */
-		return __atomic_load_n(&r->queue[r->consumer_head], __ATOMIC_ACQUIRE);
+		return __atomic_load_n(&r->queue[r->consumer_head], RLR_PEEK_ORDER);
 	return NULL;
 }
 
@@ -137,7 +140,13 @@ static inline void __ptr_ring_discard_one(struct ptr_ring *r)
 	 */
 	if (unlikely(consumer_head - r->consumer_tail >= r->batch ||
 		     consumer_head >= r->size)) {
-		while (likely(head >= r->consumer_tail))
+		/* consumer_tail is written by this thread only: read it once.
+		 * (The kernel's plain NULL stores let gcc keep it in a register;
+		 * our relaxed atomic stores would make it reload it on every
+		 * slot if we tested r->consumer_tail in the loop.) */
+		int tail = r->consumer_tail;
+
+		while (likely(head >= tail))
 			__atomic_store_n(&r->queue[head--], NULL, __ATOMIC_RELAXED);
 		r->consumer_tail = consumer_head;
 	}

@@ -17,7 +17,9 @@
  *        (The 4.9-era header had a plain store and no smp_wmb here; the
  *        barrier came later.  C11 needs at least release to be race-free,
  *        and on x86 it compiles to the same plain mov.)
- *   [C1] acquire load of queue[consumer] in __ptr_ring_peek; pairs with [P1].
+ *   [C1] load of queue[consumer] in __ptr_ring_peek with RLR_PEEK_ORDER
+ *        (relaxed = READ_ONCE, address dependency; see ring_common.h);
+ *        pairs with [P1].
  *   [C2] relaxed NULL store on consume; observed by the producer's relaxed
  *        load [P0] (control dependency, as in the kernel).
  *   consumer is written by the consumer only, with a relaxed store so that
@@ -63,7 +65,7 @@ static inline int __ptr_ring_produce(struct ptr_ring *r, void *ptr)
 static inline void *__ptr_ring_peek(struct ptr_ring *r)
 {
 	if (likely(r->size))	/* [C1] */
-		return __atomic_load_n(&r->queue[r->consumer], __ATOMIC_ACQUIRE);
+		return __atomic_load_n(&r->queue[r->consumer], RLR_PEEK_ORDER);
 	return NULL;
 }
 

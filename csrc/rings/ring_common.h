@@ -32,6 +32,26 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #endif
 
+/*
+ * Memory order of the consumer's slot load in __ptr_ring_peek ([C1] in each
+ * ring header).  Default: relaxed, the C11 spelling of the kernel's
+ * READ_ONCE.  What the pointer points to is then ordered after the pointer
+ * by the address dependency of every later access through it (the kernel's
+ * memory model; C11 calls it memory_order_consume), as in the kernel, which
+ * pairs this READ_ONCE with the producer's smp_wmb.  Not acquire, because
+ * gcc must then reload r->size and r->consumer_head after the load instead
+ * of reusing the registers it already holds them in (one more instruction
+ * per consume on x86, and ldar instead of ldr on arm64): the kernel's code
+ * does not pay that, and our rings must run the kernel's instruction stream
+ * to be a fair stand-in for it.  The ringlab harness never dereferences the
+ * values it queues.  Code that does, and wants ordering that C11 and
+ * ThreadSanitizer recognise, defines RLR_PEEK_ORDER as __ATOMIC_ACQUIRE
+ * before including the ring (page_frag_test does: it frees what it pops).
+ */
+#ifndef RLR_PEEK_ORDER
+#define RLR_PEEK_ORDER __ATOMIC_RELAXED
+#endif
+
 /* Largest ring we accept: the slot array must fit in size_t and in int. */
 #define RLR_MAX_SLOTS ((int)((SIZE_MAX / sizeof(void *)) < (size_t)INT32_MAX \
 			? (SIZE_MAX / sizeof(void *)) : (size_t)INT32_MAX))
