@@ -29,6 +29,7 @@ import pandas as pd
 from ringlab import schema
 from ringlab.stats import StatsError, compare, measurements, summarize
 from ringlab.stats.summary import format_value
+from ringlab.stats.compare import method_text
 
 WIDTH = 72
 MIN_WIDTH = 60
@@ -261,8 +262,9 @@ def _method_lines(df: pd.DataFrame, env: dict, meas: pd.DataFrame, width: int) -
     trials, warm = params.get("trials"), params.get("warmup")
     if trials is not None:
         rounds = int(trials) + int(warm or 0)
-        text = (f"{rounds} ({int(warm or 0)} warm-up, {int(trials)} measured); each round runs every "
-                "configuration once, in a seeded random order"
+        text = (f"{rounds} ({int(warm or 0)} warm-up, {int(trials)} measured); each round runs the "
+                "arms of each configuration back to back in a fresh random order, the configurations' "
+                "blocks shuffled"
                 + (f" (seed {params['seed']})" if "seed" in params else "")
                 + ", each trial in a fresh process")
         if params.get("count"):
@@ -318,7 +320,7 @@ def _config_key(r, cols) -> tuple:
 def _ci_label(r) -> str:
     lvl = _num(r.get("ci_level"))
     if math.isfinite(lvl):
-        return f"{lvl * 100 if lvl <= 1 else lvl:g}% CI"
+        return f"{lvl * 100 if lvl <= 1 else lvl:.3g}% CI"
     return "95% CI"
 
 
@@ -411,11 +413,8 @@ def _results(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int
     fam = int(fam) if math.isfinite(fam) else len(cmp)
     unit = "ns per operation" if metric == "ns_per_op" else metric
     out = [f"Results: {unit} ({'lower' if lib else 'higher'} is better), medians per arm", ""]
-    legend = (f"delta = (candidate - {baseline}) / {baseline} of the medians"
-              + ("; negative = candidate faster" if lib else "")
-              + f"; {_ci_label(first)}: bootstrap of that ratio; p: {_test_name(cmp)}, two-sided, "
-              f"Holm-corrected over {fam} comparison{'s' if fam != 1 else ''}; CV: spread of the "
-              "trials of one arm.")
+    legend = (method_text(cmp).rstrip(".") + ("; negative delta = candidate faster" if lib else "")
+              + "; CV: spread of the trials of one arm.")
     out += _para(legend, width, 2)
     if const:
         out += _para("Same in every configuration: " + ", ".join(f"{c} {_fmt(first[c])}" for c in const)

@@ -138,7 +138,7 @@ def test_new_compare_columns_are_shown(monkeypatch):
     monkeypatch.setattr(mail, "compare", newer)
     text = " ".join(mail.mail_text(DATA).split())
     assert "design paired by round, 8 pairs" in text and "90% CI [" in text
-    assert "Holm-corrected over 7 comparisons" in text and "fewer instructions" in text
+    assert "7 comparison(s)" in text and "fewer instructions" in text
 
 
 def test_cli(tmp_path, capsys, text):
