@@ -24,8 +24,8 @@ def run_dir(tmp_path):
 def test_write_report_tables(run_dir):
     paths = write_report(run_dir, baseline="batch", labels={"batch": "unpatched", "reorder": "patched"})
     md = (run_dir / "summary.md").read_text()
-    assert "| mode | unpatched (batch) | patched (reorder) | delta | gain (mail sign: + = candidate faster) " \
-           "| 95% CI | p | verdict |" in md
+    assert "| mode | unpatched (batch) | patched (reorder) | delta | 95% CI of delta " \
+           "| gain (mail sign: + = candidate faster) | 95% CI of gain | p (Holm) | verdict |" in md
     assert "IPC" in md and "instructions/op" in md
     assert "slow trials had" in md  # cause of the 10% slow trials
     assert "excluded" in md
