@@ -1,8 +1,11 @@
 """results/README.md: an index of the committed runs, regenerated after each reproduce.
 
-For each experiment: the latest run (with its machine), its headline table (the
-first table of its summary.md), and links to its figures and notebook; older
-runs are listed below it.  The text depends only on the files under results/, so
+For each experiment: the latest *headline* run (with its machine), its headline table
+(the first table of its summary.md), and links to its figures and notebook; older
+runs are listed below it.  A headline run is complete (its executed notebook is there
+and did not fail, and env.json does not say failed/interrupted/running) and ran with
+profile ``quick`` or ``full``; smoke, failed and incomplete runs are listed apart and
+never become the "Latest run".  The text depends only on the files under results/, so
 regenerating it without new runs gives the same file.
 """
 from __future__ import annotations
@@ -10,7 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ringlab.provenance import read_env
+from ringlab.report.rundata import read_run
+
+#: profiles whose complete runs can be an experiment's headline
+HEADLINE_PROFILES = ("quick", "full")
 
 HEADER = """# Results
 
@@ -91,7 +97,8 @@ def _notebook_params(run: Path) -> dict:
     return {}
 
 
-def _run_status(run: Path) -> str:
+def _run_status(run: Path, env_status: str = "unknown") -> str:
+    """"ok", "no notebook", "unreadable notebook", "FAILED (...)" or the env.json status."""
     nbs = sorted(run.glob("*.ipynb"))
     if not nbs:
         return "no notebook"
@@ -102,7 +109,22 @@ def _run_status(run: Path) -> str:
     pm = nb.get("metadata", {}).get("papermill", {})
     if pm.get("exception"):
         return "FAILED (see the notebook's error cell)"
+    if env_status in ("failed", "interrupted", "running"):
+        return f"{env_status} (env.json)"
     return "ok"
+
+
+def _info(run: Path) -> dict:
+    data = read_run(run, require_raw=False)
+    env = data.env
+    profile = _notebook_params(run).get("profile") or _find(env, "parameters.profile", default="?")
+    status = _run_status(run, data.status)
+    return {"env": env, "profile": str(profile), "status": status,
+            "headline": status == "ok" and str(profile) in HEADLINE_PROFILES}
+
+
+def _link(root: Path, r: Path, info: dict) -> str:
+    return f"[`{r.parent.name}/{r.name}`]({r.relative_to(root)}/) ({info['profile']}, {info['status']})"
 
 
 def render(root: Path) -> str:
@@ -111,25 +133,33 @@ def render(root: Path) -> str:
     if not allruns:
         out.append("No runs yet. Run `make reproduce` (quick) or `ringlab reproduce --profile full`.\n")
     for exp, rs in allruns.items():
-        latest = rs[-1]
-        rel = latest.relative_to(root)
-        env = read_env(latest)
-        profile = _notebook_params(latest).get("profile") or _find(env, "parameters.profile", default="?")
+        infos = {r: _info(r) for r in rs}
+        heads = [r for r in rs if infos[r]["headline"]]
+        others = [r for r in rs if not infos[r]["headline"]]
         out.append(f"## {exp}\n")
-        out.append(f"Latest run: [`{rel}`]({rel}/) on host `{latest.parent.name}` "
-                   f"(profile `{profile}`, {_run_status(latest)}).  \nMachine: {machine_line(env)}.\n")
-        head = _headline(latest / "summary.md")
-        if head:
-            out.append(head + "\n")
-        links = [f"[{nb.name}]({rel}/{nb.name})" for nb in sorted(latest.glob("*.ipynb"))]
-        links += [f"[summary.md]({rel}/summary.md)"] if (latest / "summary.md").exists() else []
-        links += [f"[raw.csv]({rel}/raw.csv)"] if (latest / "raw.csv").exists() else []
-        figs = sorted((latest / "figures").glob("*.png")) if (latest / "figures").is_dir() else []
-        links += [f"[{f.stem}]({rel}/figures/{f.name})" for f in figs]
-        out.append("Files: " + " · ".join(links) + "\n")
-        if len(rs) > 1:
-            out.append("Earlier runs: " + ", ".join(f"[`{r.parent.name}/{r.name}`]({r.relative_to(root)}/)"
-                                                    for r in reversed(rs[:-1])) + "\n")
+        if not heads:
+            out.append("No complete `quick` or `full` run yet.\n")
+        else:
+            latest = heads[-1]
+            rel = latest.relative_to(root)
+            env = infos[latest]["env"]
+            out.append(f"Latest run: [`{rel}`]({rel}/) on host `{latest.parent.name}` "
+                       f"(profile `{infos[latest]['profile']}`, {infos[latest]['status']}).  \n"
+                       f"Machine: {machine_line(env)}.\n")
+            head = _headline(latest / "summary.md")
+            if head:
+                out.append(head + "\n")
+            links = [f"[{nb.name}]({rel}/{nb.name})" for nb in sorted(latest.glob("*.ipynb"))]
+            links += [f"[summary.md]({rel}/summary.md)"] if (latest / "summary.md").exists() else []
+            links += [f"[raw.csv]({rel}/raw.csv)"] if (latest / "raw.csv").exists() else []
+            figs = sorted((latest / "figures").glob("*.png")) if (latest / "figures").is_dir() else []
+            links += [f"[{f.stem}]({rel}/figures/{f.name})" for f in figs]
+            out.append("Files: " + " · ".join(links) + "\n")
+            if len(heads) > 1:
+                out.append("Earlier runs: " + ", ".join(_link(root, r, infos[r]) for r in reversed(heads[:-1])) + "\n")
+        if others:
+            out.append("Not headlines (smoke profile, failed or incomplete): "
+                       + ", ".join(_link(root, r, infos[r]) for r in reversed(others)) + "\n")
     return "\n".join(out)
 
 
