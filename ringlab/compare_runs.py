@@ -138,6 +138,8 @@ def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched
           "## Cross-machine (ptr_ring, seed 000 shape)", "", to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
           "## Stale-data checks", "", to_markdown(t_stale), "", "## Runs", "", to_markdown(t_runs), ""]
     (run_dir / "summary.md").write_text("\n".join(md))
+    from ringlab.report.figures import cross_run_forest
+    out += cross_run_forest(runs, run_dir / "figures", baseline, patched)
     from ringlab.provenance import git_info
     (run_dir / "env.json").write_text(json.dumps({"environment": envinfo.collect(probe_counters=False),
                                                   "git": git_info(),

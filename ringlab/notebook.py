@@ -105,6 +105,15 @@ def show(rep, *names: str, width: int = 640):
             not_available(name, rep.why_missing(name))
 
 
+def show_file(paths, name: str, why: str, width: int = 640):
+    """Show the PNG called ``name`` among ``paths``, or say it is not available and why."""
+    found = [Path(p) for p in paths if Path(p).name == name]
+    if found:
+        figures(found, width=width)
+    else:
+        not_available(name, why)
+
+
 # -- the steps every experiment notebook takes ------------------------------------------------
 def run(experiment: str, values: dict, run_dir: Path):
     """Build, tune, run the trials into ``run_dir`` (quiet: no progress bar under papermill)."""

@@ -300,7 +300,7 @@ def forest(rows: pd.DataFrame, out_dir, name: str = "forest", title: str | None 
     groups = d["group"].astype(str) if "group" in d.columns else pd.Series("", index=d.index)
     labels = [(f"{g}  {l}" if g else str(l)) for g, l in zip(groups, d["label"].astype(str))]
     y = np.arange(len(d))[::-1]
-    fig, ax = plt.subplots(figsize=(FIGSIZE[0] + 1.5, 1.2 + 0.32 * len(d)))
+    fig, ax = plt.subplots(figsize=(10.0, 1.4 + 0.32 * len(d)))
     lo = pd.to_numeric(d["ci_low_pct"], errors="coerce")
     hi = pd.to_numeric(d["ci_high_pct"], errors="coerce")
     dl = pd.to_numeric(d["delta_pct"], errors="coerce")
@@ -313,10 +313,41 @@ def forest(rows: pd.DataFrame, out_dir, name: str = "forest", title: str | None 
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_xlabel("delta = (candidate - baseline) / baseline, % (95% CI)")
-    ax.set_title(title or "delta per host and run, with its 95% CI", fontsize=10)
+    fig.suptitle(title or "delta per host and run, with its 95% CI", fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return _save(fig, Path(out_dir), name)
+
+
+def cross_run_forest(runs, out_dir, baseline: str = "batch", patched: str = "reorder",
+                     metric: str = "ns_per_op") -> list[Path]:
+    """figures/forest.png of the compare-runs folder: for every run (objects with ``raw``,
+    ``host``, ``experiment``, ``run_id``) holding both variants, each configuration's delta of
+    ``patched`` against ``baseline`` with its CI, grouped by host and run; [] when no run
+    holds both."""
+    from ringlab.stats import compare
+    rows = []
+    for r in runs:
+        raw = r.raw
+        if "variant" not in raw.columns or metric not in raw.columns:
+            continue
+        if not {baseline, patched} <= set(raw["variant"].astype(str)):
+            continue
+        cmp = compare(raw, baseline, metric)
+        cmp = cmp[cmp["candidate"] == patched]
+        cfg = [c for c in ("mode", "size", "pair_class") if c in cmp.columns and cmp[c].nunique() > 1] \
+            or [c for c in ("mode",) if c in cmp.columns]
+        for _, c in cmp.iterrows():
+            rows.append({"group": f"{r.host} {r.experiment}/{r.run_id}",
+                         "label": " ".join(f"{k}={c[k]}" for k in cfg) or "all",
+                         "delta_pct": c["delta_pct"], "ci_low_pct": c["ci_low_pct"],
+                         "ci_high_pct": c["ci_high_pct"]})
+    if not rows:
+        return []
+    title = (f"{patched} (patched) vs {baseline} (baseline): delta of median {metric} per host and run\n"
+             "(95% CI; left of 0: patched faster)")
+    with sns.axes_style("whitegrid"):
+        return forest(pd.DataFrame(rows), Path(out_dir), "forest", title)
 
 
 #: Public name for other report modules (topology picture, size sweep): same deterministic save.
