@@ -31,6 +31,7 @@ from ringlab import envreport
 
 rn.check_choice("profile", profile, ["smoke", "quick", "full"])
 RUN = rn.run_dir(out_dir, "environment", host)
+print("run folder:", RUN)
 
 # %%
 env = envreport.write_environment_run(RUN, probe_counters=probe_counters)
