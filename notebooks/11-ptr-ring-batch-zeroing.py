@@ -65,7 +65,7 @@ R = rn.report(RUN, baseline=baseline, labels={baseline: "prebatch", "batch": "ba
 rn.table(rn.size_sweep_table(RUN, baseline=baseline))
 
 # %%
-rn.show(R, "size_sweep")
+rn.show_figures(R, "size_sweep")
 
 # %% [markdown]
 # ## Throughput against the core-to-core latency bound
@@ -74,14 +74,14 @@ rn.show(R, "size_sweep")
 # gets.
 
 # %%
-rn.show(R, "spsc")
+rn.show_figures(R, "spsc")
 
 # %% [markdown]
 # ## Full summary and the remaining figures
 
 # %%
 rn.markdown(R.markdown)
-rn.show(R, "box", "ecdf", "order", "cpu_pairs", "counters")
+rn.show_figures(R, "box", "ecdf", "order", "cpu_pairs", "counters")
 
 # %% [markdown]
 # ## Published vs reproduced

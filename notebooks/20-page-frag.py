@@ -66,7 +66,7 @@ rn.markdown(R.markdown)
 
 # %%
 rn.table(rn.by_placement_table(RUN, baseline=baseline))
-rn.show(R, "box", "ecdf", "order")
+rn.show_figures(R, "box", "ecdf", "order")
 
 # %% [markdown]
 # ## Were "before" and "after" really different binaries, measured at different times?

@@ -63,7 +63,7 @@ rn.table(rn.perf_rb_verdicts(RUN))
 # %%
 R = rn.report(RUN, baseline="forward", labels={"forward": "forward", "backward": "backward"})
 rn.markdown(R.markdown)
-rn.show(R, "box", "ecdf", "order")
+rn.show_figures(R, "box", "ecdf", "order")
 
 # %% [markdown]
 # ## Published vs reproduced

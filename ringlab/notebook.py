@@ -93,16 +93,23 @@ def not_available(what: str, why: str):
     markdown(f"*{what}: not available here because {why}.*")
 
 
-def show(rep, *names: str, width: int = 640):
-    """Show the report's tables and figures by name; for each one the run cannot have, say
-    "not available here because ..." (a section never stays empty)."""
+def show_figures(rep, *names: str, width: int = 640):
+    """Show the report's figures by name (``rep.figures``); for each one this run cannot have,
+    say "not available here because ..." so that a section never stays empty."""
+    for name in names:
+        if name in rep.figures:
+            figures([rep.figures[name]], width=width)
+        else:
+            not_available(f"figure '{name}'", rep.why_missing(name))
+
+
+def show_tables(rep, *names: str):
+    """Show the report's tables by name (``rep.tables``), or say why one is not available."""
     for name in names:
         if name in rep.tables:
             table(rep.tables[name])
-        elif name in rep.figures:
-            figures([rep.figures[name]], width=width)
         else:
-            not_available(name, rep.why_missing(name))
+            not_available(f"table '{name}'", rep.why_missing(name))
 
 
 def show_file(paths, name: str, why: str, width: int = 640):

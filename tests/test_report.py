@@ -253,3 +253,17 @@ def test_no_forest_when_no_run_holds_both_variants(tmp_path):
     from ringlab.report.figures import cross_run_forest
     runs = _forest_runs(tmp_path)
     assert cross_run_forest(runs, tmp_path / "f", baseline="batch", patched="prebatch") == []
+
+
+def test_notebook_shows_by_name_or_says_why_not(run_dir, monkeypatch):
+    from ringlab import notebook as rn
+    shown = []
+    monkeypatch.setattr(rn, "figures", lambda paths, width=640: shown.extend(("figure", p.name) for p in paths))
+    monkeypatch.setattr(rn, "markdown", lambda text, max_chars=20000: shown.append(("markdown", text)))
+    r = rn.report(run_dir, baseline="batch")
+    rn.show_figures(r, "spsc", "cpu_pairs")
+    rn.show_tables(r, "counters", "variance")
+    assert shown[0] == ("figure", "spsc.png")
+    assert shown[1][0] == "markdown" and "figure 'cpu_pairs': not available here because fewer than 4" in shown[1][1]
+    assert shown[2][0] == "markdown" and shown[2][1].startswith("| variant | mode | IPC")
+    assert "table 'variance': not available here because" in shown[3][1]

@@ -44,11 +44,11 @@ class Report:
     paths: dict = field(default_factory=dict)
 
     def why_missing(self, name: str) -> str:
-        """Why table or figure ``name`` is not in this report (a sentence)."""
-        if name in self.tables or name in self.figures:
-            return ""
+        """Why table or figure ``name`` is not in this report (a sentence; "" when it is)."""
         if name in self.missing:
             return self.missing[name]
+        if name in self.tables or name in self.figures:
+            return ""
         known = sorted(set(TABLES) | set(_fig.FIGURES) | {"size_sweep"})
         return f"'{name}' is not a table or figure of a run report; known: {', '.join(known)}"
 
