@@ -164,9 +164,15 @@ def by_placement_table(run_dir, baseline: str, metric: str = "ns_per_op") -> pd.
     df, _ = load(run_dir)
     cmp = compare(df, baseline, metric)
     cols = [c for c in ("pair_class", "cpu_req_producer", "cpu_req_consumer", "align", "alloc_len") if c in cmp.columns]
-    out = cmp[cols + ["candidate", "median_baseline", "median_candidate", "delta_pct", "ci_low_pct",
-                      "ci_high_pct", "p_holm", "verdict"]].copy()
-    return out.sort_values(cols).reset_index(drop=True)
+    rows = []
+    for _, r in cmp.sort_values(cols).iterrows():
+        row = {c: r[c] for c in cols}
+        row.update({"candidate": r["candidate"], f"{baseline} {metric}": r["median_baseline"],
+                    f"candidate {metric}": r["median_candidate"], "delta": _pct(r["delta_pct"]),
+                    "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+                    "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def provenance_text(run_dir) -> str:
@@ -175,12 +181,13 @@ def provenance_text(run_dir) -> str:
     lines = [f"Run `{rep.get('run_id')}` on host `{rep.get('host')}`, git "
              f"`{(rep.get('git') or {}).get('commit', '?')}`"
              + (" (dirty tree)" if (rep.get("git") or {}).get("dirty") else "") + ".", ""]
-    lines += ["| variant | binary sha256 | first measured | last measured |", "|---|---|---|---|"]
-    for v, info in sorted(rep["variants"].items()):
-        lines.append(f"| {v} | {', '.join(s[:12] for s in info['sha256']) or 'n/a'} | {info['first']} | {info['last']} |")
-    lines += ["", "| A | B | verdict | differing sources |", "|---|---|---|---|"]
-    for p in rep["pairs"]:
-        lines.append(f"| {p['a']} | {p['b']} | {p['verdict']} | {', '.join(Path(s).name for s in p['differing_sources']) or '-'} |")
+    lines.append(fmt.md_table(["variant", "binary sha256", "first measured", "last measured"],
+                              [[v, ", ".join(h[:12] for h in info["sha256"]) or "n/a", info["first"], info["last"]]
+                               for v, info in sorted(rep["variants"].items())]))
+    lines += ["", fmt.md_table(["A", "B", "verdict", "differing sources"],
+                               [[p["a"], p["b"], p["verdict"],
+                                 ", ".join(Path(s).name for s in p["differing_sources"]) or "-"]
+                                for p in rep["pairs"]])]
     lines += [""] + ([f"- **problem:** {x}" for x in rep["problems"]] or ["No provenance problems found."])
     return "\n".join(lines)
 
@@ -264,8 +271,8 @@ def perf_rb_table(run_dir) -> pd.DataFrame:
         if base is not None and r["variant"] != "base" and r["placement"] in base.index and count:
             per_record = (r["median"] - base[r["placement"]]) * (1000.0 if metric == "elapsed_us" else 1.0) / count
         rows.append({"config": r["variant"], "placement": r.get("placement"), "n": int(r["n"]),
-                     f"MEAN ({metric})": r["mean"], "STDVAR (std dev)": r["std"], "median": r["median"],
-                     "mean 95% CI": f"[{r['mean_ci_low']:.6g}, {r['mean_ci_high']:.6g}]",
+                     f"MEAN ({metric})": r["mean"], "mean 95% CI": f"[{r['mean_ci_low']:.6g}, {r['mean_ci_high']:.6g}]",
+                     "STDVAR (std dev)": r["std"], "median": r["median"],
                      "median 95% CI": f"[{r['median_ci_low']:.6g}, {r['median_ci_high']:.6g}]",
                      "cost per record (ns, medians)": per_record})
     return pd.DataFrame(rows)
