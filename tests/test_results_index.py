@@ -63,4 +63,4 @@ def test_smoke_failed_and_incomplete_runs_never_become_the_latest_run(tmp_path):
 def test_no_headline_run_says_so(tmp_path):
     _run(tmp_path, "page-frag", "vm", "20260101T000000Z-smoke1", "| x |\n|---|\n| 1 |\n", {}, {"profile": "smoke"})
     text = results_index.render(tmp_path)
-    assert "No complete `quick` or `full` run yet." in text and "Latest run" not in text
+    assert "No complete `quick` or `full` run yet." in text and "Latest run:" not in text

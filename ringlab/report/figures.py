@@ -87,6 +87,13 @@ def _config_label(df, params):
     return lab
 
 
+def _config_order(d, params) -> list[str]:
+    """Configurations in the order of their parameter values (size 64 before 1000)."""
+    keys = [p for p in params if p in d.columns]
+    return list(dict.fromkeys(d.sort_values(keys, kind="stable")["config"])) if keys \
+        else sorted(d["config"].unique())
+
+
 def box(df, metric, params, out_dir):
     d = df.assign(variant=df["variant"].astype(str), config=_config_label(df, params))
     flags = flag_outliers(d, metric, ["variant", "config"])
@@ -94,7 +101,7 @@ def box(df, metric, params, out_dir):
     order = _variant_order(d)
     by_config = d["config"].nunique() > 1
     x = "config" if by_config else "variant"
-    xorder = sorted(d["config"].unique()) if by_config else order
+    xorder = _config_order(d, params) if by_config else order
     common = dict(data=None, x=x, y=metric, hue="variant", hue_order=order, order=xorder, ax=ax)
     sns.boxplot(**dict(common, data=d), showfliers=False, legend=by_config)
     with _seeded("box"):
@@ -126,7 +133,7 @@ def ecdf(df, metric, params, out_dir):
 def run_order(df, metric, params, out_dir):
     d = df.assign(variant=df["variant"].astype(str), config=_config_label(df, params)).sort_values("order")
     order = _variant_order(d)
-    configs = sorted(d["config"].unique())
+    configs = _config_order(d, params)
     ncol = min(len(configs), 3)
     nrow = -(-len(configs) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(FIGSIZE[0] if ncol == 1 else 3.6 * ncol, 3.2 * nrow + 0.8),
