@@ -267,3 +267,14 @@ def test_notebook_shows_by_name_or_says_why_not(run_dir, monkeypatch):
     assert shown[1][0] == "markdown" and "figure 'cpu_pairs': not available here because fewer than 4" in shown[1][1]
     assert shown[2][0] == "markdown" and shown[2][1].startswith("| variant | mode | IPC")
     assert "table 'variance': not available here because" in shown[3][1]
+
+
+def test_incomplete_run_says_its_status_first(tmp_path):
+    import json
+
+    from ringlab.report import report
+    make_raw(trials=6, seed=7).to_csv(tmp_path / "raw.csv", index=False)
+    (tmp_path / "env.json").write_text(json.dumps({"status": "interrupted"}))
+    r = report(tmp_path, baseline="batch", figures=False)
+    assert r.status == "interrupted"
+    assert r.markdown.splitlines()[2].startswith("**Run status: interrupted**")
