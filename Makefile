@@ -5,7 +5,10 @@ PYTHON  ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 PROFILE ?= quick
-STAMP   := $(VENV)/.ringlab-installed
+# pip extras installed into the venv (.ci/run adds 'browser' where Chromium can be installed)
+EXTRAS  ?= test
+comma   := ,
+STAMP   := $(VENV)/.ringlab-installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: all venv build test reproduce lab clean
 
@@ -15,7 +18,7 @@ all: build
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 

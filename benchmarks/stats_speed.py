@@ -1,4 +1,4 @@
-"""How long do summaries and comparisons of 10^5 raw rows take?  (issue 4: <= 5 s)
+"""How long do summaries and comparisons of 10^5 raw rows take?  (target: <= 5 s)
 
 Usage: python benchmarks/stats_speed.py [--rows 100000] [--groups 40]
 

@@ -14,6 +14,10 @@ Rules:
   the compile command and the sha256 of every file the compiler read (taken
   from its own ``-MMD`` dependency output, so it covers the user's kernel
   header too).
+* Each binary's source set (ringlab.sourceset: what it was built from, by
+  content) is written next to it as ``NAME.source.json``; a failed build removes
+  the binary of that NAME, so no older one can be measured in its place
+  (ringlab.binaries checks a binary against what a run asks for).
 * The table :data:`TARGETS` says which sources make which binary; optional
   targets (page_frag, syscall_loop, c2c_latency) are built only if their
   sources exist, so another engineer's layout change is a one-line edit.
@@ -32,6 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ringlab import paths
+from ringlab.sourceset import (KERNEL_HEADER_LABEL, hashed_flags, parse_depfile,  # noqa: F401
+                               source_label, source_record_path, source_set, write_json)
 
 #: Ring headers of the built-in ptr_ring variants (relative to csrc/).
 RING_HEADERS = {
@@ -87,6 +93,20 @@ class BuildError(RuntimeError):
     """A compile failed; the message names the file and the first compiler error line."""
 
 
+class StaleBinaryError(BuildError):
+    """A binary on disk was not built from the source set a run asks for."""
+
+
+@dataclass
+class _Job:
+    name: str                       # binary name
+    sources: list[Path]
+    flags: list[str]
+    what: str                       # for messages
+    header: Path | None = None      # kernel-header variants: the header compiled
+    header_record: dict | None = None
+
+
 @dataclass
 class BinaryInfo:
     name: str
@@ -97,6 +117,10 @@ class BinaryInfo:
     inputs: dict[str, str]          # every source/header compiled -> sha256
     command: list[str]              # compile argv of the first source (representative)
     rebuilt: bool                   # False when the stamp said nothing changed
+    source_sha256: str | None = None    # the source set's hash (see source_set)
+    source_files: dict[str, str] = field(default_factory=dict)  # label -> sha256 (content)
+    source_flags: list[str] = field(default_factory=list)       # flags as hashed
+    header: dict | None = None          # kernel-header variants: where the header came from
 
 
 @dataclass
@@ -110,6 +134,8 @@ class BuildInfo:
     binaries: dict[str, BinaryInfo] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)      # name -> reason
     kernel_headers: dict[str, str] = field(default_factory=dict)  # NAME -> resolved header
+    header_sources: dict[str, dict] = field(default_factory=dict)  # NAME -> provenance record
+    source_sha256: dict[str, str] = field(default_factory=dict)   # binary name -> source set hash
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -204,23 +230,6 @@ def first_error_line(stderr: str) -> str:
     return lines[0].strip() if lines else "(no compiler output)"
 
 
-def parse_depfile(text: str) -> list[str]:
-    """Prerequisites listed in a make-style ``-MMD`` dependency file."""
-    text = text.replace("\\\n", " ")
-    deps: list[str] = []
-    for line in text.splitlines():
-        if ":" not in line:
-            continue
-        _, _, rest = line.partition(": ")
-        if not rest and line.endswith(":"):
-            continue
-        # escaped spaces in file names are '\ '
-        for tok in re.split(r"(?<!\\)\s+", rest.strip()):
-            if tok:
-                deps.append(tok.replace("\\ ", " "))
-    return list(dict.fromkeys(deps))
-
-
 def _sanitize_flags(sanitize: str | None) -> list[str]:
     if not sanitize:
         return []
@@ -232,6 +241,15 @@ def _sanitize_flags(sanitize: str | None) -> list[str]:
     return list(SANITIZERS[key])
 
 
+def _remove_binary(out_dir: Path, name: str) -> None:
+    """A failed build leaves no binary of that name behind (nor its records)."""
+    for p in (out_dir / name, source_record_path(out_dir / name), out_dir / ".stamps" / f"{name}.json"):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+
+
 # ----------------------------------------------------------------------------- building
 
 def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
@@ -239,7 +257,9 @@ def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
         data = json.loads(stamp.read_text())
     except (OSError, ValueError):
         return None
-    if data.get("key") != key or not out.is_file():
+    if data.get("key") != key or not out.is_file() or "source" not in data:
+        return None
+    if not source_record_path(out).is_file():
         return None
     try:
         if sha256_file(out) != data.get("sha256"):
@@ -252,8 +272,18 @@ def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
     return data
 
 
-def _compile_target(name: str, sources: list[Path], flags: list[str], cc: str, ccver: str,
-                    out_dir: Path, what: str) -> BinaryInfo:
+def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
+    # A failed build removes the old binary: it was built from other sources than the
+    # ones just asked for.  An interrupted one leaves it, with its still-true record.
+    try:
+        return _compile(job, cc, ccver, out_dir)
+    except Exception:
+        _remove_binary(out_dir, job.name)
+        raise
+
+
+def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
+    name, sources, flags, what = job.name, job.sources, job.flags, job.what
     out = out_dir / name
     obj_dir = out_dir / ".obj" / name
     stamp = out_dir / ".stamps" / f"{name}.json"
@@ -284,39 +314,75 @@ def _compile_target(name: str, sources: list[Path], flags: list[str], cc: str, c
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:
             raise BuildError(f"{what}: linking {name} failed: {first_error_line(proc.stderr)}")
+        src_set = source_set({source_label(Path(f), job.header): h for f, h in inputs.items()},
+                             hashed_flags(flags))
         os.replace(tmp, out)          # atomic: a concurrent run never sees half a binary
         digest = sha256_file(out)
         data = {"key": key, "sha256": digest, "inputs": dict(sorted(inputs.items())),
-                "command": first_cmd}
+                "command": first_cmd, "source": src_set}
         stamp.write_text(json.dumps(data, indent=1))
+    src_set = data["source"]
+    record = {"binary": name, "binary_sha256": data["sha256"], "compiler": cc, "compiler_version": ccver,
+              **src_set, "header": job.header_record}
+    write_json(source_record_path(out), record)
     size, size_err = binary_size(out)
     return BinaryInfo(name=name, path=str(out), sha256=data["sha256"], size=size,
                       size_error=size_err, inputs=data["inputs"], command=data.get("command") or [],
-                      rebuilt=rebuilt)
+                      rebuilt=rebuilt, source_sha256=src_set["source_sha256"],
+                      source_files=src_set["files"], source_flags=src_set["flags"],
+                      header=job.header_record)
 
 
-def _kernel_targets(kernel_headers: dict, cc: str, base_flags: list[str]) -> list[tuple]:
-    """(name, sources, flags, what, header) per --kernel-header NAME=PATH."""
+def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) -> list[_Job]:
+    """One job per --kernel-header NAME=SOURCE (see ringlab.kernel_header.resolve_source)."""
     if not kernel_headers:
         return []
-    try:
-        from ringlab import kernel_header as kh
-    except ImportError as e:
-        raise BuildError(f"--kernel-header needs ringlab.kernel_header, which is not available ({e})") from None
+    from ringlab import kernel_header as kh
     out = []
-    for name, path in kernel_headers.items():
+    for name, spec in kernel_headers.items():
         if name in RING_HEADERS:
             raise BuildError(f"--kernel-header {name}=...: NAME clashes with a built-in variant; "
                              f"choose a name other than {', '.join(RING_HEADERS)}")
         try:
-            header = kh.resolve_header(path)
-            kflags = kh.compile_flags(name, header)
+            src = kh.resolve_source(spec)
+            kflags = kh.compile_flags(name, src.header)
         except kh.KernelHeaderError as e:
+            _remove_binary(out_dir, f"ptr_ring_test-{name}")
             raise BuildError(str(e)) from None
         srcs = [paths.CSRC / s for s in _PTR_RING_SOURCES]
-        out.append((f"ptr_ring_test-{name}", srcs, [*kflags, *base_flags],
-                    f"kernel header {header} (--kernel-header {name})", header))
+        out.append(_Job(f"ptr_ring_test-{name}", srcs, [*kflags, *base_flags],
+                        f"kernel header {src.header} (--kernel-header {name})", src.header,
+                        dict(src.record, name=name)))
     return out
+
+
+def _plan(kernel_headers, cflags, sanitize, out_dir, only) -> tuple[list[_Job], dict, dict]:
+    """(jobs, skipped, settings) shared by build_all and check_binaries."""
+    user = split_cflags(cflags)
+    san = _sanitize_flags(sanitize)
+    if out_dir is None:
+        out_dir = paths.bin_dir() if not san else paths.build_dir() / (
+            "bin-" + re.sub(r"[^a-z]+", "-", sanitize))
+    out_dir = Path(out_dir)
+    # Order matters: defaults, then the sanitizer, then the user (last -O wins).
+    common = [*DEFAULT_CFLAGS, *san, *user]
+    jobs: list[_Job] = []
+    skipped: dict[str, str] = {}
+    for t in TARGETS:
+        if only is not None and t.name not in only:
+            continue
+        srcs = [paths.CSRC / s for s in t.sources]
+        missing = [str(s.relative_to(paths.ROOT)) for s in srcs if not s.is_file()]
+        if missing:
+            if t.optional:
+                skipped[t.name] = "source not present: " + ", ".join(missing)
+                continue
+            raise BuildError(f"{t.name}: missing source {missing[0]}")
+        jobs.append(_Job(t.name, srcs, [f"-I{paths.CSRC}", *t.flags, *common], t.name))
+    wanted = {k: v for k, v in dict(kernel_headers or {}).items()
+              if only is None or f"ptr_ring_test-{k}" in only}
+    jobs += _kernel_targets(wanted, common, out_dir)
+    return jobs, skipped, {"user": user, "common": common, "out_dir": out_dir}
 
 
 def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str | list[str] = "",
@@ -330,43 +396,26 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
     """
     cc = compiler()
     ccver = compiler_version(cc)
-    user = split_cflags(cflags)
-    san = _sanitize_flags(sanitize)
-    if out_dir is None:
-        out_dir = paths.bin_dir() if not san else paths.build_dir() / (
-            "bin-" + re.sub(r"[^a-z]+", "-", sanitize))
-    out_dir = Path(out_dir)
+    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only)
+    out_dir = st["out_dir"]
     out_dir.mkdir(parents=True, exist_ok=True)
-    # Order matters: defaults, then the sanitizer, then the user (last -O wins).
-    common = [*DEFAULT_CFLAGS, *san, *user]
-    info = BuildInfo(compiler=shutil.which(cc) or cc, compiler_version=ccver, cflags=common,
-                     user_cflags=user, sanitize=sanitize or None, out_dir=str(out_dir))
-
-    jobs_list: list[tuple] = []
-    for t in TARGETS:
-        if only is not None and t.name not in only:
-            continue
-        srcs = [paths.CSRC / s for s in t.sources]
-        missing = [str(s.relative_to(paths.ROOT)) for s in srcs if not s.is_file()]
-        if missing:
-            if t.optional:
-                info.skipped[t.name] = "source not present: " + ", ".join(missing)
-                continue
-            raise BuildError(f"{t.name}: missing source {missing[0]}")
-        jobs_list.append((t.name, srcs, [f"-I{paths.CSRC}", *t.flags, *common], t.name, None))
-    for job in _kernel_targets(dict(kernel_headers or {}), cc, common):
-        if only is None or job[0] in only:
-            jobs_list.append(job)
-            info.kernel_headers[job[0].removeprefix("ptr_ring_test-")] = str(job[4])
+    info = BuildInfo(compiler=shutil.which(cc) or cc, compiler_version=ccver, cflags=st["common"],
+                     user_cflags=st["user"], sanitize=sanitize or None, out_dir=str(out_dir),
+                     skipped=skipped)
+    for job in jobs_list:
+        if job.header is not None:
+            variant = job.name.removeprefix("ptr_ring_test-")
+            info.kernel_headers[variant] = str(job.header)
+            info.header_sources[variant] = job.header_record
 
     workers = jobs or min(4, os.cpu_count() or 1)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
-        futs = {job[0]: ex.submit(_compile_target, job[0], job[1], job[2], cc, ccver, out_dir, job[3])
-                for job in jobs_list}
+        futs = {job.name: ex.submit(_compile_target, job, cc, ccver, out_dir) for job in jobs_list}
         errors = []
         for name, fut in futs.items():
             try:
                 info.binaries[name] = fut.result()
+                info.source_sha256[name] = info.binaries[name].source_sha256
             except BuildError as e:
                 errors.append(str(e))
         if errors:

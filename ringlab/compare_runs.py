@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from ringlab import paths
-from ringlab.provenance import read_env
+from ringlab import paths, provenance
+from ringlab.errors import DataError
+from ringlab.notebook import to_markdown
+from ringlab.report.figures import cross_run_forest
+from ringlab.rundir import RunFolder, read_env, read_raw
+from ringlab.stats import compare
+from ringlab.system import envinfo
 
 
 @dataclass
@@ -37,10 +41,26 @@ def load_runs(root: str | Path | None = None) -> list[Run]:
     for raw in sorted(root.glob("*/*/*/raw.csv")):
         d = raw.parent
         try:
-            df = pd.read_csv(raw)
-        except (OSError, ValueError, pd.errors.EmptyDataError):
-            continue
-        out.append(Run(d, d.parent.parent.name, d.parent.name, d.name, read_env(d), df))
+            df = read_raw(raw)
+        except DataError:
+            continue   # ``skipped`` lists it with the reason
+        try:
+            env = read_env(d).doc
+        except DataError:
+            env = {}
+        out.append(Run(d, d.parent.parent.name, d.parent.name, d.name, env, df))
+    return out
+
+
+def skipped(root: str | Path | None = None) -> list[str]:
+    """Run folders under ``root`` whose raw.csv cannot be read, each with the reason."""
+    root = Path(root) if root else paths.results_dir()
+    out = []
+    for raw in sorted(root.glob("*/*/*/raw.csv")):
+        try:
+            read_raw(raw)
+        except DataError as e:
+            out.append(str(e))
     return out
 
 
@@ -65,7 +85,6 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
 def cross_machine_table(runs: list[Run], baseline: str = "batch", patched: str = "reorder",
                         metric: str = "ns_per_op") -> pd.DataFrame:
     """For every run holding both variants: medians, delta (mail sign), CI and verdict per config."""
-    from ringlab.stats import compare
     rows = []
     for r in runs:
         if "variant" not in r.raw.columns or metric not in r.raw.columns:
@@ -98,12 +117,11 @@ def _numbers_digest(df: pd.DataFrame, variant: str, metric: str = "ns_per_op") -
 def stale_checks(runs: list[Run]) -> pd.DataFrame:
     """Findings, one per line: within-run pairs with the same binary or sources, and runs
     whose numbers are identical to another run's."""
-    from ringlab import provenance
     rows = []
     for r in runs:
         try:
             rep = provenance.check(r.path)
-        except Exception as e:  # a run without env.json still gets a line
+        except (OSError, ValueError) as e:  # a run without a readable env.json still gets a line
             rows.append({"scope": f"{r.experiment}/{r.host}/{r.run_id}", "check": "provenance",
                          "finding": f"cannot check: {type(e).__name__}: {e}"})
             continue
@@ -125,23 +143,20 @@ def stale_checks(runs: list[Run]) -> pd.DataFrame:
 
 def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched: str = "reorder") -> list[Path]:
     """The merged tables as files: runs.csv, cross_machine.csv, stale.csv, summary.md, env.json."""
-    from ringlab.notebook import to_markdown
-    from ringlab.system import envinfo
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     t_runs, t_cross, t_stale = runs_table(runs), cross_machine_table(runs, baseline, patched), stale_checks(runs)
     out = []
-    for name, t in (("runs.csv", t_runs), ("cross_machine.csv", t_cross), ("stale.csv", t_stale)):
-        t.to_csv(run_dir / name, index=False)
-        out.append(run_dir / name)
-    md = ["# Runs compared", "", f"{len(runs)} runs under results/.", "",
-          "## Cross-machine (ptr_ring, seed 000 shape)", "", to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
-          "## Stale-data checks", "", to_markdown(t_stale), "", "## Runs", "", to_markdown(t_runs), ""]
-    (run_dir / "summary.md").write_text("\n".join(md))
-    from ringlab.report.figures import cross_run_forest
-    out += cross_run_forest(runs, run_dir / "figures", baseline, patched)
-    from ringlab.provenance import git_info
-    (run_dir / "env.json").write_text(json.dumps({"environment": envinfo.collect(probe_counters=False),
-                                                  "git": git_info(),
-                                                  "inputs": [f"{r.experiment}/{r.host}/{r.run_id}" for r in runs]}, indent=2, default=str) + "\n")
+    with RunFolder(run_dir, mode="write", kind="compare-runs") as f:
+        for name, t in (("runs.csv", t_runs), ("cross_machine.csv", t_cross), ("stale.csv", t_stale)):
+            t.to_csv(run_dir / name, index=False)
+            out.append(run_dir / name)
+        md = ["# Runs compared", "", f"{len(runs)} runs under results/.", "",
+              "## Cross-machine (ptr_ring, seed 000 shape)", "",
+              to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
+              "## Stale-data checks", "", to_markdown(t_stale), "", "## Runs", "", to_markdown(t_runs), ""]
+        (run_dir / "summary.md").write_text("\n".join(md))
+        out += cross_run_forest(runs, run_dir / "figures", baseline, patched)
+        f.write_env(environment=envinfo.collect(probe_counters=False), git=provenance.git_info(),
+                    inputs=[f"{r.experiment}/{r.host}/{r.run_id}" for r in runs])
+        f.finish("complete")
     return out + [run_dir / "summary.md", run_dir / "env.json"]

@@ -8,12 +8,16 @@ from a committed env.json.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from ringlab import icount
+from ringlab.notebook import to_markdown
+from ringlab.provenance import git_info
+from ringlab.rundir import RunFolder
 from ringlab.system import envinfo
+from ringlab.system.topology import PAIR_CLASSES, Topology, select_pairs
 
 
 def _ok(flag: bool | None, reason: str | None) -> tuple[str, str]:
@@ -76,7 +80,6 @@ def capabilities_table(env: dict) -> pd.DataFrame:
 
 def pair_classes_table(env: dict) -> pd.DataFrame:
     """Pair classes present and the pair `cpus=auto` would use for each."""
-    from ringlab.system.topology import PAIR_CLASSES, Topology, select_pairs
     topo = Topology.read()
     chosen = {cls: (a, b) for a, b, cls in select_pairs(topo, "auto")}
     present = set((env.get("topology") or {}).get("classes_present") or topo.classes_present())
@@ -137,23 +140,23 @@ def text(env: dict) -> str:
 
 
 def write_environment_run(run_dir: Path | str, probe_counters: bool = True) -> dict:
-    """Collect, then write env.json, summary.md and figures/topology.* into ``run_dir``."""
-    from ringlab import icount
-    from ringlab.notebook import to_markdown
+    """Collect, then write env.json, summary.md and figures/topology.* into ``run_dir``.
 
+    Returns the environment (``envinfo.collect()`` plus "icount"), the dict the tables
+    above take; env.json holds it under "environment" (``ringlab.rundir`` layout).
+    """
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     env = envinfo.collect(probe_counters=probe_counters)
     av = icount.availability()
     env["icount"] = {"ok": av.ok, "reason": av.reason, "version": av.version}
-    from ringlab.provenance import git_info
-    env["git"] = git_info()
-    (run_dir / "env.json").write_text(json.dumps(env, indent=2, sort_keys=True, default=str) + "\n")
-    topology_figure(env, run_dir / "figures")
-    md = ["# Environment", "", f"Host `{env['host']['host_id']}`.", "",
-          "## Capabilities", "", to_markdown(capabilities_table(env)), "",
-          "## Machine", "", to_markdown(machine_table(env)), "",
-          "## CPU-pair classes", "", to_markdown(pair_classes_table(env)), "",
-          "## Advice", ""] + [f"- {a}" for a in env.get("advice", [])] + [""]
-    (run_dir / "summary.md").write_text("\n".join(md))
+    with RunFolder(run_dir, mode="write", kind="environment") as f:
+        f.write_env(host=env["host"]["host_id"], git=git_info(), environment=env)
+        topology_figure(env, run_dir / "figures")
+        md = ["# Environment", "", f"Host `{env['host']['host_id']}`.", "",
+              "## Capabilities", "", to_markdown(capabilities_table(env)), "",
+              "## Machine", "", to_markdown(machine_table(env)), "",
+              "## CPU-pair classes", "", to_markdown(pair_classes_table(env)), "",
+              "## Advice", ""] + [f"- {a}" for a in env.get("advice", [])] + [""]
+        (run_dir / "summary.md").write_text("\n".join(md))
+        f.finish("complete")
     return env

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ringlab import fmt
-from ringlab.experiments.base import ParamError as _BaseParamError
+from ringlab.errors import ParamError as _BaseParamError
+from ringlab.errors import RinglabError
 
 
 class ParamError(_BaseParamError):
@@ -23,6 +24,12 @@ class ParamError(_BaseParamError):
 
     def _render_traceback_(self) -> list[str]:
         return [f"ParamError: {self}"]
+
+
+def _message_only(e: RinglabError) -> RinglabError:
+    """Have IPython show a user-facing error as "Name: message", without the traceback."""
+    e._render_traceback_ = lambda: [f"{type(e).__name__}: {e}"]
+    return e
 
 
 def params(experiment: str, profile: str = "quick", **values: Any) -> dict:
@@ -124,12 +131,14 @@ def show_file(paths, name: str, why: str, width: int = 640):
 # -- the steps every experiment notebook takes ------------------------------------------------
 def run(experiment: str, values: dict, run_dir: Path):
     """Build, tune, run the trials into ``run_dir`` (quiet: no progress bar under papermill)."""
-    from ringlab.runner import run_experiment
+    from ringlab.run import run_experiment
     try:
         return run_experiment(experiment, values, run_dir, progress=False,
                               log=lambda m: print(m, flush=True))
     except _BaseParamError as e:
         raise ParamError(str(e)) from None
+    except RinglabError as e:  # a locked folder, busy CPUs, a corrupt file: the message says it all
+        raise _message_only(e) from None
 
 
 def run_overview(run_dir: Path) -> str:
@@ -138,8 +147,8 @@ def run_overview(run_dir: Path) -> str:
     run = read_run(run_dir)
     env, df = run.env, run.raw
     lines = []
-    if run.status not in ("complete", "unknown"):
-        lines.append(f"**Run status: {run.status}.** The tables below hold only the trials recorded.")
+    if run.status_line:
+        lines.append(f"**{run.status_line}** The tables below hold only the trials recorded.")
     lines.append(f"**Run** `{env.get('run_id')}` of `{env.get('experiment')}` on host `{env.get('host')}`, "
                  f"{env.get('started_utc')} to {env.get('ended_utc')} ({run.status}).")
     counts = df["status"].value_counts().to_dict() if len(df) else {}

@@ -13,9 +13,13 @@ Nothing here prints; ringlab/commands/provenance.py formats the dicts.
 from __future__ import annotations
 
 import csv
+import hashlib
 import itertools
 import json
+import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +95,147 @@ def _sources_of(entry: dict[str, Any] | None, build: dict) -> dict[str, str] | N
     return None
 
 
+def _source_id(entry: dict[str, Any] | None) -> tuple[str | None, str]:
+    """(identity of what a binary was built from, how it was taken).
+
+    ``source_sha256`` when the build recorded one (header, shim, harness and flags, by
+    content); for older records, the hash of the sorted content hashes of its inputs
+    (flags not included); None when nothing was recorded."""
+    if not entry:
+        return None, "sources not recorded (env.json has no build record of this binary)"
+    if entry.get("source_sha256"):
+        return str(entry["source_sha256"]), "source_sha256"
+    inputs = entry.get("inputs")
+    if isinstance(inputs, dict) and inputs:
+        digest = hashlib.sha256("\n".join(sorted(map(str, inputs.values()))).encode()).hexdigest()
+        return "inputs:" + digest, "content of the compiled files (flags not recorded)"
+    return None, "sources not recorded per binary in env.json"
+
+
+def _source_files(entry: dict[str, Any] | None, build: dict) -> dict[str, str] | None:
+    if entry and isinstance(entry.get("source_files"), dict) and entry["source_files"]:
+        return {str(k): str(v) for k, v in entry["source_files"].items()}
+    return _sources_of(entry, build)
+
+
+# -- the measured command ------------------------------------------------------------------
+class _Ctx:
+    """What Experiment.command needs to rebuild a trial's argv from a run folder."""
+
+    def __init__(self, values: dict[str, Any], binaries: dict[str, Any]):
+        self.values, self._bins, self.warnings = values, binaries, []
+
+    def binary(self, name: str) -> Path:
+        b = self._bins.get(name)
+        return Path(b["path"]) if isinstance(b, dict) and b.get("path") else paths.bin_dir() / name
+
+    def warn(self, msg: str) -> None:
+        self.warnings.append(msg)
+
+
+def _typed(v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    if v in ("True", "False"):
+        return v == "True"
+    try:
+        return int(v)
+    except ValueError:
+        pass
+    try:
+        f = float(v)
+    except ValueError:
+        return v
+    return int(f) if f.is_integer() else f
+
+
+def _int(v: Any, default: int = -1) -> int:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return default
+    return default if f != f else int(f)
+
+
+def command_shape(argv: list[str], measured_binary: str) -> list[str]:
+    """argv with the measured binary as ``<binary>`` and the Python interpreter as ``<python>``,
+    so that two configurations compare by what they run, not by where files lie."""
+    out = []
+    py = Path(sys.executable).name
+    for a in argv:
+        a = str(a)
+        if a == str(measured_binary):
+            out.append("<binary>")
+        elif Path(a).name in (py, "python", "python3") and os.sep in a:
+            out.append("<python>")
+        else:
+            out.append(a)
+    return out
+
+
+def _row_key(row: dict[str, str], cols: list[str]) -> str:
+    return json.dumps([[c, row.get(c)] for c in cols] + [row.get("cpu_req_producer"), row.get("pair_class")])
+
+
+def _commands(env: dict, rows: list[dict[str, str]]) -> tuple[dict[str, dict[str, list[str]]], str | None, str]:
+    """{variant: {configuration key: argv shape}}, the reason when not available, and where
+    the argv came from: recorded by the runner (env.json "measured_commands") or rebuilt
+    with the experiment's own ``command()`` from env.json's parameters and raw.csv's rows."""
+    try:
+        from ringlab.experiments import base
+        exp_cls = base.get(str(env.get("experiment")))
+    except Exception as e:   # an unknown experiment: say so, compare the rest
+        return {}, f"experiment {env.get('experiment')!r} unknown to this ringlab ({e})", ""
+    cols = list(exp_cls.param_columns())
+    recorded = env.get("measured_commands")
+    if isinstance(recorded, dict) and recorded:
+        out: dict[str, dict[str, list[str]]] = {}
+        for v, items in recorded.items():
+            for it in items if isinstance(items, list) else []:
+                if isinstance(it, dict) and isinstance(it.get("shape"), list):
+                    out.setdefault(v, {})[_row_key(it.get("row") or {}, cols)] = it["shape"]
+        return out, None, "recorded at run time"
+    values = dict(env.get("parameters") or {})
+    if not values:
+        return {}, "env.json has no parameters to rebuild the command from", ""
+    exp = exp_cls()
+    ctx = _Ctx(values, env.get("binaries_used") or {})
+    perf = None
+    out = {}
+    for row in rows:
+        if row.get("icount_source") == "callgrind" or row.get("status") not in ("ok", None):
+            continue
+        key = _row_key(row, cols)
+        v = row["variant"]
+        if key in out.get(v, {}):
+            continue
+        config = {c: _typed(row[c]) for c in ["variant", *cols] if c in row}
+        cpus = (_int(row.get("cpu_req_producer")), _int(row.get("cpu_req_consumer")))
+        extra: dict[str, Any] = {"repeats": int(values.get("repeats", 1) or 1)}
+        if "perf_cpu" in row:
+            if perf is None:
+                from ringlab import perfrecord
+                perf = perfrecord.find_perf(str(values.get("perf", "perf"))) or str(values.get("perf", "perf"))
+            extra.update(perf=perf, perf_cpu=_int(row.get("perf_cpu")), workload_cpu=cpus[0])
+        spec = base.TrialSpec(config=config, trial=_int(row.get("trial"), 0), warmup=False, cpus=cpus,
+                              pair_class=row.get("pair_class") or "unpinned", extra=extra)
+        try:
+            argv = [str(a) for a in exp.command(spec, ctx)]
+            shape = command_shape(argv, str(exp.measured_binary(spec, argv, ctx)))
+        except Exception as e:
+            return {}, f"cannot rebuild the measured command ({type(e).__name__}: {e})", ""
+        out.setdefault(v, {})[key] = shape
+    return out, None, "rebuilt from env.json parameters and raw.csv rows"
+
+
+def _show(shape: list[str], limit: int = 160) -> str:
+    text = shlex.join(shape)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def check(run_dir: str | Path) -> dict[str, Any]:
-    """Per variant: binaries (sha256), sources, first/last measurement; per pair: a verdict."""
+    """Per variant: binaries (sha256), source set, measured command, first/last measurement;
+    per pair: "same code" or "different code", with the evidence."""
     run_dir = Path(run_dir)
     env = load_env(run_dir)
     build = env.get("build") or {}
@@ -100,8 +243,9 @@ def check(run_dir: str | Path) -> dict[str, Any]:
     by_sha = {b.get("sha256"): b for b in bins if b.get("sha256")}
     used = env.get("binaries_used") or {}
     name_by_sha = {v.get("sha256"): k for k, v in used.items() if isinstance(v, dict)}
+    rows = _rows(run_dir)
     variants: dict[str, dict[str, Any]] = {}
-    for r in _rows(run_dir):
+    for r in rows:
         v = variants.setdefault(r["variant"], {"sha256": [], "first": None, "last": None, "rows": 0, "ok_rows": 0})
         sha = r.get("binary_sha256") or ""
         if sha and sha not in v["sha256"]:
@@ -112,11 +256,22 @@ def check(run_dir: str | Path) -> dict[str, Any]:
             v["last"] = ts if v["last"] is None or ts > v["last"] else v["last"]
         v["rows"] += 1
         v["ok_rows"] += r.get("status") == "ok"
+    commands, cmd_why, cmd_from = _commands(env, rows)
+    headers = build.get("header_sources") or {}
     problems: list[str] = []
     for name, v in variants.items():
         v["binary"] = [name_by_sha.get(s) or by_sha.get(s, {}).get("name") for s in v["sha256"]]
-        srcs = [_sources_of(by_sha.get(s), build) for s in v["sha256"]]
+        entries = [by_sha.get(s) for s in v["sha256"]]
+        srcs = [_source_files(e, build) for e in entries]
         v["sources"] = srcs[0] if len(srcs) == 1 else None
+        ids = [_source_id(e) for e in entries]
+        v["source_sha256"] = [i for i, _ in ids if i]
+        v["source_how"] = ids[0][1] if ids else "no binary hash recorded"
+        v["header"] = headers.get(name) or next((e.get("header") for e in entries if e and e.get("header")), None)
+        shapes = commands.get(name) or {}
+        v["command"] = next(iter(shapes.values()), None)
+        v["command_source"] = cmd_from if shapes else None
+        v["_shapes"] = shapes
         if len(v["sha256"]) > 1:
             problems.append(f"variant {name}: {len(v['sha256'])} different binaries during one run "
                             "(rebuilt mid-run?)")
@@ -127,9 +282,14 @@ def check(run_dir: str | Path) -> dict[str, Any]:
                 problems.append(f"variant {name}: binary {s[:12]} is not the one env.json's build recorded")
     pairs = []
     for a, b in itertools.combinations(sorted(variants), 2):
-        pairs.append(_pair(a, variants[a], b, variants[b]))
-        if pairs[-1]["different_binaries"] is False:
-            problems.append(f"{a} and {b} ran the same binary: their difference is noise, not code")
+        p = _pair(a, variants[a], b, variants[b], cmd_why)
+        pairs.append(p)
+        if p["code"] == "same code":
+            what = ("ran the same binary with the same measured command" if p["different_binaries"] is False
+                    else "ran the same code (one source set, one measured command)")
+            problems.append(f"{a} and {b} {what}: their difference is noise, not code")
+    for v in variants.values():
+        v.pop("_shapes", None)
     git = env.get("git") or {}
     if git.get("dirty"):
         problems.append("ringlab's tree was dirty at run time (uncommitted changes)")
@@ -137,32 +297,96 @@ def check(run_dir: str | Path) -> dict[str, Any]:
             "host": env.get("host"), "status": env.get("status"), "started_utc": env.get("started_utc"),
             "ended_utc": env.get("ended_utc"), "git": git, "compiler": build.get("compiler"),
             "flags": build.get("flags") or build.get("cflags"), "variants": variants, "pairs": pairs,
-            "problems": problems}
+            "command_source": cmd_from or None, "command_error": cmd_why, "problems": problems}
 
 
-def _pair(a: str, va: dict, b: str, vb: dict) -> dict[str, Any]:
+def _header_text(h: dict | None) -> str | None:
+    if not h:
+        return None
+    kind = h.get("kind")
+    if kind == "git":
+        return f"{h.get('tree')}@{h.get('rev')} = {str(h.get('commit'))[:12]}"
+    if kind == "patch":
+        subjects = [m.get("subject") or "(diff)" for m in (h.get("patch") or {}).get("messages", [])
+                    if m.get("applied")]
+        return f"{_header_text(h.get('base')) or h.get('spec')} + {'; '.join(subjects)}"
+    return h.get("spec") or h.get("header")
+
+
+def _pair(a: str, va: dict, b: str, vb: dict, cmd_why: str | None = None) -> dict[str, Any]:
     sa, sb = set(va["sha256"]), set(vb["sha256"])
     diff_bin = None if not sa or not sb else not (sa & sb)
+    ia, ib = set(va.get("source_sha256") or []), set(vb.get("source_sha256") or [])
     src_a, src_b = va.get("sources"), vb.get("sources")
-    if src_a is None or src_b is None:
-        diff_src, changed = None, []
-        why = "sources not recorded per binary in env.json"
-    else:
-        changed = sorted(k for k in set(src_a) | set(src_b) if src_a.get(k) != src_b.get(k))
-        diff_src = bool(changed)
-        why = ""
-    if diff_bin is False:
-        verdict = "SAME binary: not a comparison"
-    elif diff_bin and diff_src:
-        verdict = "different binaries from different sources"
-    elif diff_bin and diff_src is False:
-        verdict = "different binaries from the SAME sources (flags or compiler differ?)"
+    evidence: list[str] = []
+    if diff_bin is None:
+        evidence.append("binary hash not recorded")
     elif diff_bin:
-        verdict = f"different binaries ({why})"
+        evidence.append(f"different binaries ({'/'.join(s[:12] for s in sorted(sa))} vs "
+                        f"{'/'.join(s[:12] for s in sorted(sb))})")
     else:
-        verdict = "unknown (no binary hash recorded)"
+        evidence.append(f"same binary ({next(iter(sa & sb))[:12]})")
+    changed: list[str] = []
+    if not ia or not ib or len(ia) > 1 or len(ib) > 1:
+        diff_src = False if diff_bin is False else None
+        why = va.get("source_how") if not ia else vb.get("source_how")
+        if diff_src is None:
+            evidence.append(f"source sets unknown ({why})")
+    else:
+        diff_src = ia != ib
+        if src_a is not None and src_b is not None:
+            if not diff_src:
+                changed = []
+            elif set(src_a) == set(src_b) or "<kernel header>" in src_a or "<kernel header>" in src_b:
+                changed = sorted(k for k in set(src_a) | set(src_b) if src_a.get(k) != src_b.get(k))
+            else:
+                changed = sorted(k for k in set(src_a) ^ set(src_b)
+                                 if (src_a.get(k) or src_b.get(k)) not in
+                                 (set(src_a.values()) & set(src_b.values())))
+        how = va.get("source_how")
+        if diff_src:
+            evidence.append(f"different source sets ({next(iter(ia))[:16]} vs {next(iter(ib))[:16]}, "
+                            f"by {how})" + (f": {', '.join(changed[:6])} differ" if changed else ""))
+        else:
+            evidence.append(f"same source set {next(iter(ia))[:16]} (by {how})")
+    ha, hb = _header_text(va.get("header")), _header_text(vb.get("header"))
+    if ha or hb:
+        evidence.append(f"headers: {a} from {ha or 'built-in ring'}; {b} from {hb or 'built-in ring'}")
+    shapes_a, shapes_b = va.get("_shapes") or {}, vb.get("_shapes") or {}
+    common = [k for k in shapes_a if k in shapes_b]
+    differing_cmd = [k for k in common if shapes_a[k] != shapes_b[k]]
+    if cmd_why:
+        same_cmd = None
+        evidence.append(f"measured command not compared: {cmd_why}")
+    elif not common:
+        same_cmd = None
+        evidence.append("measured command not compared: no configuration measured for both")
+    elif differing_cmd:
+        same_cmd = False
+        k = differing_cmd[0]
+        evidence.append(f"measured command differs ({len(differing_cmd)} of {len(common)} configurations): "
+                        f"{a}: `{_show(shapes_a[k])}`; {b}: `{_show(shapes_b[k])}`")
+    else:
+        same_cmd = True
+        evidence.append(f"same measured command apart from the binary ({len(common)} configuration"
+                        f"{'s' if len(common) > 1 else ''}): `{_show(shapes_a[common[0]])}`")
+    if diff_src or same_cmd is False:
+        code = "different code"
+        why = [w for w, c in (("different source sets", diff_src),
+                              ("different measured command", same_cmd is False)) if c]
+        if diff_bin is False:
+            why.insert(0, "same binary")
+        verdict = f"different code: {', '.join(why)}"
+    elif (diff_bin is False or diff_src is False) and same_cmd:
+        code = "same code"
+        verdict = ("same code: same binary, same measured command" if diff_bin is False else
+                   "same code: different binaries built from the same source set, same measured command")
+    else:
+        code = "unknown"
+        verdict = "unknown: " + "; ".join(e for e in evidence if "unknown" in e or "not " in e)
     return {"a": a, "b": b, "different_binaries": diff_bin, "different_sources": diff_src,
-            "differing_sources": changed, "verdict": verdict,
+            "differing_sources": changed, "different_command": None if same_cmd is None else not same_cmd,
+            "code": code, "verdict": verdict, "evidence": evidence,
             "measured_a": [va["first"], va["last"]], "measured_b": [vb["first"], vb["last"]]}
 
 
@@ -183,8 +407,8 @@ def compare_runs(dir_a: str | Path, dir_b: str | Path) -> dict[str, Any]:
     for v in sorted(set(ca["variants"]) & set(cb["variants"])):
         va, vb = ca["variants"][v], cb["variants"][v]
         same_bin = bool(set(va["sha256"]) & set(vb["sha256"]))
-        same_src = (None if va.get("sources") is None or vb.get("sources") is None
-                    else va["sources"] == vb["sources"])
+        ia, ib = set(va.get("source_sha256") or []), set(vb.get("source_sha256") or [])
+        same_src = None if not ia or not ib else bool(ia & ib)
         ma, mb = _metric(Path(dir_a), v), _metric(Path(dir_b), v)
         same_numbers = bool(ma) and ma == mb
         out["variants"][v] = {"same_binary": same_bin, "same_sources": same_src, "identical_measurements": same_numbers,

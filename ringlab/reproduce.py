@@ -27,7 +27,9 @@ NOTEBOOKS: dict[str, str] = {
     "00-environment": "environment",
     "10-ptr-ring-reorder": "ptr-ring-reorder",
     "11-ptr-ring-batch-zeroing": "ptr-ring-batch-zeroing",
+    "12-patch-ab": "patch-ab",
     "20-page-frag": "page-frag",
+    "21-kernel-tests": "kernel-tests",
     "30-perf-ring-buffer": "perf-ring-buffer",
     "90-compare-runs": "compare-runs",
 }
@@ -53,7 +55,7 @@ class ReproduceError(ValueError):
 def run_dir_for(experiment: str, host: str | None = None, run_id: str | None = None,
                 root: Path | None = None) -> Path:
     """<root>/<experiment>/<host>/<run-id>/ (``root`` default: the repository's results/)."""
-    from ringlab.runner import host_id, new_run_id
+    from ringlab.run import host_id, new_run_id
     root = Path(root) if root is not None else paths.results_dir()
     return root / experiment / (host or host_id()) / (run_id or new_run_id())
 
@@ -90,7 +92,7 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
     import papermill as pm
 
     src = paths.NOTEBOOKS / f"{notebook}.ipynb"
-    from ringlab.runner import host_id
+    from ringlab.run import host_id
     host = host or host_id()
     run_dir = run_dir_for(NOTEBOOKS[notebook], host, root=results_root or paths.results_dir())
     # The notebook is executed into a staging file next to the run folder and

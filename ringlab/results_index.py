@@ -118,7 +118,7 @@ def _run_status(run: Path, env_status: str = "unknown") -> str:
 
 
 def _info(run: Path) -> dict:
-    data = read_run(run, require_raw=False)
+    data = read_run(run, require_raw=False, load_raw=False)
     env = data.env
     profile = _notebook_params(run).get("profile") or _find(env, "parameters.profile", default="?")
     status = _run_status(run, data.status)

@@ -18,10 +18,13 @@ Column groups, in the order they are written:
 
 History of SCHEMA_VERSION:
   1  first version (ringlab 0.1)
+  2  ``round`` (after ``trial``), ``procs_running`` and ``load1`` (system block).
+     Readers of version-1 files use the trial index as the round
+     (``ringlab.rundir.read_raw`` fills it in).
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Identification columns, always first.
 ID_COLUMNS = [
@@ -34,6 +37,8 @@ ID_COLUMNS = [
 #: Bookkeeping of each trial.
 TRIAL_COLUMNS = [
     "trial",        # int: trial index within its configuration (0-based, warm-ups included)
+    "round",        # int: round (block) the trial ran in; every arm of a configuration runs
+                    #      once per round, back to back (ringlab.run.plan)
     "iteration",    # int: in-process repeat index (0 when repeats=1)
     "order",        # int: global execution sequence number in the run
     "warmup",       # bool: warm-up trials are kept but excluded from statistics
@@ -88,6 +93,8 @@ SYSTEM_COLUMNS = [
     "ctx_voluntary",     # int: getrusage voluntary context switches in the process
     "ctx_involuntary",   # int: getrusage involuntary context switches
     "steal_delta",       # float: steal ticks (USER_HZ) on the used CPUs during the trial
+    "procs_running",     # int: runnable tasks system-wide just before the trial (/proc/stat, ours included)
+    "load1",             # float: 1-minute load average just before the trial (/proc/loadavg)
     "c2c_latency_ns",    # float: one-way core-to-core latency of the pair (NaN if not probed)
     "binary_sha256",     # str: sha256 of the executable that ran the trial
     "wall_s",            # float: wall time of the whole trial process, seconds

@@ -20,7 +20,8 @@ def make_raw(variants=("batch", "reorder"), params=None, trials=30, iterations=1
              base_ns=10.0, effects=None, cv=0.05, seed=0, experiment="ptr_ring",
              counters=False, failed=0, c2c=None, slow_frac=0.0, slow_factor=2.0,
              slow_marker="cross_cpu", deterministic_icount=None, process_cv=None,
-             cpu_pairs=None, metric="ns_per_op"):
+             cpu_pairs=None, metric="ns_per_op", round_cv=None, rounds_col=False,
+             busy_frac=0.0, busy_factor=1.5, single_thread=None):
     """A synthetic raw.csv frame.
 
     effects: {variant: relative change}, e.g. {"reorder": -0.03} (3% lower ns_per_op).
@@ -30,6 +31,11 @@ def make_raw(variants=("batch", "reorder"), params=None, trials=30, iterations=1
     deterministic_icount: {variant: instructions_per_op} constant per variant (callgrind).
     process_cv: extra between-process noise (Kalibera & Jones levels) when iterations > 1.
     cpu_pairs: list of (producer, consumer) CPUs cycled over trials (cpus=all).
+    round_cv: noise shared by every arm of a round (the machine's slow/fast state); trial t
+      is round t.  rounds_col: also write the ``round`` column (new runner layout).
+    busy_frac/busy_factor: that share of rounds is busy (procs_running high, load1 high) and
+      busy_factor x slower for every arm; procs_running/load1 are always written when > 0.
+    single_thread: variants that record no consumer CPU (cpu_req_consumer = -1), as perf_rb's base.
     """
     rng = np.random.default_rng(seed)
     params = params or {"mode": [1], "size": [1000]}
@@ -38,13 +44,21 @@ def make_raw(variants=("batch", "reorder"), params=None, trials=30, iterations=1
     rows = []
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     pnames = list(params)
+    n_rounds = warmup + trials
+    round_noise = (rng.lognormal(0, np.sqrt(np.log1p(round_cv ** 2)), n_rounds) if round_cv
+                   else np.ones(n_rounds))
+    busy = rng.random(n_rounds) < busy_frac
+    busy[:warmup] = False
     for combo in itertools.product(*params.values()):
         for v in variants:
             for t in range(warmup + trials):
                 proc = rng.lognormal(0, np.sqrt(np.log1p(process_cv ** 2))) if process_cv else 1.0
                 slow = t >= warmup and rng.random() < slow_frac
                 for it in range(iterations):
-                    val = base_ns * (1 + effects.get(v, 0.0)) * proc * rng.lognormal(-sigma ** 2 / 2, sigma)
+                    val = (base_ns * (1 + effects.get(v, 0.0)) * proc * round_noise[t]
+                           * rng.lognormal(-sigma ** 2 / 2, sigma))
+                    if busy[t]:
+                        val *= busy_factor
                     if slow:
                         val *= slow_factor
                     if t < warmup:
@@ -52,7 +66,7 @@ def make_raw(variants=("batch", "reorder"), params=None, trials=30, iterations=1
                     pcpu, ccpu = (1, 2)
                     if cpu_pairs:
                         pcpu, ccpu = cpu_pairs[t % len(cpu_pairs)]
-                    req = (pcpu, ccpu)
+                    req = (pcpu, -1 if single_thread and v in single_thread else ccpu)
                     pclass = "same-llc"
                     if slow and slow_marker == "cross_cpu":
                         ccpu, pclass = 9, "cross-llc"
@@ -89,6 +103,11 @@ def make_raw(variants=("batch", "reorder"), params=None, trials=30, iterations=1
                     r.update(ctx_voluntary=int(rng.integers(0, 3)), ctx_involuntary=int(rng.integers(0, 3)),
                              steal_delta=0.0, c2c_latency_ns=c2c if c2c is not None else np.nan,
                              binary_sha256="0" * 64, wall_s=val * 0.1)
+                    if rounds_col:
+                        r["round"] = t
+                    if busy_frac > 0:
+                        r["procs_running"] = int(rng.integers(3, 6)) if busy[t] else 1
+                        r["load1"] = float(rng.uniform(2.5, 4.0)) if busy[t] else float(rng.uniform(0.0, 0.6))
                     rows.append(r)
     df = pd.DataFrame(rows)
     # randomised interleaved execution order, as the runner does; timestamps follow it

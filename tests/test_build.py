@@ -27,6 +27,24 @@ def test_parse_depfile():
     assert B.parse_depfile(d) == ["/a/x.c", "/a/y.h", "/b/with space.h"]
 
 
+def test_parse_depfile_undoes_make_escapes():
+    # gcc -MMD writes '$' as '$$', '#' as '\\#' and a space as '\\ '
+    d = "m.o: m.c a$$b\\#c\\ d/h.h \\\n /x/$$HOME#/y.h\n"
+    assert B.parse_depfile(d) == ["m.c", "a$b#c d/h.h", "/x/$HOME#/y.h"]
+
+
+def test_kernel_header_path_with_dollar_and_hash(tmp_path):
+    odd = tmp_path / "hdr $HOME #1 x" / "include" / "linux"
+    odd.mkdir(parents=True)
+    src = Path(__file__).resolve().parent / "data/kernel_headers/team_mainline/include/linux/ptr_ring.h"
+    shutil.copyfile(src, odd / "ptr_ring.h")
+    info = B.build_all(kernel_headers={"odd": odd.parent.parent}, out_dir=tmp_path / "bin",
+                       only=["ptr_ring_test-odd"])
+    b = info.binaries["ptr_ring_test-odd"]
+    assert str((odd / "ptr_ring.h").resolve()) in b.inputs
+    assert b.source_files[B.KERNEL_HEADER_LABEL] == B.sha256_file(src)
+
+
 def test_first_error_line():
     err = "x.c: In function 'f':\nx.c:3:5: warning: unused\nx.c:4:1: error: expected ';'\nmore\n"
     assert B.first_error_line(err) == "x.c:4:1: error: expected ';'"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -214,3 +215,192 @@ def test_real_machine_tune_is_safe(tmp_path):
         pass
     assert t.report["governor"]["status"] in ("set", "already", "unavailable", "failed")
     assert governor.show() == before
+
+
+# -- the state file is trusted only when it is ours and names only tuning knobs --------------
+def _snapshot(*dirs):
+    """Content of every regular file under dirs (symlinks followed to files only)."""
+    out = {}
+    for d in dirs:
+        for p in sorted(Path(d).rglob("*")):
+            if p.is_file() and not p.is_symlink():
+                out[str(p)] = p.read_bytes()
+    return out
+
+
+def _state(sf, writes, mode=0o600):
+    sf.write_text(json.dumps({"version": 1, "pid": 999_999_999, "created": "2026-01-01T00:00:00+00:00",
+                              "writes": writes}))
+    os.chmod(sf, mode)
+    return sf
+
+
+def _gov_entry(tree, cpu=1, before="powersave", value="performance", path=None):
+    return {"op": "governor", "key": str(cpu), "before": before, "value": value,
+            "path": str(path or tree / f"devices/system/cpu/cpufreq/policy{cpu}/scaling_governor")}
+
+
+@pytest.fixture
+def victim(tmp_path):
+    v = tmp_path / "outside" / "victim"
+    v.parent.mkdir()
+    v.write_text("original\n")
+    return v
+
+
+def _refused(tree, sf, victim, *words):
+    """restore_saved_state, `ringlab env --restore` and a run's leftover check all refuse sf."""
+    before = _snapshot(tree, victim.parent)
+    res = governor.restore_saved_state(sf)
+    assert res["status"] == "refused", res
+    assert res["restored"] == []
+    msg = " ".join(res["messages"])
+    assert "refused" in msg and all(w in msg for w in words), msg
+    env = dict(os.environ, RINGLAB_SYSFS=str(tree), PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "ringlab", "env", "--restore", "--state-file", str(sf)],
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "refused" in r.stdout and all(w in r.stdout for w in words), r.stdout
+    assert "Traceback" not in r.stderr
+    with governor.tune([1, 2], disable_boost=True, state_file=sf) as t:
+        assert gov(tree, 1) == "powersave"          # no tuning on top of an untrusted file
+    assert t.report["governor"]["status"] == "failed" and "refused" in t.report["governor"]["reason"]
+    assert any("tuning skipped" in m for m in t.messages)
+    assert _snapshot(tree, victim.parent) == before   # nothing written anywhere
+    assert sf.exists()                                # kept for the user to look at
+
+
+def test_state_file_path_outside_sysfs_is_refused(tree, tmp_path, victim):
+    sf = _state(tmp_path / "s.json", [_gov_entry(tree, 1),
+                                      _gov_entry(tree, 2, before="pwned", path=victim)])
+    _refused(tree, sf, victim, str(victim), "not under the sysfs root")
+
+
+@pytest.mark.parametrize("rel", ["devices/system/cpu/online", "devices/system/cpu/cpufreq/policy1/scaling_driver",
+                                 "devices/system/cpu/cpufreq/policy1/../../../../../outside/victim"])
+def test_state_file_sysfs_path_that_is_not_a_knob_is_refused(tree, tmp_path, victim, rel):
+    sf = _state(tmp_path / "s.json", [_gov_entry(tree, 1, path=tree / rel)])
+    _refused(tree, sf, victim, rel.split("/")[-1])
+
+
+def test_state_file_symlink_in_sysfs_leading_out_is_refused(tree, tmp_path, victim):
+    pol = tree / "devices/system/cpu/cpufreq/policy9"
+    pol.mkdir()
+    (pol / "scaling_governor").symlink_to(victim)
+    sf = _state(tmp_path / "s.json", [_gov_entry(tree, 9)])
+    _refused(tree, sf, victim, "not under the sysfs root")
+
+
+@pytest.mark.parametrize("entry, words", [
+    ({"op": "boost", "key": "boost", "path": "devices/system/cpu/cpufreq/boost", "before": "2", "value": "0"},
+     ["'2' is not a value boost knobs take"]),
+    ({"op": "governor", "key": "1", "path": "devices/system/cpu/cpufreq/policy1/scaling_governor",
+      "before": "performance\nx", "value": "powersave"}, ["not a value governor knobs take"]),
+    ({"op": "governor", "key": "1", "path": "devices/system/cpu/cpufreq/policy1/scaling_governor",
+      "before": 3, "value": "powersave"}, ["no string 'before'"]),
+])
+def test_state_file_bad_value_is_refused(tree, tmp_path, victim, entry, words):
+    entry = dict(entry, path=str(tree / entry["path"]))
+    _refused(tree, _state(tmp_path / "s.json", [entry]), victim, *words)
+
+
+def test_state_file_of_another_user_is_refused(tree, tmp_path, victim):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the file to another uid")
+    sf = _state(tmp_path / "s.json", [_gov_entry(tree, 1)])
+    os.chown(sf, 4242, 4242)
+    _refused(tree, sf, victim, "owned by uid 4242", f"uid {os.geteuid()}")
+
+
+@pytest.mark.parametrize("mode, who", [(0o666, "group and others"), (0o620, "group"), (0o602, "others")])
+def test_state_file_writable_by_others_is_refused(tree, tmp_path, victim, mode, who):
+    sf = _state(tmp_path / "s.json", [_gov_entry(tree, 1)], mode=mode)
+    _refused(tree, sf, victim, f"mode {mode:04o}", f"writable by {who}")
+
+
+def test_state_file_symlink_is_refused(tree, tmp_path, victim):
+    real = _state(tmp_path / "real.json", [_gov_entry(tree, 1)])
+    sf = tmp_path / "s.json"
+    sf.symlink_to(real)
+    _refused(tree, sf, victim, "symbolic link")
+
+
+def test_valid_state_file_is_restored(tree, tmp_path):
+    (tree / "devices/system/cpu/cpufreq/policy1/scaling_governor").write_text("performance\n")
+    (tree / "devices/system/cpu/cpufreq/boost").write_text("0\n")
+    # cpuN/cpufreq is a symlink into cpufreq/policyN: accepted, as the kernel lays it out
+    sf = _state(tmp_path / "s.json", [
+        _gov_entry(tree, 1, path=tree / "devices/system/cpu/cpu1/cpufreq/scaling_governor"),
+        {"op": "boost", "key": "boost", "path": str(tree / "devices/system/cpu/cpufreq/boost"),
+         "before": "1", "value": "0"}])
+    res = governor.restore_saved_state(sf)
+    assert res["status"] == "restored", res
+    assert gov(tree, 1) == "powersave" and boost(tree) == "1" and not sf.exists()
+
+
+def test_state_file_is_private_whatever_the_umask(tree, tmp_path):
+    sf = tmp_path / "state" / "s.json"
+    old = os.umask(0)
+    try:
+        with governor.tune([1], state_file=sf):
+            assert stat.S_IMODE(sf.stat().st_mode) == 0o600
+            assert governor.load_state(sf)["writes"][0].before == "powersave"
+    finally:
+        os.umask(old)
+
+
+# -- a value changed by someone else after ringlab set it is left alone ----------------------
+def test_value_changed_during_run_is_left_and_reported(tree, tmp_path):
+    sf = tmp_path / "s.json"
+    with governor.tune([1, 2], disable_boost=True, state_file=sf) as t:
+        (tree / "devices/system/cpu/cpufreq/policy1/scaling_governor").write_text("schedutil\n")
+    assert gov(tree, 1) == "schedutil"                 # the user's choice stays
+    assert gov(tree, 2) == "powersave" and boost(tree) == "1"
+    assert t.report["left_changed"] == [{"path": str(tree / "devices/system/cpu/cpufreq/policy1/scaling_governor"),
+                                         "before": "powersave", "set": "performance", "now": "schedutil"}]
+    assert t.report["restored"] is True and not sf.exists()
+    assert any("left as is" in m and "'schedutil'" in m for m in t.messages), t.messages
+
+
+def test_value_changed_after_sigkill_is_left_by_env_restore(tree, tmp_path):
+    sf = tmp_path / "s.json"
+    p = _child(tree, sf)
+    p.kill()
+    p.wait(timeout=30)
+    (tree / "devices/system/cpu/cpufreq/boost").write_text("1\n")          # someone turned boost back on
+    (tree / "devices/system/cpu/cpufreq/policy2/scaling_governor").write_text("ondemand\n")
+    res = governor.restore_saved_state(sf)
+    assert res["status"] == "restored"
+    outcomes = {r["path"].split("/")[-2] + "/" + r["path"].split("/")[-1]: r["outcome"] for r in res["restored"]}
+    assert outcomes == {"policy1/scaling_governor": "restored", "policy2/scaling_governor": "left",
+                        "cpufreq/boost": "restored"}
+    assert gov(tree, 1) == "powersave" and gov(tree, 2) == "ondemand" and boost(tree) == "1"
+    assert any("left as is" in m and "'ondemand'" in m for m in res["messages"])
+
+
+def test_tuning_loops_over_any_knob(tree, tmp_path, monkeypatch):
+    """Tuning has no knob-specific code: a new Knob subclass is set, reported and restored."""
+    knob_file = tree / "devices/system/cpu/cpufreq/policy1/energy_performance_preference"
+    knob_file.write_text("balance_power\n")
+
+    class Epp(governor.Knob):
+        name, goal, done_words = "epp", "performance", "set performance"
+
+        def available(self):
+            return None
+
+        def show(self):
+            return {"epp": knob_file.read_text().strip()}
+
+        def state(self):
+            return self.show()
+
+        def targets(self):
+            return [("1", knob_file, "performance")]
+
+    monkeypatch.setattr(governor, "KNOBS", (*governor.KNOBS, Epp))
+    with governor.tune([1], state_file=tmp_path / "s.json") as t:
+        assert knob_file.read_text().strip() == "performance" and gov(tree, 1) == "performance"
+    assert t.report["epp"]["status"] == "set" and t.report["epp"]["before"] == {"epp": "balance_power"}
+    assert t.report["epp"]["restored"] is True and knob_file.read_text().strip() == "balance_power"
+    assert "epp: set performance on CPUs 1 (was balance_power)" in t.messages

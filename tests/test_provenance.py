@@ -1,6 +1,7 @@
 """ringlab.provenance and `ringlab provenance`: were A and B really different, and re-measured?"""
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -35,8 +36,9 @@ def _set_build(run_dir: Path, same_sources: bool):
     for name, b in env["binaries_used"].items():
         variant = name.split("-", 1)[1]
         hdr = "csrc/rings/ptr_ring_batch.h" if same_sources else f"csrc/rings/ptr_ring_{variant}.h"
+        content = "bb" * 32 if same_sources else hashlib.sha256(variant.encode()).hexdigest()
         bins[name] = {"name": name, "path": b["path"], "sha256": b["sha256"],
-                      "inputs": {"csrc/harness/ptr_ring_main.c": "aa" * 32, hdr: "bb" * 32}}
+                      "inputs": {"csrc/harness/ptr_ring_main.c": "aa" * 32, hdr: content}}
     env["build"] = {"compiler": "/usr/bin/gcc", "cflags": ["-O2"], "binaries": bins}
     (run_dir / "env.json").write_text(json.dumps(env))
 
@@ -50,16 +52,20 @@ def test_check_different_binaries_and_sources(run_dir):
     (p,) = c["pairs"]
     assert p["different_binaries"] is True and p["different_sources"] is True
     assert set(p["differing_sources"]) == {"csrc/rings/ptr_ring_batch.h", "csrc/rings/ptr_ring_reorder.h"}
-    assert p["verdict"] == "different binaries from different sources"
+    assert p["code"] == "different code" and p["verdict"] == "different code: different source sets"
+    assert p["different_command"] is False
+    assert any(e.startswith("same measured command apart from the binary") for e in p["evidence"])
     assert not [x for x in c["problems"] if "dirty" not in x]
 
 
 def test_same_sources_and_unknown_sources(run_dir):
     c = provenance.check(run_dir)       # no ringlab.build record: sources unknown, said so
-    assert c["pairs"][0]["different_sources"] is None and "not recorded" in c["pairs"][0]["verdict"]
-    _set_build(run_dir, same_sources=True)
+    p = c["pairs"][0]
+    assert p["different_sources"] is None and p["code"] == "unknown" and "not recorded" in p["verdict"]
+    _set_build(run_dir, same_sources=True)   # same file content under other paths: same code
     p = provenance.check(run_dir)["pairs"][0]
-    assert p["different_sources"] is False and "SAME sources" in p["verdict"]
+    assert p["different_sources"] is False and p["code"] == "same code"
+    assert "different binaries built from the same source set" in p["verdict"]
 
 
 def test_same_binary_flagged(tmp_path, monkeypatch):
@@ -91,7 +97,8 @@ def test_cli_text_and_json(run_dir, capsys):
     _set_build(run_dir, same_sources=False)
     cli.main(["provenance", str(run_dir)])
     out = capsys.readouterr().out
-    assert "batch vs reorder: different binaries yes; different sources yes" in out
+    assert "batch vs reorder: different code: different source sets" in out
+    assert "different binaries (" in out and "same measured command apart from the binary" in out
     assert "measured" in out
     cli.main(["provenance", str(run_dir), "--json"])
     doc = json.loads(capsys.readouterr().out)
@@ -110,3 +117,87 @@ def test_git_info():
     assert len(g["commit"]) == 40 and isinstance(g["dirty"], bool)
     assert all(not f.startswith(" ") for f in g["dirty_files"])
     assert provenance.git_info("/")["commit"] is None
+
+
+def _perf_rb_run(tmp_path: Path) -> Path:
+    """A perf_rb run folder: base, forward and backward all measured the same syscall_loop."""
+    d = tmp_path / "perf"
+    d.mkdir()
+    sha, src = "17" * 32, "5e" * 32
+    params = {"profile": "quick", "trials": 1, "warmup": 0, "repeats": 1, "timeout": 60.0, "seed": 1,
+              "counters": True, "governor": False, "disable_boost": False, "icount": False,
+              "icount_ops": 1000000, "icount_trials": 2, "variants": ["base", "forward", "backward"],
+              "placements": ["split"], "count": 3000000, "perf": "perf"}
+    env = {"run_id": "r", "experiment": "perf_rb", "host": "h", "status": "complete", "parameters": params,
+           "build": {"compiler": "/usr/bin/gcc", "binaries": {"syscall_loop": {
+               "name": "syscall_loop", "path": "/x/build/bin/syscall_loop", "sha256": sha,
+               "source_sha256": src, "source_files": {"csrc/workloads/syscall_loop.c": "ab" * 32}}}},
+           "binaries_used": {"syscall_loop": {"path": "/x/build/bin/syscall_loop", "sha256": sha}}}
+    (d / "env.json").write_text(json.dumps(env))
+    cols = ["run_id", "experiment", "host", "variant", "placement", "count", "trial", "status", "timestamp",
+            "cpu_req_producer", "cpu_req_consumer", "pair_class", "perf_cpu", "icount_source",
+            "binary_sha256", "ns_per_op"]
+    lines = [",".join(cols)]
+    for i, (v, perf_cpu, ns) in enumerate([("base", "nan", "250.0"), ("forward", "1", "3300.0"),
+                                           ("backward", "1", "260.0")]):
+        lines.append(",".join(["r", "perf_rb", "h", v, "split", "3000000", "0", "ok",
+                               f"2026-01-01T00:00:0{i}Z", "0", "1" if perf_cpu != "nan" else "-1",
+                               "same-llc", perf_cpu, "", sha, ns]))
+    (d / "raw.csv").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def test_perf_rb_same_binary_different_command(tmp_path):
+    c = provenance.check(_perf_rb_run(tmp_path))
+    pairs = {(p["a"], p["b"]): p for p in c["pairs"]}
+    p = pairs[("base", "forward")]
+    assert p["different_binaries"] is False and p["different_sources"] is False
+    assert p["different_command"] is True and p["code"] == "different code"
+    assert p["verdict"] == "different code: same binary, different measured command"
+    ev = " ".join(p["evidence"])
+    assert "perf record" in ev and "raw_syscalls" in ev and "<binary>" in ev
+    fb = pairs[("backward", "forward")]
+    assert fb["code"] == "different code" and "--overwrite" in " ".join(fb["evidence"])
+    assert not any("noise" in x for x in c["problems"])
+    fwd = c["variants"]["forward"]["command"]
+    assert "record" in fwd and fwd[len(fwd) - fwd[::-1].index("--")] == "<binary>"
+    assert c["variants"]["base"]["command"][0] == "<binary>"
+
+
+def test_perf_rb_cli_says_different_code(tmp_path, capsys):
+    cli.main(["provenance", str(_perf_rb_run(tmp_path))])
+    out = capsys.readouterr().out
+    assert "base vs forward: different code: same binary, different measured command" in out
+    assert "same binary (171717171717)" in out
+
+
+needs_cc = pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler (gcc) on PATH")
+
+
+@needs_cc
+def test_same_header_content_at_two_paths_is_same_code(tmp_path, monkeypatch):
+    """A real build and run: byte-identical headers at two paths are the same code,
+    a different header is different code."""
+    data = Path(__file__).resolve().parent / "data" / "kernel_headers"
+    copy = tmp_path / "other place" / "include" / "linux"
+    copy.mkdir(parents=True)
+    shutil.copyfile(data / "team_mainline/include/linux/ptr_ring.h", copy / "ptr_ring.h")
+    monkeypatch.setenv("RINGLAB_BUILD", str(tmp_path / "build"))
+    monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
+    heads = f"a={data / 'team_mainline'},b={copy / 'ptr_ring.h'},c={data / 'team_v4.8'}"
+    res = runner.run_experiment("ptr_ring", {"profile": "smoke", "cpus": "none", "governor": "false",
+                                             "variants": "a,b,c", "modes": "0", "trials": 1, "warmup": 0,
+                                             "count": 10000, "kernel_headers": heads},
+                                tmp_path / "run", build=True, progress=False, log=lambda m: None)
+    c = provenance.check(res.out_dir)
+    pairs = {(p["a"], p["b"]): p for p in c["pairs"]}
+    ab = pairs[("a", "b")]
+    assert ab["different_binaries"] is True and ab["different_sources"] is False
+    assert ab["different_command"] is False and ab["code"] == "same code"
+    assert ab["verdict"] == "same code: different binaries built from the same source set, same measured command"
+    assert any(x.startswith("a and b ran the same code") for x in c["problems"])
+    for other in (("a", "c"), ("b", "c")):
+        p = pairs[other]
+        assert p["code"] == "different code" and p["different_sources"] is True
+        assert "<kernel header>" in p["differing_sources"]
+    assert c["variants"]["a"]["source_sha256"] == c["variants"]["b"]["source_sha256"]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab import cli, runner
+from ringlab import cli, rundir
+from ringlab import run as runner
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
@@ -122,17 +123,17 @@ def test_resume_needs_a_run_folder(fakebin, tmp_path, capsys):
 def test_repair_csv(tmp_path):
     p = tmp_path / "raw.csv"
     p.write_text("a,b\n1,2\n3,")
-    assert runner.repair_csv(p) == 2
+    assert rundir.repair_csv(p) == 2
     assert p.read_text() == "a,b\n1,2\n"
-    assert runner.repair_csv(p) == 0
+    assert rundir.repair_csv(p) == 0
     p.write_text("a,b")  # torn header: nothing complete survives
-    runner.repair_csv(p)
+    rundir.repair_csv(p)
     assert p.read_text() == ""
 
 
 def test_newlines_in_fields_stay_on_one_line(tmp_path):
     p = tmp_path / "raw.csv"
-    sink = runner.CsvSink(p, ["a", "stderr_tail"])
+    sink = rundir.CsvSink(p, ["a", "stderr_tail"])
     sink.write_rows([{"a": 1, "stderr_tail": "line1\nline2\r\n"}])
     sink.close()
     assert p.read_text().splitlines() == ["a,stderr_tail", "1,line1\\nline2\\n"]

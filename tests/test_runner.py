@@ -19,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab import cli, runner
+from ringlab import cli, rundir
+from ringlab import run as runner
 from ringlab.experiments.base import TrialSpec
 
 FAKES = Path(__file__).resolve().parent / "fakes"

@@ -6,7 +6,12 @@ import sys
 import numpy as np
 import pytest
 
-from ringlab.stats import JSON_FIELDS, StatsError, compare, diagnose_ab, holm, to_records, verdict_one
+
+from ringlab.stats import (JSON_FIELDS, StatsError, check_rule, compare, diagnose, diagnose_ab, holm, to_records,
+                           verdict_one)
+from ringlab.stats import ranktests as rt
+from ringlab.stats.compare import holm_levels
+from ringlab.stats.diagnose import busy_rounds
 from synth import make_raw
 
 
@@ -18,17 +23,136 @@ def test_json_has_exactly_the_fields():
     for r in recs:
         assert list(r) == JSON_FIELDS
         json.dumps(r)
+        assert r["design"] == "paired" and r["n_pairs"] == 40 and r["family_size"] == 2
+        assert 0.95 <= r["ci_level"] < 1
+    assert JSON_FIELDS[:14] == ["group", "baseline", "candidate", "n_baseline", "n_candidate", "median_baseline",
+                                "median_candidate", "delta_pct", "ci_low_pct", "ci_high_pct", "p_value", "p_holm",
+                                "verdict", "trials_needed"]
     assert recs[0]["verdict"] == "faster"
     assert recs[0]["delta_pct"] < 0 and recs[0]["ci_high_pct"] < 0
     assert "p_welch" in res.columns and "gain_pct" in res.columns
 
 
-def test_delta_is_ratio_of_medians_and_mail_sign():
-    df = make_raw(effects={"reorder": 0.04}, trials=30, seed=2)
+def test_delta_is_hodges_lehmann_of_round_log_ratios_and_mail_sign():
+    df = make_raw(effects={"reorder": 0.04}, trials=30, seed=2, iterations=3)
     r = compare(df, "batch").iloc[0]
-    assert r["delta_pct"] == pytest.approx((r["median_candidate"] / r["median_baseline"] - 1) * 100)
+    meas = df[~df["warmup"]]
+    per = meas.groupby(["variant", "trial"])["ns_per_op"].median().unstack(0)
+    d = np.log(per["reorder"] / per["batch"]).to_numpy()
+    walsh = [(d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d))]
+    assert r["delta_pct"] == pytest.approx(math.expm1(np.median(walsh)) * 100)
+    assert r["ratio_medians_pct"] == pytest.approx((r["median_candidate"] / r["median_baseline"] - 1) * 100)
+    assert r["n_baseline"] == 90 and r["n_pairs"] == 30  # rows vs rounds: iterations reduce to one per round
     assert r["gain_pct"] == pytest.approx(-r["delta_pct"])
     assert r["verdict"] == "slower"
+
+
+def test_ci_and_p_agree_at_every_level():
+    rng = np.random.default_rng(11)
+    for n in (7, 12, 30, 450):
+        d = rng.standard_t(3, n) * 0.05 + 0.01
+        for a in np.linspace(0.002, 0.4, 60):
+            q = rt.signed_rank(d, 1 - a)
+            assert (q["p"] <= a) == (q["ci_low"] > 0 or q["ci_high"] < 0), (n, a)
+            if math.isfinite(q["ci_low"]):
+                assert q["ci_low"] <= q["estimate"] <= q["ci_high"]
+            else:  # no CI from so few pairs at this level: never significant either
+                assert q["p"] > a
+    x, y = rng.normal(0, 1, 15), rng.normal(0.8, 1, 20)
+    for a in np.linspace(0.002, 0.4, 60):
+        q = rt.rank_sum(x, y, 1 - a)
+        assert (q["p"] <= a) == (q["ci_low"] > 0 or q["ci_high"] < 0), a
+
+
+def test_signed_rank_matches_scipy_and_bisection_matches_direct():
+    from scipy import stats as sst
+    rng = np.random.default_rng(12)
+    d = rng.normal(0.1, 0.3, 25)
+    assert rt.signed_rank(d)["p"] == pytest.approx(sst.wilcoxon(d).pvalue)
+    x, y = rng.normal(0, 1, 12), rng.normal(1, 1, 9)
+    assert rt.rank_sum(x, y)["p"] == pytest.approx(sst.mannwhitneyu(y, x, method="exact").pvalue)
+    big = rng.normal(0.01, 0.1, 2600)  # > DIRECT_MAX Walsh averages: bisection path
+    a = rt.signed_rank(big)
+    old, rt.DIRECT_MAX = rt.DIRECT_MAX, 10 ** 9
+    try:
+        b = rt.signed_rank(big)
+    finally:
+        rt.DIRECT_MAX = old
+    assert a["ci_low"] == pytest.approx(b["ci_low"], abs=1e-12) and a["estimate"] == pytest.approx(b["estimate"])
+
+
+def test_paired_design_sees_through_shared_round_noise():
+    # 4% effect under 15% round-to-round noise shared by both arms: pairing resolves it
+    df = make_raw(effects={"reorder": 0.04}, trials=30, seed=3, cv=0.01, round_cv=0.15)
+    r = compare(df, "batch").iloc[0]
+    assert r["design"] == "paired" and r["verdict"] == "slower"
+    assert 2 < r["ci_low_pct"] < 4 < r["ci_high_pct"] < 6
+    # the same rows without rounds: the unpaired fallback cannot
+    u = compare(df.drop(columns=["trial"]), "batch").iloc[0]
+    assert u["design"] == "unpaired" and u["n_pairs"] == 0 and u["verdict"] == "inconclusive"
+    assert u["ci_high_pct"] - u["ci_low_pct"] > 3 * (r["ci_high_pct"] - r["ci_low_pct"])
+
+
+def test_round_column_wins_over_trial_and_incomplete_rounds_fall_back():
+    df = make_raw(effects={"reorder": 0.05}, trials=20, seed=4, cv=0.01, round_cv=0.1, rounds_col=True)
+    df["trial"] = np.random.default_rng(0).permutation(len(df)) % 21  # trial no longer the round
+    assert compare(df, "batch").iloc[0]["n_pairs"] == 20
+    # candidate measured in other rounds than the baseline: unpaired
+    inc = df.copy()
+    inc.loc[inc["variant"] == "reorder", "round"] += 100
+    assert compare(inc, "batch").iloc[0]["design"] == "unpaired"
+
+
+def test_verdict_never_contradicts_the_ci():
+    for seed in range(12):
+        df = make_raw(effects={"reorder": 0.01 * (seed % 4)}, trials=12 + seed, seed=seed, cv=0.03,
+                      round_cv=0.05, params={"mode": [0, 1, 2]})
+        res = compare(df, "batch")
+        check_rule(res)
+        for r in res.itertuples():
+            excl = r.ci_low_pct > 0 or r.ci_high_pct < 0
+            assert (r.verdict in ("faster", "slower")) == excl
+            assert (r.p_holm <= 0.05) == excl
+    bad = res.copy()
+    bad.loc[bad.index[0], ["ci_low_pct", "ci_high_pct", "verdict"]] = [1.0, 2.0, "inconclusive"]
+    with pytest.raises(StatsError, match="excludes 0"):
+        check_rule(bad)
+
+
+def test_family_is_one_candidate_and_ci_level_follows_holm():
+    df = make_raw(variants=("batch", "reorder", "prebatch"), effects={"reorder": -0.05}, trials=30, seed=5,
+                  cv=0.02, params={"mode": [0, 1, 2, 3]})
+    res = compare(df, "batch")
+    assert set(res["family_size"]) == {4}
+    assert len(res) == 8
+    p = [0.001, 0.04, 0.012, 0.3]  # Holm rejects 0.001 (<= .05/4) and 0.012 (<= .05/3), stops at 0.04
+    lv = holm_levels(p, 0.05)
+    adj = holm(p)
+    assert lv[0] == pytest.approx(1 - 0.05 / 4) and lv[2] == pytest.approx(1 - 0.05 / 3)
+    assert lv[1] == pytest.approx(1 - 0.05 / 2) and lv[3] == pytest.approx(1 - 0.05 / 2)
+    for pi, li, ai in zip(p, lv, adj):
+        assert (ai <= 0.05) == (pi <= 1 - li)  # rejected by Holm <=> its own CI excludes 0
+
+
+def test_identical_arms_get_an_interval_of_real_width():
+    rng = np.random.default_rng(6)
+    a = rng.lognormal(0, 0.05, 30)
+    r = verdict_one(a, a.copy())  # same numbers in two independent arms
+    assert r["ci_low_pct"] < -1 and r["ci_high_pct"] > 1 and r["verdict"] == "inconclusive"
+    assert r["delta_pct"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_single_threaded_arm_shares_its_placement_group():
+    df = make_raw(variants=("base", "forward", "backward"), params={"placement": ["none", "split", "same-core"]},
+                  trials=20, seed=7, single_thread=("base",))
+    assert (df.loc[df["variant"] == "base", "cpu_req_consumer"] == -1).all()
+    res = compare(df, "base")
+    assert len(res) == 6
+    assert not res["note"].str.contains("too few").any()
+    assert "cpu_req_consumer" not in res.attrs["group_columns"] and "placement" in res.attrs["group_columns"]
+    # a real sweep over consumer CPUs keeps them apart
+    sweep = make_raw(trials=10, seed=8, cpu_pairs=[(0, 1), (0, 2)])
+    assert "cpu_req_consumer" in compare(sweep, "batch").attrs["group_columns"]
 
 
 def test_mail_sign_convention_matches_seed000():
@@ -51,25 +175,73 @@ def test_no_significant_difference_needs_ci_within_noise():
     r = verdict_one(a, b)
     assert r["verdict"] == "no significant difference"
     r = verdict_one(a[:10], b[:10] * 1.0, noise=0.0001)
-    assert r["verdict"] == "inconclusive" and r["trials_needed"] >= 5
+    assert r["verdict"] == "inconclusive" and r["trials_needed"] >= 10
 
 
-def test_inconclusive_trials_needed():
+def test_inconclusive_trials_needed_never_below_what_was_run():
     rng = np.random.default_rng(4)
     a, b = rng.lognormal(0, 0.05, 8), rng.lognormal(0.01, 0.05, 8)
     r = verdict_one(a, b)
     assert r["verdict"] == "inconclusive"
     assert r["trials_needed"] > 8
+    # a large observed effect with a huge CI (heavy-tailed rounds): the formula alone would
+    # ask for a handful of rounds; the answer must exceed the 8 just run
+    d = np.array([0.9, -0.5, 0.6, 0.05, 0.7, -0.6, 0.8, 0.3])
+    r = verdict_one(np.ones(8), np.exp(d), paired=True)
+    assert r["verdict"] == "inconclusive" and r["ci_low_pct"] < -20 and r["ci_high_pct"] > 50
+    assert r["trials_needed"] > 8
+
+
+def test_trials_needed_reaches_its_power_when_resampled():
+    # the run's rounds are the only information: draw the recommended number of rounds from a
+    # population like them, with the observed effect, and the test must call it ~80% of the time
+    rng = np.random.default_rng(9)
+    d = rng.standard_t(3, 12) * 0.04 + 0.02
+    r = verdict_one(np.ones(12), np.exp(d), paired=True)
+    assert r["verdict"] == "inconclusive"
+    n = int(r["trials_needed"])
+    pop = rng.standard_t(3, (400, n)) * 0.04 + math.log1p(r["delta_pct"] / 100)
+    called = rt.signed_rank_reject_batch(pop, 0.05).mean()
+    assert called >= 0.7, (n, called)
 
 
 def test_deterministic_metric_is_exact():
     df = make_raw(trials=10, seed=5, deterministic_icount={"batch": 120.0, "reorder": 114.0})
     r = compare(df, "batch", metric="instructions_per_op").iloc[0]
-    assert r["note"] == "exact (deterministic metric)"
-    assert r["verdict"] == "faster" and math.isnan(r["p_value"]) and math.isnan(r["ci_low_pct"])
+    assert r["note"] == "exact (deterministic metric)" and r["design"] == "exact"
+    assert r["verdict"] == "fewer instructions" and math.isnan(r["p_value"]) and math.isnan(r["ci_low_pct"])
     assert r["delta_abs"] == -6.0 and r["delta_pct"] == pytest.approx(-5.0)
     same = make_raw(trials=10, seed=5, deterministic_icount={"batch": 120.0, "reorder": 120.0})
-    assert compare(same, "batch", metric="instructions_per_op").iloc[0]["verdict"] == "no significant difference"
+    assert compare(same, "batch", metric="instructions_per_op").iloc[0]["verdict"] == "same instructions"
+    # a 0.04% difference is still a difference when counted exactly: no noise band
+    tiny = make_raw(trials=10, seed=5, deterministic_icount={"batch": 120.0, "reorder": 120.05})
+    assert compare(tiny, "batch", metric="instructions_per_op").iloc[0]["verdict"] == "more instructions"
+    # callgrind counts that differ slightly between trials are still exact counts
+    jit = df.copy()
+    jit["instructions_per_op"] += np.arange(len(jit)) % 3 * 0.001
+    r = compare(jit, "batch", metric="instructions_per_op").iloc[0]
+    assert r["design"] == "exact" and r["verdict"] == "fewer instructions"
+
+
+def test_noisy_instruction_counts_say_fewer_instructions():
+    df = make_raw(trials=30, seed=5, counters=True, effects={"reorder": -0.1})
+    r = compare(df, "batch", metric="instructions_per_op").iloc[0]
+    assert r["design"] == "paired" and r["verdict"] == "fewer instructions"
+
+
+def test_machine_busy_is_named():
+    df = make_raw(trials=40, seed=10, cv=0.02, busy_frac=0.3, busy_factor=1.4, rounds_col=True)
+    b = busy_rounds(df)
+    assert b["cause"] == "machine busy" and b["column"] in ("procs_running", "load1") and b["rho"] > 0.5
+    texts = [d["text"] for d in diagnose(df)]
+    assert any(t.startswith("all rounds: machine busy") for t in texts)
+    assert any("machine busy: slow trials had higher" in t for t in texts)
+    # busy indicators that do not follow the slow rounds are not blamed
+    quiet = df.copy()
+    rng = np.random.default_rng(1)
+    quiet["procs_running"] = rng.permutation(quiet["procs_running"].to_numpy())
+    quiet["load1"] = rng.permutation(quiet["load1"].to_numpy())
+    assert busy_rounds(quiet)["cause"] is None
 
 
 def test_same_instructions_different_time():
@@ -103,6 +275,7 @@ def test_cli_compare_json_and_table(tmp_path):
     txt = subprocess.run([sys.executable, "-m", "ringlab", "compare", str(p), "--baseline", "batch"],
                          capture_output=True, text=True, check=True).stdout
     assert "| batch | reorder | delta |" in txt and "Welch" in txt
+    assert "reorder: 1 comparison(s)" in txt and "Holm-corrected over" not in txt
     bad = subprocess.run([sys.executable, "-m", "ringlab", "compare", str(p), "--baseline", "nope"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "allowed: batch, reorder" in bad.stderr

@@ -19,6 +19,7 @@ BENCHMARKS = {
     "overhead": ("runner_overhead.py",
                  "per-trial fixed overhead of the runner, and the cost of in-region counters"),
     "stats": ("stats_speed.py", "summaries and comparisons of 10^5 raw rows (target <= 5 s)"),
+    "power": ("stats_power.py", "A/A false positives, power and CI width on the committed runs' rounds"),
 }
 
 

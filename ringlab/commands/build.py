@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ringlab.commands.dashvalues import allow_dash_values
 from ringlab.experiments.base import ParamError
 
 
@@ -13,11 +14,12 @@ def add_arguments(p) -> None:
                         "(a file, a kernel tree or a headers package root); repeatable")
     p.add_argument("--cflags", default="", metavar='"FLAGS"',
                    help="extra compiler flags, appended after the defaults (split like a shell "
-                        "would, never run through one)")
+                        "would, never run through one); --cflags -O3 and --cflags=-O3 both work")
     p.add_argument("--sanitize", default=None, metavar="KIND",
                    help="thread | address | undefined | address,undefined "
                         "(builds into build/bin-<KIND>/)")
     p.add_argument("--json", action="store_true", help="print the BuildInfo as JSON")
+    allow_dash_values(p)
 
 
 def _parse_specs(specs: list[str]) -> dict[str, str]:

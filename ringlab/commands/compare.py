@@ -5,6 +5,8 @@ import json
 import math
 import sys
 
+from ringlab.commands.dashvalues import allow_dash_values
+
 
 def add_arguments(p) -> None:
     p.add_argument("raw", metavar="RAW.csv", help="raw.csv written by `ringlab run`")
@@ -16,19 +18,16 @@ def add_arguments(p) -> None:
                    help="noise threshold as a fraction (default 0.01 = +-1%%)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     p.add_argument("--json", action="store_true", help="print a JSON list with exactly the documented fields")
+    allow_dash_values(p)   # option values may begin with '-'
 
 
 def run(args) -> int:
-    import pandas as pd
-
     from ringlab.report.tables import comparison_rows, md_table
+    from ringlab.rundir import read_raw
     from ringlab.stats import StatsError, compare, to_records
+    from ringlab.stats.compare import method_text
 
-    try:
-        df = pd.read_csv(args.raw)
-    except FileNotFoundError:
-        print(f"ringlab compare: error: RAW.csv: no such file: {args.raw}", file=sys.stderr)
-        return 2
+    df = read_raw(args.raw)   # DataError (exit 2) naming the file and line when it is corrupt
     try:
         res = compare(df, args.baseline, metric=args.metric, by=args.by, noise=args.noise, alpha=args.alpha)
     except StatsError as e:
@@ -41,10 +40,9 @@ def run(args) -> int:
     print(md_table(header, rows))
     if len(res):
         print()
-        print(f"delta = (candidate - baseline)/baseline of the {args.metric} medians; 95% CI: bootstrap; "
-              f"p: Mann-Whitney U, Holm-corrected over {len(res)} comparison(s).")
+        print(method_text(res))
         welch = ", ".join(f"{r.candidate}@{r.group}: {r.p_welch:.3g}" for r in res.itertuples()
                           if isinstance(r.p_welch, float) and not math.isnan(r.p_welch))
         if welch:
-            print(f"Welch t-test p (uncorrected): {welch}")
+            print(f"Welch t-test p (uncorrected, descriptive): {welch}")
     return 0

@@ -1,10 +1,14 @@
 """What this machine can and cannot do (topology, governor, boost, counters, isolation, load).
 
-Exit codes: 0 report printed (or state restored / nothing to restore), 1 restore failed.
+Exit codes: 0 report printed (or state restored / nothing to restore), 1 restore failed or the
+state file was refused (not yours, writable by others, or naming anything but a cpufreq governor
+or boost knob under the sysfs root: nothing is written then).
 """
 from __future__ import annotations
 
 import json
+
+from ringlab.commands.dashvalues import allow_dash_values
 
 
 def add_arguments(p) -> None:
@@ -15,6 +19,7 @@ def add_arguments(p) -> None:
                    help="tuning state file (default $RINGLAB_STATE_DIR/tuning-state.json or "
                         "~/.cache/ringlab/tuning-state.json)")
     p.add_argument("--no-probe", action="store_true", help="do not open perf counters to probe them")
+    allow_dash_values(p)   # option values may begin with '-'
 
 
 def run(args) -> int:
@@ -27,7 +32,7 @@ def run(args) -> int:
             print(f"ringlab env --restore: {res['status']} ({res['state_file']})")
             for m in res["messages"]:
                 print(f"  {m}")
-        return 1 if res["status"] == "failed" else 0
+        return 1 if res["status"] in ("failed", "refused") else 0
     from ringlab.system import envinfo
     info = envinfo.collect(probe_counters=not args.no_probe)
     if args.json:

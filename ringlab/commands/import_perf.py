@@ -13,10 +13,13 @@ def add_arguments(p) -> None:
     p.add_argument("file", metavar="FILE", help="text file with perf stat output ('-' for stdin)")
     p.add_argument("--csv", metavar="OUT", default=None, help="write the rows to this CSV file")
     p.add_argument("--json", action="store_true", help="print the parsed blocks as JSON instead of a table")
+    p.add_argument("--kmod", action="store_true",
+                   help="`perf stat -r N insmod MODULE ARGS` blocks: add module, args, push/pop CPUs (kmod rows)")
 
 
 #: columns shown in the table (the CSV has all of them)
-TABLE_COLUMNS = ["block", "label", "runs", "elapsed_s", "elapsed_var_pct", "task_clock", "cycles",
+TABLE_COLUMNS = ["block", "label", "variant", "module", "args", "cpu_req_producer", "cpu_req_consumer",  # --kmod
+                 "runs", "elapsed_s", "elapsed_var_pct", "task_clock", "cycles",
                  "instructions", "ipc", "branches", "branch_misses", "counter_errors"]
 
 
@@ -34,7 +37,11 @@ def run(args) -> int:
         print(f"ringlab import-perf: no perf stat output found in {args.file} (expected 'Performance counter "
               "stats for ...' blocks or `perf stat -x,` lines)", file=sys.stderr)
         return 1
-    df = perfstat.blocks_to_rows(blocks)
+    if args.kmod:
+        from ringlab import kmod_perf
+        df = kmod_perf.perf_rows(text)
+    else:
+        df = perfstat.blocks_to_rows(blocks)
     if args.csv:
         df.to_csv(args.csv, index=False)
     if args.json:

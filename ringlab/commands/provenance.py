@@ -1,4 +1,4 @@
-"""Were A and B different binaries from different sources, and when was each measured?
+"""Did A and B run the same code or different code (binary, source set, measured command), and when?
 
     ringlab provenance DIR [--json]
     ringlab provenance DIR --against OTHER_DIR     (stale data across two runs?)
@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 
+from ringlab.commands.dashvalues import allow_dash_values
+
 
 def add_arguments(p):
     p.add_argument("run_dir", metavar="DIR", help="a run folder (holds env.json and raw.csv)")
     p.add_argument("--against", metavar="DIR2", help="compare with another run folder (stale data?)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    allow_dash_values(p)   # option values may begin with '-'
 
 
 def _yn(v) -> str:
@@ -29,16 +32,19 @@ def format_check(c: dict) -> str:
     out.append("variants:")
     for v, d in sorted(c["variants"].items()):
         shas = ", ".join(s[:12] for s in d["sha256"]) or "-"
-        out.append(f"  {v:12s} binary {shas:14s} measured {d['first'] or '-'} .. {d['last'] or '-'}"
-                   f"  ({d['ok_rows']}/{d['rows']} rows ok)")
+        src = ", ".join(s[:12] for s in d.get("source_sha256") or []) or "-"
+        out.append(f"  {v:12s} binary {shas:14s} source set {src:14s} measured {d['first'] or '-'} .. "
+                   f"{d['last'] or '-'}  ({d['ok_rows']}/{d['rows']} rows ok)")
+    if c.get("command_error"):
+        out.append(f"measured commands: not compared ({c['command_error']})")
+    elif c.get("command_source"):
+        out.append(f"measured commands: {c['command_source']}")
     if c["pairs"]:
         out.append("pairs:")
     for p in c["pairs"]:
-        src = _yn(p["different_sources"])
-        if p["differing_sources"]:
-            src += " (" + ", ".join(p["differing_sources"][:4]) + (" ..." if len(p["differing_sources"]) > 4 else "") + ")"
-        out.append(f"  {p['a']} vs {p['b']}: different binaries {_yn(p['different_binaries'])}; "
-                   f"different sources {src} -> {p['verdict']}")
+        out.append(f"  {p['a']} vs {p['b']}: {p['verdict']}")
+        for e in p.get("evidence") or []:
+            out.append(f"    - {e}")
     for pr in c["problems"]:
         out.append(f"WARNING: {pr}")
     return "\n".join(out)
@@ -60,8 +66,17 @@ def format_compare(c: dict) -> str:
 
 
 def run(args) -> int:
+    from pathlib import Path
+
     from ringlab import provenance
-    from ringlab.experiments.base import ParamError
+    from ringlab.errors import ParamError
+    from ringlab.rundir import read_env, read_raw
+    for d in [args.run_dir] + ([args.against] if args.against else []):
+        # corrupt files: DataError (exit 2) naming the file and line
+        if (Path(d) / "env.json").is_file():
+            read_env(d)
+        if (Path(d) / "raw.csv").is_file():
+            read_raw(Path(d) / "raw.csv")
     try:
         res = (provenance.compare_runs(args.run_dir, args.against) if args.against
                else provenance.check(args.run_dir))

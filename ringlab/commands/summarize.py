@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from ringlab.commands.dashvalues import allow_dash_values
+
 
 def add_arguments(p) -> None:
     p.add_argument("dir", metavar="DIR", help="run folder containing raw.csv")
@@ -12,10 +14,12 @@ def add_arguments(p) -> None:
     p.add_argument("--label", action="append", default=[], metavar="VARIANT=LABEL",
                    help="table label of a variant, e.g. --label batch=unpatched (repeatable)")
     p.add_argument("--no-figures", action="store_true", help="tables only")
+    allow_dash_values(p)   # option values may begin with '-'
 
 
 def run(args) -> int:
     from ringlab.report import write_report
+    from ringlab.rundir import RunFolder, read_env, read_raw
     from ringlab.stats import StatsError
 
     labels = {}
@@ -25,6 +29,15 @@ def run(args) -> int:
             return 2
         k, v = item.split("=", 1)
         labels[k] = v
+    folder = RunFolder(args.dir)
+    # corrupt files: DataError (exit 2) naming the file and line
+    read_raw(folder.raw_csv)
+    status = ""
+    if folder.env_json.is_file():
+        read_env(folder.path)
+        status = folder.status_line()
+    if status:
+        print(status)
     try:
         paths = write_report(args.dir, metric=args.metric, baseline=args.baseline, labels=labels,
                              figures=not args.no_figures)

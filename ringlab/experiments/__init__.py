@@ -1,4 +1,9 @@
 """Experiments: what to run (parameters, trial plans, argv, parsing). See base.py."""
+from ringlab.experiments import base as _base
 from ringlab.experiments.base import COMMON_PARAMS, Experiment, Param, ParamError, TrialSpec, get, names
+
+# The kernel's own tests (tools/virtio/ringtest, in-kernel test modules).
+_base._REGISTRY.setdefault("ringtest", "ringlab.experiments.ringtest:Ringtest")
+_base._REGISTRY.setdefault("kmod", "ringlab.experiments.kmod:Kmod")
 
 __all__ = ["COMMON_PARAMS", "Experiment", "Param", "ParamError", "TrialSpec", "get", "names"]

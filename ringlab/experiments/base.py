@@ -15,15 +15,23 @@ allowed values.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-
-class ParamError(ValueError):
-    """A parameter value is not allowed.  The message names the parameter and the allowed values."""
+from ringlab.errors import ParamError  # noqa: F401  (re-exported: experiments raise it)
 
 
 KINDS = ("int", "float", "bool", "str", "int_list", "str_list", "float_list")
+
+#: The most operations one timed loop may run: the C binaries refuse more (ptr_ring_test and
+#: syscall_loop ``-N``, page_frag_test ``nr_test``), so the count parameters stop here too.
+MAX_OPS = 10**12
+
+
+def _num_text(x: float) -> str:
+    """A bound as users type it: 10000000, not 1e+07."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 @dataclass(frozen=True)
@@ -45,11 +53,11 @@ class Param:
                 "str": "a string", "int_list": "a comma-separated list of integers",
                 "str_list": "a comma-separated list", "float_list": "a comma-separated list of numbers"}[self.kind]
         if self.min is not None and self.max is not None:
-            what += f" in [{self.min:g}, {self.max:g}]"
+            what += f" in [{_num_text(self.min)}, {_num_text(self.max)}]"
         elif self.min is not None:
-            what += f" >= {self.min:g}"
+            what += f" >= {_num_text(self.min)}"
         elif self.max is not None:
-            what += f" <= {self.max:g}"
+            what += f" <= {_num_text(self.max)}"
         return what
 
     def parse(self, raw: Any) -> Any:
@@ -62,15 +70,18 @@ class Param:
             elem = Param(self.name, self.kind[:-5], None, self.help, self.choices, self.min, self.max)
             if isinstance(raw, str):
                 parts = [p.strip() for p in raw.replace(";", ",").split(",")]
-                parts = [p for p in parts if p != ""]
+                if parts == [""]:
+                    raise fail("empty list")
             elif isinstance(raw, (list, tuple)):
-                parts = list(raw)
+                parts = [p.strip() if isinstance(p, str) else p for p in raw]
             elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
                 parts = [raw]
             else:
                 raise fail("not a list:")
             if not parts:
                 raise fail("empty list")
+            if "" in parts:
+                raise fail(f"empty element (number {parts.index('') + 1}) in")
             out = []
             for p in parts:
                 out.append(elem.parse(p))
@@ -111,6 +122,8 @@ class Param:
                 val = float(raw)
             except (TypeError, ValueError):
                 raise fail("not a number:") from None
+            if not math.isfinite(val):
+                raise fail("not a finite number:")
         elif self.kind == "str":
             if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
                 raise fail("not a string:")
@@ -157,6 +170,10 @@ COMMON_PARAMS = [
           min=1, column=False),
     Param("icount_trials", "int", 2, "callgrind trials per single-threaded configuration", min=1,
           column=False),
+    Param("quiet", "str", "warn", "other work on the measured CPUs at the start: warn, wait for quiet, or off",
+          choices=("warn", "wait", "off"), column=False),
+    Param("quiet_timeout", "float", 60.0, "seconds to wait for quiet CPUs (quiet=wait) or for another "
+          "ringlab run to release them", min=0.0, column=False),
 ]
 
 

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, parse_harness_json
+from ringlab.experiments.base import MAX_OPS, Experiment, Param, ParamError, TrialSpec, parse_harness_json
 
 VARIANTS = ("before", "after")
 PAGE_SIZE = 4096  # the binary's PAGE_SIZE: the module accepts 0 < alloc_len <= PAGE_SIZE
@@ -41,7 +41,7 @@ class PageFrag(Experiment):
         Param("alloc_lens", "int_list", [12, 64, 2048], f"fragment sizes in bytes (test_alloc_len), "
               f"1..{PAGE_SIZE}", min=1, max=PAGE_SIZE, column=False),
         Param("nr_test", "int", 2_000_000, "fragments passed from push to pop per trial", min=1,
-              max=2**62),
+              max=MAX_OPS),
         Param("cpus", "str", "auto", "auto (one pair per topology class, same-cpu included) | all (every "
               "ordered pair, plus same-cpu) | none (unpinned) | explicit PUSH:POP pairs like 0:1,0:0",
               column=False),

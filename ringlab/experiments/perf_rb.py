@@ -39,7 +39,6 @@ runner then records the run as skipped (env.json "skipped_reason").
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 from dataclasses import dataclass
@@ -47,14 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from ringlab import perfrecord
-from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec
-
-try:
-    from ringlab.experiments.base import parse_harness_json as _parse_harness_json
-except ImportError:  # pragma: no cover
-    _parse_harness_json = None
-
-log = logging.getLogger(__name__)
+from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, parse_harness_json
+from ringlab.system.topology import Topology
 
 VARIANTS = ("base", "forward", "backward")
 PERF_VARIANTS = ("forward", "backward")
@@ -124,11 +117,8 @@ class PerfRb(Experiment):
             # and records the whole run as skipped with the reason.
             skipped = {}
         elif skipped:
-            # Reported, not failed: the runner's ctx.warn() lands in env.json and on
-            # the console; without a runner context, the logging module shows it.
-            msg = f"perf_rb: variants {', '.join(skipped)} skipped: {next(iter(skipped.values()))}"
-            warn = getattr(ctx, "warn", None)
-            warn(msg) if callable(warn) else log.warning(msg)
+            # Reported, not failed: ctx.warn() lands in env.json and on the console.
+            ctx.warn(f"perf_rb: variants {', '.join(skipped)} skipped: {next(iter(skipped.values()))}")
         variants = [v for v in values["variants"] if v not in skipped]
         placements = resolve_placements(values["placements"], _topology(ctx))
         perf = perfrecord.find_perf(values["perf"]) or values["perf"]
@@ -186,18 +176,9 @@ class PerfRb(Experiment):
                         perf_cpu=spec.extra["perf_cpu"])
         common = {"elapsed_us": None, "cpu_req_producer": spec.cpus[0], "cpu_req_consumer": spec.cpus[1],
                   "pair_class": spec.pair_class, **perf}
-        if _parse_harness_json is not None:
-            # The shared harness parser: timings, CPUs (-1 for the absent consumer),
-            # counters NaN with counter_errors (syscall_loop links no counters).
-            rows = _parse_harness_json(stdout)
-        else:  # pragma: no cover - older base.py
-            rows = [{"iteration": i, "ns_per_op": float(it["ns_per_op"]), "elapsed_ns": float(it["elapsed_ns"]),
-                     "ns_producer": float(it["elapsed_ns"]), "ns_consumer": math.nan, "count": data["count"],
-                     "cpu_producer_start": it.get("cpu_producer_start"),
-                     "cpu_producer_end": it.get("cpu_producer_end"),
-                     "cpu_consumer_start": -1, "cpu_consumer_end": -1,
-                     "ctx_voluntary": data.get("ctx_voluntary"), "ctx_involuntary": data.get("ctx_involuntary")}
-                    for i, it in enumerate(data["iterations"])]
+        # The shared harness parser: timings, CPUs (-1 for the absent consumer),
+        # counters NaN with counter_errors (syscall_loop links no counters).
+        rows = parse_harness_json(stdout)
         for row in rows:
             row.update(common)
             row["elapsed_us"] = row["elapsed_ns"] / 1e3  # the seed's unit
@@ -216,28 +197,18 @@ def _last_json(stdout: str) -> dict:
     raise ValueError(f"no JSON object in {BINARY} output: {(stdout or '')[-200:]!r}")
 
 
-def _binary(ctx: Any) -> Path:
-    fn = getattr(ctx, "binary", None)  # ringlab.runner.RunContext.binary(name)
-    if callable(fn):
-        return Path(fn(BINARY))
-    try:
-        from ringlab.build import binary_path
-        return Path(binary_path(BINARY))
-    except ImportError:
-        from ringlab.paths import bin_dir
-        return bin_dir() / BINARY
+def _binary(ctx) -> Path:
+    return Path(ctx.binary(BINARY))  # ringlab.run.context.RunContext.binary(name)
 
 
-def _topology(ctx: Any):
-    topo = getattr(ctx, "topology", None)
-    if topo is None and isinstance(ctx, dict):
-        topo = ctx.get("topology")
-    if topo is not None:
-        return topo
+def _topology(ctx):
+    """The run's topology; read from sysfs when the context has none, None when unreadable
+    (placement then falls back to the process's CPU affinity)."""
+    if ctx.topology is not None:
+        return ctx.topology
     try:
-        from ringlab.system.topology import Topology
         return Topology.read()
-    except Exception:  # no topology module or unreadable sysfs: fall back to affinity
+    except OSError:
         return None
 
 

@@ -6,8 +6,8 @@ pinned to a single CPU; modes 1 and 2 use a producer and a consumer thread and r
 CPU pair the ``cpus`` parameter selects (one pair per topology class for ``auto``).
 
 A user's own kernel ``ptr_ring.h`` becomes an extra variant through
-``kernel_headers=NAME=PATH``: ringlab builds ``ptr_ring_test-NAME`` from it and NAME can
-then be listed in ``variants``.
+``kernel_headers=NAME=PATH``: ringlab builds ``ptr_ring_test-NAME`` from it, and NAME must
+then be listed in ``variants`` (a header no variant uses is refused, not silently dropped).
 """
 from __future__ import annotations
 
@@ -15,10 +15,18 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, parse_harness_json
+from ringlab.experiments.base import MAX_OPS, Experiment, Param, ParamError, TrialSpec, parse_harness_json
 
 BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
-MODES = (0, 1, 2)
+
+#: What each ``-m MODE`` of ptr_ring_test does, named as the binary names it (design in
+#: csrc/README.md).  The one description: help texts and tables take it from here.
+MODE_DESCRIPTIONS = {
+    0: "simple: one thread alternates produce and consume",
+    1: "spsc: a producer and a consumer thread, free-running",
+    2: "near-full: SPSC with the ring kept full, the producer refilling every freed slot at once",
+}
+MODES = tuple(MODE_DESCRIPTIONS)
 _PAIR_RE = re.compile(r"^\d+:\d+$")
 
 
@@ -64,17 +72,17 @@ class PtrRing(Experiment):
     params = [
         Param("variants", "str_list", list(BUILTIN_VARIANTS),
               "ring variants to compare: prebatch, batch, reorder, spsc, or a NAME from kernel_headers"),
-        Param("modes", "int_list", [0, 1], "0: one thread alternating; 1: SPSC producer/consumer threads; "
-              "2: SPSC with the spinlocked produce/consume", choices=MODES, column=False),
+        Param("modes", "int_list", [0, 1], "; ".join(f"{m} {d}" for m, d in MODE_DESCRIPTIONS.items()),
+              choices=MODES, column=False),
         Param("sizes", "int_list", [1000], "ring sizes (entries)", min=2, max=10_000_000, column=False),
-        Param("count", "int", 10_000_000, "operations per timed loop (-N)", min=1),
+        Param("count", "int", 10_000_000, "operations per timed loop (-N)", min=1, max=MAX_OPS),
         Param("batch", "int", 0, "consumer zeroing batch (0 = the ring's default)", min=0, max=1_000_000),
         Param("lock", "bool", False, "use the spinlocked ptr_ring_produce/consume (-l)"),
         Param("cpus", "str", "auto", "auto (one pair per topology class) | all (every ordered pair) | "
               "none (unpinned) | explicit pairs like 1:2,3:4", column=False),
         Param("cflags", "str", "", "extra compiler flags for the ring binaries", column=False),
-        Param("kernel_headers", "str", "", "extra variants from real kernel headers: NAME=PATH[,NAME2=PATH2]",
-              column=False),
+        Param("kernel_headers", "str", "", "extra variants from real kernel headers: NAME=PATH[,NAME2=PATH2]; "
+              "each NAME must also be listed in variants", column=False),
     ]
     # Sized for this project's 2-CPU VM: smoke is seconds (tests), quick about a minute,
     # full about five minutes (what we commit).
@@ -102,6 +110,12 @@ class PtrRing(Experiment):
                                  + ("" if headers else " (or a NAME given through kernel_headers=NAME=PATH)"))
         if len(set(values["variants"])) != len(values["variants"]):
             raise ParamError(f"parameter 'variants': listed twice in {values['variants']}; allowed: each once")
+        # A header that no variant uses would be built and never measured: say so instead.
+        unused = [n for n in headers if n not in values["variants"]]
+        if unused:
+            raise ParamError(f"parameter 'kernel_headers': NAME {unused[0]!r} is not in variants "
+                             f"({','.join(values['variants'])}); allowed: NAMEs listed in variants "
+                             f"(add it: variants={','.join([*values['variants'], unused[0]])})")
         cpus = values["cpus"].replace(" ", "")
         if cpus not in ("auto", "all", "none"):
             if not cpus or not all(_PAIR_RE.match(p) for p in cpus.split(",")):

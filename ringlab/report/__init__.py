@@ -148,9 +148,8 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
     rep = Report(run_dir, metric, base, run.status, "")
     title = df['experiment'].iloc[0] if 'experiment' in df.columns and len(df) else 'run'
     md = [f"# {title}: {metric}", ""]
-    if run.status not in ("complete", "unknown"):
-        md += [f"**Run status: {run.status}** (env.json): the numbers below cover only the trials "
-               "that were recorded.", ""]
+    if run.status_line:
+        md += [f"**{run.status_line}** The numbers below cover only the trials that were recorded.", ""]
     md.append(excluded_text(df, meas, excluded, metric))
     if env.get("host") or env.get("hostname"):
         md.append(f"Host: {env.get('host') or env.get('hostname')}.")
@@ -164,7 +163,8 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
         rep.tables["ab"] = _frame(h, r)
         md += [f"## A/B verdicts (baseline {base})", "",
                "delta = (candidate - baseline) / baseline on the medians, followed by its CI (bootstrap "
-               "of that ratio); p: Mann-Whitney U, Holm-corrected over the file; medians shown per arm.", ""]
+               "of that ratio; where levels differ between rows, each CI is family-adjusted and says its "
+               "level); p: Holm-corrected over the file; medians shown per arm.", ""]
         if bool(cmp["lower_is_better"].iloc[0]):
             md += [f"{_tab.GAIN_HEADER.split(' (')[0]} (mail sign) = (baseline - candidate) / baseline = -delta: "
                    "'+6.2%' means the candidate is faster, as in the mailing-list tables; its CI is the CI "

@@ -1,9 +1,9 @@
 """The one place where the report, the notebooks and the results index read a run folder.
 
 ``read_run(run_dir)`` returns its trials (raw.csv), its env.json and its status
-("complete", "failed", "interrupted", "running", or "unknown" when nothing says).
-Everything under ``ringlab.report``, ``ringlab.notebook`` and ``ringlab.results_index``
-goes through it, so that a change of the run-folder format is one edit here.
+("complete", "failed", "interrupted", "running", "skipped", or "unknown" when no
+env.json says), all through :class:`ringlab.rundir.RunFolder`, the owner of the
+run-folder format.
 """
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab.provenance import read_env
+from ringlab.errors import DataError
+from ringlab.rundir import RunFolder
 
 
 @dataclass
@@ -21,33 +22,28 @@ class RunData:
     raw: pd.DataFrame | None          # None when the folder has no raw.csv (environment, compare-runs)
     env: dict = field(default_factory=dict)
     status: str = "unknown"
+    status_line: str = ""             # "" for a complete run, else "Run status: ...: counts; reason."
 
 
-def run_status(env: dict) -> str:
-    """"complete" / "failed" / "interrupted" / "running" from env.json; "unknown" if unrecorded."""
-    st = env.get("status")
-    if isinstance(st, dict):  # a status record: {"state": ..., counts}
-        st = st.get("state") or st.get("status")
-    if not isinstance(st, str) or not st.strip():
-        return "unknown"
-    st = st.strip().lower()
-    for word in ("complete", "failed", "interrupted", "running"):
-        if st.startswith(word):
-            return word
-    return st
-
-
-def read_run(run_dir, require_raw: bool = True) -> RunData:
-    """raw.csv + env.json + status of ``run_dir``; ``FileNotFoundError`` naming the folder
-    when raw.csv is required and missing."""
-    run_dir = Path(run_dir)
-    raw_path = run_dir / "raw.csv"
-    env = read_env(run_dir)
-    if not raw_path.is_file():
+def read_run(run_dir, require_raw: bool = True, load_raw: bool = True) -> RunData:
+    """raw.csv + env.json + status of ``run_dir``.  A missing raw.csv (when required) or a
+    corrupt one raises ``DataError`` naming the file; a missing or corrupt env.json reads as
+    {} with status "unknown" (a report still shows the trials).  ``load_raw=False`` reads
+    env.json and the status only (``raw`` is None)."""
+    folder = RunFolder(Path(run_dir))
+    try:
+        env = folder.read_env().doc
+        st = folder.status()
+        status, line = st.state, folder.status_line()
+    except DataError:
+        env, status, line = {}, "unknown", ""
+    if not load_raw:
+        return RunData(folder.path, None, env, status, line)
+    if not folder.raw_csv.is_file():
         if require_raw:
-            raise FileNotFoundError(f"run_dir: no raw.csv in {run_dir}")
-        return RunData(run_dir, None, env, run_status(env))
-    return RunData(run_dir, pd.read_csv(raw_path), env, run_status(env))
+            raise DataError(f"run_dir: no raw.csv in {folder.path}")
+        return RunData(folder.path, None, env, status, line)
+    return RunData(folder.path, folder.read_raw(), env, status, line)
 
 
-__all__ = ["RunData", "read_run", "run_status"]
+__all__ = ["RunData", "read_run"]

@@ -70,8 +70,11 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list
         arms = [_label(cmp["baseline"].iloc[0], labels), _label(cmp["candidate"].iloc[0], labels)]
     else:
         arms = ["baseline", "candidate"]
-    level = cmp["ci_level"].dropna().iloc[0] if "ci_level" in cmp.columns and cmp["ci_level"].notna().any() else 0.95
-    cih = fmt.ci_header(level)
+    levels = sorted(set(cmp["ci_level"].dropna().round(6))) if "ci_level" in cmp.columns else []
+    # one level for the whole table goes in the header; family-adjusted levels that differ
+    # between rows go in each cell, after the interval
+    per_row = len(levels) > 1
+    cih = "CI" if per_row else fmt.ci_header(levels[0] if levels else 0.95)
     header = gcols + arms
     design = [c for c in ("design", "n_pairs") if c in cmp.columns]
     header += design + ["delta", f"{cih} of delta"]
@@ -90,9 +93,12 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list
             v = r[c]
             row.append("n/a" if v is None or (isinstance(v, float) and math.isnan(v))
                        else str(int(v)) if isinstance(v, float) else str(v))
-        row += [fmt.pct(r["delta_pct"]), fmt.ci(r["ci_low_pct"], r["ci_high_pct"])]
+        lvl = ""
+        if per_row and not math.isnan(_num(r, "ci_level")) and math.isfinite(_num(r, "ci_low_pct")):
+            lvl = f" ({fmt.ci_header(_num(r, 'ci_level')).split(' ')[0]})"
+        row += [fmt.pct(r["delta_pct"]), fmt.ci(r["ci_low_pct"], r["ci_high_pct"]) + lvl]
         if lib:
-            row += [fmt.pct(r["gain_pct"]), fmt.ci(r["ci_low_pct"], r["ci_high_pct"], negate=True)]
+            row += [fmt.pct(r["gain_pct"]), fmt.ci(r["ci_low_pct"], r["ci_high_pct"], negate=True) + lvl]
         row.append(fmt.p(r["p_holm"]))
         if "family_size" in cmp.columns:
             fs = _num(r, "family_size")

@@ -7,13 +7,18 @@ metrics), and every recorded candidate cause is tested against that split:
 * categorical (actual_pair_class, pair_class, cross-CPU and migration markers
   derived from cpu_*_start/end, the actual CPUs): Fisher's exact test for a 2x2
   table, chi-square contingency otherwise;
-* numeric (cpu_migrations, context_switches, ctx_involuntary, ctx_voluntary,
-  steal_delta, order, timestamp (drift), trial (warm-up)): Mann-Whitney U.
+* numeric (procs_running, load1, cpu_migrations, context_switches, ctx_involuntary,
+  ctx_voluntary, steal_delta, order, timestamp (drift), trial (warm-up)): Mann-Whitney U.
+
+When the named column measures other work on the machine (``BUSY_COLUMNS``) and is higher in
+the slow trials, the cause is called **machine busy**.  ``busy_rounds`` asks the same
+question per round over the whole run (slower rounds vs their busy columns), and
+``diagnose`` appends its finding as a last record (kind "machine busy") when it holds.
 
 p-values are Holm-corrected over the candidates; a cause is named only when the
 corrected p < 0.01.  Otherwise we say honestly that no recorded factor explains it.
 
-``diagnose_ab`` covers issue 8: equal instruction counts but different times.
+``diagnose_ab``: equal instruction counts but different times?
 """
 from __future__ import annotations
 
@@ -25,13 +30,17 @@ from scipy import stats as sst
 
 from ringlab import schema
 from ringlab.stats import outliers as _out
-from ringlab.stats.compare import holm, verdict_one
+from ringlab.stats.compare import _round_values, compare_rounds, finish, holm, round_key
 from ringlab.stats.summary import format_value, group_columns, measurements
 
 CAUSE_ALPHA = 0.01
 
-NUMERIC_CAUSES = ["cpu_migrations", "context_switches", "ctx_involuntary", "ctx_voluntary",
-                  "steal_delta", "order", "timestamp", "trial"]
+NUMERIC_CAUSES = ["procs_running", "load1", "cpu_migrations", "context_switches", "ctx_involuntary",
+                  "ctx_voluntary", "steal_delta", "order", "timestamp", "trial"]
+#: columns that measure other work on the machine: higher in slow trials = "machine busy"
+BUSY_COLUMNS = ["procs_running", "load1", "steal_delta", "ctx_involuntary", "context_switches"]
+BUSY_ADVICE = ("other work ran on the machine during those rounds: stop it, isolate the measured CPUs, "
+               "or run with -p quiet wait")
 CATEGORICAL_CAUSES = ["actual_pair_class", "pair_class", "cross_cpu", "migrated",
                       "cpu_producer_start", "cpu_consumer_start"]
 
@@ -45,6 +54,8 @@ ADVICE = {
     "cpu_migrations": "pin the threads: the slow trials migrated between CPUs",
     "context_switches": "isolate the CPUs (isolcpus/nohz_full) or stop other load: slow trials were preempted",
     "ctx_involuntary": "isolate the CPUs or stop other load: slow trials were preempted",
+    "procs_running": BUSY_ADVICE,
+    "load1": BUSY_ADVICE,
     "ctx_voluntary": "slow trials blocked more often: check spinning/waiting in the harness",
     "steal_delta": "a hypervisor stole CPU time: use bare metal or dedicated vCPUs",
     "order": "drift over the run: check frequency/thermal state, keep trials interleaved",
@@ -145,8 +156,65 @@ def find_cause(frame: pd.DataFrame, is_odd: np.ndarray, odd_name: str = "slow") 
         word = "higher" if best["median_odd"] > best["median_rest"] else "lower"
         text = (f"{odd_name} trials had {word} {col} (median {best['median_odd']:.4g} vs "
                 f"{best['median_rest']:.4g}; {ptxt})")
+        if col in BUSY_COLUMNS and word == "higher" and odd_name in ("slow", "outlier"):
+            text = "machine busy: " + text
+            return {"column": col, "p": best["p"], "p_holm": best["p_holm"], "tests": tests,
+                    "cause": "machine busy", "advice": BUSY_ADVICE, "text": f"{text}; {BUSY_ADVICE}"}
     return {"column": col, "p": best["p"], "p_holm": best["p_holm"], "tests": tests,
             "advice": ADVICE.get(col, ""), "text": text + (f"; {ADVICE[col]}" if col in ADVICE else "")}
+
+
+def busy_rounds(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, by=None) -> dict:
+    """Were the slow rounds the busy ones?  Round-level test over the whole run.
+
+    Each round's slowness = median over its measurements of ln(value / median of the value's
+    group) (group = variant + configuration), so every arm and configuration counts alike.
+    Each recorded busy column (``BUSY_COLUMNS``: runnable tasks, load, steal, involuntary
+    context switches; mean per round) is tested against it with Spearman's rank correlation,
+    Holm-corrected; "machine busy" is named when a column is significantly (< 0.01) *higher*
+    in slower rounds.  Returns ``{"cause": "machine busy" | None, "column", "rho", "p_holm",
+    "n_rounds", "tests", "text"}``.
+    """
+    from ringlab.stats.compare import round_key
+    meas, _ = measurements(df, metric)
+    rk = round_key(meas)
+    cols = group_columns(df, by)
+    base = {"cause": None, "column": None, "rho": math.nan, "p_holm": math.nan, "n_rounds": 0,
+            "tests": [], "text": "no rounds recorded"}
+    v = meas[metric].to_numpy(dtype=float)
+    if rk is None or len(meas) < 4 or not np.all(v > 0):
+        return base
+    med = meas.groupby(cols, dropna=False, sort=False)[metric].transform("median") if cols else np.median(v)
+    rel = pd.Series(np.log(v / np.asarray(med, dtype=float)), index=meas.index)
+    slow = rel.groupby(rk).median()
+    base["n_rounds"] = int(len(slow))
+    tests = []
+    for col in BUSY_COLUMNS:
+        if col not in meas.columns:
+            continue
+        x = pd.to_numeric(meas[col], errors="coerce").groupby(rk).mean().reindex(slow.index)
+        ok = x.notna().to_numpy() & np.isfinite(slow.to_numpy())
+        if ok.sum() < 5 or np.all(x[ok] == x[ok].iloc[0]):
+            continue
+        rho, p = sst.spearmanr(slow.to_numpy()[ok], x.to_numpy()[ok])
+        if math.isfinite(rho):
+            tests.append({"column": col, "rho": float(rho), "p": float(p)})
+    if not tests:
+        base["text"] = "no busy indicator (procs_running, load1, steal, involuntary switches) varies"
+        return base
+    for t, pa in zip(tests, holm([t["p"] for t in tests])):
+        t["p_holm"] = float(pa)
+    best = min(tests, key=lambda t: (t["p_holm"], -t["rho"]))
+    ptxt = "p < 0.001" if best["p_holm"] < 0.001 else f"p = {best['p_holm']:.2g}"
+    base.update(tests=tests, column=best["column"], rho=best["rho"], p_holm=best["p_holm"])
+    if best["p_holm"] < CAUSE_ALPHA and best["rho"] > 0:
+        base["cause"] = "machine busy"
+        base["text"] = (f"machine busy: slower rounds had higher {best['column']} (Spearman rho "
+                        f"{best['rho']:.2f} over {len(slow)} rounds, Holm {ptxt}); {BUSY_ADVICE}")
+    else:
+        base["text"] = (f"slow rounds are not explained by recorded machine load (closest: {best['column']}, "
+                        f"rho {best['rho']:.2f}, Holm {ptxt})")
+    return base
 
 
 def diagnose(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, by=None) -> list[dict]:
@@ -190,7 +258,29 @@ def diagnose(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, by=None) -> 
         else:
             rec["text"] = f"{label}: {rec['modality']}, no severe outliers"
         out.append(rec)
+    busy = busy_rounds(df, metric, by)
+    if busy["cause"] == "machine busy":
+        out.append({"group": {}, "label": "all rounds", "n": len(meas), "dip_p": math.nan, "modes": [],
+                    "n_severe": 0, "modality": "", "kind": "machine busy",
+                    "cause": {"column": busy["column"], "p": math.nan, "p_holm": busy["p_holm"],
+                              "tests": busy["tests"], "cause": "machine busy", "advice": BUSY_ADVICE,
+                              "text": busy["text"]},
+                    "text": f"all rounds: {busy['text']}"})
     return out
+
+
+def _verdict_rounds(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, alpha: float) -> dict:
+    """One comparison of two arms' rows, paired by round where the rounds allow (no family)."""
+    both = pd.concat([bsub, csub])
+    rk = round_key(both)
+    if rk is not None:
+        both = both.assign(_round=rk)
+    b, c = both.iloc[:len(bsub)], both.iloc[len(bsub):]
+    r = compare_rounds(_round_values(b, metric), _round_values(c, metric), metric,
+                       b[metric].to_numpy(), c[metric].to_numpy(), paired=None if rk is not None else False)
+    r["p_holm"] = r["p_value"]
+    finish(r, 1 - alpha, 0.01, alpha)
+    return r
 
 
 SAME_ICOUNT_CAUSES = ("code layout and alignment (function/loop alignment, link order), branch "
@@ -231,11 +321,10 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
     for key, sub in (tmeas.groupby(cols, sort=True, dropna=False) if cols else [((), tmeas)]):
         key = key if isinstance(key, tuple) else (key,)
         label = ",".join(f"{c}={v}" for c, v in zip(cols, key)) or "all"
-        tb = sub.loc[sub["variant"] == str(baseline), time_metric].to_numpy()
-        tc = sub.loc[sub["variant"] == str(candidate), time_metric].to_numpy()
-        if len(tb) == 0 or len(tc) == 0:
+        bsub, csub = sub[sub["variant"] == str(baseline)], sub[sub["variant"] == str(candidate)]
+        if len(bsub) == 0 or len(csub) == 0:
             continue
-        tv = verdict_one(tb, tc, time_metric, alpha=alpha)
+        tv = _verdict_rounds(bsub, csub, time_metric, alpha)
         rec = {"label": label, "group": dict(zip(cols, key)), "baseline": str(baseline),
                "candidate": str(candidate), "time_verdict": tv["verdict"], "time_delta_pct": tv["delta_pct"],
                "time_p": tv["p_value"], "icount_baseline": math.nan, "icount_candidate": math.nan,

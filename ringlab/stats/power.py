@@ -1,6 +1,25 @@
-"""How many trials per arm resolve an effect: normal approximation, checked by simulation.
+"""How many trials per arm (rounds) resolve an effect.
 
-Method (documented in README.md, "How to read a verdict", verified in tests/test_stats_truth.py):
+``rounds_for_effect`` is what ``compare`` reports as ``trials_needed`` for inconclusive rows:
+
+* paired design: the spread is that of the run's own per-round differences
+  d = ln(candidate/baseline) (1.4826 x MAD about their median, the sd for normal data but
+  not blown up by a few wild rounds); the signed-rank test then needs
+  n = (z_{1-a/2} + z_power)^2 sigma_d^2 / ln(1 + effect)^2 x pi/3 rounds
+  (pi/3: the Wilcoxon/Hodges-Lehmann efficiency relative to the t-test for normal data);
+* unpaired design: the same with the pooled robust spread of each arm's log round values and
+  a factor 2 (two independent samples);
+* a is the family's Bonferroni level alpha/m (Holm is at least as powerful);
+* the formula is then **checked by resampling the run's own rounds**: the centred differences
+  (or each arm's centred values) are drawn with replacement, the effect is added, and the
+  rank test is run ``n_resamples`` times; while the resampled power is below the target, n
+  grows by 25% (up to ``RESAMPLE_MAX_ROUNDS``; beyond, the normal approximation is accurate
+  and used as is).  Heavy-tailed round noise thus asks for more rounds than the formula;
+* ``compare`` never reports fewer rounds than the inconclusive run already had (+1).
+
+The older planning helpers below (``trials_needed``, ``recommended_trials``) assume two
+independent samples compared on the median; they stay for planning without data.
+Method of those (verified in tests/test_stats_truth.py):
 
 * work on the log scale, where a relative effect d is a shift of ln(1 + d) and the
   noise of a benchmark is roughly symmetric;
@@ -23,7 +42,9 @@ import numpy as np
 from scipy import stats as sst
 
 MEDIAN_EFFICIENCY = 2 / math.pi
+RANK_EFFICIENCY = 3 / math.pi
 MIN_TRIALS = 5
+RESAMPLE_MAX_ROUNDS = 2000
 
 
 def robust_log_sigma(*samples) -> float:
@@ -70,3 +91,83 @@ def minimum_detectable_effect(n: int, sigma_log: float, alpha: float = 0.05, pow
     z = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
     shift = z * sigma_log * math.sqrt(2 / n / MEDIAN_EFFICIENCY)
     return math.expm1(shift) * 100
+
+
+def _robust_sd(v: np.ndarray) -> float:
+    v = np.asarray(v, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) < 2:
+        return math.nan
+    s = float(sst.median_abs_deviation(v, scale="normal"))
+    return s if s > 0 else float(np.std(v, ddof=1))
+
+
+def _min_rounds(alpha: float, paired: bool) -> int:
+    """Fewest rounds with which the exact rank test can reach p <= alpha at all."""
+    n = 1
+    while (2.0 / 2 ** n if paired else 2.0 / math.comb(2 * n, n)) > alpha:
+        n += 1
+    return n
+
+
+def rounds_for_effect(effect_pct: float, d=None, x=None, y=None, alpha: float = 0.05,
+                      power: float = 0.8, log_scale: bool = True, ref: float = 1.0, seed=0,
+                      n_resamples: int = 200) -> float:
+    """Rounds (= trials per arm) for ``power`` against a relative effect of ``effect_pct``.
+
+    ``d``: the run's paired differences (transformed scale); or ``x``/``y``: each arm's round
+    values (unpaired).  ``log_scale`` False: values are raw and ``ref`` converts percent.
+    See the module docstring; NaN when no spread can be estimated.
+    """
+    from ringlab.stats import ranktests as _rt
+    if not (0 < alpha < 1):
+        raise ValueError(f"alpha: {alpha!r} not allowed; allowed: a number in (0, 1)")
+    if not (0 < power < 1):
+        raise ValueError(f"power: {power!r} not allowed; allowed: a number in (0, 1)")
+    if not math.isfinite(effect_pct) or effect_pct == 0 or effect_pct <= -100:
+        return math.nan
+    shift = abs(math.log1p(effect_pct / 100.0)) if log_scale else abs(effect_pct / 100.0 * ref)
+    paired = d is not None
+    if paired:
+        d = np.asarray(d, dtype=float)
+        sigma, factor = _robust_sd(d), 1.0
+    else:
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        sigma = math.sqrt((_robust_sd(x) ** 2 + _robust_sd(y) ** 2) / 2)
+        factor = 2.0
+    if not math.isfinite(sigma) or shift == 0:
+        return math.nan
+    lo = _min_rounds(alpha, paired)
+    z = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
+    n = max(lo, math.ceil(factor * z * z * sigma ** 2 / shift ** 2 / RANK_EFFICIENCY))
+    if n > RESAMPLE_MAX_ROUNDS:
+        return float(n)
+    data = d if paired else np.concatenate([x, y])
+    digest = int(np.abs(np.nan_to_num(data)).sum() * 1e6) % (2 ** 32)
+    rng = np.random.default_rng([int(seed) if not isinstance(seed, np.random.Generator) else 0, digest])
+    step = shift if effect_pct > 0 else -shift
+    # centre at the Hodges-Lehmann estimate: the resampled null then has no effect of its own
+    if paired:
+        resid = d - _rt.signed_rank(d, 0.5)["estimate"]
+    else:
+        rx, ry = x - np.median(x), y - np.median(y)
+        ry = ry - _rt.rank_sum(rx, ry, 0.5)["estimate"]
+    z_target = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
+    for _ in range(12):
+        if paired:
+            D = rng.choice(resid, size=(n_resamples, n)) + step
+            got = _rt.signed_rank_reject_batch(D, alpha).mean()
+        else:
+            X = rng.choice(rx, size=(n_resamples, n))
+            Y = rng.choice(ry, size=(n_resamples, n)) + step
+            got = _rt.rank_sum_reject_batch(X, Y, alpha).mean()
+        if got >= power:
+            return float(n)
+        # normal extrapolation from the resampled power: z grows with sqrt(n)
+        z_got = sst.norm.ppf(min(max(got, 1.0 / n_resamples), 1 - 1.0 / n_resamples)) + sst.norm.ppf(1 - alpha / 2)
+        ratio = (z_target / z_got) ** 2 if z_got > 0 else 4.0
+        nxt = math.ceil(n * min(max(ratio, 1.1), 4.0))
+        if nxt > RESAMPLE_MAX_ROUNDS:
+            return float(math.ceil(n * ratio)) if z_got > 0 else math.nan
+        n = nxt
+    return float(n)

@@ -159,8 +159,16 @@ def collect(probe_counters: bool = True, interval: float = 0.25) -> dict:
                         "compiler": _compiler(), "packages": _packages()}
     from ringlab import __version__
     info["software"]["ringlab"] = __version__
+    info["kmod"] = _kmod()
     info["advice"] = advice(info)
     return info
+
+
+def _kmod() -> dict:
+    """Kernel modules: can they be loaded here, and did a ringlab kmod trial leave one loaded?"""
+    from ringlab import kmod
+    reasons = kmod.machine_reasons()
+    return {"loadable": not reasons, "reason": "; ".join(reasons) or None, "left_loaded": kmod.leftovers()}
 
 
 def advice(info: dict) -> list[str]:
@@ -186,6 +194,10 @@ def advice(info: dict) -> list[str]:
                    "for a noise-free second metric")
     la = info["load"].get("loadavg")
     ncpu = info["topology"].get("n_cpus") or os.cpu_count() or 1
+    for left in (info.get("kmod") or {}).get("left_loaded") or []:
+        if not left.get("trial_alive"):
+            out.append(f"kernel module {left['module']} was left loaded by a crashed ringlab kmod trial: "
+                       f"rmmod {left['module']}")
     if la and la["1min"] > 0.5 * ncpu:
         out.append(f"load average {la['1min']:.2f} on {ncpu} CPUs: other work competes with the benchmark")
     return out
@@ -297,6 +309,14 @@ def format_text(info: dict) -> str:
     cc = s["compiler"]
     item(f"compiler ({cc['cc']})", cc["version"] or _na(cc["reason"]))
     item("packages", ", ".join(f"{k} {v or 'missing'}" for k, v in s["packages"].items()))
+
+    km = info.get("kmod")
+    if km is not None:
+        sec("Kernel modules")
+        item("loading", "OK" if km["loadable"] else _na(km["reason"]))
+        from ringlab.kmod import leftover_text
+        for line in leftover_text(km["left_loaded"]):
+            item("LEFT LOADED", line)
 
     if info.get("advice"):
         sec("Advice")

@@ -144,3 +144,48 @@ def kernel_cmdline_flags() -> dict:
         if key in out:
             out[key] = val
     return out
+
+
+def procs_running() -> int | None:
+    """Runnable tasks system-wide (the ``procs_running`` line of /proc/stat, ours included)."""
+    for line in (sysfs.read(_proc("stat"), "") or "").splitlines():
+        if line.startswith("procs_running "):
+            try:
+                return int(line.split()[1])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def runnable_on(cpus=None, exclude=None) -> list[dict]:
+    """Tasks in state R whose last CPU is in ``cpus`` (None: any CPU), other than ``exclude`` PIDs.
+
+    [{"pid", "tid", "comm", "cpu"}] from /proc/PID/task/TID/stat (field 39 is the CPU a
+    task last ran on).  Our own process is always left out.
+    """
+    want = None if cpus is None else {int(c) for c in cpus if int(c) >= 0} or None
+    skip = {os.getpid()} | set(exclude or ())
+    root = sysfs.procfs_root()
+    out = []
+    try:
+        pids = [e for e in os.listdir(root) if e.isdigit() and int(e) not in skip]
+    except OSError:
+        return out
+    for pid in pids:
+        try:
+            tids = [t for t in os.listdir(root / pid / "task") if t.isdigit()]
+        except OSError:
+            tids = [pid]
+        for tid in tids:
+            text = sysfs.read(root / pid / "task" / tid / "stat") or (sysfs.read(root / pid / "stat") if tid == pid else None)
+            if not text or ")" not in text:
+                continue
+            comm = text[text.index("(") + 1:text.rindex(")")]
+            rest = text[text.rindex(")") + 2:].split()
+            try:
+                state, cpu = rest[0], int(rest[36])
+            except (IndexError, ValueError):
+                continue
+            if state == "R" and (want is None or cpu in want):
+                out.append({"pid": int(pid), "tid": int(tid), "comm": comm, "cpu": cpu})
+    return out

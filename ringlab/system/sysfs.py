@@ -58,6 +58,23 @@ def write(path: str | os.PathLike, value: str | int) -> None:
         os.close(fd)
 
 
+def relative_to_root(path: str | os.PathLike) -> str | None:
+    """``path`` relative to the sysfs root, both with symlinks resolved; None when outside it.
+
+    cpuN/cpufreq is a symlink to cpufreq/policyN, so the answer for
+    ``cpu1/cpufreq/scaling_governor`` is ``devices/system/cpu/cpufreq/policy1/scaling_governor``.
+    A path with ``..`` components, or one that is not absolute, is never inside.
+    """
+    p = Path(path)
+    if not p.is_absolute() or ".." in p.parts:
+        return None
+    root = sysfs_root().resolve()
+    try:
+        return p.resolve().relative_to(root).as_posix()
+    except (ValueError, OSError, RuntimeError):
+        return None
+
+
 def parse_cpulist(text: str | None) -> list[int]:
     """Parse a kernel CPU list such as ``0-3,8-11`` or ``0-15:2`` (stride) into sorted CPUs.
 

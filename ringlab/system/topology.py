@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ringlab.errors import ParamError
 from ringlab.system import sysfs
 
 PAIR_CLASSES = ("same-cpu", "smt-sibling", "same-llc", "cross-llc", "cross-numa")
@@ -236,8 +237,7 @@ def _llc_cpus(cache_dir: Path) -> tuple | None:
 CPUS_ALLOWED = "auto, all, none, or explicit pairs like 1:2,3:4"
 
 
-def _param_error(msg: str):
-    from ringlab.experiments.base import ParamError
+def _param_error(msg: str) -> ParamError:
     return ParamError(msg)
 
 

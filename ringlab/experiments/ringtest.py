@@ -1,0 +1,209 @@
+"""ringtest: the kernel's own ring benchmark (tools/virtio/ringtest), built from a tree.
+
+Each ``tree`` (a kernel tree, a source tarball, ``git:TREE@REV`` or
+``debian:linux-source-X.Y``; several as ``NAME=SPEC,NAME2=SPEC2`` for a paired
+A/B) is exported and its ringtest copied into ``build/ringtest/`` and built
+there with the tree's own Makefile (``ringlab.kernel_tests``).  Each trial is
+one run of one program (``rings``), pinned with ringtest's
+``--guest-affinity`` (the guest adds buffers: the producer) and
+``--host-affinity`` (the host consumes them: the consumer), and timed by
+ringlab's wrapper: wall time and the program's CPU time.
+
+raw.csv: ``variant`` is the tree's NAME (the thing compared); parameter columns
+``ring`` (the program), ``ring_size``, ``run_cycles``, ``batch``,
+``outstanding``, ``param``, ``sleep``, ``relax``; ``ns_per_op`` is wall
+nanoseconds per item (``run_cycles`` items per run, ``count``); ``elapsed_ns``
+the wall time.  Extra columns: ``cpu_user_s``, ``cpu_sys_s``, ``cpu_util``
+(CPU time / wall time: about 2 when both threads spin), ``source_sha256``
+(sha256 of the ringtest sources and included headers that were compiled).
+ringtest reads no counters: they are NaN with the reason in ``counter_errors``.
+
+The work differs from ringlab's ptr_ring mode 1: ringtest's guest also polls
+for completions that the host signals back, so one item is a round trip
+through two rings' worth of cache lines.  Compare the two side by side
+(notebook 21), not as one number.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from ringlab import kernel_tests, kernel_tree
+from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec
+
+DEFAULT_TREE = "debian:linux-source-6.1"
+_PAIR = re.compile(r"^\d+:\d+$")
+
+
+def _runner_error(msg: str) -> Exception:
+    try:
+        from ringlab.runner import RunnerError
+        return RunnerError(msg)
+    except ImportError:  # pragma: no cover
+        return RuntimeError(msg)
+
+
+def parse_tree_param(text: str) -> list[kernel_tree.TreeSpec]:
+    try:
+        return kernel_tree.parse_trees(text)
+    except kernel_tree.TreeError as e:
+        raise ParamError(f"parameter 'tree': {e}; allowed: {kernel_tree.ALLOWED}") from None
+
+
+class Ringtest(Experiment):
+    name = "ringtest"
+    description = "the kernel's tools/virtio/ringtest programs, built from your tree(s), timed per run"
+    params = [
+        Param("tree", "str", DEFAULT_TREE, "kernel tree(s): a folder, a source tarball, git:TREE@REV, "
+              "debian:linux-source-X.Y; A/B as NAME=SPEC,NAME2=SPEC2", column=False),
+        Param("rings", "str_list", ["ptr_ring"], "ringtest programs: ptr_ring, virtio_ring_0_9, "
+              "virtio_ring_poll, ring, noring (or any other program of the tree's Makefile)"),
+        Param("ring_sizes", "int_list", [256], "--ring-size (a power of two)", min=1, max=1 << 30,
+              column=False),
+        Param("run_cycles", "int", 10_000_000, "--run-cycles: items per run", min=1, max=2**31 - 2),
+        Param("batch", "int", 1, "--batch: buffers added before a kick", min=1, max=2**31 - 2),
+        Param("outstanding", "int", 0, "--outstanding: most buffers in flight (0: unlimited)", min=0,
+              max=2**31 - 2),
+        Param("param", "int", 0, "--param: ring-specific knob (ptr_ring: batch; 0: the ring's default)",
+              min=0, max=2**31 - 2),
+        Param("sleep", "bool", False, "--sleep: wait on eventfd instead of polling"),
+        Param("relax", "bool", False, "--relax: cpu_relax() while polling"),
+        Param("cpus", "str", "auto", "guest:host pairs: auto (one pair per topology class) | none | "
+              "explicit GUEST:HOST like 0:1", column=False),
+        Param("cflags", "str", "", "extra CFLAGS for the ringtest build (added to the Makefile's)",
+              column=False),
+        Param("make", "str", "make", "make executable", column=False),
+    ]
+    # 2-CPU VM sizes: a ptr_ring run of 1e7 items takes ~0.25 s here.
+    profiles = {
+        "smoke": {"run_cycles": 200_000, "trials": 2, "warmup": 1, "timeout": 60.0},
+        "quick": {"run_cycles": 2_000_000, "trials": 8, "warmup": 1},
+        "full": {"run_cycles": 10_000_000, "trials": 30, "warmup": 2, "timeout": 300.0},
+    }
+    binaries: list[str] = []
+    extra_columns = ["cpu_user_s", "cpu_sys_s", "cpu_util", "source_sha256"]
+
+    @classmethod
+    def param_columns(cls) -> list[str]:
+        return ["ring", "ring_size", "run_cycles", "batch", "outstanding", "param", "sleep", "relax"]
+
+    @classmethod
+    def check(cls, values: dict[str, Any]) -> None:
+        parse_tree_param(values["tree"])
+        for r in values["rings"]:
+            if not re.fullmatch(r"[A-Za-z0-9_]+", r):
+                raise ParamError(f"parameter 'rings': invalid program name {r!r}; allowed: "
+                                 + ", ".join(kernel_tests.KNOWN_PROGRAMS))
+        if len(set(values["rings"])) != len(values["rings"]):
+            raise ParamError(f"parameter 'rings': listed twice in {values['rings']}; allowed: each once")
+        for s in values["ring_sizes"]:
+            if s & (s - 1):
+                raise ParamError(f"parameter 'ring_sizes': {s} is not a power of two; allowed: 1, 2, 4, ... "
+                                 "(ringtest asserts it)")
+        cpus = values["cpus"].replace(" ", "")
+        if cpus not in ("auto", "none") and not all(_PAIR.match(p) for p in cpus.split(",") if p) or not cpus:
+            raise ParamError(f"parameter 'cpus': bad value {values['cpus']!r}; allowed: auto, none, "
+                             "or GUEST:HOST pairs like 0:1")
+        values["cpus"] = cpus
+
+    # -- availability ---------------------------------------------------------------------
+    def unavailable(self, values: dict[str, Any], ctx: Any = None) -> str | None:
+        reasons = [f"tree {t.name!r}: {why}" for t in parse_tree_param(values["tree"])
+                   if (why := t.unavailable())]
+        return "; ".join(reasons) or None
+
+    # -- planning ---------------------------------------------------------------------------
+    def _pairs(self, values, ctx) -> list[tuple[int, int, str]]:
+        spec = values["cpus"]
+        if spec == "none":
+            return [(-1, -1, "unpinned")]
+        pairs = [(int(a), int(b), c) for a, b, c in ctx.select_pairs(spec)]
+        if spec == "auto":
+            # two polling threads on one CPU progress only when the scheduler preempts
+            # one; with --sleep they block on eventfd instead, so same-cpu is fine
+            if not values["sleep"]:
+                pairs = [p for p in pairs if p[2] != "same-cpu"]
+            if not pairs:
+                ctx.warn("ringtest: only one CPU online, so trials run unpinned")
+                pairs = [(-1, -1, "unpinned")]
+        return pairs
+
+    def builds(self, values: dict[str, Any]) -> dict[tuple[str, str], tuple[str, str]]:
+        """Build every (tree, ring): {(tree name, ring): (binary, source_sha256)}.
+
+        Raises (before any trial) naming the program and tree that is missing or fails."""
+        out = {}
+        for t in parse_tree_param(values["tree"]):
+            try:
+                prep = kernel_tests.prepare(t, values["cflags"])
+                for ring in values["rings"]:
+                    b = kernel_tests.build(prep, ring, make=values["make"], cflags=values["cflags"])
+                    out[(t.name, ring)] = (str(b), prep.source_sha256)
+            except kernel_tests.RingtestError as e:
+                raise _runner_error(f"ringtest: {e}") from None
+        return out
+
+    def plan(self, values: dict[str, Any], ctx: Any) -> list[TrialSpec]:
+        trees = parse_tree_param(values["tree"])
+        built = {} if self.unavailable(values, ctx) else self.builds(values)
+        pairs = self._pairs(values, ctx)
+        n = values["warmup"] + values["trials"]
+        specs = []
+        for t in trees:
+            for ring in values["rings"]:
+                binary, sha = built.get((t.name, ring), ("", ""))
+                for size in values["ring_sizes"]:
+                    for g, h, cls in pairs:
+                        config = {"variant": t.name, "ring": ring, "ring_size": size,
+                                  "run_cycles": values["run_cycles"], "batch": values["batch"],
+                                  "outstanding": values["outstanding"], "param": values["param"],
+                                  "sleep": values["sleep"], "relax": values["relax"]}
+                        for k in range(n):
+                            specs.append(TrialSpec(config=dict(config), trial=k, warmup=k < values["warmup"],
+                                                   cpus=(g, h), pair_class=cls,
+                                                   extra={"binary": binary, "source_sha256": sha}))
+        return specs
+
+    def command(self, spec: TrialSpec, ctx: Any) -> list[str]:
+        c = spec.config
+        g, h = spec.cpus
+        prog = kernel_tests.ringtest_argv(spec.extra["binary"], ring_size=c["ring_size"],
+                                          run_cycles=c["run_cycles"], batch=c["batch"],
+                                          outstanding=c["outstanding"], param=c["param"], sleep=c["sleep"],
+                                          relax=c["relax"], host_cpu=h, guest_cpu=g)
+        return kernel_tests.time_argv(c["run_cycles"], prog)
+
+    def measured_binary(self, spec: TrialSpec, argv: list[str], ctx: Any) -> str:
+        return spec.extra["binary"]
+
+    def parse(self, spec: TrialSpec, stdout: str, stderr: str, ctx: Any) -> list[dict[str, Any]]:
+        doc = None
+        for line in reversed((stdout or "").strip().splitlines()):
+            if line.strip().startswith("{"):
+                try:
+                    doc = json.loads(line)
+                    break
+                except ValueError:
+                    continue
+        if not isinstance(doc, dict) or doc.get("binary") != "ringtest" or not doc.get("wall_ns"):
+            raise ValueError(f"no ringtest timing JSON in the wrapper's output: {(stdout or '')[-200:]!r}")
+        wall, items = float(doc["wall_ns"]), int(doc["items"])
+        cpu = (doc["cpu_user_ns"] + doc["cpu_sys_ns"]) / 1e9
+        nan = math.nan
+        row: dict[str, Any] = {
+            "iteration": 0, "ns_per_op": wall / items, "elapsed_ns": wall, "ns_producer": nan,
+            "ns_consumer": nan, "count": items,
+            "cpu_producer_start": -1, "cpu_producer_end": -1, "cpu_consumer_start": -1, "cpu_consumer_end": -1,
+            "counters_multiplexed": False,
+            "counter_errors": "all: ringtest is timed from outside; no counters read",
+            "ctx_voluntary": doc.get("ctx_voluntary"), "ctx_involuntary": doc.get("ctx_involuntary"),
+            "cpu_user_s": doc["cpu_user_ns"] / 1e9, "cpu_sys_s": doc["cpu_sys_ns"] / 1e9,
+            "cpu_util": cpu / (wall / 1e9) if wall > 0 else nan,
+            "source_sha256": spec.extra.get("source_sha256", ""),
+        }
+        from ringlab.schema import COUNTER_EVENTS
+        for ev in COUNTER_EVENTS:
+            row[ev] = nan
+        return [row]

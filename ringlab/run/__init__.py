@@ -1,0 +1,156 @@
+"""Run an experiment's trials into DIR/raw.csv.
+
+``run_experiment(name, params, out_dir)`` is the one entry point (``ringlab run`` and the
+notebooks call it):
+
+1. ``prepare``: resolve and check everything (parameters, folder, plan, binaries)
+   before anything is created, so bad input leaves nothing behind;
+2. ``RunFolder``: create (or resume) and lock the run folder, write env.json;
+3. lock the measured CPUs against other ringlab runs, look for other work on them,
+   set the governor (restored on every exit path), measure core-to-core latencies;
+4. ``execute`` each trial still to do, in the block order of ``plan``, appending its
+   rows to raw.csv as soon as it ends.
+
+Modules: ``plan`` (order, rounds, seeds), ``process`` (spawn, time out, parse),
+``context`` (RunContext), ``machine`` (CPU locks, quiet, signals, latencies),
+``prepare`` (validation and env.json's opening fields).
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ringlab.rundir import RunFolder
+from ringlab.run import machine
+from ringlab.run.context import RunContext
+from ringlab.errors import RunInterrupted
+from ringlab.run.plan import order_plan
+from ringlab.run.prepare import default_out_dir, host_id, new_run_id, prepare
+from ringlab.run.process import execute, run_process
+from ringlab.system.governor import tune
+
+
+@dataclass
+class RunResult:
+    out_dir: Path
+    raw_csv: Path
+    env_json: Path
+    run_id: str
+    #: trials run by this invocation, by status (ok, crash, timeout, error, skipped)
+    counts: dict[str, int] = field(default_factory=dict)
+    #: trials found already done in raw.csv (--resume)
+    already_done: int = 0
+    warnings: list[str] = field(default_factory=list)
+    #: the run's status: complete | failed | skipped (rundir.RUN_STATUSES)
+    status: str = "complete"
+    status_reason: str = ""
+    #: the whole run's trials: {"ok", "failed", "timeout", "skipped"}
+    trials: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the run is complete (or skipped on this machine), 1 when it failed."""
+        return 0 if self.status in ("complete", "skipped") else 1
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())) or "nothing run"
+        done = f" ({self.already_done} already done)" if self.already_done else ""
+        return f"{self.raw_csv}: {parts}{done}"
+
+
+def _stderr_log(msg: str) -> None:
+    print(f"ringlab run: {msg}", file=sys.stderr, flush=True)
+
+
+def _progress(todo: list, progress: bool | None, name: str):
+    """The trials to run, with a tqdm bar on stderr when it is a terminal (or progress=True)."""
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress or not todo:
+        yield from todo
+        return
+    from tqdm import tqdm   # optional dependency, only for a terminal
+    with tqdm(total=len(todo), desc=name, unit="trial", file=sys.stderr, dynamic_ncols=True) as bar:
+        for item in todo:
+            yield item
+            bar.update(1)
+
+
+def _start_measuring(f: RunFolder, ctx: RunContext, gov, cpus: list[int], todo: list, log) -> None:
+    """Once the CPUs are ours and tuned: look for other work, measure latencies, record both."""
+    quiet = machine.check_quiet(cpus, ctx.values["quiet"], ctx.values["quiet_timeout"], log)
+    if quiet.get("warning"):
+        ctx.warn(quiet["warning"])
+    for line in gov.messages:
+        log(line)
+    ctx.c2c = machine.measure_pairs([s for _, s in todo], ctx.c2c, log)
+    f.write_env(governor=gov.report, quiet=quiet, c2c_latency_ns=ctx.c2c, warnings=ctx.warnings)
+
+
+def _governor(cpus: list[int], values: dict[str, Any]):
+    if not values["governor"]:
+        return _NoTuning({"changed": False, "reason": "not requested (governor=false)"})
+    return tune(cpus, disable_boost=bool(values["disable_boost"]))
+
+
+class _NoTuning:
+    def __init__(self, report: dict):
+        self.report, self.messages = report, [report["reason"]]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resume: bool = False,
+                   progress: bool | None = None, build: bool = True,
+                   log: Callable[[str], None] | None = None, argv: list[str] | None = None) -> RunResult:
+    """Run experiment ``name`` with ``params`` (raw values, parsed by Param.parse) into out_dir.
+
+    ``out_dir`` None means results/<experiment>/<host>/<run-id>/.  ``progress`` None shows a
+    tqdm bar only when stderr is a terminal.  Raises ParamError (bad input, nothing created),
+    RunnerError, RunLockedError (folder in use), CpuBusyError (CPUs in use by another run),
+    KeyboardInterrupt / RunInterrupted (SIGINT / SIGTERM; env.json says interrupted).
+    """
+    log = log or _stderr_log
+    p = prepare(name, dict(params or {}), out_dir, resume, build, log, argv)
+    ctx, res = p.ctx, RunResult(p.out_dir, p.out_dir / "raw.csv", p.out_dir / "env.json", p.ctx.run_id)
+    RunFolder(p.out_dir).check_free()   # a --resume into a folder in use fails before waiting for CPUs
+    with machine.signals() as stop, \
+            machine.cpu_lock(machine.measured_cpus(p.plan), ctx.values["quiet_timeout"], log) as lock, \
+            RunFolder(p.out_dir, mode="resume" if resume else "create") as f:
+        f.write_env(**p.env, cpu_lock=lock)
+        done = f.open_csv(p.columns, p.config_keys, log)
+        todo = [(i, s) for i, s in enumerate(p.plan) if s.key() not in done]
+        res.already_done = len(p.plan) - len(todo)
+        if resume:
+            log(f"resume: {res.already_done} of {len(p.plan)} trials already in raw.csv, {len(todo)} to run")
+        if p.unavailable is not None:
+            log(f"{name} skipped: {p.unavailable}")
+            f.finish("skipped", p.unavailable)
+            f.write_env(skipped_reason=p.unavailable)
+            res.counts = {"skipped": len(todo)}
+        else:
+            pinned = sorted({c for _, s in todo for c in s.cpus if c >= 0})
+            with _governor(pinned, ctx.values) as gov:
+                _start_measuring(f, ctx, gov, pinned or machine.measured_cpus(p.plan), todo, log)
+                shown = len(gov.messages)
+                for order, spec in _progress(todo, progress, name):
+                    rows = execute(p.exp, spec, order, ctx)
+                    f.append(rows)
+                    stop.check()
+                    res.counts[rows[0]["status"]] = res.counts.get(rows[0]["status"], 0) + 1
+            f.env.update(governor=gov.report, warnings=ctx.warnings)   # after the restore
+            for line in gov.messages[shown:]:
+                log(line)
+    res.status, res.status_reason = f.final_status, f.env.get("status_reason") or ""
+    res.trials, res.warnings = dict(f.trials), list(ctx.warnings)
+    return res
+
+
+__all__ = ["run_experiment", "RunResult", "RunContext", "RunInterrupted", "order_plan", "run_process",
+           "default_out_dir", "host_id", "new_run_id"]

@@ -1,0 +1,190 @@
+"""Everything checked before a run folder is created: parameters, folder, plan, binaries.
+
+``prepare(...)`` raises ParamError (bad input) or RunnerError (missing binary, failed
+build) and creates nothing; it returns a ``Prepared`` run: the experiment, its
+``RunContext``, the ordered plan, the raw.csv columns and env.json's opening fields.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import secrets
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ringlab import __version__, build as build_mod, paths, provenance, schema
+from ringlab.errors import DataError, ParamError, RunnerError
+from ringlab.experiments import base
+from ringlab.experiments.base import TrialSpec
+from ringlab.rundir import read_done, read_env, sha256_file
+from ringlab.run.context import RunContext
+from ringlab.run.plan import ORDER_DESCRIPTION, full_plan
+from ringlab.system import envinfo
+
+
+def new_run_id() -> str:
+    """UTC timestamp plus a random suffix: sortable, and two runs in one second do not clash."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def host_id() -> str:
+    return envinfo.host_id()
+
+
+def default_out_dir(experiment: str, host: str | None = None, run_id: str | None = None) -> Path:
+    """results/<experiment>/<host>/<run-id>/ (never an existing folder)."""
+    return paths.results_dir() / experiment / (host or host_id()) / (run_id or new_run_id())
+
+
+@dataclass
+class Prepared:
+    exp: Any                      # the Experiment instance
+    ctx: RunContext
+    plan: list[TrialSpec]
+    columns: list[str]
+    config_keys: list[str]
+    env: dict[str, Any]           # env.json's fields at the start of this invocation
+    unavailable: str | None       # why the experiment cannot run here (None: it can)
+    resume: bool
+
+    @property
+    def out_dir(self) -> Path:
+        return self.ctx.out_dir
+
+
+def check_out_dir(out_dir: Path, resume: bool) -> None:
+    """Raise ParamError if out_dir cannot be used; creates nothing."""
+    if resume:
+        if not (out_dir / "env.json").is_file():
+            raise ParamError(f"parameter '--resume': {out_dir} holds no env.json of an earlier run; "
+                             "allowed: the folder of an interrupted run")
+    elif out_dir.exists():
+        raise ParamError(f"parameter '--out': {out_dir} already exists; allowed: a new folder "
+                         "(or pass --resume to continue the run in it)")
+    anc = out_dir
+    while not anc.exists():
+        if anc.parent == anc:
+            break
+        anc = anc.parent
+    if not anc.is_dir():
+        raise ParamError(f"parameter '--out': {out_dir} is not writable ({anc} is not a folder); "
+                         "allowed: a folder path you can write to")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise ParamError(f"parameter '--out': {out_dir} is not writable (no write permission on {anc}); "
+                         "allowed: a folder path you can write to")
+    # Root passes os.access everywhere, and /proc or a read-only mount only fail on
+    # creation: really create (and remove) a probe folder in the nearest existing ancestor.
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".ringlab-probe-", dir=anc))
+    except OSError as e:
+        raise ParamError(f"parameter '--out': {out_dir} is not writable ({anc}: {e.strerror}); "
+                         "allowed: a folder path you can write to") from None
+
+
+def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(values, default=str))
+
+
+def _resolve_for_resume(exp_cls, params: dict, env: dict) -> dict:
+    stored = env.get("parameters") or {}
+    if env.get("experiment") not in (None, exp_cls.name):
+        raise ParamError(f"parameter '--resume': the folder holds a '{env.get('experiment')}' run, "
+                         f"not '{exp_cls.name}'; allowed: {env.get('experiment')}")
+    merged = {k: v for k, v in stored.items() if k in exp_cls.all_params()}
+    merged.update(params)
+    values = exp_cls.resolve(merged)
+    diff = sorted(k for k in set(values) | set(stored)
+                  if k in stored and _jsonable({k: values.get(k)}) != _jsonable({k: stored.get(k)}))
+    if diff:
+        d = "; ".join(f"{k}: run has {stored.get(k)!r}, given {values.get(k)!r}" for k in diff)
+        raise ParamError(f"parameter '{diff[0]}': --resume needs the parameters of the interrupted run "
+                         f"({d}); allowed: the values in env.json, or a new --out folder")
+    return values
+
+
+def _build(exp, values) -> dict[str, Any]:
+    # Only what this run needs (plus the latency probe): a ptr_ring run does not
+    # wait for page_frag to compile.
+    only = list(exp.needed_binaries(values)) + ["c2c_latency"]
+    try:
+        info = build_mod.build_all(**exp.build_args(values), only=only)
+    except ParamError:
+        raise
+    except Exception as e:  # compiler errors of every kind end the run with their text
+        raise RunnerError(f"build failed: {e}") from e
+    return info.to_dict()
+
+
+def _existing_build_info() -> dict[str, Any]:
+    """Without a build: whatever build info ringlab build left, plus binary hashes."""
+    info: dict[str, Any] = {"built_by_run": False}
+    p = paths.build_dir() / "build-info.json"
+    if p.is_file():
+        try:
+            info.update(json.loads(p.read_text()))
+            info["source"] = str(p)
+        except ValueError:
+            info["note"] = f"{p} is not valid JSON"
+    return info
+
+
+def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: bool,
+            log: Callable[[str], None], argv: list[str] | None) -> Prepared:
+    exp_cls = base.get(name)
+    prev: dict = {}
+    if resume:
+        if out_dir is None:
+            raise ParamError("parameter '--resume': needs --out DIR (the folder of the interrupted run); "
+                             "allowed: an existing run folder")
+        out_dir = Path(out_dir)
+        check_out_dir(out_dir, resume=True)
+        try:
+            prev = read_env(out_dir).doc
+        except DataError as e:
+            raise ParamError(f"parameter '--resume': {e}; allowed: the folder of an interrupted run") from None
+        values = _resolve_for_resume(exp_cls, params, prev)
+        run_id = prev.get("run_id") or out_dir.name
+    else:
+        values = exp_cls.resolve(params)
+        run_id = new_run_id()
+        out_dir = Path(out_dir) if out_dir is not None else default_out_dir(name, host_id(), run_id)
+        check_out_dir(out_dir, resume=False)
+    host = prev.get("host") or host_id()
+
+    exp = exp_cls()
+    ctx = RunContext(name, values, run_id, out_dir, log, host=host)
+    specs = exp.plan(values, ctx)
+    if not specs:
+        raise ParamError(f"experiment '{name}': the parameters select no trials; allowed: non-empty lists")
+    plan = full_plan(exp, values, specs, ctx)
+    config_keys = list(dict.fromkeys(list(specs[0].config)))
+    columns = schema.ordered_columns(exp_cls.param_columns(), list(exp_cls.extra_columns))
+    if resume:   # a corrupt or foreign raw.csv is refused now, before the folder is touched
+        _, header = read_done(out_dir / "raw.csv", config_keys)
+        if header is not None and header != columns:
+            raise RunnerError(f"{out_dir / 'raw.csv'}: its columns differ from this ringlab's raw.csv layout "
+                              f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it")
+
+    # Build and check binaries before anything is written.
+    build_info = _build(exp, values) if build else _existing_build_info()
+    reason = exp.unavailable(values, ctx)
+    if reason is None:
+        missing = [b for b in exp.needed_binaries(values) if not os.access(ctx.binary(b), os.X_OK)]
+        if missing:
+            raise RunnerError(f"binaries missing from {paths.bin_dir()}: {', '.join(missing)}; "
+                              "run `ringlab build` first")
+    env = {} if prev else {"schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "experiment": name,
+                           "host": host}
+    env.update(
+        ringlab_version=__version__, parameters=_jsonable(values), command=argv, git=provenance.git_info(),
+        build=build_info,
+        plan={"trials_total": len(plan), "seed": values["seed"], "order": ORDER_DESCRIPTION},
+        environment=envinfo.collect(),
+        # What will actually run, hashed here whatever the build step said.
+        binaries_used={b: {"path": str(ctx.binary(b)), "sha256": sha256_file(ctx.binary(b))}
+                       for b in exp.needed_binaries(values) if os.path.isfile(ctx.binary(b))})
+    ctx.c2c = dict(prev.get("c2c_latency_ns") or {})
+    return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume)

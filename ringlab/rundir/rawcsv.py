@@ -1,0 +1,251 @@
+"""raw.csv on disk: the crash-safe appender, the repair after a kill, and the one reader.
+
+Written only through ``ringlab.rundir.RunFolder.append`` (which uses ``CsvSink``); read
+through ``read_raw`` (a DataFrame, or ``DataError`` naming the file, the line and what
+was expected) and, on --resume, ``read_done``.
+
+Crash safety: raw.csv is opened with O_APPEND, the header goes first, and each trial's
+rows go out in one write() followed by fsync, with newlines inside fields escaped so one
+row is always one line.  A SIGKILL therefore leaves at most a torn last line, which
+``repair_csv`` truncates away before --resume reruns the trial that was in flight.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ringlab import schema
+from ringlab.errors import DataError
+
+#: integer columns that every reader relies on
+INT_COLUMNS = ("trial", "round", "iteration", "order")
+
+
+# -- raw.csv: writing ----------------------------------------------------------------------------
+def _cell(v: Any) -> str:
+    """One CSV cell.  str() for parameters (so TrialSpec.key() can be rebuilt from the
+    file), repr precision for floats, and no raw newlines: one row is one line."""
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else repr(v)
+    s = str(v)
+    if "\n" in s or "\r" in s:
+        s = s.replace("\r", "").replace("\n", "\\n")
+    return s
+
+
+class CsvSink:
+    """Append-only raw.csv: header first, then each trial's rows in one write + fsync."""
+
+    def __init__(self, path: Path, columns: list[str]):
+        self.path, self.columns = path, columns
+        new = not path.exists() or path.stat().st_size == 0
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if new:
+            self._write([columns])
+
+    def _write(self, rows: list[list[str]]) -> None:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(rows)
+        data = buf.getvalue().encode()
+        while data:  # os.write may be partial in theory; loop until all is out
+            n = os.write(self.fd, data)
+            data = data[n:]
+        os.fsync(self.fd)
+
+    def write_rows(self, rows: list[dict[str, Any]]) -> None:
+        self._write([[_cell(r.get(c)) for c in self.columns] for r in rows])
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def repair_csv(path: Path) -> int:
+    """Truncate a torn last line (a SIGKILL during a write); return bytes removed."""
+    if not path.exists():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with open(path, "rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return 0
+        # Scan back to the last newline.
+        pos, chunk = size, 4096
+        keep = 0
+        while pos > 0:
+            start = max(0, pos - chunk)
+            f.seek(start)
+            data = f.read(pos - start)
+            i = data.rfind(b"\n")
+            if i >= 0:
+                keep = start + i + 1
+                break
+            pos = start
+        f.truncate(keep)
+        f.flush()
+        os.fsync(f.fileno())
+    return size - keep
+
+
+# -- raw.csv: reading ----------------------------------------------------------------------------
+def _decode(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise DataError(f"{path}: line {line}, column {col}: byte 0x{data[e.start]:02x} is not UTF-8; "
+                        "expected UTF-8 text as `ringlab run` writes it") from None
+
+
+def _check_rows(path: Path, text: str, required: tuple[str, ...]) -> tuple[list[str], int]:
+    """Validate the CSV structure; return the header and the number of a torn last line (0: none)."""
+    lines = text.split("\n")
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        header = []
+    except csv.Error as e:
+        raise DataError(f"{path}: line 1: {e}; expected the raw.csv header") from None
+    if not header or not any(h.strip() for h in header):
+        raise DataError(f"{path}: line 1: empty file; expected a header naming the raw.csv columns "
+                        f"({', '.join(schema.ID_COLUMNS)}, ...) and one row per trial")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise DataError(f"{path}: line 1: the header has no column {', '.join(repr(m) for m in missing)}; "
+                        f"expected a raw.csv written by `ringlab run` (got: {', '.join(header[:8])}"
+                        f"{' ...' if len(header) > 8 else ''})")
+    torn, n_rows = 0, 0
+    idx = {c: header.index(c) for c in INT_COLUMNS if c in header}
+    last_line = len(lines) - (1 if text.endswith("\n") else 0)
+    try:
+        for row in reader:
+            lineno = reader.line_num
+            if not row:
+                continue
+            if len(row) != len(header):
+                if lineno == last_line and not text.endswith("\n"):
+                    torn = lineno  # what a killed run leaves; --resume repairs it
+                    break
+                raise DataError(f"{path}: line {lineno}: {len(row)} fields; expected {len(header)} "
+                                "(one per header column)")
+            n_rows += 1
+            for c, i in idx.items():
+                v = row[i].strip()
+                if c in ("iteration", "round") and v == "":
+                    continue
+                try:
+                    int(v)
+                except ValueError:
+                    raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i]!r}; expected an integer"
+                                    ) from None
+    except csv.Error as e:
+        raise DataError(f"{path}: line {reader.line_num}: {e}; expected one CSV row per line") from None
+    if n_rows == 0:
+        raise DataError(f"{path}: line 1: a header and no rows; expected at least one trial row "
+                        "(the run recorded no trial)")
+    return header, torn
+
+
+def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",)) -> pd.DataFrame:
+    """raw.csv as a DataFrame, or ``DataError`` naming the file, the line and what was expected.
+
+    Checks: UTF-8, a header with the ``required`` columns, at least one row, the same
+    number of fields in every row, integers in ``trial``/``round``/``iteration``/``order``.
+    A torn last line (a killed run) is left out.  Files written before the ``round``
+    column existed get ``round`` = ``trial``.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "raw.csv"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file; expected a raw.csv written by `ringlab run`") from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv") from None
+    text = _decode(path, data)
+    _, torn = _check_rows(path, text, required)
+    if torn:
+        text = text[:text.rfind("\n") + 1]
+    try:
+        df = pd.read_csv(io.StringIO(text), low_memory=False)
+    except (ValueError, pd.errors.ParserError) as e:
+        raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`") from None
+    if "round" not in df.columns and "trial" in df.columns:
+        df.insert(df.columns.get_loc("trial") + 1, "round", df["trial"])
+    return df
+
+
+def _done_key(row: list[str], idx: dict[str, int], config_keys: list[str]) -> tuple:
+    key = tuple(sorted((k, row[idx[k]]) for k in config_keys)) + (
+        ("cpus", f"{row[idx['cpu_req_producer']]}:{row[idx['cpu_req_consumer']]}"),
+        ("trial", int(row[idx["trial"]])))
+    if "icount_source" in idx and row[idx["icount_source"]] == "callgrind":
+        key += (("kind", "icount"),)
+    return key
+
+
+def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None]:
+    """Keys (as TrialSpec.key()) of the trials already in raw.csv, and its header."""
+    done: set = set()
+    if not path.exists() or path.stat().st_size == 0:
+        return done, None
+    text = _decode(path, path.read_bytes())
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None:
+        return done, None
+    idx = {c: i for i, c in enumerate(header)}
+    missing = [c for c in config_keys + ["cpu_req_producer", "cpu_req_consumer", "trial"] if c not in idx]
+    if missing:
+        raise DataError(f"{path}: line 1: cannot resume, the header has no column {missing}; "
+                        "expected the raw.csv of the interrupted run")
+    torn_at = text.count("\n") + 1 if not text.endswith("\n") else None   # repair_csv removes it
+    for row in reader:
+        if len(row) != len(header):
+            if reader.line_num == torn_at:
+                break
+            raise DataError(f"{path}: line {reader.line_num}: {len(row)} fields; expected {len(header)} "
+                            "(one per header column)")
+        try:
+            done.add(_done_key(row, idx, config_keys))
+        except ValueError:
+            raise DataError(f"{path}: line {reader.line_num}: column 'trial' is {row[idx['trial']]!r}; "
+                            "expected an integer") from None
+    return done, header
+
+
+def count_trials(statuses) -> dict[str, int]:
+    """{"ok", "failed", "timeout", "skipped"} from trial statuses (crash and error are failed)."""
+    out = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0}
+    for s in statuses:
+        s = str(s)
+        out["failed" if s in ("crash", "error") else s if s in out else "failed"] += 1
+    return out
+
+
+def count_file(raw_csv: Path) -> dict[str, int]:
+    """Trial counts of a raw.csv (first row of each trial), tolerant of a torn last line."""
+    try:
+        text = _decode(raw_csv, raw_csv.read_bytes())
+    except (OSError, DataError):
+        return count_trials(())
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None) or []
+    if "status" not in header:
+        return count_trials(())
+    si = header.index("status")
+    ii = header.index("iteration") if "iteration" in header else None
+    sts = [r[si] for r in reader if len(r) == len(header) and (ii is None or r[ii] in ("0", ""))]
+    return count_trials(sts)

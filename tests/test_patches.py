@@ -1,0 +1,202 @@
+"""Built-in test patches: generated against a header at run time, applied with git apply."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ringlab import kernel_header as kh
+from ringlab import patches
+
+DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
+MAINLINE = DATA / "team_mainline" / "include" / "linux" / "ptr_ring.h"   # our own MIT fixture
+V48 = DATA / "team_v4.8"
+DEBIAN = kh.debian_header()
+
+
+def _apply(patch_text: str, header: Path, tmp: Path) -> Path:
+    """Apply the patch to a copy of ``header`` laid out as a kernel tree; return the patched file."""
+    tree = tmp / "tree"
+    dst = tree / "include" / "linux" / "ptr_ring.h"
+    dst.parent.mkdir(parents=True)
+    shutil.copyfile(header, dst)
+    pf = tmp / "p.mbox"
+    pf.write_text(patch_text)
+    r = subprocess.run(["git", "apply", f"--include={patches.HEADER_IN_TREE}", str(pf)], cwd=tree,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return dst
+
+
+def test_flush_delay_inserts_the_loop_once_after_the_flush(tmp_path):
+    p = patches.builtin_patch("builtin:flush-delay", MAINLINE)
+    assert p.spec == "builtin:flush-delay:64" and p.spins == 64
+    out = _apply(p.text, MAINLINE, tmp_path).read_text().splitlines()
+    orig = MAINLINE.read_text().splitlines()
+    added = [ln for ln in out if ln not in orig]
+    assert len(out) == len(orig) + 7
+    assert any("ringlab_spin < 64" in ln for ln in added)
+    i = next(k for k, ln in enumerate(out) if "ringlab builtin:flush-delay" in ln)
+    assert out[i - 1].strip() == "r->consumer_tail = next;", "inserted right after the flush's tail update"
+    assert p.anchor_line == i, "anchor_line is the 1-based line of the anchor"
+    # and only once: the wrap-around "r->consumer_tail = 0;" is not an anchor
+    assert sum("ringlab builtin:flush-delay" in ln for ln in out) == 1
+
+
+def test_patched_header_compiles_through_the_shim(tmp_path):
+    p = patches.builtin_patch("builtin:flush-delay:8", MAINLINE)
+    kh.check_compiles(_apply(p.text, MAINLINE, tmp_path))
+
+
+def test_mail_headers_are_fixed_and_output_is_deterministic():
+    a = patches.builtin_patch("builtin:flush-delay:32", MAINLINE)
+    b = patches.builtin_patch(" builtin:flush-delay:32 ", MAINLINE)
+    assert a.text == b.text
+    head = a.text.split("\n\n", 1)[0]
+    assert "Subject: [PATCH] ptr_ring: spin 32 iterations after each batch flush" in head
+    assert "Message-ID: <flush-delay-32." in head and "From: ringlab" in head
+    assert a.diff.startswith(f"diff --git a/{patches.HEADER_IN_TREE} b/{patches.HEADER_IN_TREE}\n")
+    assert a.base_sha256 in a.text
+
+
+def test_write_builtin(tmp_path):
+    out = tmp_path / "sub" / "flush-delay.patch"
+    p = patches.write_builtin("builtin:flush-delay", MAINLINE, out)
+    assert out.read_text() == p.text
+
+
+def test_old_generation_header_says_why_the_anchor_is_missing():
+    with pytest.raises(patches.PatchError) as e:
+        patches.builtin_patch("builtin:flush-delay", kh.resolve_header(V48))
+    msg = str(e.value)
+    assert "anchor not found" in msg and "no consumer_tail" in msg and "ptr_ring.h" in msg
+
+
+def test_anchor_only_inside_discard_one(tmp_path):
+    h = tmp_path / "ptr_ring.h"
+    h.write_text("struct ptr_ring { int consumer_tail; };\n"
+                 "static void other(struct ptr_ring *r)\n{\n\tr->consumer_tail = head;\n}\n")
+    with pytest.raises(patches.PatchError, match="no definition of __ptr_ring_discard_one"):
+        patches.builtin_patch("builtin:flush-delay", h)
+    h.write_text("static inline void __ptr_ring_discard_one(struct ptr_ring *r)\n{\n"
+                 "\t/* r->consumer_tail = commented; */\n\tr->consumer_tail = a;\n"
+                 "\tr->consumer_tail = b;\n}\n")
+    with pytest.raises(patches.PatchError, match=r"found 2 times \(lines 4, 5\)"):
+        patches.builtin_patch("builtin:flush-delay", h)
+
+
+@pytest.mark.parametrize("spec, what", [
+    ("builtin:nope", "unknown built-in 'nope'"),
+    ("builtin:flush-delay:0", "N must be an integer"),
+    ("builtin:flush-delay:x", "N must be an integer"),
+    ("flush-delay", "not a built-in patch"),
+])
+def test_bad_specs_name_the_allowed_forms(spec, what):
+    with pytest.raises(patches.PatchError) as e:
+        patches.builtin_patch(spec, MAINLINE)
+    assert what in str(e.value) and "builtin:flush-delay" in str(e.value) and "allowed:" in str(e.value)
+
+
+def test_missing_base_header(tmp_path):
+    with pytest.raises(patches.PatchError, match="cannot read base header"):
+        patches.builtin_patch("builtin:flush-delay", tmp_path / "nope.h")
+
+
+def test_expected_extra_per_op():
+    # 63 flushes per lap of 1000 with batch 16, two instructions per spin
+    assert patches.expected_extra_per_op(64, 1000, 16) == pytest.approx(64 * 2 * 63 / 1000)
+    assert patches.expected_extra_per_op(10, 64, 16) == pytest.approx(10 * 2 * 4 / 64)
+
+
+@pytest.mark.skipif(DEBIAN is None, reason="Debian linux-headers-*-common not installed")
+def test_flush_delay_against_the_debian_header(tmp_path):
+    p = patches.builtin_patch("builtin:flush-delay", DEBIAN)
+    patched = _apply(p.text, DEBIAN, tmp_path)
+    kh.check_compiles(patched)
+    assert kh.detect_generation(patched) == "batch"
+
+
+# -- the two arms of an A/B ------------------------------------------------------------------
+def test_plan_ab_builtin_against_a_tree(tmp_path):
+    tree = DATA / "team_mainline"
+    plan = patches.plan_ab(str(tree), "builtin:flush-delay:16", workdir=tmp_path)
+    assert plan.variants == "base,patched" and plan.baseline == "base" and plan.candidate == "patched"
+    assert plan.patch_file.parent == tmp_path and plan.patch_file.is_file()
+    assert plan.patch_file.name == f"flush-delay-16-{plan.builtin.base_sha256[:12]}.patch"
+    assert plan.kernel_headers == f"base={tree},patched={tree}+{plan.patch_file}"
+    run = tmp_path / "run"
+    run.mkdir()
+    assert patches.keep_patch(plan, run).read_text() == plan.builtin.text
+
+
+def test_plan_ab_patch_file_and_lore(tmp_path):
+    pf = tmp_path / "x.mbox"
+    pf.write_text("From: a\n")
+    plan = patches.plan_ab(str(MAINLINE), str(pf))
+    assert plan.builtin is None and plan.kernel_headers.endswith(f"+{pf.resolve()}")
+    plan = patches.plan_ab(str(MAINLINE), "lore:20210625.1@example.org")
+    assert plan.patch_file is None and plan.kernel_headers.endswith("+lore:20210625.1@example.org")
+
+
+@pytest.mark.parametrize("base, patch, msg", [
+    ("MAINLINE", "", "parameter 'patch': empty"),
+    ("MAINLINE", "/no/such.patch", "parameter 'patch': no such file"),
+    ("/no/such/tree", "builtin:flush-delay", "parameter 'base': kernel header: /no/such/tree does not exist"),
+])
+def test_plan_ab_bad_input(base, patch, msg, tmp_path):
+    with pytest.raises(patches.PatchError) as e:
+        patches.plan_ab(str(MAINLINE) if base == "MAINLINE" else base, patch, workdir=tmp_path)
+    assert msg in str(e.value) and "allowed:" in str(e.value)
+
+
+def test_default_base_without_headers_package_says_what_to_pass(monkeypatch):
+    monkeypatch.setattr(kh, "debian_header", lambda: None)
+    with pytest.raises(patches.PatchError) as e:
+        patches.plan_ab("", "builtin:flush-delay")
+    assert "parameter 'base': empty, and no distro kernel headers package" in str(e.value)
+    assert "a kernel tree" in str(e.value)
+
+
+def test_default_base_is_the_headers_package_root(monkeypatch, tmp_path):
+    h = tmp_path / "linux-headers-9.9-common" / "include" / "linux" / "ptr_ring.h"
+    h.parent.mkdir(parents=True)
+    h.write_text(MAINLINE.read_text())
+    monkeypatch.setattr(kh, "debian_header", lambda: h)
+    plan = patches.plan_ab("", "builtin:flush-delay", workdir=tmp_path / "p")
+    assert plan.base == str(tmp_path / "linux-headers-9.9-common")
+
+
+def test_function_sizes_from_nm(tmp_path):
+    if shutil.which("nm") is None or shutil.which("gcc") is None:
+        pytest.skip("nm or gcc missing")
+    bins = {}
+    for name, body in (("a", "return x + 1;"), ("b", "return x * x * x + 3 * x + 7;")):
+        src = tmp_path / f"{name}.c"
+        src.write_text("int rl_measured_f(int x);\nint rl_measured_f(int x) { " + body + " }\n"
+                       "int rl_measured_g(int x);\nint rl_measured_g(int x) { return x; }\n"
+                       "int main(void) { return rl_measured_f(1) + rl_measured_g(2); }\n")
+        out = tmp_path / name
+        subprocess.run(["gcc", "-O0", str(src), "-o", str(out)], check=True)
+        bins[name] = out
+    t = patches.function_sizes(bins).set_index("function")
+    assert list(t.index) == ["f", "g"]
+    assert t.loc["g", "difference"] == 0 and t.loc["f", "difference"] > 0
+    t = patches.function_sizes({"a": bins["a"], "gone": tmp_path / "nope"})
+    assert "no rl_measured_* symbols" in t.loc[0, "note"] and "gone" in t.loc[0, "note"]
+
+
+def test_instructions_table(tmp_path):
+    import pandas as pd
+    rows = [{"variant": v, "mode": 0, "size": 1000, "batch": 0, "status": "ok", "icount_source": "callgrind",
+             "instructions_per_op": x} for v, x in (("base", 43.5), ("base", 43.5), ("patched", 52.0),
+                                                    ("patched", 52.0))]
+    rows.append({"variant": "base", "mode": 1, "size": 1000, "batch": 0, "status": "ok", "ns_per_op": 5.0})
+    pd.DataFrame(rows).to_csv(tmp_path / "raw.csv", index=False)
+    plan = patches.plan_ab(str(MAINLINE), "builtin:flush-delay", workdir=tmp_path)
+    t = patches.instructions_table(tmp_path, plan)
+    assert len(t) == 1
+    r = t.iloc[0]
+    assert r["difference"] == pytest.approx(8.5) and r["expected difference"] == ">= +8.06"
+    assert r["source"] == "callgrind, identical counts"

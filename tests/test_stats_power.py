@@ -1,0 +1,41 @@
+"""`ringlab bench power`'s simulation on frames with known noise (the bench itself reads results/)."""
+import subprocess
+import sys
+
+import numpy as np
+
+from ringlab.stats.powersim import power_table, targets, units_from_frame
+from synth import make_raw
+
+
+def test_units_remove_the_real_effect_and_keep_round_noise():
+    df = make_raw(trials=30, seed=1, cv=0.01, round_cv=0.1, effects={"reorder": 0.2}, params={"mode": [0, 1]})
+    units = units_from_frame(df, source="synth")
+    assert len(units) == 2 and all(u["n_rounds"] == 30 for u in units)
+    for u in units:
+        assert abs(np.median(u["cand"] - u["base"])) < 0.01  # the 20% effect is gone
+        assert np.corrcoef(u["base"], u["cand"])[0, 1] > 0.8   # the shared round state is not
+
+
+def test_power_table_on_round_noise():
+    df = make_raw(trials=30, seed=2, cv=0.01, round_cv=0.1, params={"mode": [0, 1, 2]})
+    tab = power_table(units_from_frame(df, source="synth"), rounds=(30,), reps=150, seed=0)
+    p = tab[tab["design"] == "paired"].iloc[0]
+    u = tab[tab["design"] == "unpaired"].iloc[0]
+    assert p["aa_rate"] <= 0.1 and u["aa_rate"] <= 0.1
+    assert p["power_5pct"] > 0.95 and p["power_5pct"] > u["power_5pct"]
+    assert u["ci_width_pct"] > 2 * p["ci_width_pct"]
+    got = {name.split(" ")[1]: met for name, met, _ in targets(tab, rounds_max=30)}
+    assert got["power"] and got["CI"], got
+    # the A/A target is judged on the point estimate; 450 simulated runs leave ~1% noise on it
+    loose = targets(tab, aa_max=0.05 + 3 * np.sqrt(0.05 * 0.95 / 450), rounds_max=30)
+    assert loose[0][1], (p["aa_rate"], loose[0])
+
+
+def test_bench_power_lists_and_refuses_bad_input(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "ringlab", "bench", "power", "--help"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "--reps" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "ringlab", "bench", "power", "--results", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--results" in bad.stderr
