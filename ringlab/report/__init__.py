@@ -85,7 +85,7 @@ def excluded_text(df: pd.DataFrame, meas: pd.DataFrame, excluded: dict, metric: 
     if missing:
         ok = df["status"].astype(str).eq("ok") if "status" in df.columns else pd.Series(True, index=df.index)
         no_val = pd.to_numeric(df[metric], errors="coerce").isna() & ok
-        n_cg = int((no_val & _tab._is_callgrind(df)).sum())
+        n_cg = int((no_val & _tab.is_callgrind(df)).sum())
         why = []
         if n_cg:
             why.append(f"{n_cg} callgrind instruction-count trials, untimed by design: they give "

@@ -138,7 +138,7 @@ SUMMARY_STAT_COLS = {"n_excluded", "n", "mean", "median", "std", "cv", "min", "m
                      "n_severe", "clean_n_removed"}
 
 
-def _is_callgrind(df: pd.DataFrame) -> pd.Series:
+def is_callgrind(df: pd.DataFrame) -> pd.Series:
     if "icount_source" not in df.columns:
         return pd.Series(False, index=df.index)
     return df["icount_source"].astype(str).str.lower().eq("callgrind")
@@ -153,7 +153,7 @@ def counter_rows(df: pd.DataFrame, group_cols: list[str],
     with neither says NA_COUNTERS."""
     group_cols = _varying(df, group_cols)
     header = group_cols + [name for _, name, _ in COUNTER_TABLE]
-    cg = icount[_is_callgrind(icount)] if icount is not None and len(icount) else None
+    cg = icount[is_callgrind(icount)] if icount is not None and len(icount) else None
     rows = []
     groups = df.groupby(group_cols, sort=True, dropna=False) if group_cols else [((), df)]
     for key, sub in groups:
