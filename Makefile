@@ -33,9 +33,18 @@ test: build
 reproduce: build
 	$(BIN)/ringlab reproduce --profile $(PROFILE)
 
-lab: $(STAMP)
+# JupyterLab opens at the repository root (notebooks/ and the executed ones under results/);
+# the lab extra is installed once (its own stamp, redone when pyproject.toml changes);
+# root needs --allow-root.  Runs started from the lab go to scratch/, never results/.
+LAB_STAMP := $(VENV)/.ringlab-lab-installed
+LAB_ROOT  := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+
+$(LAB_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,lab]'
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	touch $@
+
+lab: $(LAB_STAMP)
+	$(BIN)/jupyter lab --notebook-dir=. $(LAB_ROOT)
 
 clean:
 	rm -rf build

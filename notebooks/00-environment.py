@@ -22,7 +22,7 @@
 # %% tags=["parameters"]
 profile: str = "quick"  # smoke | quick | full (same probes in every profile)
 probe_counters: bool = True  # open each perf counter with perf_event_open to see which really work
-out_dir: str = ""  # run folder; empty: results/environment/<host>/<run-id>
+out_dir: str = ""  # run folder; empty: scratch/environment/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
@@ -31,6 +31,7 @@ from ringlab import envreport
 
 rn.check_choice("profile", profile, ["smoke", "quick", "full"])
 RUN = rn.run_dir(out_dir, "environment", host)
+print("run folder:", RUN)
 
 # %%
 env = envreport.write_environment_run(RUN, probe_counters=probe_counters)

@@ -45,7 +45,7 @@ kernel_headers: str = ""  # real headers as extra variants, comma-separated NAME
 cflags: str = ""  # extra compiler flags for every ring
 icount: bool = True  # also count instructions per op under callgrind (mode 0, never timed)
 seed: int = 1  # seed of the randomized interleaved trial order
-out_dir: str = ""  # run folder; empty: results/ptr-ring-reorder/<host>/<run-id>
+out_dir: str = ""  # run folder; empty: scratch/ptr-ring-reorder/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %% [markdown]
@@ -81,22 +81,23 @@ rn.markdown(rn.run_overview(RUN))
 # verdict.  "no significant difference" means the CI lies inside ±1%.
 
 # %%
-report = rn.report(RUN, baseline=baseline, labels={baseline: "unpatched", patched: "patched"})
+R = rn.report(RUN, baseline=baseline, patched=patched, labels={baseline: "unpatched", patched: "patched"})
 rn.table(rn.mail_table(RUN, baseline=baseline, patched=patched))
 
 # %% [markdown]
 # ## Everything else: all variants, counters, outliers and their causes
 
 # %%
-rn.markdown(report["summary_md_text"])
+rn.markdown(R.markdown)
 
 # %% [markdown]
 # ## Figures
 # Distributions (box + seeded strip, outliers marked), ECDF, run order (drift and
-# interleaving), SPSC throughput against the core-to-core latency bound, and counters.
+# interleaving), SPSC throughput against the core-to-core latency bound, the CPU-pair heatmap
+# and counters.  A figure this run cannot have says why instead.
 
 # %%
-rn.figures(report["figures"])
+rn.show_figures(R, "box", "ecdf", "order", "spsc", "cpu_pairs", "counters")
 
 # %% [markdown]
 # ## Published vs reproduced

@@ -36,7 +36,7 @@ count: int = 0  # operations per trial; 0: the profile's default
 trials: int = 0  # measured trials per configuration; 0: the profile's default
 cpus: str = "auto"  # producer:consumer placement: auto | all | none | "1:2,3:4"
 seed: int = 1  # seed of the randomized interleaved trial order
-out_dir: str = ""  # run folder; empty: results/ptr-ring-batch-zeroing/<host>/<run-id>
+out_dir: str = ""  # run folder; empty: scratch/ptr-ring-batch-zeroing/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
@@ -61,11 +61,11 @@ rn.markdown(rn.run_overview(RUN))
 # One row per ring size and CPU pair: medians, the difference with its CI, and a verdict.
 
 # %%
-report = rn.report(RUN, baseline=baseline, labels={baseline: "prebatch", "batch": "batch zeroing"})
+R = rn.report(RUN, baseline=baseline, labels={baseline: "prebatch", "batch": "batch zeroing"})
 rn.table(rn.size_sweep_table(RUN, baseline=baseline))
 
 # %%
-rn.figures(rn.size_sweep_figure(RUN, baseline=baseline))
+rn.show_figures(R, "size_sweep")
 
 # %% [markdown]
 # ## Throughput against the core-to-core latency bound
@@ -74,14 +74,14 @@ rn.figures(rn.size_sweep_figure(RUN, baseline=baseline))
 # gets.
 
 # %%
-rn.figures([f for f in report["figures"] if "throughput" in str(f) or "latency" in str(f)])
+rn.show_figures(R, "spsc")
 
 # %% [markdown]
 # ## Full summary and the remaining figures
 
 # %%
-rn.markdown(report["summary_md_text"])
-rn.figures([f for f in report["figures"] if "throughput" not in str(f)])
+rn.markdown(R.markdown)
+rn.show_figures(R, "box", "ecdf", "order", "cpu_pairs", "counters")
 
 # %% [markdown]
 # ## Published vs reproduced

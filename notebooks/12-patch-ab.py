@@ -68,7 +68,7 @@ cpus: str = "auto"  # modes 1 and 2 placement: auto (one pair per topology class
 cflags: str = ""  # extra compiler flags for both variants
 icount: bool = True  # count instructions per op under callgrind (mode 0, never timed)
 seed: int = 1  # seed of the randomized interleaved trial order
-out_dir: str = ""  # run folder; empty: results/patch-ab/<host>/<run-id>
+out_dir: str = ""  # run folder; empty: scratch/patch-ab/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %% [markdown]
@@ -114,7 +114,8 @@ print("patch kept in the run folder:", kept)
 # expect negative deltas (patched slower) in every mode.
 
 # %%
-report = rn.report(RUN, baseline=AB.baseline, labels={AB.baseline: "unpatched", AB.candidate: "patched"})
+R = rn.report(RUN, baseline=AB.baseline, patched=AB.candidate,
+              labels={AB.baseline: "unpatched", AB.candidate: "patched"})
 rn.table(rn.mail_table(RUN, baseline=AB.baseline, patched=AB.candidate))
 
 # %% [markdown]
@@ -136,8 +137,8 @@ rn.table(patches.function_sizes(patches.run_binaries(RUN, AB)))
 # ## Everything else: counters, distributions, outliers and their causes
 
 # %%
-rn.markdown(report["summary_md_text"])
-rn.figures(report["figures"])
+rn.markdown(R.markdown)
+rn.show_figures(R, "box", "ecdf", "order", "spsc", "cpu_pairs", "counters")
 
 # %% [markdown]
 # ## The reply

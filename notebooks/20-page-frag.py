@@ -35,7 +35,7 @@ nr_test: int = 0  # fragments per trial; 0: the profile's default
 trials: int = 0  # measured trials per configuration; 0: the profile's default
 cpus: str = "auto"  # push:pop placement: auto (incl. same CPU) | all | none | "1:2,3:4"
 seed: int = 1  # seed of the randomized interleaved trial order
-out_dir: str = ""  # run folder; empty: results/page-frag/<host>/<run-id>
+out_dir: str = ""  # run folder; empty: scratch/page-frag/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
@@ -56,8 +56,8 @@ rn.markdown(rn.run_overview(RUN))
 # Every configuration, after against before, with the CI of the difference and a verdict.
 
 # %%
-report = rn.report(RUN, baseline=baseline, labels={"before": "before", "after": "after"})
-rn.markdown(report["summary_md_text"])
+R = rn.report(RUN, baseline=baseline, labels={"before": "before", "after": "after"})
+rn.markdown(R.markdown)
 
 # %% [markdown]
 # ## Does it vanish on one CPU?
@@ -66,7 +66,7 @@ rn.markdown(report["summary_md_text"])
 
 # %%
 rn.table(rn.by_placement_table(RUN, baseline=baseline))
-rn.figures(report["figures"])
+rn.show_figures(R, "box", "ecdf", "order")
 
 # %% [markdown]
 # ## Were "before" and "after" really different binaries, measured at different times?

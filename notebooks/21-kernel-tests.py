@@ -40,7 +40,7 @@ kmod_module: str = ""  # page_frag_test.ko to load (bare metal, root, built for 
 kmod_alloc_len: int = 12  # test_alloc_len of page_frag_test.ko (fragment bytes)
 kmod_nr_test: int = 512000  # nr_test of page_frag_test.ko (fragments per load)
 kmod_align: int = 0  # test_align of page_frag_test.ko: 0 non-aligned, 1 aligned
-out_dir: str = ""  # run folder; empty: results/kernel-tests/<host>/<run-id>
+out_dir: str = ""  # run folder; empty: scratch/kernel-tests/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
@@ -92,8 +92,7 @@ if status == "skipped":
 else:
     rn.table(hc.side_by_side(RUN, SPSC), floatfmt=".3g")
     rn.figures(hc.figure(RUN, SPSC, RUN / "figures"))
-    report = rn.report(RUN)
-    rn.markdown(report["summary_md_text"])
+    rn.markdown(rn.report(RUN).markdown)
 
 # %% [markdown]
 # ## page_frag_test.ko (seed 002), through `insmod`
@@ -112,7 +111,7 @@ else:
     PK = rn.params("kmod", profile=profile, module=kmod_module, args=args, trials=trials or None, seed=seed)
     rn.run("kmod", PK, RUN / "kmod")
     rn.markdown(rn.run_overview(RUN / "kmod"))
-    rn.markdown(rn.report(RUN / "kmod")["summary_md_text"])
+    rn.markdown(rn.report(RUN / "kmod").markdown)
 
 # %% [markdown]
 # ## The published `perf stat -r N insmod` blocks

@@ -33,7 +33,7 @@ count: int = 0  # close(-1) calls per trial; 0: the profile's default (3,000,000
 trials: int = 0  # measured trials per configuration; 0: the profile's default
 perf: str = "perf"  # the perf executable
 seed: int = 1  # seed of the randomized interleaved trial order
-out_dir: str = ""  # run folder; empty: results/perf-ring-buffer/<host>/<run-id>
+out_dir: str = ""  # run folder; empty: scratch/perf-ring-buffer/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
@@ -61,9 +61,9 @@ rn.table(rn.perf_rb_verdicts(RUN))
 # ## Distributions by placement, and what explains the slow mode
 
 # %%
-report = rn.report(RUN, baseline="forward", labels={"forward": "forward", "backward": "backward"})
-rn.markdown(report["summary_md_text"])
-rn.figures(report["figures"])
+R = rn.report(RUN, baseline="forward", labels={"forward": "forward", "backward": "backward"})
+rn.markdown(R.markdown)
+rn.show_figures(R, "box", "ecdf", "order")
 
 # %% [markdown]
 # ## Published vs reproduced

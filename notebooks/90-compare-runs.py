@@ -25,7 +25,7 @@ profile: str = "quick"  # smoke | quick | full (no effect here: this notebook on
 results_root: str = ""  # folder to scan; empty: the repository's results/
 baseline: str = "batch"  # unpatched variant for the ptr_ring cross-machine table
 patched: str = "reorder"  # patched variant for the ptr_ring cross-machine table
-out_dir: str = ""  # run folder; empty: results/compare-runs/<host>/<run-id>
+out_dir: str = ""  # run folder; empty: scratch/compare-runs/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
@@ -58,6 +58,12 @@ rn.table(cr.cross_machine_table(runs, baseline=baseline, patched=patched))
 # %%
 rn.table(cr.stale_checks(runs))
 
+# %% [markdown]
+# ## Forest plot: the patched variant's delta per host and run
+# Each line is one configuration of one run: the point is the delta of the medians, the bar its
+# 95% CI.  Runs from different machines or dates that tell different stories show up here.
+
 # %%
 paths = cr.write(RUN, runs, baseline=baseline, patched=patched)
 print("written:", *[str(p) for p in paths], sep="\n  ")
+rn.show_file(paths, "forest.png", why=f"no run under results/ holds both {baseline} and {patched}")

@@ -19,6 +19,7 @@ import pandas as pd
 from ringlab import paths, provenance
 from ringlab.errors import DataError
 from ringlab.notebook import to_markdown
+from ringlab.report.figures import cross_run_forest
 from ringlab.rundir import RunFolder, read_env, read_raw
 from ringlab.stats import compare
 from ringlab.system import envinfo
@@ -154,6 +155,7 @@ def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched
               to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
               "## Stale-data checks", "", to_markdown(t_stale), "", "## Runs", "", to_markdown(t_runs), ""]
         (run_dir / "summary.md").write_text("\n".join(md))
+        out += cross_run_forest(runs, run_dir / "figures", baseline, patched)
         f.write_env(environment=envinfo.collect(probe_counters=False), git=provenance.git_info(),
                     inputs=[f"{r.experiment}/{r.host}/{r.run_id}" for r in runs])
         f.finish("complete")

@@ -12,7 +12,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ringlab.experiments.base import ParamError
+from ringlab import fmt
+from ringlab.errors import ParamError as _BaseParamError
+from ringlab.errors import RinglabError
+
+
+class ParamError(_BaseParamError):
+    """A bad notebook parameter.  IPython shows only ``ParamError: <message>`` for it (no
+    traceback: the message names the parameter and the allowed values, the stack is noise);
+    the cell still fails, so papermill and ``ringlab reproduce`` report the notebook failed."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"ParamError: {self}"]
+
+
+def _message_only(e: RinglabError) -> RinglabError:
+    """Have IPython show a user-facing error as "Name: message", without the traceback."""
+    e._render_traceback_ = lambda: [f"{type(e).__name__}: {e}"]
+    return e
 
 
 def params(experiment: str, profile: str = "quick", **values: Any) -> dict:
@@ -22,7 +39,10 @@ def params(experiment: str, profile: str = "quick", **values: Any) -> dict:
     for counts where 0 means default)."""
     from ringlab.experiments import get
     overrides = {k: v for k, v in values.items() if v is not None and not (isinstance(v, str) and not v.strip())}
-    return get(experiment).resolve(overrides, profile=profile)
+    try:
+        return get(experiment).resolve(overrides, profile=profile)
+    except _BaseParamError as e:
+        raise ParamError(str(e)) from None
 
 
 def check_choice(name: str, value: Any, allowed) -> Any:
@@ -33,11 +53,15 @@ def check_choice(name: str, value: Any, allowed) -> Any:
 
 
 def run_dir(out_dir: str, experiment_folder: str, host: str = "") -> Path:
-    """The run folder: ``out_dir`` if given, else a new results/<experiment>/<host>/<run-id>/."""
+    """The run folder: ``out_dir`` if given, else a new scratch/<experiment>/<host>/<run-id>/.
+
+    Only ``ringlab reproduce`` writes into results/ (it passes ``out_dir``): a notebook run
+    from plain papermill or JupyterLab goes to the scratch folder (``$RINGLAB_SCRATCH``, default
+    ``scratch/`` at the repository root, git-ignored), so it never shows up in results/."""
     if out_dir:
         return Path(out_dir).resolve()
-    from ringlab.reproduce import run_dir_for
-    return run_dir_for(experiment_folder, host or None).resolve()
+    from ringlab.reproduce import run_dir_for, scratch_dir
+    return run_dir_for(experiment_folder, host or None, root=scratch_dir()).resolve()
 
 
 def markdown(text: str, max_chars: int = 20000):
@@ -58,19 +82,8 @@ def table(df, max_rows: int = 40, floatfmt: str = ".4g"):
     markdown(to_markdown(shown, floatfmt) + note)
 
 
-def to_markdown(df, floatfmt: str = ".4g") -> str:
-    """Markdown table without the optional `tabulate` dependency."""
-    import math
-    cols = [str(c) for c in df.columns]
-
-    def fmt(v):
-        if isinstance(v, float):
-            return "" if math.isnan(v) else format(v, floatfmt)
-        return str(v).replace("|", "\\|")
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(fmt(v) for v in row) + " |")
-    return "\n".join(lines)
+#: kept under this name for the modules that render their tables through it
+to_markdown = fmt.df_to_markdown
 
 
 def figures(paths, width: int = 640):
@@ -82,24 +95,62 @@ def figures(paths, width: int = 640):
             display(Image(filename=str(p), width=width))
 
 
+def not_available(what: str, why: str):
+    """Say visibly that ``what`` cannot be shown here, and why."""
+    markdown(f"*{what}: not available here because {why}.*")
+
+
+def show_figures(rep, *names: str, width: int = 640):
+    """Show the report's figures by name (``rep.figures``); for each one this run cannot have,
+    say "not available here because ..." so that a section never stays empty."""
+    for name in names:
+        if name in rep.figures:
+            figures([rep.figures[name]], width=width)
+        else:
+            not_available(f"figure '{name}'", rep.why_missing(name))
+
+
+def show_tables(rep, *names: str):
+    """Show the report's tables by name (``rep.tables``), or say why one is not available."""
+    for name in names:
+        if name in rep.tables:
+            table(rep.tables[name])
+        else:
+            not_available(f"table '{name}'", rep.why_missing(name))
+
+
+def show_file(paths, name: str, why: str, width: int = 640):
+    """Show the PNG called ``name`` among ``paths``, or say it is not available and why."""
+    found = [Path(p) for p in paths if Path(p).name == name]
+    if found:
+        figures(found, width=width)
+    else:
+        not_available(name, why)
+
+
 # -- the steps every experiment notebook takes ------------------------------------------------
 def run(experiment: str, values: dict, run_dir: Path):
     """Build, tune, run the trials into ``run_dir`` (quiet: no progress bar under papermill)."""
     from ringlab.run import run_experiment
-    return run_experiment(experiment, values, run_dir, progress=False,
-                          log=lambda m: print(m, flush=True))
+    try:
+        return run_experiment(experiment, values, run_dir, progress=False,
+                              log=lambda m: print(m, flush=True))
+    except _BaseParamError as e:
+        raise ParamError(str(e)) from None
+    except RinglabError as e:  # a locked folder, busy CPUs, a corrupt file: the message says it all
+        raise _message_only(e) from None
 
 
 def run_overview(run_dir: Path) -> str:
     """What ran, where, and what could not be done (from env.json and raw.csv)."""
-    import json
-
-    import pandas as pd
-    run_dir = Path(run_dir)
-    env = json.loads((run_dir / "env.json").read_text())
-    df = pd.read_csv(run_dir / "raw.csv")
-    lines = [f"**Run** `{env.get('run_id')}` of `{env.get('experiment')}` on host `{env.get('host')}`, "
-             f"{env.get('started_utc')} to {env.get('ended_utc')} ({env.get('status')})."]
+    from ringlab.report.rundata import read_run
+    run = read_run(run_dir)
+    env, df = run.env, run.raw
+    lines = []
+    if run.status_line:
+        lines.append(f"**{run.status_line}** The tables below hold only the trials recorded.")
+    lines.append(f"**Run** `{env.get('run_id')}` of `{env.get('experiment')}` on host `{env.get('host')}`, "
+                 f"{env.get('started_utc')} to {env.get('ended_utc')} ({run.status}).")
     counts = df["status"].value_counts().to_dict() if len(df) else {}
     lines.append("**Trials:** " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none")
                  + f" (of which warm-up: {int(df['warmup'].astype(str).str.lower().eq('true').sum()) if len(df) else 0}).")
@@ -130,16 +181,12 @@ def run_overview(run_dir: Path) -> str:
     return "\n\n".join(lines)
 
 
-def report(run_dir: Path, baseline: str | None = None, labels: dict | None = None, metric: str | None = None) -> dict:
-    """summary.md/csv/tex and figures/ for the run; returns their paths and the summary text."""
-    from ringlab.report import write_report
-    paths = write_report(run_dir, metric=metric, baseline=baseline, labels=labels)
-    figs = []
-    for v in (paths.get("figures") or {}).values():
-        figs += [p for p in (v if isinstance(v, list) else [v]) if str(p).endswith(".png")]
-    paths["figures"] = sorted(figs)
-    paths["summary_md_text"] = Path(paths["summary.md"]).read_text()
-    return paths
+def report(run_dir: Path, baseline: str | None = None, labels: dict | None = None, metric: str | None = None,
+           patched: str | None = None):
+    """The run's :class:`ringlab.report.Report` (summary.md/csv/tex and figures/ written too):
+    ``r.tables["ab"]``, ``r.figures["spsc"]``, ``r.markdown``; :func:`show` displays them by name."""
+    from ringlab.report import report as _report
+    return _report(run_dir, metric=metric, baseline=baseline, labels=labels, patched=patched)
 
 
 # Seed-shaped tables and published-vs-reproduced comparisons live in ringlab.report.seeds;

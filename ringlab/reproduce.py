@@ -6,10 +6,16 @@ writes ``results/<experiment>/<host>/<run-id>/`` holding the executed notebook,
 raw.csv, summary.md/csv, env.json and figures/.  A failing notebook does not stop
 the others; failures are listed at the end and make the exit code non-zero.
 ``results/README.md`` is regenerated after every reproduce.
+
+Only ``reproduce`` writes into results/: it hands each notebook ``out_dir``.  A notebook
+run any other way (plain papermill, JupyterLab) without ``out_dir`` writes its run folder
+under :func:`scratch_dir` (``$RINGLAB_SCRATCH``, default ``scratch/`` at the repository
+root, git-ignored), so a smoke run never changes results/ or its index.
 """
 from __future__ import annotations
 
 import shutil
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,16 +39,24 @@ PROFILES = ("smoke", "quick", "full")
 EXECUTION_TIMEOUT = {"smoke": 600, "quick": 1800, "full": 7200}
 
 
+#: environment variable naming the scratch folder of runs made outside ``ringlab reproduce``
+SCRATCH_ENV = "RINGLAB_SCRATCH"
+
+
+def scratch_dir() -> Path:
+    """Where notebook runs outside ``ringlab reproduce`` go: $RINGLAB_SCRATCH or <repo>/scratch."""
+    return Path(os.environ.get(SCRATCH_ENV) or (paths.ROOT / "scratch"))
+
+
 class ReproduceError(ValueError):
     """Bad arguments to reproduce (names the parameter and the allowed values)."""
 
 
 def run_dir_for(experiment: str, host: str | None = None, run_id: str | None = None,
                 root: Path | None = None) -> Path:
-    """results/<experiment>/<host>/<run-id>/ under ``root`` (default: the repository's results/)."""
-    from ringlab.run import default_out_dir, host_id, new_run_id
-    if root is None:
-        return default_out_dir(experiment, host, run_id)
+    """<root>/<experiment>/<host>/<run-id>/ (``root`` default: the repository's results/)."""
+    from ringlab.run import host_id, new_run_id
+    root = Path(root) if root is not None else paths.results_dir()
     return root / experiment / (host or host_id()) / (run_id or new_run_id())
 
 
@@ -80,7 +94,7 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
     src = paths.NOTEBOOKS / f"{notebook}.ipynb"
     from ringlab.run import host_id
     host = host or host_id()
-    run_dir = run_dir_for(NOTEBOOKS[notebook], host, root=results_root)
+    run_dir = run_dir_for(NOTEBOOKS[notebook], host, root=results_root or paths.results_dir())
     # The notebook is executed into a staging file next to the run folder and
     # moved in afterwards: the runner refuses an existing output folder, and a
     # failed notebook must still be kept (papermill saves it with an error banner).

@@ -59,15 +59,79 @@ def test_help_notebook_documents_every_parameter(nb_path):
     assert "profile: str (default \"quick\")" in out.stdout
 
 
-def test_bad_parameter_names_the_parameter_and_allowed_values(tmp_path):
+def _error_outputs(nb) -> list[dict]:
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+            if o.get("output_type") == "error"]
+
+
+@pytest.mark.parametrize("bad", [("modes", "0,7"), ("baseline", "nope")], ids=lambda b: b[0])
+def test_bad_parameter_shows_only_the_message(tmp_path, bad):
+    """A user's typo gets one line naming the parameter and the allowed values, no traceback;
+    papermill still reports the notebook failed, and nothing is written."""
+    name, value = bad
     nb = NOTEBOOKS / "10-ptr-ring-reorder.ipynb"
     out = subprocess.run([PAPERMILL, str(nb), str(tmp_path / "o.ipynb"), "-k", "python3",
-                          "-p", "profile", "smoke", "-p", "modes", "0,7", "-p", "out_dir", str(tmp_path / "run")],
+                          "-p", "profile", "smoke", "-p", name, value, "-p", "out_dir", str(tmp_path / "run")],
                          capture_output=True, text=True, cwd=NOTEBOOKS)
     assert out.returncode == 1
-    executed = (tmp_path / "o.ipynb").read_text()
-    assert "ParamError" in executed and "modes" in executed
+    errors = _error_outputs(nbformat.read(tmp_path / "o.ipynb", as_version=4))
+    assert len(errors) == 1
+    err = errors[0]
+    assert err["ename"] == "ParamError" and f"'{name}'" in err["evalue"] and "allowed:" in err["evalue"]
+    assert err["traceback"] == [f"ParamError: {err['evalue']}"], "no traceback for a bad parameter"
+    # papermill's CLI prints its own stack; the cell's part of it is the one line
+    assert out.stderr.rstrip().endswith(f"ParamError: {err['evalue']}")
+    assert "ringlab/" not in out.stderr, "no frame of ringlab's code is shown"
     assert not (tmp_path / "run").exists(), "nothing is written for bad input"
+
+
+def test_runs_outside_reproduce_go_to_scratch(tmp_path, monkeypatch):
+    from ringlab import notebook, paths
+    monkeypatch.delenv("RINGLAB_SCRATCH", raising=False)
+    d = notebook.run_dir("", "page-frag", "h")
+    assert d.parent.parent.parent == (paths.ROOT / "scratch").resolve() and d.parent.name == "h"
+    monkeypatch.setenv("RINGLAB_SCRATCH", str(tmp_path / "s"))
+    assert notebook.run_dir("", "page-frag", "h").is_relative_to(tmp_path / "s")
+    assert notebook.run_dir(str(tmp_path / "mine"), "page-frag", "h") == tmp_path / "mine"
+    ignored = subprocess.run(["git", "-C", str(paths.ROOT), "check-ignore", "-q", "scratch/x/y"])
+    assert ignored.returncode == 0, "scratch/ is git-ignored"
+
+
+def test_plain_papermill_run_never_changes_results(tmp_path):
+    """Notebook 00 from plain papermill, no out_dir: the run lands in the scratch folder."""
+    import os
+    results, scratch = tmp_path / "results", tmp_path / "scratch"
+    env = dict(os.environ, RINGLAB_RESULTS=str(results), RINGLAB_SCRATCH=str(scratch), RINGLAB_HOST="t")
+    out = subprocess.run([PAPERMILL, str(NOTEBOOKS / "00-environment.ipynb"), str(tmp_path / "o.ipynb"),
+                          "-k", "python3", "-p", "profile", "smoke", "-p", "probe_counters", "False"],
+                         capture_output=True, text=True, cwd=NOTEBOOKS, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert not results.exists()
+    assert [p.name for p in (scratch / "environment" / "t").iterdir()] != []
+
+
+def test_make_lab_installs_once_opens_the_repo_root_and_runs_as_root(tmp_path):
+    import os
+    import shutil
+    import time
+    if not shutil.which("make"):
+        pytest.skip("make not installed")
+    root = NOTEBOOKS.parent
+    for f in ("Makefile", "pyproject.toml"):
+        shutil.copy(root / f, tmp_path / f)
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    first = subprocess.run(["make", "-n", "lab"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "pip install" in first
+    time.sleep(0.05)
+    stamps = [ln.split()[-1] for ln in first.splitlines() if ln.startswith("touch ")]
+    assert stamps, first
+    for stamp in stamps:  # what the first call would have installed
+        (tmp_path / stamp).touch()
+    again = subprocess.run(["make", "-n", "lab"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "pip install" not in again, "the packages are installed once (stamp)"
+    lab = [ln for ln in again.splitlines() if "jupyter lab" in ln]
+    assert len(lab) == 1 and "--notebook-dir=." in lab[0]
+    assert ("--allow-root" in lab[0]) == (os.getuid() == 0)
 
 
 def test_reproduce_continues_after_a_failing_notebook(tmp_path, monkeypatch):
@@ -110,3 +174,32 @@ def test_notebook_smoke_run(name, tmp_path):
     assert "env.json" in files
     if name not in ("00-environment", "90-compare-runs"):
         assert {"raw.csv", "summary.md", "figures"} <= files
+    assert not empty_sections(nbformat.reads(nb.read_text(), as_version=4))
+    if name == "90-compare-runs":
+        # it reads the committed runs under results/, which hold batch and reorder
+        assert (out.run_dir / "figures" / "forest.png").is_file()
+
+
+def empty_sections(nb) -> list[str]:
+    """Markdown headings whose section (up to the next heading) has no code cell with output.
+    A section the run cannot fill must still say so ("not available here because ...")."""
+    bad, heading, has_output = [], None, True
+    for c in nb.cells:
+        if c.cell_type == "markdown" and c.source.lstrip().startswith("#"):
+            if heading is not None and not has_output:
+                bad.append(heading)
+            heading, has_output = c.source.lstrip().splitlines()[0], False
+        elif c.cell_type == "code" and c.get("outputs"):
+            has_output = True
+    if heading is not None and not has_output:
+        bad.append(heading)
+    return bad
+
+
+def test_empty_sections_detects_a_heading_without_output():
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    shown = code("x")
+    shown.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1")]
+    nb = nbformat.v4.new_notebook(cells=[md("# t"), shown, md("## empty\nsome text"), code("y"),
+                                         md("## shown"), shown])
+    assert empty_sections(nb) == ["## empty"]

@@ -2,6 +2,7 @@ import hashlib
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from ringlab.report import write_report
@@ -24,8 +25,12 @@ def run_dir(tmp_path):
 def test_write_report_tables(run_dir):
     paths = write_report(run_dir, baseline="batch", labels={"batch": "unpatched", "reorder": "patched"})
     md = (run_dir / "summary.md").read_text()
-    assert "| mode | unpatched (batch) | patched (reorder) | delta | gain (mail sign: + = candidate faster) " \
-           "| 95% CI | p | verdict |" in md
+    header = next(ln for ln in md.splitlines() if ln.startswith("| mode | unpatched (batch) | patched (reorder) |"))
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    assert cols[-1] == "verdict" and "p (Holm)" in cols
+    d = cols.index("delta")
+    assert cols[d + 1].endswith("CI of delta") and cols[d + 2] == "gain (mail sign: + = candidate faster)"
+    assert cols[d + 3].endswith("CI of gain") and cols[d + 1].replace("delta", "gain") == cols[d + 3]
     assert "IPC" in md and "instructions/op" in md
     assert "slow trials had" in md  # cause of the 10% slow trials
     assert "excluded" in md
@@ -43,8 +48,9 @@ def test_counters_na_when_unsupported(tmp_path):
 
 
 def test_figures_are_byte_identical(tmp_path):
-    df = make_raw(trials=20, seed=3, counters=True, c2c=50.0,
-                  cpu_pairs=[(a, b) for a in range(3) for b in range(3) if a != b])
+    # several configurations, severe outliers and a size sweep: every figure and layout
+    df = make_raw(trials=20, seed=3, counters=True, c2c=50.0, params={"mode": [0, 1], "size": [64, 1000]},
+                  slow_frac=0.1, cpu_pairs=[(a, b) for a in range(3) for b in range(3) if a != b])
     hashes = []
     for k in range(2):
         d = tmp_path / f"r{k}"
@@ -53,7 +59,7 @@ def test_figures_are_byte_identical(tmp_path):
         paths = write_report(d, baseline="batch")
         files = sorted(p for ps in paths["figures"].values() for p in ps)
         hashes.append({p.name: _sha(p) for p in files})
-    assert "cpu_pairs.png" in hashes[0]
+    assert {"cpu_pairs.png", "box.png", "order.png", "size_sweep.png", "spsc.svg"} <= set(hashes[0])
     assert hashes[0] == hashes[1]
 
 
@@ -68,4 +74,213 @@ def test_elapsed_us_metric_and_cli(tmp_path):
     assert " s |" in md  # 2.25e6 us shown in seconds
     bad = subprocess.run([sys.executable, "-m", "ringlab", "summarize", str(tmp_path / "nope")],
                          capture_output=True, text=True)
-    assert bad.returncode == 2 and "no raw.csv" in bad.stderr
+    assert bad.returncode == 2 and "raw.csv: no such file" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# -- formatting ------------------------------------------------------------------------------
+def test_fmt_one_definition_each():
+    from ringlab import fmt
+    assert fmt.p(0.0004) == "< 0.001" and fmt.p(0.52) == "0.520" and fmt.p(float("nan")) == "n/a"
+    assert fmt.pct(6.25) == "+6.2%" and fmt.pct(-1.04) == "-1.0%" and fmt.pct(3, signed=False) == "3.0%"
+    assert fmt.ci(-1.5, 4.0) == "[-1.5%, +4.0%]"
+    assert fmt.ci(-1.5, 4.0, negate=True) == "[-4.0%, +1.5%]"
+    assert fmt.ci_header(0.9) == "90% CI" and fmt.ci_header(None) == "95% CI"
+    assert fmt.md_table(["a", "b"], [["x|y", 1]]) == "| a | b |\n|---|---|\n| x\\|y | 1 |"
+    # the tables use these, not their own copies
+    from ringlab import notebook
+    from ringlab.report import seeds, tables
+    assert seeds._p is fmt.p and seeds._pct is fmt.pct and tables.md_table is fmt.md_table
+    assert notebook.to_markdown is fmt.df_to_markdown
+
+
+# -- the report object -----------------------------------------------------------------------
+def test_report_object_names_tables_and_figures(run_dir):
+    from ringlab.report import report
+    r = report(run_dir, baseline="batch", labels={"batch": "unpatched", "reorder": "patched"})
+    assert {"ab", "summary", "counters"} <= set(r.tables)
+    assert r.figures["spsc"].name == "spsc.png" and r.figures["spsc"].is_file()
+    assert {"box", "ecdf", "order", "counters"} <= set(r.figures)
+    assert list(r.tables["ab"].columns)[:3] == ["mode", "unpatched (batch)", "patched (reorder)"]
+    assert r.markdown == (run_dir / "summary.md").read_text()
+    # what the run cannot have is named with a reason, never silently absent
+    assert "fewer than 4" in r.why_missing("cpu_pairs")
+    assert "one ring size" in r.why_missing("size_sweep")
+    assert "known:" in r.why_missing("throughput")
+
+
+def test_report_says_why_spsc_is_missing(tmp_path):
+    from ringlab.report import report
+    make_raw(trials=10, seed=5, params={"mode": [0], "size": [1000]}).to_csv(tmp_path / "raw.csv", index=False)
+    r = report(tmp_path, baseline="batch")
+    assert "spsc" not in r.figures and "core-to-core latency" in r.why_missing("spsc")
+
+
+def test_each_ci_follows_its_number_in_its_sign(run_dir):
+    from ringlab.report import report
+    ab = report(run_dir, baseline="batch", figures=False).tables["ab"]
+    cols = list(ab.columns)
+    dci = cols[cols.index("delta") + 1]
+    gain = "gain (mail sign: + = candidate faster)"
+    gci = cols[cols.index(gain) + 1]
+    assert dci.endswith("CI of delta") and gci.endswith("CI of gain")
+
+    def bounds(s):
+        lo, hi = s.split("]")[0].strip("[").split(", ")
+        return float(lo.rstrip("%")), float(hi.rstrip("%"))
+    for _, row in ab.iterrows():
+        d, g = float(row["delta"].rstrip("%")), float(row[gain].rstrip("%"))
+        dlo, dhi = bounds(row[dci])
+        glo, ghi = bounds(row[gci])
+        assert row[dci].split("]")[1] == row[gci].split("]")[1], "the same level on both"
+        assert (glo, ghi) == (-dhi, -dlo) and g == -d
+        assert dlo <= d <= dhi and glo <= g <= ghi
+
+
+def test_new_compare_columns_are_shown_when_present(run_dir):
+    import pandas as pd
+
+    from ringlab.report import tables
+    from ringlab.stats import compare
+    cmp = compare(pd.read_csv(run_dir / "raw.csv"), "batch")
+    cmp["design"], cmp["n_pairs"], cmp["ci_level"], cmp["family_size"] = "paired", 30.0, 0.9, 2
+    h, rows = tables.comparison_rows(cmp)
+    for c in ("design", "n_pairs", "90% CI of delta", "family size"):
+        assert c in h
+    assert rows[0][h.index("design")] == "paired" and rows[0][h.index("n_pairs")] == "30"
+
+
+def _with_callgrind_rows(df):
+    import numpy as np
+    cg = df[(df["mode"] == 0) & ~df["warmup"]].groupby("variant").head(2).copy()
+    cg["ns_per_op"] = np.nan
+    cg["icount_source"] = "callgrind"
+    cg["instructions_per_op"] = cg["variant"].map({"batch": 43.3857, "reorder": 44.6337})
+    return pd.concat([df, cg], ignore_index=True)
+
+
+def test_counters_show_callgrind_and_excluded_rows_are_explained(tmp_path):
+    df = _with_callgrind_rows(make_raw(trials=10, seed=2, params={"mode": [0, 1], "size": [1000]}))
+    df.to_csv(tmp_path / "raw.csv", index=False)
+    from ringlab.report import report
+    r = report(tmp_path, baseline="batch", figures=False)
+    cnt = r.tables["counters"]
+    row = cnt[(cnt["variant"] == "batch") & (cnt["mode"] == "0")].iloc[0]
+    assert row["instructions/op"] == "43.39 (callgrind)"
+    assert cnt[cnt["mode"] == "1"]["instructions/op"].eq(NA_COUNTERS).all()
+    assert "4 without a ns_per_op value (4 callgrind instruction-count trials, untimed by design" in r.markdown
+    assert "counted by callgrind in separate, untimed trials" in r.markdown
+
+
+# -- figures ---------------------------------------------------------------------------------
+@pytest.fixture
+def captured(monkeypatch):
+    """Keep the matplotlib figures the report draws, by file stem."""
+    from ringlab.report import figures
+    figs = {}
+    real = figures._save
+
+    def keep(fig, out_dir, name):
+        figs[name] = fig
+        return real(fig, out_dir, name)
+    monkeypatch.setattr(figures, "_save", keep)
+    return figs
+
+
+def test_box_marks_severe_outliers_with_several_configurations(run_dir, captured):
+    import numpy as np
+
+    from ringlab.report import figures
+    from ringlab.stats.outliers import flag_outliers
+    write_report(run_dir, baseline="batch")
+    df = pd.read_csv(run_dir / "raw.csv")
+    meas = df[~df["warmup"]]
+    n_severe = int((flag_outliers(meas.assign(config=meas["mode"]), "ns_per_op", ["variant", "config"])
+                    == "severe").sum())
+    assert n_severe > 0
+    ax = captured["box"].axes[0]
+    red = [c for c in ax.collections if len(c.get_offsets()) and
+           np.allclose(np.asarray(c.get_edgecolor() if len(c.get_edgecolor()) else c.get_facecolor())[0][:3],
+                       (1, 0, 0))]
+    assert sum(len(c.get_offsets()) for c in red) == n_severe
+    assert "config" == ax.get_xlabel()
+    assert figures.FIGURES["box"] is figures.box
+
+
+def test_run_order_has_one_panel_per_configuration(run_dir, captured):
+    write_report(run_dir, baseline="batch")
+    fig = captured["order"]
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert sorted(ax.get_title() for ax in panels) == ["mode=0", "mode=1"]
+    for ax in panels:  # each panel only holds its own configuration's trials
+        assert sum(len(c.get_offsets()) for c in ax.collections) == 60
+
+
+def test_size_sweep_names_mode_and_patch(tmp_path, captured):
+    from ringlab.report import report
+    make_raw(variants=("prebatch", "batch"), params={"mode": [2], "size": [16, 256]}, trials=8,
+             seed=6).to_csv(tmp_path / "raw.csv", index=False)
+    r = report(tmp_path, baseline="prebatch")
+    assert r.figures["size_sweep"].is_file()
+    fig = captured["size_sweep"]
+    assert "batch (patched) vs prebatch (baseline)" in fig._suptitle.get_text()
+    assert fig.axes[0].get_title().startswith("mode 2 (SPSC, near-full)")
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["batch (patched)", "prebatch (baseline)"]
+
+
+def _forest_runs(tmp_path):
+    from ringlab import compare_runs
+    out = []
+    for k, eff in enumerate((-0.05, 0.02)):
+        d = tmp_path / "results" / "ptr-ring-reorder" / f"host{k}" / f"2026010{k}T000000Z-aaaaaa"
+        d.mkdir(parents=True)
+        make_raw(effects={"reorder": eff}, params={"mode": [0, 1], "size": [1000]}, trials=12,
+                 seed=10 + k).to_csv(d / "raw.csv", index=False)
+    out = compare_runs.load_runs(tmp_path / "results")
+    return out
+
+
+def test_compare_runs_writes_a_deterministic_forest_plot(tmp_path, captured):
+    from ringlab import compare_runs
+    runs = _forest_runs(tmp_path)
+    hashes = []
+    for k in range(2):
+        paths = compare_runs.write(tmp_path / f"cmp{k}", runs)
+        png = [p for p in paths if p.name == "forest.png"]
+        assert png, "compare-runs writes figures/forest.png"
+        hashes.append((_sha(png[0]), _sha(png[0].with_suffix(".svg"))))
+    assert hashes[0] == hashes[1]
+    ax = captured["forest"].axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == 4 and any("host0" in t for t in labels) and any("host1" in t for t in labels)
+
+
+def test_no_forest_when_no_run_holds_both_variants(tmp_path):
+    from ringlab.report.figures import cross_run_forest
+    runs = _forest_runs(tmp_path)
+    assert cross_run_forest(runs, tmp_path / "f", baseline="batch", patched="prebatch") == []
+
+
+def test_notebook_shows_by_name_or_says_why_not(run_dir, monkeypatch):
+    from ringlab import notebook as rn
+    shown = []
+    monkeypatch.setattr(rn, "figures", lambda paths, width=640: shown.extend(("figure", p.name) for p in paths))
+    monkeypatch.setattr(rn, "markdown", lambda text, max_chars=20000: shown.append(("markdown", text)))
+    r = rn.report(run_dir, baseline="batch")
+    rn.show_figures(r, "spsc", "cpu_pairs")
+    rn.show_tables(r, "counters", "variance")
+    assert shown[0] == ("figure", "spsc.png")
+    assert shown[1][0] == "markdown" and "figure 'cpu_pairs': not available here because fewer than 4" in shown[1][1]
+    assert shown[2][0] == "markdown" and shown[2][1].startswith("| variant | mode | IPC")
+    assert "table 'variance': not available here because" in shown[3][1]
+
+
+def test_incomplete_run_says_its_status_first(tmp_path):
+    import json
+
+    from ringlab.report import report
+    make_raw(trials=6, seed=7).to_csv(tmp_path / "raw.csv", index=False)
+    (tmp_path / "env.json").write_text(json.dumps({"status": "interrupted"}))
+    r = report(tmp_path, baseline="batch", figures=False)
+    assert r.status == "interrupted"
+    assert r.markdown.splitlines()[2].startswith("**Run status: INTERRUPTED")

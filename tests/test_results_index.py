@@ -38,3 +38,29 @@ def test_index_lists_latest_run_with_table_links_and_machine(tmp_path):
 
 def test_empty_results(tmp_path):
     assert "No runs yet" in results_index.render(tmp_path / "nothing")
+
+
+def test_smoke_failed_and_incomplete_runs_never_become_the_latest_run(tmp_path):
+    exp = "ptr-ring-reorder"
+    _run(tmp_path, exp, "vm", "20260101T000000Z-aaaaaa", "| full |\n|---|\n| 1 |\n",
+         {"status": "complete"}, {"profile": "full"})
+    _run(tmp_path, exp, "vm", "20260102T000000Z-smoke1", "| smoke |\n|---|\n| 2 |\n",
+         {"status": "complete"}, {"profile": "smoke"})
+    _run(tmp_path, exp, "vm", "20260103T000000Z-killed", "| killed |\n|---|\n| 3 |\n",
+         {"status": "interrupted"}, {"profile": "full"})
+    _run(tmp_path, exp, "vm", "20260104T000000Z-failed", "| failed |\n|---|\n| 4 |\n",
+         {"status": "complete"}, {"profile": "quick"}, failed=True)
+    text = results_index.render(tmp_path)
+    latest = text.split("Latest run:")[1].splitlines()[0]
+    assert "20260101T000000Z-aaaaaa" in latest and "| full |" in text
+    assert "| smoke |" not in text and "| killed |" not in text and "| failed |" not in text
+    others = text.split("Not headlines")[1]
+    for rid in ("smoke1", "killed", "failed"):
+        assert rid in others
+    assert "interrupted (env.json)" in others and "FAILED" in others
+
+
+def test_no_headline_run_says_so(tmp_path):
+    _run(tmp_path, "page-frag", "vm", "20260101T000000Z-smoke1", "| x |\n|---|\n| 1 |\n", {}, {"profile": "smoke"})
+    text = results_index.render(tmp_path)
+    assert "No complete `quick` or `full` run yet." in text and "Latest run:" not in text

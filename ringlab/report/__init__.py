@@ -1,21 +1,56 @@
-"""Reports of a run folder: summary.md / summary.csv / summary.tex and figures/.
+"""Reports of a run folder: a :class:`Report` object with named tables and figures, and
+the files summary.md / summary.csv / summary.tex / compare.csv and figures/.
 
-``write_report(run_dir)`` reads ``run_dir/raw.csv`` (and ``env.json`` when present),
-asks ``ringlab.stats`` for every number and only formats and draws them.
+``report(run_dir)`` reads the run through :func:`ringlab.report.rundata.read_run`, asks
+``ringlab.stats`` for every number, writes the files and returns a :class:`Report`:
+
+* ``r.tables``   {name: DataFrame}: "ab" (A/B verdicts), "summary", "variance", "counters"
+* ``r.figures``  {name: PNG path}: "box", "ecdf", "order", "cpu_pairs", "spsc", "counters",
+  "size_sweep" (ids as in :mod:`ringlab.report.figures`)
+* ``r.missing``  {name: reason} for every known table or figure this run cannot have,
+  so a notebook says "not available here because ..." instead of showing nothing
+* ``r.markdown`` the text of summary.md; ``r.status`` the run's status
+
+``write_report()`` is the same, returning the paths (``ringlab summarize`` uses it).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from ringlab import schema
-from ringlab.provenance import read_env
+from ringlab import fmt, schema
 from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
+from ringlab.report.rundata import read_run
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
 from ringlab.stats.summary import StatsError, group_columns
+
+TABLES = ("ab", "summary", "variance", "counters")
+
+
+@dataclass
+class Report:
+    run_dir: Path
+    metric: str
+    baseline: str | None
+    status: str
+    markdown: str
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    figures: dict[str, Path] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    paths: dict = field(default_factory=dict)
+
+    def why_missing(self, name: str) -> str:
+        """Why table or figure ``name`` is not in this report (a sentence; "" when it is)."""
+        if name in self.missing:
+            return self.missing[name]
+        if name in self.tables or name in self.figures:
+            return ""
+        known = sorted(set(TABLES) | set(_fig.FIGURES) | {"size_sweep"})
+        return f"'{name}' is not a table or figure of a run report; known: {', '.join(known)}"
 
 
 def pick_metric(df: pd.DataFrame, metric: str | None = None) -> str:
@@ -39,15 +74,65 @@ def pick_baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str | No
     return vs[0] if len(vs) > 1 else None
 
 
-def write_report(run_dir, metric: str | None = None, baseline: str | None = None,
-                 labels: dict | None = None, figures: bool = True) -> dict:
-    """Write summary.md/csv/tex (+ figures/) into ``run_dir``; returns {name: path or [paths]}."""
-    run_dir = Path(run_dir)
-    raw = run_dir / "raw.csv"
-    if not raw.is_file():
-        raise FileNotFoundError(f"run_dir: no raw.csv in {run_dir}")
-    df = pd.read_csv(raw)
-    env = read_env(run_dir)
+
+def excluded_text(df: pd.DataFrame, meas: pd.DataFrame, excluded: dict, metric: str) -> str:
+    """The sentence that says which rows the timing statistics leave out, and why.
+
+    Rows "without a value" are mostly callgrind instruction-count trials: they run the
+    measured region under valgrind, are not timed by design, and fill instructions/op."""
+    missing = int(excluded.get("metric_missing", 0))
+    parts = [f"{excluded.get('warmup', 0)} warm-up", f"{excluded.get('status_not_ok', 0)} not ok"]
+    if missing:
+        ok = df["status"].astype(str).eq("ok") if "status" in df.columns else pd.Series(True, index=df.index)
+        no_val = pd.to_numeric(df[metric], errors="coerce").isna() & ok
+        n_cg = int((no_val & _tab.is_callgrind(df)).sum())
+        why = []
+        if n_cg:
+            why.append(f"{n_cg} callgrind instruction-count trials, untimed by design: they give "
+                       "the instructions/op column")
+        if missing - n_cg > 0:
+            why.append(f"{missing - n_cg} trials that recorded no {metric}")
+        parts.append(f"{missing} without a {metric} value ({'; '.join(why)})")
+    return (f"{len(meas)} measurements; excluded {excluded['total']} rows from the {metric} "
+            f"statistics: " + ", ".join(parts) + ".")
+
+
+def _frame(header: list[str], rows: list[list[str]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=header)
+
+
+def _ok_rows(df: pd.DataFrame) -> pd.DataFrame:
+    keep = pd.Series(True, index=df.index)
+    if "status" in df.columns:
+        keep &= df["status"].astype(str).eq("ok")
+    if "warmup" in df.columns:
+        keep &= ~df["warmup"].map(lambda v: str(v).strip().lower() in ("true", "1", "yes")).astype(bool)
+    return df[keep]
+
+
+def _why_no_figure(name: str, meas: pd.DataFrame, metric: str) -> str:
+    if name == "spsc":
+        if metric != "ns_per_op":
+            return f"the SPSC throughput figure needs ns_per_op; this run's metric is {metric}"
+        return ("no core-to-core latency was measured (c2c_latency_ns is empty: no two-thread "
+                "trial ran on a CPU pair, e.g. mode 0 only, cpus=none, or a single-CPU machine)")
+    if name == "cpu_pairs":
+        return "fewer than 4 distinct (producer CPU, consumer CPU) pairs were measured (cpus=all gives more)"
+    if name == "counters":
+        return ("no IPC, branch-miss rate or instructions/op in the timed trials (no hardware PMU here: "
+                "`perf stat` says 'not supported'); callgrind counts, if any, are in the Counters table")
+    if name == "order":
+        return "raw.csv has no execution-order column"
+    if name in ("box", "ecdf"):
+        return f"no {metric} measurement to draw"
+    return "not applicable to this run"
+
+
+def build(run_dir, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
+          figures: bool = True, patched: str | None = None) -> Report:
+    """Compute, write and return the report of ``run_dir`` (see the module docstring)."""
+    run = read_run(run_dir)
+    run_dir, df, env = run.path, run.raw, run.env
     metric = pick_metric(df, metric)
     base = pick_baseline(df, env, baseline)
     meas, excluded = measurements(df, metric)
@@ -60,11 +145,12 @@ def write_report(run_dir, metric: str | None = None, baseline: str | None = None
         for cand in sorted(set(df["variant"].astype(str)) - {base}):
             ab += diagnose_ab(df, base, cand, time_metric=metric)
 
-    md = [f"# {df['experiment'].iloc[0] if 'experiment' in df.columns and len(df) else 'run'}: "
-          f"{metric}", ""]
-    md.append(f"{len(meas)} measurements; excluded {excluded['total']} rows "
-              f"(warm-up {excluded.get('warmup', 0)}, status not ok {excluded.get('status_not_ok', 0)}, "
-              f"no value {excluded.get('metric_missing', 0)}).")
+    rep = Report(run_dir, metric, base, run.status, "")
+    title = df['experiment'].iloc[0] if 'experiment' in df.columns and len(df) else 'run'
+    md = [f"# {title}: {metric}", ""]
+    if run.status_line:
+        md += [f"**{run.status_line}** The numbers below cover only the trials that were recorded.", ""]
+    md.append(excluded_text(df, meas, excluded, metric))
     if env.get("host") or env.get("hostname"):
         md.append(f"Host: {env.get('host') or env.get('hostname')}.")
     const = _tab.constant_settings(df, params)
@@ -74,37 +160,56 @@ def write_report(run_dir, metric: str | None = None, baseline: str | None = None
     sections = []
     if cmp is not None and len(cmp):
         h, r = _tab.comparison_rows(cmp, labels)
+        rep.tables["ab"] = _frame(h, r)
         md += [f"## A/B verdicts (baseline {base})", "",
-               "delta = (candidate - baseline) / baseline on the medians; 95% CI: bootstrap of that "
-               "ratio; p: Mann-Whitney U, Holm-corrected over the file; medians shown per arm.", ""]
+               "delta = (candidate - baseline) / baseline on the medians, followed by its CI (bootstrap "
+               "of that ratio; where levels differ between rows, each CI is family-adjusted and says its "
+               "level); p: Holm-corrected over the file; medians shown per arm.", ""]
         if bool(cmp["lower_is_better"].iloc[0]):
-            md += ["gain (mail sign) = (baseline - candidate) / baseline: '+6.2%' means the candidate "
-                   "is faster, as in the mailing-list tables.", ""]
-        if (cmp["note"] == "exact (deterministic metric)").any():
+            md += [f"{_tab.GAIN_HEADER.split(' (')[0]} (mail sign) = (baseline - candidate) / baseline = -delta: "
+                   "'+6.2%' means the candidate is faster, as in the mailing-list tables; its CI is the CI "
+                   "of delta with the sign flipped.", ""]
+        if "note" in cmp.columns and (cmp["note"] == "exact (deterministic metric)").any():
             md += ["Rows marked 'exact (deterministic metric)' compare values that did not vary at all "
                    "between trials: the difference is exact, there is no CI or p-value.", ""]
-        md += [_tab.md_table(h, r), ""]
+        md += [fmt.md_table(h, r), ""]
         sections.append(("A/B verdicts", h, r))
+    elif base is None:
+        rep.missing["ab"] = "this run has a single variant: there is nothing to compare"
+    else:
+        rep.missing["ab"] = f"no configuration has measurements of both {base} and another variant"
     h, r = _tab.summary_rows(summ, metric)
-    md += ["## Summary", "", _tab.md_table(h, r), ""]
+    rep.tables["summary"] = _frame(h, r)
+    md += ["## Summary", "", fmt.md_table(h, r), ""]
     sections.append(("summary", h, r))
     if "var_process" in summ.columns:
         vc = summ[[c for c in summ.columns if c in group_columns(df) or c in
                    ("var_process", "var_iteration", "process_share")]]
+        vrows = [[fmt.NA if isinstance(v, float) and math.isnan(v) else
+                  (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row]
+                 for row in vc.itertuples(index=False)]
+        rep.tables["variance"] = _frame(list(vc.columns), vrows)
         md += ["Variance components (Kalibera & Jones; process = one trial process, iteration = "
-               "in-process repeat):", "",
-               _tab.md_table(list(vc.columns), [[("n/a" if isinstance(v, float) and math.isnan(v) else
-                                                 (f"{v:.4g}" if isinstance(v, float) else str(v)))
-                                                for v in row] for row in vc.itertuples(index=False)]), ""]
-    h, r = _tab.counter_rows(meas, group_columns(df))
-    md += ["## Counters (medians)", "", _tab.md_table(h, r), ""]
+               "in-process repeat):", "", fmt.md_table(list(vc.columns), vrows), ""]
+    else:
+        rep.missing["variance"] = "one iteration per trial process: no within-process repeats to split variance"
+    h, r = _tab.counter_rows(meas, group_columns(df), icount=_ok_rows(df))
+    rep.tables["counters"] = _frame(h, r)
+    md += ["## Counters (medians)", ""]
+    if any(_tab.CALLGRIND_MARK in c for row in r for c in row):
+        md += [f"instructions/op marked {_tab.CALLGRIND_MARK} was counted by callgrind in separate, untimed "
+               "trials of the same configuration (exact and repeatable), because hardware counters gave "
+               "no value here.", ""]
+    md += [fmt.md_table(h, r), ""]
     sections.append(("counters", h, r))
     md += ["## Distributions, outliers and causes", ""]
     md += [f"- {d['text']}" for d in diags] + [""]
     if ab:
         md += ["## Instructions vs time", ""] + [f"- {a['text']}" for a in ab] + [""]
-    paths = {}
-    (run_dir / "summary.md").write_text("\n".join(md), encoding="utf-8")
+    rep.markdown = "\n".join(md)
+
+    paths = rep.paths
+    (run_dir / "summary.md").write_text(rep.markdown, encoding="utf-8")
     paths["summary.md"] = run_dir / "summary.md"
     csv = summ.copy()
     csv.insert(0, "metric", metric)
@@ -116,8 +221,33 @@ def write_report(run_dir, metric: str | None = None, baseline: str | None = None
     _tab.write_tex(run_dir / "summary.tex", sections)
     paths["summary.tex"] = run_dir / "summary.tex"
     if figures and len(meas):
-        paths["figures"] = _fig.render_all(meas, metric, params, run_dir / "figures")
-    return paths
+        drawn = _fig.render_all(meas, metric, params, run_dir / "figures")
+        if _fig.wants_size_sweep(meas):
+            drawn["size_sweep"] = _fig.size_sweep(meas, metric, run_dir / "figures", baseline=base,
+                                                  patched=patched, labels=labels)
+        paths["figures"] = drawn
+        rep.figures = {k: next(p for p in v if p.suffix == ".png") for k, v in drawn.items()}
+        for name in _fig.FIGURES:
+            if name not in rep.figures:
+                rep.missing[name] = _why_no_figure(name, meas, metric)
+        if "size_sweep" not in rep.figures:
+            rep.missing["size_sweep"] = "this run measured one ring size: there is no sweep to draw"
+    else:
+        why = "figures were not requested" if not figures else f"no {metric} measurement to draw"
+        rep.missing.update({n: why for n in list(_fig.FIGURES) + ["size_sweep"]})
+    return rep
 
 
-__all__ = ["write_report", "pick_metric", "pick_baseline"]
+def report(run, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
+           figures: bool = True, patched: str | None = None) -> Report:
+    """The report of run folder ``run``: named tables and figures (files written as well)."""
+    return build(run, metric=metric, baseline=baseline, labels=labels, figures=figures, patched=patched)
+
+
+def write_report(run_dir, metric: str | None = None, baseline: str | None = None,
+                 labels: dict | None = None, figures: bool = True) -> dict:
+    """Write summary.md/csv/tex (+ figures/) into ``run_dir``; returns {name: path or {id: [paths]}}."""
+    return build(run_dir, metric=metric, baseline=baseline, labels=labels, figures=figures).paths
+
+
+__all__ = ["Report", "report", "write_report", "pick_metric", "pick_baseline", "excluded_text", "TABLES"]

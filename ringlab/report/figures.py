@@ -1,6 +1,6 @@
 """Deterministic seaborn figures for a run (PNG + SVG, byte-identical on re-render).
 
-Determinism (see notebook-conventions.md section 6.1): Agg backend, fixed figsize and
+Determinism: Agg backend, fixed figsize and
 dpi, no bbox_inches="tight" (its result depends on font metrics at render time only,
 but a fixed canvas is simpler to diff), ``svg.hashsalt`` = the figure id, PNG
 metadata ``{"Software": None}``, SVG metadata ``{"Date": None}``, and stripplot's
@@ -8,9 +8,11 @@ jitter (drawn from numpy's *global* RNG, seaborn has no seed argument) seeded pe
 figure with the global state saved and restored around it.
 
 Figures (file stem = id):
-  box       per-variant box plot, seeded strip, severe outliers marked (red x)
+  box       per-variant box plot per configuration, seeded strip, severe outliers (Tukey
+            3 IQR, per variant and configuration) marked with a red x in every layout
   ecdf      ECDF per variant
-  order     metric vs execution order, coloured by variant (drift, interleaving)
+  order     metric vs execution order, one panel per configuration, coloured by variant
+            (drift, interleaving)
   cpu_pairs median metric per (producer CPU, consumer CPU) heatmap, when >= 4 pairs
   spsc      SPSC throughput (Mops/s = 1000 / ns_per_op) of two-thread trials on a CPU
             pair, against two references from the pair's one-way cache-line latency:
@@ -18,6 +20,9 @@ Figures (file stem = id):
             and 1000 * 8 / c2c if every line transfer moved a full line of 8 pointers.
             They are references, not ceilings: rings pipeline several lines at once.
   counters  median IPC / branch-miss rate / instructions per op per variant
+  size_sweep median metric (95% CI) against ring size, one panel per mode and CPU pair,
+            the mode named and the baseline / patched variants labelled
+  forest    (compare-runs) per host and run, each configuration's delta with its CI
 """
 from __future__ import annotations
 
@@ -82,24 +87,36 @@ def _config_label(df, params):
     return lab
 
 
+def _config_order(d, params) -> list[str]:
+    """Configurations in the order of their parameter values (size 64 before 1000)."""
+    keys = [p for p in params if p in d.columns]
+    return list(dict.fromkeys(d.sort_values(keys, kind="stable")["config"])) if keys \
+        else sorted(d["config"].unique())
+
+
 def box(df, metric, params, out_dir):
     d = df.assign(variant=df["variant"].astype(str), config=_config_label(df, params))
     flags = flag_outliers(d, metric, ["variant", "config"])
     fig, ax = plt.subplots(figsize=FIGSIZE)
     order = _variant_order(d)
-    x = "config" if d["config"].nunique() > 1 else "variant"
-    hue = "variant"
-    sns.boxplot(data=d, x=x, y=metric, hue=hue, hue_order=order, showfliers=False, ax=ax,
-                legend=x == "config")
+    by_config = d["config"].nunique() > 1
+    x = "config" if by_config else "variant"
+    xorder = _config_order(d, params) if by_config else order
+    common = dict(data=None, x=x, y=metric, hue="variant", hue_order=order, order=xorder, ax=ax)
+    sns.boxplot(**dict(common, data=d), showfliers=False, legend=by_config)
     with _seeded("box"):
-        sns.stripplot(data=d[flags != "severe"], x=x, y=metric, hue=hue, hue_order=order, dodge=x == "config",
-                      size=2.5, alpha=0.5, jitter=0.25, ax=ax, legend=False, palette="dark:black")
+        sns.stripplot(**dict(common, data=d[flags != "severe"]), dodge=by_config, size=2.5, alpha=0.5,
+                      jitter=0.25, legend=False, palette="dark:black")
     sev = d[flags == "severe"]
-    if len(sev) and x == "variant":
-        ax.scatter([order.index(v) for v in sev["variant"]], sev[metric], marker="x", color="red",
-                   zorder=5, label="severe outlier (Tukey 3 IQR)")
-        ax.legend(loc="best")
+    if len(sev):
+        # the same dodge as the boxes, so each x sits over its own variant's box
+        sns.stripplot(**dict(common, data=sev), dodge=by_config, jitter=0, marker="x", size=7,
+                      linewidth=1.5, palette={v: "red" for v in order}, legend=False, zorder=5)
+        ax.scatter([], [], marker="x", color="red", label="severe outlier (Tukey 3 IQR)")
+        ax.legend(loc="best", fontsize=8)
     ax.set_title(f"{metric} per variant (box: quartiles; dots: trials; x: severe outliers)")
+    if by_config:
+        ax.tick_params(axis="x", labelsize=8)
     fig.tight_layout()
     return _save(fig, out_dir, "box")
 
@@ -114,10 +131,22 @@ def ecdf(df, metric, params, out_dir):
 
 
 def run_order(df, metric, params, out_dir):
-    d = df.assign(variant=df["variant"].astype(str)).sort_values("order")
-    fig, ax = plt.subplots(figsize=FIGSIZE)
-    sns.scatterplot(data=d, x="order", y=metric, hue="variant", hue_order=_variant_order(d), s=12, ax=ax)
-    ax.set_title(f"{metric} in execution order (drift, interleaving)")
+    d = df.assign(variant=df["variant"].astype(str), config=_config_label(df, params)).sort_values("order")
+    order = _variant_order(d)
+    configs = _config_order(d, params)
+    ncol = min(len(configs), 3)
+    nrow = -(-len(configs) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(FIGSIZE[0] if ncol == 1 else 3.6 * ncol, 3.2 * nrow + 0.8),
+                             squeeze=False, sharex=True)
+    for ax, cfg in zip(axes.flat, configs):
+        sub = d[d["config"] == cfg]
+        sns.scatterplot(data=sub, x="order", y=metric, hue="variant", hue_order=order, s=12, ax=ax,
+                        legend=ax is axes.flat[0])
+        ax.set_title(cfg if len(configs) > 1 else "", fontsize=8)
+    for ax in list(axes.flat)[len(configs):]:
+        ax.set_visible(False)
+    fig.suptitle(f"{metric} in execution order, one panel per configuration (drift, interleaving)",
+                 fontsize=10)
     fig.tight_layout()
     return _save(fig, out_dir, "order")
 
@@ -204,6 +233,128 @@ def render_all(meas: pd.DataFrame, metric: str, params: list[str], out_dir) -> d
             if paths:
                 res[name] = paths
     return res
+
+
+#: ptr_ring modes as the figures name them
+MODE_NAMES = {0: "one thread alternating", 1: "SPSC, free-running", 2: "SPSC, near-full"}
+
+
+def _mode_label(mode) -> str:
+    try:
+        m = int(mode)
+    except (TypeError, ValueError):
+        return f"mode {mode}"
+    return f"mode {m} ({MODE_NAMES[m]})" if m in MODE_NAMES else f"mode {m}"
+
+
+def wants_size_sweep(meas: pd.DataFrame) -> bool:
+    """A size sweep is drawn when ring size takes more than one value."""
+    return "size" in meas.columns and meas["size"].nunique() > 1
+
+
+def _arm_label(v: str, baseline, patched, labels) -> str:
+    lab = (labels or {}).get(v)
+    role = "baseline" if v == baseline else "patched" if v == patched else None
+    text = f"{v}: {lab}" if lab and lab != v else v
+    return f"{text} ({role})" if role else text
+
+
+def size_sweep(meas, metric, out_dir, baseline=None, patched=None, labels=None) -> list[Path]:
+    """Median ``metric`` (95% CI) against ring size per variant (log x), one panel per
+    (mode, CPU pair); panel titles name the mode, the legend names baseline and patched."""
+    from ringlab.stats import summarize
+    summ = summarize(meas, metric)
+    if patched is None and baseline is not None:
+        others = sorted(set(summ["variant"].astype(str)) - {str(baseline)})
+        patched = others[0] if len(others) == 1 else None
+    keys = [c for c in ("mode", "pair_class") if c in summ.columns]
+    panels = sorted(summ.groupby(keys).groups) if keys else [()]
+    panels = [k if isinstance(k, tuple) else (k,) for k in panels]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1, 4.2), squeeze=False, sharey=True)
+    for ax, key in zip(axes[0], panels):
+        sub = summ
+        for c, k in zip(keys, key):
+            sub = sub[sub[c] == k]
+        for v, g in sub.groupby(sub["variant"].astype(str), sort=True):
+            g = g.sort_values("size")
+            ax.errorbar(g["size"], g["median"], yerr=[g["median"] - g["median_ci_low"],
+                                                      g["median_ci_high"] - g["median"]],
+                        marker="o", capsize=3, label=_arm_label(v, baseline, patched, labels))
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("ring size (slots)")
+        named = dict(zip(keys, key))
+        parts = ([_mode_label(named["mode"])] if "mode" in named else []) + \
+                ([str(named["pair_class"])] if "pair_class" in named else [])
+        ax.set_title(", ".join(parts) or "all", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel(f"median {metric} (95% CI)")
+    sns.despine(fig)
+    who = f"{patched} (patched) vs {baseline} (baseline)" if patched and baseline else "variants"
+    fig.suptitle(f"{metric} against ring size: {who}", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, Path(out_dir), "size_sweep")
+
+
+def forest(rows: pd.DataFrame, out_dir, name: str = "forest", title: str | None = None) -> list[Path]:
+    """Forest plot: one line per row of ``rows`` (columns ``label``, ``delta_pct``,
+    ``ci_low_pct``, ``ci_high_pct``, and optional ``group`` = host/run, used for the
+    y-axis blocks), the point at delta and the bar over its CI, a line at 0.
+    Rows without a CI are drawn as a point only ("no CI" in the label)."""
+    d = rows.reset_index(drop=True)
+    if d.empty:
+        return []
+    groups = d["group"].astype(str) if "group" in d.columns else pd.Series("", index=d.index)
+    labels = [(f"{g}  {l}" if g else str(l)) for g, l in zip(groups, d["label"].astype(str))]
+    y = np.arange(len(d))[::-1]
+    fig, ax = plt.subplots(figsize=(10.0, 1.4 + 0.32 * len(d)))
+    lo = pd.to_numeric(d["ci_low_pct"], errors="coerce")
+    hi = pd.to_numeric(d["ci_high_pct"], errors="coerce")
+    dl = pd.to_numeric(d["delta_pct"], errors="coerce")
+    has = lo.notna() & hi.notna()
+    ax.errorbar(dl[has], y[has.to_numpy()], xerr=[dl[has] - lo[has], hi[has] - dl[has]], fmt="o",
+                color="black", capsize=3, ms=4)
+    ax.plot(dl[~has], y[(~has).to_numpy()], "D", color="grey", ms=4)
+    labels = [lab + ("" if h else "  (no CI)") for lab, h in zip(labels, has)]
+    ax.axvline(0, color="red", lw=1, ls="--")
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_xlabel("delta = (candidate - baseline) / baseline, % (95% CI)")
+    fig.suptitle(title or "delta per host and run, with its 95% CI", fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, Path(out_dir), name)
+
+
+def cross_run_forest(runs, out_dir, baseline: str = "batch", patched: str = "reorder",
+                     metric: str = "ns_per_op") -> list[Path]:
+    """figures/forest.png of the compare-runs folder: for every run (objects with ``raw``,
+    ``host``, ``experiment``, ``run_id``) holding both variants, each configuration's delta of
+    ``patched`` against ``baseline`` with its CI, grouped by host and run; [] when no run
+    holds both."""
+    from ringlab.stats import compare
+    rows = []
+    for r in runs:
+        raw = r.raw
+        if "variant" not in raw.columns or metric not in raw.columns:
+            continue
+        if not {baseline, patched} <= set(raw["variant"].astype(str)):
+            continue
+        cmp = compare(raw, baseline, metric)
+        cmp = cmp[cmp["candidate"] == patched]
+        cfg = [c for c in ("mode", "size", "pair_class") if c in cmp.columns and cmp[c].nunique() > 1] \
+            or [c for c in ("mode",) if c in cmp.columns]
+        for _, c in cmp.iterrows():
+            rows.append({"group": f"{r.host} {r.experiment}/{r.run_id}",
+                         "label": " ".join(f"{k}={c[k]}" for k in cfg) or "all",
+                         "delta_pct": c["delta_pct"], "ci_low_pct": c["ci_low_pct"],
+                         "ci_high_pct": c["ci_high_pct"]})
+    if not rows:
+        return []
+    title = (f"{patched} (patched) vs {baseline} (baseline): delta of median {metric} per host and run\n"
+             "(95% CI; left of 0: patched faster)")
+    with sns.axes_style("whitegrid"):
+        return forest(pd.DataFrame(rows), Path(out_dir), "forest", title)
 
 
 #: Public name for other report modules (topology picture, size sweep): same deterministic save.

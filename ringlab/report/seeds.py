@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab import published
-from ringlab.provenance import read_env
+from ringlab import fmt, published
+from ringlab.report.rundata import read_run
 from ringlab.stats import compare, measurements, summarize
 
 
 def load(run_dir) -> tuple[pd.DataFrame, dict]:
-    run_dir = Path(run_dir)
-    df = pd.read_csv(run_dir / "raw.csv")
-    return df, read_env(run_dir)
+    run = read_run(run_dir)
+    return run.raw, run.env
 
 
 def arch_label(env: dict) -> str:
@@ -33,22 +32,9 @@ def arch_label(env: dict) -> str:
     return f"{host.get('machine', '?')} ({host.get('host_id') or env.get('host') or '?'})"
 
 
-def _pct(x: float, signed: bool = True) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    return f"{x:+.1f}%" if signed else f"{x:.1f}%"
-
-
-def _ci(lo: float, hi: float) -> str:
-    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (lo, hi)):
-        return "n/a"
-    return f"[{lo:+.1f}%, {hi:+.1f}%]"
-
-
-def _p(p: float) -> str:
-    if p is None or (isinstance(p, float) and math.isnan(p)):
-        return "n/a"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+_pct = fmt.pct
+_ci = fmt.ci
+_p = fmt.p
 
 
 def _config_cols(cmp: pd.DataFrame) -> list[str]:
@@ -75,8 +61,8 @@ def mail_table(run_dir, baseline: str, patched: str, metric: str = "ns_per_op") 
         row[f"unpatched ({baseline}) {metric}"] = r["median_baseline"]
         row[f"patched ({patched}) {metric}"] = r["median_candidate"]
         row["delta (mail sign: + = patched faster)"] = _pct(r["gain_pct"])
-        # the CI of gain = -CI of delta, bounds swapped
-        row["95% CI"] = _ci(-r["ci_high_pct"], -r["ci_low_pct"])
+        # the CI of the mail-sign delta = -CI of delta, bounds swapped: same sign as its number
+        row["95% CI of delta (mail sign)"] = _ci(r["ci_low_pct"], r["ci_high_pct"], negate=True)
         row["p (Holm)"] = _p(r["p_holm"])
         row["n"] = f"{int(r['n_baseline'])}/{int(r['n_candidate'])}"
         row["verdict"] = r["verdict"] + (f" (need ~{int(r['trials_needed'])} trials/arm)"
@@ -157,42 +143,20 @@ def size_sweep_table(run_dir, baseline: str = "prebatch", metric: str = "ns_per_
         rows.append({"mode": r.get("mode"), "pair_class": r.get("pair_class"), "size": size,
                      "batch": effective_batch(size, int(r.get("batch", 0) or 0)),
                      f"{baseline} ns/op": r["median_baseline"], f"{r['candidate']} ns/op": r["median_candidate"],
-                     "delta": _pct(r["delta_pct"]), "95% CI": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+                     "delta": _pct(r["delta_pct"]), "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
                      "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
     return pd.DataFrame(rows)
 
 
-def size_sweep_figure(run_dir, baseline: str = "prebatch", metric: str = "ns_per_op") -> list[Path]:
-    """Median ns/op against ring size per variant (log x), one panel per CPU pair."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    from ringlab.report.figures import save_figure
-
+def size_sweep_figure(run_dir, baseline: str = "prebatch", metric: str = "ns_per_op",
+                      patched: str | None = None, labels: dict | None = None) -> list[Path]:
+    """figures/size_sweep.png: median ns/op against ring size per variant (log x), one panel
+    per mode and CPU pair (see ``ringlab.report.figures.size_sweep``)."""
+    from ringlab.report.figures import size_sweep
     run_dir = Path(run_dir)
     df, _ = load(run_dir)
     meas, _ = measurements(df, metric)
-    summ = summarize(meas, metric)
-    panel = "pair_class" if "pair_class" in summ.columns else None
-    panels = sorted(summ[panel].astype(str).unique()) if panel else ["all"]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1, 4), squeeze=False, sharey=True)
-    for ax, pc in zip(axes[0], panels):
-        sub = summ[summ[panel].astype(str) == pc] if panel else summ
-        for v, g in sub.groupby("variant", sort=True):
-            g = g.sort_values("size")
-            ax.errorbar(g["size"], g["median"], yerr=[g["median"] - g["median_ci_low"], g["median_ci_high"] - g["median"]],
-                        marker="o", capsize=3, label=str(v))
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("ring size (slots)")
-        ax.set_title(f"{pc}", fontsize=9)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(f"median {metric} (95% CI)")
-    axes[0][-1].legend(fontsize=8)
-    sns.despine(fig)
-    fig.suptitle("Where batch zeroing helps: ns/op against ring size", fontsize=10)
-    return save_figure(fig, run_dir / "figures", "size_sweep")
+    return size_sweep(meas, metric, run_dir / "figures", baseline=baseline, patched=patched, labels=labels)
 
 
 def by_placement_table(run_dir, baseline: str, metric: str = "ns_per_op") -> pd.DataFrame:
@@ -200,9 +164,15 @@ def by_placement_table(run_dir, baseline: str, metric: str = "ns_per_op") -> pd.
     df, _ = load(run_dir)
     cmp = compare(df, baseline, metric)
     cols = [c for c in ("pair_class", "cpu_req_producer", "cpu_req_consumer", "align", "alloc_len") if c in cmp.columns]
-    out = cmp[cols + ["candidate", "median_baseline", "median_candidate", "delta_pct", "ci_low_pct",
-                      "ci_high_pct", "p_holm", "verdict"]].copy()
-    return out.sort_values(cols).reset_index(drop=True)
+    rows = []
+    for _, r in cmp.sort_values(cols).iterrows():
+        row = {c: r[c] for c in cols}
+        row.update({"candidate": r["candidate"], f"{baseline} {metric}": r["median_baseline"],
+                    f"candidate {metric}": r["median_candidate"], "delta": _pct(r["delta_pct"]),
+                    "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+                    "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def provenance_text(run_dir) -> str:
@@ -211,12 +181,13 @@ def provenance_text(run_dir) -> str:
     lines = [f"Run `{rep.get('run_id')}` on host `{rep.get('host')}`, git "
              f"`{(rep.get('git') or {}).get('commit', '?')}`"
              + (" (dirty tree)" if (rep.get("git") or {}).get("dirty") else "") + ".", ""]
-    lines += ["| variant | binary sha256 | first measured | last measured |", "|---|---|---|---|"]
-    for v, info in sorted(rep["variants"].items()):
-        lines.append(f"| {v} | {', '.join(s[:12] for s in info['sha256']) or 'n/a'} | {info['first']} | {info['last']} |")
-    lines += ["", "| A | B | verdict | differing sources |", "|---|---|---|---|"]
-    for p in rep["pairs"]:
-        lines.append(f"| {p['a']} | {p['b']} | {p['verdict']} | {', '.join(Path(s).name for s in p['differing_sources']) or '-'} |")
+    lines.append(fmt.md_table(["variant", "binary sha256", "first measured", "last measured"],
+                              [[v, ", ".join(h[:12] for h in info["sha256"]) or "n/a", info["first"], info["last"]]
+                               for v, info in sorted(rep["variants"].items())]))
+    lines += ["", fmt.md_table(["A", "B", "verdict", "differing sources"],
+                               [[p["a"], p["b"], p["verdict"],
+                                 ", ".join(Path(s).name for s in p["differing_sources"]) or "-"]
+                                for p in rep["pairs"]])]
     lines += [""] + ([f"- **problem:** {x}" for x in rep["problems"]] or ["No provenance problems found."])
     return "\n".join(lines)
 
@@ -244,7 +215,7 @@ def published_vs_reproduced_page_frag(run_dir, baseline: str = "before") -> pd.D
             out.append({"source": "published (kernel module, seed 002)", "align": int(aligned),
                         "placement": "same CPU (0/0)" if same else "CPUs 16/17",
                         "before": f"{bef.iloc[0]:.3f} s", "after": f"{aft.iloc[0]:.3f} s",
-                        "after / before": round(aft.iloc[0] / bef.iloc[0], 4), "95% CI": "not published",
+                        "after / before": round(aft.iloc[0] / bef.iloc[0], 4), "95% CI of ratio": "not published",
                         "verdict": "-"})
     df, env = load(run_dir)
     cmp = compare(df, baseline, "ns_per_op")
@@ -255,7 +226,7 @@ def published_vs_reproduced_page_frag(run_dir, baseline: str = "before") -> pd.D
                     "placement": r.get("pair_class"),
                     "before": f"{r['median_baseline']:.2f} ns/op", "after": f"{r['median_candidate']:.2f} ns/op",
                     "after / before": round(1 + r["delta_pct"] / 100, 4),
-                    "95% CI": (f"[{1 + r['ci_low_pct'] / 100:.3f}, {1 + r['ci_high_pct'] / 100:.3f}]"
+                    "95% CI of ratio": (f"[{1 + r['ci_low_pct'] / 100:.3f}, {1 + r['ci_high_pct'] / 100:.3f}]"
                                if not math.isnan(r["ci_low_pct"]) else "n/a"),
                     "verdict": r["verdict"]})
     return pd.DataFrame(out)
@@ -265,7 +236,7 @@ def published_vs_reproduced_batch(run_dir, baseline: str = "prebatch") -> pd.Dat
     """Seed 003's vhost Mpps ratios beside our throughput ratios (largest ring, each pair)."""
     pub = published.batch_zeroing_mpps()
     rows = [{"source": "published (vhost, seed 003)", "config": r.config, "throughput ratio to prebatch":
-             round(r.ratio_to_before, 4), "95% CI": "not published", "verdict": "-"} for r in pub.itertuples()]
+             round(r.ratio_to_before, 4), "95% CI of ratio": "not published", "verdict": "-"} for r in pub.itertuples()]
     df, env = load(run_dir)
     cmp = compare(df, baseline, "ns_per_op")
     if "size" in cmp.columns and len(cmp):
@@ -277,7 +248,7 @@ def published_vs_reproduced_batch(run_dir, baseline: str = "prebatch") -> pd.Dat
               f"[{1 / (1 + r['ci_high_pct'] / 100):.3f}, {1 / (1 + r['ci_low_pct'] / 100):.3f}]")
         rows.append({"source": f"reproduced ({arch_label(env)})",
                      "config": f"{r['candidate']}, size {int(r['size'])}, mode {r.get('mode')}, {r.get('pair_class')}",
-                     "throughput ratio to prebatch": round(ratio, 4), "95% CI": ci, "verdict": r["verdict"]})
+                     "throughput ratio to prebatch": round(ratio, 4), "95% CI of ratio": ci, "verdict": r["verdict"]})
     return pd.DataFrame(rows)
 
 
@@ -300,8 +271,8 @@ def perf_rb_table(run_dir) -> pd.DataFrame:
         if base is not None and r["variant"] != "base" and r["placement"] in base.index and count:
             per_record = (r["median"] - base[r["placement"]]) * (1000.0 if metric == "elapsed_us" else 1.0) / count
         rows.append({"config": r["variant"], "placement": r.get("placement"), "n": int(r["n"]),
-                     f"MEAN ({metric})": r["mean"], "STDVAR (std dev)": r["std"], "median": r["median"],
-                     "mean 95% CI": f"[{r['mean_ci_low']:.6g}, {r['mean_ci_high']:.6g}]",
+                     f"MEAN ({metric})": r["mean"], "mean 95% CI": f"[{r['mean_ci_low']:.6g}, {r['mean_ci_high']:.6g}]",
+                     "STDVAR (std dev)": r["std"], "median": r["median"],
                      "median 95% CI": f"[{r['median_ci_low']:.6g}, {r['median_ci_high']:.6g}]",
                      "cost per record (ns, medians)": per_record})
     return pd.DataFrame(rows)
@@ -321,7 +292,7 @@ def perf_rb_verdicts(run_dir) -> pd.DataFrame:
         for _, r in cmp.iterrows():
             out.append({"placement": r.get("placement"), "baseline": base, "candidate": r["candidate"],
                         "median baseline": r["median_baseline"], "median candidate": r["median_candidate"],
-                        "delta": _pct(r["delta_pct"]), "95% CI": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+                        "delta": _pct(r["delta_pct"]), "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
                         "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
     return pd.DataFrame(out)
 

@@ -1,11 +1,16 @@
 """summary.md / summary.csv / summary.tex from the statistics (no statistics here).
 
-The markdown comparison table reads like the mails' tables::
+The markdown comparison table reads like the mails' tables, and every CI sits right
+after the number it belongs to, in that number's sign::
 
-    | mode | size | unpatched (batch) | patched (reorder) | delta | 95% CI | p | verdict |
+    | mode | size | unpatched (batch) | patched (reorder) | delta | 95% CI of delta
+      | gain (mail sign: + = candidate faster) | 95% CI of gain | p (Holm) | verdict |
 
 ``delta`` is (candidate - baseline) / baseline on the medians; for lower-is-better
-metrics a labelled extra column gives the mails' sign ("+6.2%" = candidate faster).
+metrics a labelled extra column gives the mails' sign ("+6.2%" = candidate faster),
+followed by its own CI (the CI of delta negated, bounds swapped).  Columns that
+``ringlab.stats.compare`` adds (``design``, ``n_pairs``, ``family_size``, ``ci_level``)
+are shown when present.
 """
 from __future__ import annotations
 
@@ -13,23 +18,16 @@ import math
 
 import pandas as pd
 
+from ringlab import fmt
 from ringlab.stats.summary import format_value
 
 NA_COUNTERS = "n/a (not supported here)"
+#: instructions/op was counted by callgrind (instrumented run of the measured region), not by
+#: hardware counters: the value is exact and repeatable, but from separate, untimed trials
+CALLGRIND_MARK = "(callgrind)"
 COUNTER_TABLE = [("ipc", "IPC", "{:.3g}"), ("branch_miss_rate", "branch-miss rate", "{:.3%}"),
                  ("instructions_per_op", "instructions/op", "{:.4g}")]
-
-
-def _pct(x, signed=True) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    return f"{x:+.1f}%" if signed else f"{x:.1f}%"
-
-
-def _p(x) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    return "< 0.001" if x < 0.001 else f"{x:.3g}"
+GAIN_HEADER = "gain (mail sign: + = candidate faster)"
 
 
 def _label(name: str, labels: dict | None) -> str:
@@ -51,14 +49,19 @@ def constant_settings(frame: pd.DataFrame, cols: list[str]) -> str:
                      and c != "variant")
 
 
-def md_table(header: list[str], rows: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
-    return "\n".join(out)
+md_table = fmt.md_table
+
+
+def _num(r, col) -> float:
+    v = r.get(col) if hasattr(r, "get") else None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the mail-style comparison table."""
+    """Header and rows of the mail-style comparison table; each CI follows its number."""
     metric = cmp.attrs.get("metric", "ns_per_op")
     gcols = _varying(cmp, list(cmp.attrs.get("group_columns", [])))
     lib = bool(cmp["lower_is_better"].iloc[0]) if len(cmp) and "lower_is_better" in cmp else False
@@ -67,9 +70,17 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list
         arms = [_label(cmp["baseline"].iloc[0], labels), _label(cmp["candidate"].iloc[0], labels)]
     else:
         arms = ["baseline", "candidate"]
-    header = gcols + arms + ["delta", "95% CI", "p", "verdict"]
+    levels = sorted(set(cmp["ci_level"].dropna().round(6))) if "ci_level" in cmp.columns else []
+    # one level for the whole table goes in the header; family-adjusted levels that differ
+    # between rows go in each cell, after the interval
+    per_row = len(levels) > 1
+    cih = "CI" if per_row else fmt.ci_header(levels[0] if levels else 0.95)
+    header = gcols + arms
+    design = [c for c in ("design", "n_pairs") if c in cmp.columns]
+    header += design + ["delta", f"{cih} of delta"]
     if lib:
-        header.insert(len(gcols) + 3, "gain (mail sign: + = candidate faster)")
+        header += [GAIN_HEADER, f"{cih} of gain"]
+    header += ["p (Holm)"] + (["family size"] if "family_size" in cmp.columns else []) + ["verdict"]
     rows = []
     for _, r in cmp.iterrows():
         row = [str(r[c]) for c in gcols]
@@ -78,16 +89,27 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list
             row += [mb, mc]
         else:
             row += [f"{_label(r['baseline'], labels)}: {mb}", f"{_label(r['candidate'], labels)}: {mc}"]
-        row.append(_pct(r["delta_pct"]))
+        for c in design:
+            v = r[c]
+            row.append("n/a" if v is None or (isinstance(v, float) and math.isnan(v))
+                       else str(int(v)) if isinstance(v, float) else str(v))
+        lvl = ""
+        if per_row and not math.isnan(_num(r, "ci_level")) and math.isfinite(_num(r, "ci_low_pct")):
+            lvl = f" ({fmt.ci_header(_num(r, 'ci_level')).split(' ')[0]})"
+        row += [fmt.pct(r["delta_pct"]), fmt.ci(r["ci_low_pct"], r["ci_high_pct"]) + lvl]
         if lib:
-            row.append(_pct(r["gain_pct"]))
-        ci = "n/a" if not math.isfinite(r["ci_low_pct"]) else f"[{r['ci_low_pct']:+.1f}%, {r['ci_high_pct']:+.1f}%]"
-        verdict = r["verdict"]
+            row += [fmt.pct(r["gain_pct"]), fmt.ci(r["ci_low_pct"], r["ci_high_pct"], negate=True) + lvl]
+        row.append(fmt.p(r["p_holm"]))
+        if "family_size" in cmp.columns:
+            fs = _num(r, "family_size")
+            row.append(str(int(fs)) if math.isfinite(fs) else "n/a")
+        verdict = str(r["verdict"])
         if isinstance(r.get("note"), str) and r["note"]:
             verdict += f" ({r['note']})"
-        if math.isfinite(r["trials_needed"]) if isinstance(r["trials_needed"], float) else False:
-            verdict += f"; ~{int(r['trials_needed'])} trials/arm needed"
-        row += [ci, _p(r["p_holm"]), verdict]
+        tn = _num(r, "trials_needed")
+        if math.isfinite(tn):
+            verdict += f"; ~{int(tn)} trials/arm needed"
+        row.append(verdict)
         rows.append(row)
     return header, rows
 
@@ -116,18 +138,42 @@ SUMMARY_STAT_COLS = {"n_excluded", "n", "mean", "median", "std", "cv", "min", "m
                      "n_severe", "clean_n_removed"}
 
 
-def counter_rows(df: pd.DataFrame, group_cols: list[str]) -> tuple[list[str], list[list[str]]]:
-    """Median IPC / branch-miss rate / instructions per op per group, n/a where all NaN."""
+def is_callgrind(df: pd.DataFrame) -> pd.Series:
+    if "icount_source" not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df["icount_source"].astype(str).str.lower().eq("callgrind")
+
+
+def counter_rows(df: pd.DataFrame, group_cols: list[str],
+                 icount: pd.DataFrame | None = None) -> tuple[list[str], list[list[str]]]:
+    """Median IPC / branch-miss rate / instructions per op per group of ``df`` (timed trials).
+
+    Where hardware counters gave no instructions/op, the callgrind count of the same group
+    (rows of ``icount``: untimed callgrind trials) is shown, marked "(callgrind)".  A cell
+    with neither says NA_COUNTERS."""
     group_cols = _varying(df, group_cols)
     header = group_cols + [name for _, name, _ in COUNTER_TABLE]
+    cg = icount[is_callgrind(icount)] if icount is not None and len(icount) else None
     rows = []
     groups = df.groupby(group_cols, sort=True, dropna=False) if group_cols else [((), df)]
     for key, sub in groups:
         key = key if isinstance(key, tuple) else (key,)
         row = [str(k) for k in key]
-        for col, _, fmt in COUNTER_TABLE:
+        for col, _, f in COUNTER_TABLE:
             v = pd.to_numeric(sub[col], errors="coerce").dropna() if col in sub.columns else pd.Series([], dtype=float)
-            row.append(fmt.format(float(v.median())) if len(v) else NA_COUNTERS)
+            if len(v):
+                row.append(f.format(float(v.median())))
+                continue
+            if col == "instructions_per_op" and cg is not None and col in cg.columns:
+                m = pd.Series(True, index=cg.index)
+                for c, k in zip(group_cols, key):
+                    if c in cg.columns:
+                        m &= cg[c].astype(str) == str(k)
+                cv = pd.to_numeric(cg.loc[m, col], errors="coerce").dropna()
+                if len(cv):
+                    row.append(f"{f.format(float(cv.median()))} {CALLGRIND_MARK}")
+                    continue
+            row.append(NA_COUNTERS)
         rows.append(row)
     return header, rows
 
