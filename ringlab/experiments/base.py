@@ -280,6 +280,15 @@ class Experiment:
         """Return a reason string when this experiment cannot run on this machine (skipped, not failed)."""
         return None
 
+    def cleanup(self, spec: TrialSpec, ctx: "Any") -> None:
+        """Called after a trial that timed out or was interrupted, once its process group is
+        killed: undo what the trial left behind (kmod: unload the module).  Errors are warned."""
+
+    def build_info(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Merged into env.json's ``build``: what this experiment built itself (its
+        ``binaries`` {name: {path, sha256, source_sha256}}), for ``ringlab provenance``."""
+        return {}
+
     def measured_binary(self, spec: TrialSpec, argv: list[str], ctx: "Any") -> str:
         """The executable whose code the trial measures (hashed into binary_sha256).
 

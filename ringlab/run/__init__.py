@@ -112,6 +112,9 @@ def _run_trials(f: RunFolder, p, todo: list, res: "RunResult", stop, progress, n
     for order, spec in _progress(todo, progress, name):
         rows = execute(p.exp, spec, order, p.ctx)
         f.append(rows)
+        if p.ctx.commands_changed:
+            f.write_env(measured_commands=p.ctx.measured_commands)
+            p.ctx.commands_changed = False
         stop.check()
         res.counts[rows[0]["status"]] = res.counts.get(rows[0]["status"], 0) + 1
 

@@ -142,6 +142,12 @@ def _check_built(exp, values) -> dict[str, Any]:
     return info
 
 
+def _merge_build(info: dict[str, Any], extra: dict[str, Any]) -> None:
+    """An experiment's own build record (``Experiment.build_info``) into env.json's ``build``."""
+    for k, v in (extra or {}).items():
+        info[k] = {**info[k], **v} if isinstance(v, dict) and isinstance(info.get(k), dict) else v
+
+
 def _existing_build_info() -> dict[str, Any]:
     """Without a build: whatever build info ringlab build left, plus binary hashes."""
     info: dict[str, Any] = {"built_by_run": False}
@@ -203,6 +209,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     if not build:
         build_info = _check_built(exp, values) if reason is None else _existing_build_info()
     if reason is None:
+        _merge_build(build_info, exp.build_info(values))
         missing = [b for b in exp.needed_binaries(values) if not os.access(ctx.binary(b), os.X_OK)]
         if missing:
             raise RunnerError(f"binaries missing from {paths.bin_dir()}: {', '.join(missing)}; "
@@ -218,6 +225,8 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         binaries_used={b: {"path": str(ctx.binary(b)), "sha256": sha256_file(ctx.binary(b))}
                        for b in exp.needed_binaries(values) if os.path.isfile(ctx.binary(b))})
     ctx.c2c = dict(prev.get("c2c_latency_ns") or {})
+    ctx.measured_commands = {str(k): list(v) for k, v in (prev.get("measured_commands") or {}).items()
+                             if isinstance(v, list)}
     if stop is not None:
         env["stopping"] = stop
     return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop)
