@@ -86,7 +86,7 @@ def test_extension_rounds_are_new_rounds_in_the_same_design(noisy):
     assert st["rounds_planned"] == plan["rounds"] > st["pilot_rounds"]
     assert st["stop_reason"] == plan["stop_reason"] == "target"
     assert st["rounds_run"] == st["rounds_planned"]
-    assert st["target_ci"] == 6.0 and st["budget_s"] is None and st["baseline"] == "batch"
+    assert st["target_ci"] == 6.0 and st["budget_s"] is None and st["baseline"] == env["baseline"] == "batch"
     assert isinstance(st["target_met"], bool)
     # every round holds both arms once, the rounds are consecutive new indices
     m = measured(df)

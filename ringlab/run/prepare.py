@@ -227,6 +227,6 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     ctx.c2c = dict(prev.get("c2c_latency_ns") or {})
     ctx.measured_commands = {str(k): list(v) for k, v in (prev.get("measured_commands") or {}).items()
                              if isinstance(v, list)}
-    if stop is not None:
-        env["stopping"] = stop
+    if stop is not None:   # the report compares against the arm the stopping rule planned for
+        env.update(stopping=stop, baseline=stop["baseline"])
     return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop)

@@ -20,7 +20,8 @@ env.json ``stopping`` (written through ``RunFolder.write_env``)::
      "rounds_for_target": N0, "seconds_per_round": S, "affordable_rounds": M | null,
      "comparisons": [{"group", "candidate", "n_pairs", "half_width_pct", "rounds"}]}
 
-``rounds_planned`` stays null until the pilot has been analysed; once set, ``--resume``
+env.json's top-level ``baseline`` is set to the same arm, so summary.md compares what the
+plan was made for.  ``rounds_planned`` stays null until the pilot has been analysed; once set, ``--resume``
 runs to that plan and never decides again.  When the pilot cannot be analysed (no ok
 trial, say) ``stop_reason`` is ``"no plan"`` with the reason in ``error``, and no round is
 added.  ``sequential.stopping_text(stopping)`` is the sentence summary.md shows.
