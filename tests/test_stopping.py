@@ -140,7 +140,9 @@ def test_resume_after_the_pilot_runs_the_decided_plan(noisy, monkeypatch):
     env = rundir.read_env(out).doc
     assert env["status"] == "interrupted"
     planned = env["stopping"]["rounds_planned"]
-    assert planned > sequential.PILOT_ROUNDS and env["stopping"]["rounds_run"] == 0
+    assert planned > sequential.PILOT_ROUNDS and env["stopping"]["rounds_run"] == sequential.PILOT_ROUNDS + 1
+    assert f"only {sequential.PILOT_ROUNDS + 1} of {planned} planned rounds ran" in \
+        sequential.stopping_text(env["stopping"])
 
     monkeypatch.setattr(runner, "execute", real)
     monkeypatch.setattr(sequential, "rounds_needed",

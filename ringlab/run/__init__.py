@@ -127,6 +127,30 @@ def _extended(f: RunFolder, p, st: dict) -> list:
     return plan
 
 
+def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "RunResult", stop, progress,
+                    name: str, log) -> None:
+    """Run ``todo``; with a target, decide the rounds once after the pilot and run the rest."""
+    _run_trials(f, p, todo, res, stop, progress, name)
+    if p.stopping is None:
+        return
+    st = dict(f.env.get("stopping") or p.stopping)
+    if st.get("rounds_planned") is None:   # the pilot is done: decide, once
+        st = stopping.decide(f.read_raw(), st, log)
+        f.write_env(stopping=st)
+        ran = {s.key() for s in plan}
+        plan = _extended(f, p, st)
+        _run_trials(f, p, [(i, s) for i, s in enumerate(plan) if s.key() not in done and s.key() not in ran],
+                    res, stop, progress, name)
+    f.write_env(stopping=stopping.finish(f.read_raw(), st))
+
+
+def _note_rounds_run(f: RunFolder) -> None:
+    try:
+        f.env["stopping"] = dict(f.env["stopping"], rounds_run=stopping.rounds_run(f.read_raw()))
+    except Exception:   # noqa: BLE001 - a torn or empty raw.csv: keep what env.json says
+        pass
+
+
 def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resume: bool = False,
                    progress: bool | None = None, build: bool = True,
                    log: Callable[[str], None] | None = None, argv: list[str] | None = None) -> RunResult:
@@ -165,17 +189,11 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
                 _start_measuring(f, ctx, gov, pinned or machine.measured_cpus(p.plan),
                                  [(i, s) for i, s in enumerate(every)] if p.stopping is not None else todo, log)
                 shown = len(gov.messages)
-                _run_trials(f, p, todo, res, stop, progress, name)
-                if p.stopping is not None:
-                    st = dict(f.env.get("stopping") or p.stopping)
-                    if st.get("rounds_planned") is None:   # the pilot is done: decide, once
-                        st = stopping.decide(f.read_raw(), st, log)
-                        f.write_env(stopping=st)
-                        ran = {s.key() for s in plan}
-                        plan = _extended(f, p, st)
-                        _run_trials(f, p, [(i, s) for i, s in enumerate(plan) if s.key() not in done
-                                           and s.key() not in ran], res, stop, progress, name)
-                    f.write_env(stopping=stopping.finish(f.read_raw(), st))
+                try:
+                    _run_and_extend(f, p, plan, done, todo, res, stop, progress, name, log)
+                finally:
+                    if p.stopping is not None and isinstance(f.env.get("stopping"), dict):
+                        _note_rounds_run(f)   # an interrupted run says how far it got
             f.env.update(governor=gov.report, warnings=ctx.warnings)   # after the restore
             for line in gov.messages[shown:]:
                 log(line)
