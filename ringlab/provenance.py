@@ -12,7 +12,6 @@ Nothing here prints; ringlab/commands/provenance.py formats the dicts.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import itertools
 import json
@@ -50,26 +49,43 @@ def git_info(root: str | Path | None = None) -> dict[str, Any]:
 
 # -- reading a run ------------------------------------------------------------------------
 def load_env(run_dir: str | Path) -> dict[str, Any]:
-    p = Path(run_dir) / "env.json"
-    if not p.is_file():
+    """env.json of a run folder through ``ringlab.rundir.read_env``: FileNotFoundError when there
+    is none, DataError when it is corrupt."""
+    from ringlab.rundir import read_env as _read
+    if not (Path(run_dir) / "env.json").is_file():
         raise FileNotFoundError(f"{run_dir}: no env.json (not a ringlab run folder)")
-    return json.loads(p.read_text())
+    return dict(_read(run_dir).doc)
 
 
 def read_env(run_dir: str | Path) -> dict[str, Any]:
     """env.json of a run folder, or {} when it is missing or unreadable (reports degrade, never fail)."""
+    from ringlab.errors import DataError
     try:
         return load_env(run_dir)
-    except (OSError, ValueError):
+    except (OSError, DataError):
         return {}
 
 
-def _rows(run_dir: Path) -> list[dict[str, str]]:
+def _rows(run_dir: Path) -> list[dict[str, Any]]:
+    """raw.csv's rows through ``ringlab.rundir.read_raw`` (typed; missing values None), [] without one."""
+    from ringlab.rundir import read_raw
     p = run_dir / "raw.csv"
     if not p.is_file():
         return []
-    with open(p, newline="") as f:
-        return [r for r in csv.DictReader(f) if r.get("variant") is not None]
+    df = read_raw(p)
+    df = df[df["variant"].notna()].astype(object)
+    df = df.where(df.notna(), None)
+    rows = df.to_dict("records")
+    for r in rows:
+        r["variant"] = _text(r["variant"])
+    return rows
+
+
+def _text(v: Any) -> str:
+    """A raw.csv value as written: 3 not 3.0 for integral numbers read as floats."""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return "" if v is None else str(v)
 
 
 def _binaries(build: dict) -> list[dict[str, Any]]:
@@ -134,6 +150,9 @@ class _Ctx:
 
 
 def _typed(v: Any) -> Any:
+    """A raw.csv value as the experiment's parameter: integral floats (a column with gaps) as int."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
     if not isinstance(v, str):
         return v
     if v in ("True", "False"):
@@ -173,8 +192,9 @@ def command_shape(argv: list[str], measured_binary: str) -> list[str]:
     return out
 
 
-def _row_key(row: dict[str, str], cols: list[str]) -> str:
-    return json.dumps([[c, row.get(c)] for c in cols] + [row.get("cpu_req_producer"), row.get("pair_class")])
+def _row_key(row: dict[str, Any], cols: list[str]) -> str:
+    return json.dumps([[c, _typed(row.get(c))] for c in cols]
+                      + [_typed(row.get("cpu_req_producer")), row.get("pair_class")], default=str)
 
 
 def _commands(env: dict, rows: list[dict[str, str]]) -> tuple[dict[str, dict[str, list[str]]], str | None, str]:
@@ -247,10 +267,10 @@ def check(run_dir: str | Path) -> dict[str, Any]:
     variants: dict[str, dict[str, Any]] = {}
     for r in rows:
         v = variants.setdefault(r["variant"], {"sha256": [], "first": None, "last": None, "rows": 0, "ok_rows": 0})
-        sha = r.get("binary_sha256") or ""
+        sha = _text(r.get("binary_sha256"))
         if sha and sha not in v["sha256"]:
             v["sha256"].append(sha)
-        ts = r.get("timestamp") or ""
+        ts = _text(r.get("timestamp"))
         if ts:
             v["first"] = ts if v["first"] is None or ts < v["first"] else v["first"]
             v["last"] = ts if v["last"] is None or ts > v["last"] else v["last"]
@@ -391,7 +411,8 @@ def _pair(a: str, va: dict, b: str, vb: dict, cmd_why: str | None = None) -> dic
 
 
 def _metric(run_dir: Path, variant: str) -> list[str]:
-    return [r.get("ns_per_op", "") for r in _rows(run_dir)
+    """The variant's ok ns_per_op values, as text (so that NaN compares equal to NaN)."""
+    return [_text(r.get("ns_per_op")) for r in _rows(run_dir)
             if r["variant"] == variant and r.get("status") == "ok"]
 
 

@@ -12,6 +12,8 @@ SEEDS = ROOT.parent / "shared" / "seeds"
 
 # Tests never touch the real cpufreq state unless they ask for it.
 os.environ.setdefault("RINGLAB_STATE_DIR", str(ROOT / "build" / "test-state"))
+# ... and never share CPU locks with a real run on this machine.
+os.environ.setdefault("RINGLAB_LOCK_DIR", str(ROOT / "build" / "test-locks"))
 
 
 @pytest.fixture

@@ -362,6 +362,8 @@ def runner_env(syscall_loop, tmp_path, monkeypatch):
     build = tmp_path / f"build-{marker}"
     (build / "bin").mkdir(parents=True)
     shutil.copy2(syscall_loop, build / "bin" / "syscall_loop")
+    from ringlab import binaries   # a run without a build measures only declared binaries
+    binaries.declare_built(["syscall_loop"], out_dir=build / "bin")
     fake = tmp_path / f"perf-{marker}"
     shutil.copy2(FAKE_PERF, fake)
     monkeypatch.setenv("RINGLAB_BUILD", str(build))

@@ -58,8 +58,21 @@ def test_check_different_binaries_and_sources(run_dir):
     assert not [x for x in c["problems"] if "dirty" not in x]
 
 
+def _drop_build(run_dir: Path):
+    env = json.loads((run_dir / "env.json").read_text())
+    env["build"] = {}
+    (run_dir / "env.json").write_text(json.dumps(env))
+
+
+def test_no_build_run_records_the_checked_source_sets(run_dir):
+    """A run without a build records what ringlab.binaries.check_binaries found (declared here)."""
+    p = provenance.check(run_dir)["pairs"][0]
+    assert p["different_sources"] is True and p["code"] == "different code"
+
+
 def test_same_sources_and_unknown_sources(run_dir):
-    c = provenance.check(run_dir)       # no ringlab.build record: sources unknown, said so
+    _drop_build(run_dir)
+    c = provenance.check(run_dir)       # no build record: sources unknown, said so
     p = c["pairs"][0]
     assert p["different_sources"] is None and p["code"] == "unknown" and "not recorded" in p["verdict"]
     _set_build(run_dir, same_sources=True)   # same file content under other paths: same code
@@ -73,6 +86,8 @@ def test_same_binary_flagged(tmp_path, monkeypatch):
     (build / "bin").mkdir(parents=True)
     fake.install(str(build / "bin"), sys.executable, variants=("batch",))
     shutil.copy(build / "bin" / "ptr_ring_test-batch", build / "bin" / "ptr_ring_test-reorder")
+    from ringlab import binaries
+    binaries.declare_built(["ptr_ring_test-reorder"], out_dir=build / "bin")
     monkeypatch.setenv("RINGLAB_BUILD", str(build))
     res = runner.run_experiment("ptr_ring", {"profile": "smoke", "cpus": "none", "governor": "false",
                                              "variants": "batch,reorder", "modes": "0", "trials": 1, "warmup": 0},

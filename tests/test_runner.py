@@ -8,6 +8,7 @@ dangerous in a shell.
 from __future__ import annotations
 
 import json
+import re
 import math
 import os
 import shutil
@@ -259,11 +260,27 @@ def test_out_not_writable(fakebin, tmp_path, capsys):
 
 
 def test_missing_binary_is_error_without_folder(tmp_path, monkeypatch, capsys):
+    """--no-build with nothing built: the user's to fix (exit 2), nothing created."""
     monkeypatch.setenv("RINGLAB_BUILD", str(tmp_path / "empty"))
     out = tmp_path / "out"
     assert cli.main(["run", "ptr_ring", "-p", "profile", "smoke", "-p", "cpus", "none", "--no-build",
-                     "--out", str(out)]) == 1
-    assert "ringlab build" in capsys.readouterr().err
+                     "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "ringlab build" in err and "does not exist" in err
+    assert not out.exists()
+
+
+def test_no_build_refuses_a_binary_changed_after_its_record(fakebin, tmp_path, capsys):
+    """A binary replaced after it was built (or declared) is never measured: exit 2 naming
+    the variant and both hashes."""
+    exe = fakebin / "ptr_ring_test-batch"
+    exe.write_text(exe.read_text() + "# edited\n")
+    out = tmp_path / "out"
+    assert cli.main(["run", "ptr_ring", "-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",
+                     "-p", "variants", "batch", "--no-build", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "variant batch" in err and "is not the binary its source record names" in err
+    assert len(re.findall(r"[0-9a-f]{64}", err)) == 2
     assert not out.exists()
 
 
@@ -282,10 +299,11 @@ def test_shell_metacharacters_never_reach_a_shell(fakebin, tmp_path, monkeypatch
     weird = tmp_path / "dir with space; $(touch pwned) `touch pwned`"
     weird.mkdir()
     header = weird / "ptr_ring.h"
-    header.write_text("/* a user's header */\n")
-    fake.install(str(fakebin), sys.executable, variants=("mine",))
+    header.write_text("/* a user's header */\nstruct ptr_ring { int producer; int consumer_head; };\n")
     out = weird / "out $(touch x); rm -rf /tmp/nothing"
     cflags = "-O2 -DX='1;2' $(touch pwned) `touch pwned`; touch pwned"
+    fake.install(str(fakebin), sys.executable, variants=("batch", "mine"), kernel_headers={"mine": header},
+                 cflags=cflags)
     res = run({"variants": "batch,mine", "modes": "0", "trials": 1, "warmup": 0, "cflags": cflags,
                "kernel_headers": f"mine={header}"}, out)
     df = pd.read_csv(res.raw_csv)

@@ -189,8 +189,6 @@ def test_run_after_failed_rebuild_never_measures_old_binary(run_env):
     assert not (run_env / "nobuild" / "raw.csv").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="the runner's --no-build path does not call "
-                                       "ringlab.binaries.check_binaries yet")
 def test_run_without_build_refuses_other_header(run_env):
     from ringlab import runner
     _run(run_env, f"k={MAIN}", True, "good")

@@ -9,9 +9,10 @@ from ringlab.experiments.base import ParamError
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--kernel-header", action="append", default=[], metavar="NAME=PATH",
-                   help="also build ptr_ring_test-NAME from a real kernel ptr_ring.h "
-                        "(a file, a kernel tree or a headers package root); repeatable")
+    p.add_argument("--kernel-header", action="append", default=[], metavar="NAME=SOURCE",
+                   help="also build ptr_ring_test-NAME from a real kernel ptr_ring.h; SOURCE is a "
+                        "file, a kernel tree or a headers package root, git:TREE@REV, BASE+PATCH "
+                        "or BASE+lore:MSGID; repeatable")
     p.add_argument("--cflags", default="", metavar='"FLAGS"',
                    help="extra compiler flags, appended after the defaults (split like a shell "
                         "would, never run through one); --cflags -O3 and --cflags=-O3 both work")
@@ -29,7 +30,7 @@ def _parse_specs(specs: list[str]) -> dict[str, str]:
             from ringlab.kernel_header import KernelHeaderError, parse_spec
         except ImportError:
             if "=" not in spec:
-                raise ParamError(f"--kernel-header: expected NAME=PATH, got {spec!r}") from None
+                raise ParamError(f"--kernel-header: expected NAME=SOURCE, got {spec!r}") from None
             name, _, path = spec.partition("=")
         else:
             try:
@@ -40,6 +41,21 @@ def _parse_specs(specs: list[str]) -> dict[str, str]:
             raise ParamError(f"--kernel-header: NAME {name!r} given twice; allowed: unique names")
         out[name] = str(path)
     return out
+
+
+def _check_sources(headers: dict[str, str]) -> None:
+    """Resolve every header source before compiling: a bad file, revision or patch is the
+    user's to fix (ParamError, exit 2), not a failed build (exit 1).  Resolved sources are
+    cached, so the build that follows does not fetch them again."""
+    if not headers:
+        return
+    from ringlab.kernel_header import KernelHeaderError, resolve_source
+    for name, spec in headers.items():
+        try:
+            resolve_source(spec)
+        except KernelHeaderError as e:
+            raise ParamError(f"--kernel-header {name}={spec}: {e}; allowed: a file, a kernel tree or "
+                             "headers package, git:TREE@REV, BASE+PATCH, BASE+lore:MSGID") from None
 
 
 def _native_description() -> dict | None:
@@ -62,6 +78,7 @@ def run(args) -> int:
     if args.sanitize is not None and args.sanitize.replace(" ", "") not in (*SANITIZERS, "undefined,address"):
         raise ParamError(f"--sanitize {args.sanitize!r}: allowed: {', '.join(SANITIZERS)}")
     headers = _parse_specs(args.kernel_header)
+    _check_sources(headers)
     try:
         info = build_all(kernel_headers=headers, cflags=args.cflags, sanitize=args.sanitize)
     except BuildError as e:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ringlab.commands.dashvalues import allow_dash_values
+
 
 def add_arguments(p) -> None:
     p.add_argument("file", metavar="FILE", help="text file with perf stat output ('-' for stdin)")
@@ -15,6 +17,7 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print the parsed blocks as JSON instead of a table")
     p.add_argument("--kmod", action="store_true",
                    help="`perf stat -r N insmod MODULE ARGS` blocks: add module, args, push/pop CPUs (kmod rows)")
+    allow_dash_values(p)   # --csv -out.csv
 
 
 #: columns shown in the table (the CSV has all of them)

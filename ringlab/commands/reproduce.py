@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from ringlab.commands.dashvalues import allow_dash_values
+
 
 def add_arguments(p):
     from ringlab.reproduce import NOTEBOOKS, PROFILES
@@ -11,6 +13,7 @@ def add_arguments(p):
     p.add_argument("--only", nargs="+", metavar="NAME",
                    help="run only these notebooks (" + ", ".join(NOTEBOOKS) + "; or their number)")
     p.add_argument("--host", help="machine id for the results path (default: $RINGLAB_HOST or hostname)")
+    allow_dash_values(p)   # --host -lab2
 
 
 def run(args) -> int:

@@ -172,6 +172,11 @@ COMMON_PARAMS = [
           column=False),
     Param("quiet", "str", "warn", "other work on the measured CPUs at the start: warn, wait for quiet, or off",
           choices=("warn", "wait", "off"), column=False),
+    Param("target_ci", "float", 0.0, "stop on a target: after a pilot, run the rounds that bring every "
+          "95% CI half-width to this percent (two-stage design; 0: off, trials decides)", min=0.0, max=99.0,
+          column=False),
+    Param("budget", "float", 0.0, "seconds of trials target_ci may spend at most (0: no limit)", min=0.0,
+          column=False),
     Param("quiet_timeout", "float", 60.0, "seconds to wait for quiet CPUs (quiet=wait) or for another "
           "ringlab run to release them", min=0.0, column=False),
 ]
@@ -239,6 +244,9 @@ class Experiment:
         for name, p in specs.items():
             if name not in overrides and values[name] is not None:
                 values[name] = p.parse(values[name])
+        if values["budget"] > 0 and not values["target_ci"] > 0:
+            raise ParamError(f"parameter 'budget': {values['budget']:g} s without target_ci; allowed: 0, or "
+                             "a budget together with -p target_ci PCT")
         cls.check(values)
         return values
 
@@ -271,6 +279,15 @@ class Experiment:
     def unavailable(self, values: dict[str, Any], ctx: "Any") -> str | None:
         """Return a reason string when this experiment cannot run on this machine (skipped, not failed)."""
         return None
+
+    def cleanup(self, spec: TrialSpec, ctx: "Any") -> None:
+        """Called after a trial that timed out or was interrupted, once its process group is
+        killed: undo what the trial left behind (kmod: unload the module).  Errors are warned."""
+
+    def build_info(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Merged into env.json's ``build``: what this experiment built itself (its
+        ``binaries`` {name: {path, sha256, source_sha256}}), for ``ringlab provenance``."""
+        return {}
 
     def measured_binary(self, spec: TrialSpec, argv: list[str], ctx: "Any") -> str:
         """The executable whose code the trial measures (hashed into binary_sha256).

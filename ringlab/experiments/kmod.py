@@ -211,6 +211,23 @@ class Kmod(Experiment):
     def measured_binary(self, spec: TrialSpec, argv: list[str], ctx: Any) -> str:
         return spec.extra["path"]
 
+    def cleanup(self, spec: TrialSpec, ctx: Any) -> None:
+        """After a timeout or an interrupt: unload the module now, not when its guardian gets to it,
+        so the next trial (or the next run) does not find it loaded."""
+        name = kmod.module_name(spec.extra["path"])
+        ok, why = kmod.rmmod(name)
+        out_dir = getattr(ctx, "out_dir", None)
+        if out_dir:
+            try:
+                with open(Path(out_dir) / "kmod-unload.log", "a") as f:
+                    f.write(f"{kmod._utc()} runner: {name} {'unloaded' if ok else 'NOT unloaded: ' + why} "
+                            f"after trial {spec.trial} ended early\n")
+            except OSError:
+                pass
+        if not ok:
+            ctx.warn(f"kmod: {name} still loaded after a trial ended early ({why}); its guardian keeps "
+                     f"trying, or rmmod {name}")
+
     def parse(self, spec: TrialSpec, stdout: str, stderr: str, ctx: Any) -> list[dict[str, Any]]:
         doc = None
         for line in reversed((stdout or "").strip().splitlines()):

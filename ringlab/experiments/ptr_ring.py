@@ -6,7 +6,8 @@ pinned to a single CPU; modes 1 and 2 use a producer and a consumer thread and r
 CPU pair the ``cpus`` parameter selects (one pair per topology class for ``auto``).
 
 A user's own kernel ``ptr_ring.h`` becomes an extra variant through
-``kernel_headers=NAME=PATH``: ringlab builds ``ptr_ring_test-NAME`` from it, and NAME must
+``kernel_headers=NAME=SOURCE`` (a file, tree or headers package, ``git:TREE@REV``,
+``BASE+PATCH``, ``BASE+lore:MSGID``): ringlab builds ``ptr_ring_test-NAME`` from it, and NAME must
 then be listed in ``variants`` (a header no variant uses is refused, not silently dropped).
 """
 from __future__ import annotations
@@ -81,7 +82,8 @@ class PtrRing(Experiment):
         Param("cpus", "str", "auto", "auto (one pair per topology class) | all (every ordered pair) | "
               "none (unpinned) | explicit pairs like 1:2,3:4", column=False),
         Param("cflags", "str", "", "extra compiler flags for the ring binaries", column=False),
-        Param("kernel_headers", "str", "", "extra variants from real kernel headers: NAME=PATH[,NAME2=PATH2]; "
+        Param("kernel_headers", "str", "", "extra variants from real kernel headers: NAME=SOURCE[,NAME2=SOURCE2], "
+              "SOURCE a file, tree or headers package, git:TREE@REV, BASE+PATCH or BASE+lore:MSGID; "
               "each NAME must also be listed in variants", column=False),
     ]
     # Sized for this project's 2-CPU VM: smoke is seconds (tests), quick about a minute,

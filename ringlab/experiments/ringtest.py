@@ -148,6 +148,7 @@ class Ringtest(Experiment):
     def plan(self, values: dict[str, Any], ctx: Any) -> list[TrialSpec]:
         trees = parse_tree_param(values["tree"])
         built = {} if self.unavailable(values, ctx) else self.builds(values)
+        self._built = built
         pairs = self._pairs(values, ctx)
         n = values["warmup"] + values["trials"]
         specs = []
@@ -165,6 +166,24 @@ class Ringtest(Experiment):
                                                    cpus=(g, h), pair_class=cls,
                                                    extra={"binary": binary, "source_sha256": sha}))
         return specs
+
+    def build_info(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Each (tree, ring) binary with its sha256 and the source_sha256 of the ringtest sources
+        and headers it was compiled from, for env.json's ``build`` (``ringlab provenance``)."""
+        from ringlab.rundir import sha256_file
+        built = getattr(self, "_built", None)
+        if built is None:
+            built = {} if self.unavailable(values) else self.builds(values)
+        bins = {}
+        for (tree, ring), (binary, source_sha) in built.items():
+            try:
+                digest = sha256_file(binary)
+            except OSError:
+                continue
+            bins[f"ringtest-{tree}-{ring}"] = {"name": f"ringtest-{tree}-{ring}", "path": str(binary),
+                                               "sha256": digest, "source_sha256": source_sha,
+                                               "tree": tree, "ring": ring}
+        return {"binaries": bins} if bins else {}
 
     def command(self, spec: TrialSpec, ctx: Any) -> list[str]:
         c = spec.config

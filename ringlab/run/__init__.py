@@ -26,7 +26,8 @@ from ringlab.rundir import RunFolder
 from ringlab.run import machine
 from ringlab.run.context import RunContext
 from ringlab.errors import RunInterrupted
-from ringlab.run.plan import order_plan
+from ringlab.run import stopping
+from ringlab.run.plan import full_plan, order_plan
 from ringlab.run.prepare import default_out_dir, host_id, new_run_id, prepare
 from ringlab.run.process import execute, run_process
 from ringlab.system.governor import tune
@@ -106,6 +107,50 @@ class _NoTuning:
         return False
 
 
+def _run_trials(f: RunFolder, p, todo: list, res: "RunResult", stop, progress, name: str) -> None:
+    """Run ``todo`` ((order, spec) pairs) one by one, each trial's rows appended at once."""
+    for order, spec in _progress(todo, progress, name):
+        rows = execute(p.exp, spec, order, p.ctx)
+        f.append(rows)
+        if p.ctx.commands_changed:
+            f.write_env(measured_commands=p.ctx.measured_commands)
+            p.ctx.commands_changed = False
+        stop.check()
+        res.counts[rows[0]["status"]] = res.counts.get(rows[0]["status"], 0) + 1
+
+
+def _extended(f: RunFolder, p, st: dict) -> list:
+    """The plan once the rounds are decided: pilot + extension in block order, icount last."""
+    ext = stopping.extension(p.specs, int(st["pilot_rounds"]), int(st["rounds_planned"]))
+    plan = full_plan(p.exp, p.ctx.values, p.specs + ext, p.ctx)
+    f.write_env(plan=dict(f.env.get("plan") or {}, trials_total=len(plan), rounds=int(st["rounds_planned"])))
+    return plan
+
+
+def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "RunResult", stop, progress,
+                    name: str, log) -> None:
+    """Run ``todo``; with a target, decide the rounds once after the pilot and run the rest."""
+    _run_trials(f, p, todo, res, stop, progress, name)
+    if p.stopping is None:
+        return
+    st = dict(f.env.get("stopping") or p.stopping)
+    if st.get("rounds_planned") is None:   # the pilot is done: decide, once
+        st = stopping.decide(f.read_raw(), st, log)
+        f.write_env(stopping=st)
+        ran = {s.key() for s in plan}
+        plan = _extended(f, p, st)
+        _run_trials(f, p, [(i, s) for i, s in enumerate(plan) if s.key() not in done and s.key() not in ran],
+                    res, stop, progress, name)
+    f.write_env(stopping=stopping.finish(f.read_raw(), st))
+
+
+def _note_rounds_run(f: RunFolder) -> None:
+    try:
+        f.env["stopping"] = dict(f.env["stopping"], rounds_run=stopping.rounds_run(f.read_raw()))
+    except Exception:   # noqa: BLE001 - a torn or empty raw.csv: keep what env.json says
+        pass
+
+
 def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resume: bool = False,
                    progress: bool | None = None, build: bool = True,
                    log: Callable[[str], None] | None = None, argv: list[str] | None = None) -> RunResult:
@@ -125,25 +170,30 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
             RunFolder(p.out_dir, mode="resume" if resume else "create") as f:
         f.write_env(**p.env, cpu_lock=lock)
         done = f.open_csv(p.columns, p.config_keys, log)
-        todo = [(i, s) for i, s in enumerate(p.plan) if s.key() not in done]
-        res.already_done = len(p.plan) - len(todo)
+        plan = p.plan
+        if p.stopping is not None and p.stopping.get("rounds_planned") is not None:
+            plan = _extended(f, p, p.stopping)   # --resume after the pilot: the plan decided then
+        todo = [(i, s) for i, s in enumerate(plan) if s.key() not in done]
+        res.already_done = len(plan) - len(todo)
         if resume:
-            log(f"resume: {res.already_done} of {len(p.plan)} trials already in raw.csv, {len(todo)} to run")
+            log(f"resume: {res.already_done} of {len(plan)} trials already in raw.csv, {len(todo)} to run")
         if p.unavailable is not None:
             log(f"{name} skipped: {p.unavailable}")
             f.finish("skipped", p.unavailable)
             f.write_env(skipped_reason=p.unavailable)
             res.counts = {"skipped": len(todo)}
         else:
-            pinned = sorted({c for _, s in todo for c in s.cpus if c >= 0})
+            every = plan if p.stopping is not None else [s for _, s in todo]   # extension: the same CPUs
+            pinned = sorted({c for s in every for c in s.cpus if c >= 0})
             with _governor(pinned, ctx.values) as gov:
-                _start_measuring(f, ctx, gov, pinned or machine.measured_cpus(p.plan), todo, log)
+                _start_measuring(f, ctx, gov, pinned or machine.measured_cpus(p.plan),
+                                 [(i, s) for i, s in enumerate(every)] if p.stopping is not None else todo, log)
                 shown = len(gov.messages)
-                for order, spec in _progress(todo, progress, name):
-                    rows = execute(p.exp, spec, order, ctx)
-                    f.append(rows)
-                    stop.check()
-                    res.counts[rows[0]["status"]] = res.counts.get(rows[0]["status"], 0) + 1
+                try:
+                    _run_and_extend(f, p, plan, done, todo, res, stop, progress, name, log)
+                finally:
+                    if p.stopping is not None and isinstance(f.env.get("stopping"), dict):
+                        _note_rounds_run(f)   # an interrupted run says how far it got
             f.env.update(governor=gov.report, warnings=ctx.warnings)   # after the restore
             for line in gov.messages[shown:]:
                 log(line)

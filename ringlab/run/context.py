@@ -27,6 +27,9 @@ class RunContext:
         self.warnings: list[str] = []
         #: one-way core-to-core latency per "a:b" pair (ringlab.latency), NaN when not measured
         self.c2c: dict[str, float] = {}
+        #: env.json "measured_commands": {variant: [{"row": configuration, "shape": argv shape}]}
+        self.measured_commands: dict[str, list[dict[str, Any]]] = {}
+        self.commands_changed = False
         self._log = log
         self._topo = None
         self._topo_error: str | None = None
@@ -83,6 +86,17 @@ class RunContext:
 
     def c2c_of(self, p: int, c: int) -> float:
         return self.c2c.get(f"{p}:{c}", math.nan)
+
+    def record_command(self, spec, argv: list[str], measured_binary: str) -> None:
+        """Keep the argv shape (``provenance.command_shape``) of each variant and configuration once."""
+        from ringlab.provenance import command_shape
+        row = {k: v for k, v in spec.config.items() if k != "variant"}
+        row.update(cpu_req_producer=spec.cpus[0], pair_class=spec.pair_class)
+        items = self.measured_commands.setdefault(str(spec.config.get("variant")), [])
+        if any(it.get("row") == row for it in items):
+            return
+        items.append({"row": row, "shape": command_shape(argv, str(measured_binary))})
+        self.commands_changed = True
 
     def warn(self, msg: str) -> None:
         if msg not in self.warnings:

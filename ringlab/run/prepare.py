@@ -21,7 +21,8 @@ from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
 from ringlab.rundir import read_done, read_env, sha256_file
 from ringlab.run.context import RunContext
-from ringlab.run.plan import ORDER_DESCRIPTION, full_plan
+from ringlab.run import stopping
+from ringlab.run.plan import ORDER_DESCRIPTION, full_plan, order_plan
 from ringlab.system import envinfo
 
 
@@ -49,6 +50,8 @@ class Prepared:
     env: dict[str, Any]           # env.json's fields at the start of this invocation
     unavailable: str | None       # why the experiment cannot run here (None: it can)
     resume: bool
+    specs: list[TrialSpec]        # the experiment's plan, in its canonical order
+    stopping: dict | None = None  # env.json "stopping" (target_ci > 0), else None
 
     @property
     def out_dir(self) -> Path:
@@ -118,6 +121,33 @@ def _build(exp, values) -> dict[str, Any]:
     return info.to_dict()
 
 
+class NotBuiltError(RunnerError):
+    """Without a build (``--no-build``), a binary on disk is missing, has no source record,
+    or was built from another source set than this run asks for (another kernel header,
+    other flags, a changed harness).  The user's to fix (build first): exit code 2."""
+
+    exit_code = 2
+
+
+def _check_built(exp, values) -> dict[str, Any]:
+    """Without a build: every binary this run measures must be the one built from the
+    source set it asks for (``ringlab.binaries.check_binaries``); never a stale one."""
+    from ringlab import binaries
+    try:
+        info = binaries.check_binaries(**exp.build_args(values),
+                                       only=list(exp.needed_binaries(values))).to_dict()
+    except build_mod.BuildError as e:   # StaleBinaryError included
+        raise NotBuiltError(f"--no-build: {e}") from None
+    info["built_by_run"] = False
+    return info
+
+
+def _merge_build(info: dict[str, Any], extra: dict[str, Any]) -> None:
+    """An experiment's own build record (``Experiment.build_info``) into env.json's ``build``."""
+    for k, v in (extra or {}).items():
+        info[k] = {**info[k], **v} if isinstance(v, dict) and isinstance(info.get(k), dict) else v
+
+
 def _existing_build_info() -> dict[str, Any]:
     """Without a build: whatever build info ringlab build left, plus binary hashes."""
     info: dict[str, Any] = {"built_by_run": False}
@@ -156,10 +186,15 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
 
     exp = exp_cls()
     ctx = RunContext(name, values, run_id, out_dir, log, host=host)
-    specs = exp.plan(values, ctx)
+    target = stopping.enabled(values)
+    specs = exp.plan(stopping.pilot_values(values) if target else values, ctx)
     if not specs:
         raise ParamError(f"experiment '{name}': the parameters select no trials; allowed: non-empty lists")
-    plan = full_plan(exp, values, specs, ctx)
+    # With a target the icount trials wait for the last round (stopping.extension).
+    plan = order_plan(list(specs), values["seed"]) if target else full_plan(exp, values, specs, ctx)
+    stop = None
+    if target:
+        stop = prev.get("stopping") if isinstance(prev.get("stopping"), dict) else stopping.opening(values, specs)
     config_keys = list(dict.fromkeys(list(specs[0].config)))
     columns = schema.ordered_columns(exp_cls.param_columns(), list(exp_cls.extra_columns))
     if resume:   # a corrupt or foreign raw.csv is refused now, before the folder is touched
@@ -169,9 +204,12 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
                               f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it")
 
     # Build and check binaries before anything is written.
-    build_info = _build(exp, values) if build else _existing_build_info()
+    build_info = _build(exp, values) if build else None
     reason = exp.unavailable(values, ctx)
+    if not build:
+        build_info = _check_built(exp, values) if reason is None else _existing_build_info()
     if reason is None:
+        _merge_build(build_info, exp.build_info(values))
         missing = [b for b in exp.needed_binaries(values) if not os.access(ctx.binary(b), os.X_OK)]
         if missing:
             raise RunnerError(f"binaries missing from {paths.bin_dir()}: {', '.join(missing)}; "
@@ -187,4 +225,8 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         binaries_used={b: {"path": str(ctx.binary(b)), "sha256": sha256_file(ctx.binary(b))}
                        for b in exp.needed_binaries(values) if os.path.isfile(ctx.binary(b))})
     ctx.c2c = dict(prev.get("c2c_latency_ns") or {})
-    return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume)
+    ctx.measured_commands = {str(k): list(v) for k, v in (prev.get("measured_commands") or {}).items()
+                             if isinstance(v, list)}
+    if stop is not None:   # the report compares against the arm the stopping rule planned for
+        env.update(stopping=stop, baseline=stop["baseline"])
+    return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop)

@@ -143,10 +143,13 @@ def actual_class(ctx, row) -> str:
 def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
     """Run one trial and return its raw.csv rows (one per in-process iteration)."""
     argv = [str(a) for a in exp.command(spec, ctx)]
+    measured = exp.measured_binary(spec, argv, ctx)
     try:
-        sha = sha256_file(exp.measured_binary(spec, argv, ctx))
+        sha = sha256_file(measured)
     except OSError:
         sha = ""
+    if spec.kind == "timing":
+        ctx.record_command(spec, argv, measured)
     p, c = spec.cpus
     base_row: dict[str, Any] = {
         "run_id": ctx.run_id, "experiment": ctx.experiment, "host": ctx.host, **spec.config,
@@ -157,7 +160,13 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
     if spec.kind == "icount":
         return [_icount_row(exp, ctx, spec, argv, base_row)]
     before = system_before()
-    out = run_process(argv, ctx.timeout)
+    try:
+        out = run_process(argv, ctx.timeout)
+    except BaseException:       # Ctrl-C, SIGTERM: the group is killed; undo what the trial left
+        _cleanup(exp, spec, ctx)
+        raise
+    if out.status == "timeout":
+        _cleanup(exp, spec, ctx)
     base_row.update(system_columns(before, (p, c)), timestamp=utc_now(), wall_s=out.wall_s,
                     exit_code=out.exit_code)
     if out.status == "ok":
@@ -181,6 +190,15 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
         row["actual_pair_class"] = actual_class(ctx, row)
         derive(row)
     return rows
+
+
+def _cleanup(exp, spec: TrialSpec, ctx) -> None:
+    """``Experiment.cleanup`` after a timed-out or interrupted trial; its errors become warnings."""
+    try:
+        exp.cleanup(spec, ctx)
+    except Exception as e:   # a failed cleanup must not hide the trial's own outcome
+        ctx.warn(f"{exp.name}: cleanup after trial {spec.trial} of {spec.config.get('variant')} failed: "
+                 f"{type(e).__name__}: {e}")
 
 
 def _icount_row(exp, ctx, spec: TrialSpec, argv: list[str], row: dict) -> dict:

@@ -197,3 +197,39 @@ def target_met(compare_result: pd.DataFrame, target_ci_pct: float) -> bool:
         if not (math.isfinite(hw) and hw <= target_ci_pct):
             return False
     return True
+
+
+def stopping_text(stopping: dict | None) -> str:
+    """One or two sentences for summary.md from env.json's ``stopping`` (see ringlab/run/stopping.py):
+    which decided the number of rounds (the target, the budget, or a pilot that already met
+    the target) and whether every CI met the target at the end.  "" when the run had no target."""
+    if not stopping or not stopping.get("target_ci"):
+        return ""
+    pct = f"±{float(stopping['target_ci']):g}%"
+    pilot, planned, ran = stopping.get("pilot_rounds"), stopping.get("rounds_planned"), stopping.get("rounds_run")
+    met = stopping.get("target_met")
+    end = ("" if met is None else " Every CI reached the target." if met
+           else " At the end not every CI reached it; the CIs are as printed.")
+    if planned is None:
+        return (f"Stop on a target ({pct} 95% CI half-width): the {pilot}-round pilot did not finish, "
+                "so the number of rounds is not decided yet.")
+    if ran is not None and ran < planned:
+        return (f"Stop on a target ({pct}): only {ran} of {planned} planned rounds ran (the run was "
+                "interrupted; `ringlab run ... --resume` finishes it), so the target is not judged.")
+    reason = stopping.get("stop_reason")
+    if reason == "pilot met target":
+        return f"Stop on a target ({pct} 95% CI half-width): the {pilot}-round pilot already met it, so no rounds were added." + end
+    if reason == "budget":
+        budget = stopping.get("budget_s")
+        return (f"Stopped by the budget: reaching {pct} needed {stopping.get('rounds_for_target')} rounds, "
+                f"the budget of {float(budget or 0):g} s paid for {planned} ({pilot} of them the pilot), "
+                "and all of them ran." + (" Every CI reached the target anyway." if met else
+                                          " The CIs are wider than the target."))
+    if reason == "target":
+        text = (f"Stopped on the target: after a {pilot}-round pilot the two-stage plan asked for {planned} "
+                f"rounds to bring every 95% CI half-width to {pct}, and all of them ran.")
+        return text + (" Every CI reached the target." if met else
+                       " But not every CI reached it (the pilot underestimated the spread); the CIs are as printed."
+                       if met is False else "")
+    return (f"Stop on a target ({pct}): the pilot could not be analysed ({stopping.get('error') or reason}), "
+            f"so no rounds were added.")

@@ -14,10 +14,14 @@ Behaviour knobs (environment variables, so a test can steer one variant):
   FAKE_SLEEP=SECONDS             sleep this long before answering (kill-and-resume test)
   FAKE_GARBAGE=VARIANT           print something that is not JSON
   FAKE_CHILD_PIDFILE=PATH        fork a grandchild that sleeps; write its pid (orphan test)
+  FAKE_NOISE=SD                  multiply ns_per_op by exp(SD * N(0,1)): a noisy machine.  With
+  FAKE_NOISE_FILE=PATH           (a call counter) the noise is a seeded sequence: reproducible runs
 Stdlib only: it may run under any python3.
 """
+import fcntl
 import json
 import os
+import random
 import signal
 import sys
 import time
@@ -77,8 +81,10 @@ def main(argv):
     p = int(opts["-p"]) if opts["-p"] is not None else 0
     c = int(opts["-c"]) if opts["-c"] is not None else (None if mode == 0 else 1)
     iterations = []
+    noise = _noise(variant)
     for k in range(repeats):
         ns = BASE_NS.get(variant, 11.0) + 0.01 * k + (0.5 if mode else 0.0) + size * 1e-6
+        ns *= noise.__next__()
         elapsed = ns * count
         counters = {}
         for ev in wanted:
@@ -107,11 +113,32 @@ def main(argv):
     return 0
 
 
-def install(bin_dir, python, variants=tuple(BASE_NS)):
+def _noise(variant):
+    """Factors exp(SD * N(0,1)), one per iteration (all 1 without FAKE_NOISE)."""
+    sd = float(os.environ.get("FAKE_NOISE") or 0)
+    path = os.environ.get("FAKE_NOISE_FILE")
+    seed = None
+    if path:
+        with open(path, "a+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            n = int(f.read() or 0)
+            f.seek(0)
+            f.truncate()
+            f.write(str(n + 1))
+        seed = f"{variant}:{n}"
+    rng = random.Random(seed)
+    while True:
+        yield 2.718281828459045 ** (sd * rng.gauss(0, 1)) if sd else 1.0
+
+
+def install(bin_dir, python, variants=tuple(BASE_NS), kernel_headers=None, cflags=""):
     """Write build/bin/ptr_ring_test-<variant> mock executables into bin_dir.
 
     Each copy gets its own trailing comment, so the variants are different files with
-    different sha256 (as real per-variant binaries are)."""
+    different sha256 (as real per-variant binaries are).  Their source records are
+    declared (``ringlab.binaries.declare_built``) for ``kernel_headers`` and ``cflags``,
+    so a run without a build accepts them as built from the source set it asks for."""
     src = open(os.path.abspath(__file__)).read()
     os.makedirs(bin_dir, exist_ok=True)
     out = []
@@ -121,6 +148,11 @@ def install(bin_dir, python, variants=tuple(BASE_NS)):
             f.write(f"#!{python}\n{src}\n# variant {v}\n")
         os.chmod(path, 0o755)
         out.append(path)
+    from pathlib import Path
+    from ringlab import binaries   # imported here: the mock itself runs on the stdlib alone
+    names = [os.path.basename(p) for p in out]
+    headers = {k: v for k, v in dict(kernel_headers or {}).items() if f"ptr_ring_test-{k}" in names}
+    binaries.declare_built(names, kernel_headers=headers or None, cflags=cflags, out_dir=Path(bin_dir))
     return out
 
 
