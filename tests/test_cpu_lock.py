@@ -32,17 +32,6 @@ PINNED = ["-p", "profile", "smoke", "-p", "cpus", "0:1", "-p", "governor", "fals
           "-p", "modes", "1", "-p", "trials", "1", "-p", "warmup", "0"]
 
 
-@pytest.fixture
-def fakebin(tmp_path, monkeypatch):
-    build = tmp_path / "build"
-    fake.install(str(build / "bin"), sys.executable)
-    monkeypatch.setenv("RINGLAB_BUILD", str(build))
-    monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("RINGLAB_LOCK_DIR", str(tmp_path / "locks"))
-    for k in list(os.environ):
-        if k.startswith("FAKE_"):
-            monkeypatch.delenv(k)
-    return build / "bin"
 
 
 def _holder(lock_dir: Path, cpus: list[int], seconds: float) -> subprocess.Popen:

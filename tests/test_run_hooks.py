@@ -24,16 +24,6 @@ from test_kmod import fk, _run as kmod_run  # noqa: E402,F401  (the fake kernel 
 SMOKE = {"profile": "smoke", "cpus": "none", "governor": "false", "modes": "0", "warmup": 0}
 
 
-@pytest.fixture
-def fakebin(tmp_path, monkeypatch):
-    build = tmp_path / "build"
-    fake.install(str(build / "bin"), sys.executable)
-    monkeypatch.setenv("RINGLAB_BUILD", str(build))
-    monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
-    for k in list(os.environ):
-        if k.startswith("FAKE_"):
-            monkeypatch.delenv(k)
-    return build / "bin"
 
 
 def run(params, out, **kw):

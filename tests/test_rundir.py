@@ -37,17 +37,6 @@ N_TRIALS = 3 * 4
 KEY = ["variant", "mode", "size", "count", "batch", "lock", "cpu_req_producer", "cpu_req_consumer", "trial"]
 
 
-@pytest.fixture
-def fakebin(tmp_path, monkeypatch):
-    build = tmp_path / "build"
-    fake.install(str(build / "bin"), sys.executable)
-    monkeypatch.setenv("RINGLAB_BUILD", str(build))
-    monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("RINGLAB_LOCK_DIR", str(tmp_path / "locks"))
-    for k in list(os.environ):
-        if k.startswith("FAKE_"):
-            monkeypatch.delenv(k)
-    return build / "bin"
 
 
 def _rows(path: Path) -> int:

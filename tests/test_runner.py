@@ -31,18 +31,6 @@ import fake_ptr_ring_test as fake  # noqa: E402
 SMOKE = {"profile": "smoke", "cpus": "none", "governor": "false"}
 
 
-@pytest.fixture
-def fakebin(tmp_path, monkeypatch):
-    """build/bin with the mock executor for every built-in variant (RINGLAB_BUILD)."""
-    build = tmp_path / "build"
-    fake.install(str(build / "bin"), sys.executable)
-    monkeypatch.setenv("RINGLAB_BUILD", str(build))
-    monkeypatch.setenv("RINGLAB_RESULTS", str(tmp_path / "results"))
-    monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
-    for k in list(os.environ):
-        if k.startswith("FAKE_"):
-            monkeypatch.delenv(k)
-    return build / "bin"
 
 
 def run(params, out, **kw):
