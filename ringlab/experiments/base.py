@@ -15,6 +15,7 @@ allowed values.
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -336,6 +337,17 @@ def _num(x: Any) -> float:
     return float("nan") if x is None else float(x)
 
 
+def last_json_object(stdout: str) -> Any:
+    """The last line of ``stdout`` that parses as a JSON object (wrappers print one), or None."""
+    for line in reversed((stdout or "").strip().splitlines()):
+        if line.strip().startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return None
+
+
 def parse_harness_json(stdout: str, counter_events: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows (one per in-process iteration) from the test binaries' ``--json`` output.
 
@@ -345,21 +357,12 @@ def parse_harness_json(stdout: str, counter_events: Sequence[str] | None = None)
     ``counter_errors``; counters the binary did not report at all are NaN as well.
     Raises ValueError when stdout holds no JSON object.
     """
-    import json
     from ringlab.schema import COUNTER_EVENTS
 
     events = list(counter_events or COUNTER_EVENTS)
     text = stdout.strip()
     # Tolerate chatter before the JSON object: take the last line that parses.
-    doc = None
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                doc = json.loads(line)
-                break
-            except ValueError:
-                continue
+    doc = last_json_object(text)
     if doc is None:
         try:
             doc = json.loads(text)

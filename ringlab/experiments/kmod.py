@@ -37,14 +37,13 @@ they are NaN with the reason.  ``perf stat -r N insmod ...`` text goes through
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
 from ringlab import kmod
-from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec
+from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PAIR = re.compile(r"^\d+:\d+$")
@@ -229,14 +228,7 @@ class Kmod(Experiment):
                      f"trying, or rmmod {name}")
 
     def parse(self, spec: TrialSpec, stdout: str, stderr: str, ctx: Any) -> list[dict[str, Any]]:
-        doc = None
-        for line in reversed((stdout or "").strip().splitlines()):
-            if line.strip().startswith("{"):
-                try:
-                    doc = json.loads(line)
-                    break
-                except ValueError:
-                    continue
+        doc = last_json_object(stdout)
         if not isinstance(doc, dict) or doc.get("binary") != "kmod" or not doc.get("results"):
             raise ValueError(f"no kmod result JSON in the trial's output: {(stdout or '')[-200:]!r}")
         from ringlab.schema import COUNTER_EVENTS

@@ -25,13 +25,12 @@ through two rings' worth of cache lines.  Compare the two side by side
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any
 
 from ringlab import kernel_tests, kernel_tree
-from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec
+from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
 
 DEFAULT_TREE = "debian:linux-source-6.1"
 _PAIR = re.compile(r"^\d+:\d+$")
@@ -198,14 +197,7 @@ class Ringtest(Experiment):
         return spec.extra["binary"]
 
     def parse(self, spec: TrialSpec, stdout: str, stderr: str, ctx: Any) -> list[dict[str, Any]]:
-        doc = None
-        for line in reversed((stdout or "").strip().splitlines()):
-            if line.strip().startswith("{"):
-                try:
-                    doc = json.loads(line)
-                    break
-                except ValueError:
-                    continue
+        doc = last_json_object(stdout)
         if not isinstance(doc, dict) or doc.get("binary") != "ringtest" or not doc.get("wall_ns"):
             raise ValueError(f"no ringtest timing JSON in the wrapper's output: {(stdout or '')[-200:]!r}")
         wall, items = float(doc["wall_ns"]), int(doc["items"])
