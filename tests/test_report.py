@@ -77,6 +77,30 @@ def test_elapsed_us_metric_and_cli(tmp_path):
     assert bad.returncode == 2 and "raw.csv: no such file" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_summary_says_how_the_run_stopped(run_dir):
+    import json
+    from ringlab.stats.sequential import stopping_text
+    write_report(run_dir, baseline="batch", figures=False)
+    plain = (run_dir / "summary.md").read_text()
+    assert "Stop" not in plain and "target" not in plain.lower().split("## a/b")[0]
+    st = {"target_ci": 2.0, "budget_s": 60.0, "pilot_rounds": 10, "rounds_planned": 25, "rounds_run": 25,
+          "rounds_for_target": 90, "stop_reason": "budget", "target_met": False, "baseline": "batch"}
+    (run_dir / "env.json").write_text(json.dumps({"baseline": "batch", "stopping": st}))
+    write_report(run_dir, figures=False)
+    md = (run_dir / "summary.md").read_text()
+    sentence = stopping_text(st)
+    assert sentence.startswith("Stopped by the budget") and "budget of 60 s" in sentence
+    top = md.split("\n## ")[0]   # with the status line, before the first table
+    assert sentence in top.splitlines()
+    assert md.replace(sentence + "\n\n", "", 1) == plain
+
+
+def test_ab_text_names_the_method_the_table_uses(run_dir):
+    write_report(run_dir, baseline="batch", figures=False)
+    md = (run_dir / "summary.md").read_text()
+    assert "Hodges-Lehmann" in md and "signed-rank" in md and "bootstrap of that ratio" not in md
+
+
 # -- formatting ------------------------------------------------------------------------------
 def test_fmt_one_definition_each():
     from ringlab import fmt
