@@ -279,6 +279,35 @@ def test_compare_runs_writes_a_deterministic_forest_plot(tmp_path, captured):
     assert len(labels) == 4 and any("host0" in t for t in labels) and any("host1" in t for t in labels)
 
 
+def test_cross_machine_ci_follows_its_delta_with_its_level(tmp_path):
+    from ringlab import compare_runs, fmt
+    from ringlab.stats import compare
+    runs = _forest_runs(tmp_path)
+    t = compare_runs.cross_machine_table(runs)
+    cols = list(t.columns)
+    d = cols.index("delta (mail sign)")
+    head = cols[d + 1]
+    assert head.endswith("CI of delta (mail sign)") and "95% CI" not in cols
+    levels = []
+    for r in runs:
+        c = compare(r.raw, "batch")
+        levels += list(c.loc[c["candidate"] == "reorder", "ci_level"])
+    per_row = len({round(v, 6) for v in levels}) > 1
+    assert head == ("CI of delta (mail sign)" if per_row else f"{fmt.ci_header(levels[0])} of delta (mail sign)")
+    k = 0
+    for r in runs:
+        c = compare(r.raw, "batch")
+        for _, row in c[c["candidate"] == "reorder"].iterrows():
+            got = t.iloc[k]
+            assert got["delta (mail sign)"] == fmt.pct(-row["delta_pct"])
+            want = fmt.ci(row["ci_low_pct"], row["ci_high_pct"], negate=True)
+            if per_row:
+                want += f" ({fmt.ci_header(row['ci_level']).split(' ')[0]})"
+            assert got[head] == want
+            k += 1
+    assert k == len(t) == 4
+
+
 def test_no_forest_when_no_run_holds_both_variants(tmp_path):
     from ringlab.report.figures import cross_run_forest
     runs = _forest_runs(tmp_path)
