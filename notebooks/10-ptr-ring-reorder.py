@@ -79,9 +79,10 @@ rn.markdown(rn.run_overview(RUN))
 
 # %% [markdown]
 # ## The verdict, in the mail's shape
-# Medians of ns per operation; `delta` uses the mail's sign convention (positive = patched is
-# faster), with the bootstrap 95% CI of the difference, the Holm-corrected Mann-Whitney p and a
-# verdict.  "no significant difference" means the CI lies inside ±1%.
+# Medians of ns per operation; `delta` (Hodges-Lehmann estimate over paired rounds) uses the
+# mail's sign convention (positive = patched is faster), with its signed-rank CI at the
+# Holm-matched level (95% or more, printed with it), the Holm-corrected p and a verdict.
+# "no significant difference" means the CI lies inside ±1%.
 
 # %%
 R = rn.report(RUN, baseline=baseline, patched=patched, labels={baseline: "unpatched", patched: "patched"})

@@ -113,7 +113,8 @@ print("patch kept in the run folder:", kept)
 # %% [markdown]
 # ## Verdicts
 # Medians of ns per operation per arm; `delta` uses the mails' sign (positive = patched
-# faster), with the bootstrap 95% CI, the Holm-corrected p and a verdict.  For this patch we
+# faster; Hodges-Lehmann over paired rounds), with its CI at the Holm-matched level (95% or
+# more, printed with it), the Holm-corrected p and a verdict.  For this patch we
 # expect negative deltas (patched slower) in every mode.
 
 # %%
