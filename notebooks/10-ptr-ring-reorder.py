@@ -40,6 +40,8 @@ modes: str = "0,1"  # 0: one thread alternates produce/consume, 1: SPSC producer
 sizes: str = "1000"  # ring sizes in slots, comma-separated (seed 000 used 1000, not a power of two)
 count: int = 0  # operations per trial; 0: the profile's default
 trials: int = 0  # measured trials per configuration; 0: the profile's default
+target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: fixed trials)
+budget: float = 0  # seconds of trial time the target may spend (0: no limit)
 cpus: str = "auto"  # mode 1 placement: auto (one pair per topology class) | all | none | "1:2,3:4"
 kernel_headers: str = ""  # real headers as extra variants, comma-separated NAME then PATH joined by an equals sign (PATH: ptr_ring.h or kernel tree)
 cflags: str = ""  # extra compiler flags for every ring
@@ -56,7 +58,8 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 from ringlab import notebook as rn
 
 P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=sizes,
-              count=count or None, trials=trials or None, cpus=cpus, kernel_headers=kernel_headers,
+              count=count or None, trials=trials or None,
+              target_ci=target_ci or None, budget=budget or None, cpus=cpus, kernel_headers=kernel_headers,
               cflags=cflags, icount=icount, seed=seed)
 rn.check_choice("baseline", baseline, P["variants"])
 rn.check_choice("patched", patched, P["variants"])
@@ -76,9 +79,10 @@ rn.markdown(rn.run_overview(RUN))
 
 # %% [markdown]
 # ## The verdict, in the mail's shape
-# Medians of ns per operation; `delta` uses the mail's sign convention (positive = patched is
-# faster), with the bootstrap 95% CI of the difference, the Holm-corrected Mann-Whitney p and a
-# verdict.  "no significant difference" means the CI lies inside ±1%.
+# Medians of ns per operation; `delta` (Hodges-Lehmann estimate over paired rounds) uses the
+# mail's sign convention (positive = patched is faster), with its signed-rank CI at the
+# Holm-matched level (95% or more, printed with it), the Holm-corrected p and a verdict.
+# "no significant difference" means the CI lies inside ±1%.
 
 # %%
 R = rn.report(RUN, baseline=baseline, patched=patched, labels={baseline: "unpatched", patched: "patched"})

@@ -34,6 +34,8 @@ sizes: str = "16,64,256,1024,4096"  # ring sizes to sweep (comma-separated)
 batch: int = 0  # consumer batch in slots; 0: the ring's default (16, or 1 when 16 > size/2)
 count: int = 0  # operations per trial; 0: the profile's default
 trials: int = 0  # measured trials per configuration; 0: the profile's default
+target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: fixed trials)
+budget: float = 0  # seconds of trial time the target may spend (0: no limit)
 cpus: str = "auto"  # producer:consumer placement: auto | all | none | "1:2,3:4"
 seed: int = 1  # seed of the randomized interleaved trial order
 out_dir: str = ""  # run folder; empty: scratch/ptr-ring-batch-zeroing/<host>/<run-id> (ringlab reproduce passes a folder under results/)
@@ -43,7 +45,8 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 from ringlab import notebook as rn
 
 P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=sizes,
-              batch=batch, count=count or None, trials=trials or None, cpus=cpus, seed=seed,
+              batch=batch, count=count or None, trials=trials or None,
+              target_ci=target_ci or None, budget=budget or None, cpus=cpus, seed=seed,
               icount=False)
 rn.check_choice("baseline", baseline, P["variants"])
 RUN = rn.run_dir(out_dir, "ptr-ring-batch-zeroing", host)

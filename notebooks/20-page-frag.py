@@ -33,6 +33,8 @@ aligns: str = "0,1"  # 0: non-aligned, 1: 64-byte aligned (test_align)
 alloc_lens: str = "12,64,2048"  # fragment sizes in bytes (test_alloc_len)
 nr_test: int = 0  # fragments per trial; 0: the profile's default
 trials: int = 0  # measured trials per configuration; 0: the profile's default
+target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: fixed trials)
+budget: float = 0  # seconds of trial time the target may spend (0: no limit)
 cpus: str = "auto"  # push:pop placement: auto (incl. same CPU) | all | none | "1:2,3:4"
 seed: int = 1  # seed of the randomized interleaved trial order
 out_dir: str = ""  # run folder; empty: scratch/page-frag/<host>/<run-id> (ringlab reproduce passes a folder under results/)
@@ -42,7 +44,8 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 from ringlab import notebook as rn
 
 P = rn.params("page_frag", profile=profile, variants=variants, aligns=aligns, alloc_lens=alloc_lens,
-              nr_test=nr_test or None, trials=trials or None, cpus=cpus, seed=seed)
+              nr_test=nr_test or None, trials=trials or None,
+              target_ci=target_ci or None, budget=budget or None, cpus=cpus, seed=seed)
 rn.check_choice("baseline", baseline, P["variants"])
 RUN = rn.run_dir(out_dir, "page-frag", host)
 print("run folder:", RUN)

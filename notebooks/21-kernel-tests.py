@@ -83,8 +83,8 @@ else:
 
 # %% [markdown]
 # ## Side by side
-# Medians per ring size and CPU pair, and ringtest / SPSC as a ratio of medians with its
-# bootstrap 95% CI.
+# Medians per ring size and CPU pair with their ratio, and ringtest / SPSC as a Hodges-Lehmann
+# ratio with its Mann-Whitney CI (level in `ci_level`; empty, with a note, when too few trials).
 
 # %%
 if status == "skipped":

@@ -31,6 +31,8 @@ variants: str = "base,forward,backward"  # configurations: base (no perf), forwa
 placements: str = "none,same-core,split"  # none (unpinned), same-core, split, or topology classes
 count: int = 0  # close(-1) calls per trial; 0: the profile's default (3,000,000 in full)
 trials: int = 0  # measured trials per configuration; 0: the profile's default
+target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: fixed trials)
+budget: float = 0  # seconds of trial time the target may spend (0: no limit)
 perf: str = "perf"  # the perf executable
 seed: int = 1  # seed of the randomized interleaved trial order
 out_dir: str = ""  # run folder; empty: scratch/perf-ring-buffer/<host>/<run-id> (ringlab reproduce passes a folder under results/)
@@ -40,7 +42,8 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 from ringlab import notebook as rn
 
 P = rn.params("perf_rb", profile=profile, variants=variants, placements=placements,
-              count=count or None, trials=trials or None, perf=perf, seed=seed)
+              count=count or None, trials=trials or None,
+              target_ci=target_ci or None, budget=budget or None, perf=perf, seed=seed)
 RUN = rn.run_dir(out_dir, "perf-ring-buffer", host)
 print("run folder:", RUN)
 

@@ -2,7 +2,7 @@
 
 * ``load_runs``           every run folder with a raw.csv, with its env.json
 * ``runs_table``          one line per run: experiment, host, arch, date, profile, trials
-* ``cross_machine_table`` seed 000's shape across machines: arch/host | unpatched | patched | delta
+* ``cross_machine_table`` seed 000's shape across machines: arch/host | unpatched | patched | delta | its CI
 * ``stale_checks``        the seed-002 question, answered from hashes and numbers:
                           A and B ran the same binary, or binaries from the same sources;
                           two runs hold identical numbers (copied, not re-measured)
@@ -16,13 +16,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab import paths, provenance
+from ringlab import fmt, paths, provenance
 from ringlab.errors import DataError
 from ringlab.notebook import to_markdown
 from ringlab.report.figures import cross_run_forest
 from ringlab.rundir import RunFolder, read_env, read_raw
 from ringlab.stats import compare
 from ringlab.system import envinfo
+
+
+#: the delta column of ``cross_machine_table``: (baseline - candidate) / baseline, + = candidate faster
+DELTA_MAIL = "delta (mail sign)"
 
 
 @dataclass
@@ -84,8 +88,12 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
 
 def cross_machine_table(runs: list[Run], baseline: str = "batch", patched: str = "reorder",
                         metric: str = "ns_per_op") -> pd.DataFrame:
-    """For every run holding both variants: medians, delta (mail sign), CI and verdict per config."""
-    rows = []
+    """For every run holding both variants: medians, delta (mail sign), its CI and verdict per config.
+
+    The CI column follows the delta it belongs to, in the same (mail) sign, and is headed like
+    the report tables' CIs: "95% CI of delta (mail sign)" when every row has the same level,
+    else "CI of delta (mail sign)" with each row's family-adjusted level after its interval."""
+    rows, levels = [], []
     for r in runs:
         if "variant" not in r.raw.columns or metric not in r.raw.columns:
             continue
@@ -94,15 +102,27 @@ def cross_machine_table(runs: list[Run], baseline: str = "batch", patched: str =
             continue
         cmp = compare(r.raw, baseline, metric)
         for _, c in cmp[cmp["candidate"] == patched].iterrows():
+            has_ci = fmt.ci(c["ci_low_pct"], c["ci_high_pct"]) != fmt.NA
+            levels.append(float(c["ci_level"]) if has_ci else float("nan"))
             rows.append({"arch/host": f"{_arch(r.env)}/{r.host}", "run": f"{r.experiment}/{r.run_id}",
                          "mode": c.get("mode"), "size": c.get("size"), "pair_class": c.get("pair_class"),
                          f"unpatched ({baseline})": c["median_baseline"],
                          f"patched ({patched})": c["median_candidate"],
-                         "delta (mail sign)": f"{c['gain_pct']:+.1f}%" if c["gain_pct"] == c["gain_pct"] else "n/a",
-                         "95% CI": (f"[{-c['ci_high_pct']:+.1f}%, {-c['ci_low_pct']:+.1f}%]"
-                                    if c["ci_low_pct"] == c["ci_low_pct"] else "n/a"),
+                         DELTA_MAIL: fmt.pct(c["gain_pct"]),
+                         "_ci": fmt.ci(c["ci_low_pct"], c["ci_high_pct"], negate=True),
                          "verdict": c["verdict"]})
-    return pd.DataFrame(rows, columns=None if rows else ["arch/host", "run", "verdict"])
+    if not rows:
+        return pd.DataFrame(columns=["arch/host", "run", "verdict"])
+    known = sorted({round(v, 6) for v in levels if v == v})
+    per_row = len(known) > 1
+    head = f"{'CI' if per_row else fmt.ci_header(known[0] if known else 0.95)} of {DELTA_MAIL}"
+    for row, lvl in zip(rows, levels):
+        ci = row.pop("_ci")
+        if per_row and lvl == lvl:
+            ci += f" ({fmt.ci_header(lvl).split(' ')[0]})"
+        row[head] = ci
+        row["verdict"] = row.pop("verdict")
+    return pd.DataFrame(rows)
 
 
 def _numbers_digest(df: pd.DataFrame, variant: str, metric: str = "ns_per_op") -> str | None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from ringlab import schema
+from ringlab import fmt, schema
 from ringlab.stats import StatsError, compare, measurements, summarize
 from ringlab.stats.summary import format_value
 from ringlab.stats.compare import method_text
@@ -63,17 +63,6 @@ def _num(x) -> float:
 
 def _ok(x) -> bool:
     return math.isfinite(_num(x))
-
-
-def _pct(x) -> str:
-    return f"{_num(x):+.1f}%" if _ok(x) else "n/a"
-
-
-def _p(x) -> str:
-    x = _num(x)
-    if not math.isfinite(x):
-        return "n/a"
-    return "< 0.001" if x < 0.001 else f"{x:.3g}"
 
 
 def _int(v) -> str:
@@ -318,10 +307,7 @@ def _config_key(r, cols) -> tuple:
 
 
 def _ci_label(r) -> str:
-    lvl = _num(r.get("ci_level"))
-    if math.isfinite(lvl):
-        return f"{lvl * 100 if lvl <= 1 else lvl:.3g}% CI"
-    return "95% CI"
+    return fmt.ci_header(r.get("ci_level"))
 
 
 def _verdict(r, instr: bool = False) -> str:
@@ -434,11 +420,11 @@ def _results(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int
         for _, r in grp.iterrows():
             cand = str(r["candidate"])
             tag = f" {cand}" if multi else ""
-            d = _pct(r["delta_pct"])
+            d = fmt.pct(r["delta_pct"])
             if _ok(r["ci_low_pct"]):
-                d += f", {_ci_label(r)} [{_pct(r['ci_low_pct'])}, {_pct(r['ci_high_pct'])}]"
+                d += f", {_ci_label(r)} {fmt.ci(r['ci_low_pct'], r['ci_high_pct'])}"
             if _ok(r.get("p_holm")):
-                pv = _p(r["p_holm"])
+                pv = fmt.p(r["p_holm"])
                 d += f", p {pv}" if pv.startswith("<") else f", p = {pv}"
             if isinstance(r.get("note"), str) and "exact" in r["note"]:
                 d += ", exact (every trial gave the same value)"
@@ -450,11 +436,11 @@ def _results(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int
             for src, ir in instr.get((ck, cand), []):
                 txt = (f"{baseline} {_num(ir['median_baseline']):.2f}, {cand} {_num(ir['median_candidate']):.2f}"
                        f" ({_num(ir['median_candidate']) - _num(ir['median_baseline']):+.2f}, "
-                       f"{_pct(ir['delta_pct'])}): {_verdict(ir, instr=True)}")
+                       f"{fmt.pct(ir['delta_pct'])}): {_verdict(ir, instr=True)}")
                 if isinstance(ir.get("note"), str) and "exact" in ir["note"]:
                     txt += f", exact ({src}: identical counts in every run)"
                 elif _ok(ir["ci_low_pct"]):
-                    txt += f", {_ci_label(ir)} [{_pct(ir['ci_low_pct'])}, {_pct(ir['ci_high_pct'])}] ({src})"
+                    txt += f", {_ci_label(ir)} {fmt.ci(ir['ci_low_pct'], ir['ci_high_pct'])} ({src})"
                 else:
                     txt += f" ({src})"
                 out += _field("instr/op" + tag, txt, width, 4, 12)

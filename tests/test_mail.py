@@ -212,3 +212,17 @@ def test_same_binary_for_both_arms_is_flagged(tmp_path):
     text = " ".join(mail.mail_text(run).split())
     assert "WARNING: base and patched ran the same binary" in text
     assert "WARNING" not in mail.mail_text(DATA)
+
+
+def test_numbers_formatted_like_the_report_tables(text):
+    """p, percentages, CIs and CI levels as ringlab.fmt writes them (summary.md uses the same)."""
+    from ringlab import fmt
+    from ringlab.stats import compare
+    df = pd.read_csv(DATA / "raw.csv")
+    cmp = compare(df, "base")
+    for _, r in cmp.iterrows():
+        line = (f"delta        {fmt.pct(r['delta_pct'])}, {fmt.ci_header(r['ci_level'])} "
+                f"{fmt.ci(r['ci_low_pct'], r['ci_high_pct'])}")
+        pv = fmt.p(r["p_holm"])
+        line += f", p {pv}" if pv.startswith("<") else f", p = {pv}"
+        assert line in text, line

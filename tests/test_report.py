@@ -77,6 +77,30 @@ def test_elapsed_us_metric_and_cli(tmp_path):
     assert bad.returncode == 2 and "raw.csv: no such file" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_summary_says_how_the_run_stopped(run_dir):
+    import json
+    from ringlab.stats.sequential import stopping_text
+    write_report(run_dir, baseline="batch", figures=False)
+    plain = (run_dir / "summary.md").read_text()
+    assert "Stop" not in plain and "target" not in plain.lower().split("## a/b")[0]
+    st = {"target_ci": 2.0, "budget_s": 60.0, "pilot_rounds": 10, "rounds_planned": 25, "rounds_run": 25,
+          "rounds_for_target": 90, "stop_reason": "budget", "target_met": False, "baseline": "batch"}
+    (run_dir / "env.json").write_text(json.dumps({"baseline": "batch", "stopping": st}))
+    write_report(run_dir, figures=False)
+    md = (run_dir / "summary.md").read_text()
+    sentence = stopping_text(st)
+    assert sentence.startswith("Stopped by the budget") and "budget of 60 s" in sentence
+    top = md.split("\n## ")[0]   # with the status line, before the first table
+    assert sentence in top.splitlines()
+    assert md.replace(sentence + "\n\n", "", 1) == plain
+
+
+def test_ab_text_names_the_method_the_table_uses(run_dir):
+    write_report(run_dir, baseline="batch", figures=False)
+    md = (run_dir / "summary.md").read_text()
+    assert "Hodges-Lehmann" in md and "signed-rank" in md and "bootstrap of that ratio" not in md
+
+
 # -- formatting ------------------------------------------------------------------------------
 def test_fmt_one_definition_each():
     from ringlab import fmt
@@ -253,6 +277,35 @@ def test_compare_runs_writes_a_deterministic_forest_plot(tmp_path, captured):
     ax = captured["forest"].axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert len(labels) == 4 and any("host0" in t for t in labels) and any("host1" in t for t in labels)
+
+
+def test_cross_machine_ci_follows_its_delta_with_its_level(tmp_path):
+    from ringlab import compare_runs, fmt
+    from ringlab.stats import compare
+    runs = _forest_runs(tmp_path)
+    t = compare_runs.cross_machine_table(runs)
+    cols = list(t.columns)
+    d = cols.index("delta (mail sign)")
+    head = cols[d + 1]
+    assert head.endswith("CI of delta (mail sign)") and "95% CI" not in cols
+    levels = []
+    for r in runs:
+        c = compare(r.raw, "batch")
+        levels += list(c.loc[c["candidate"] == "reorder", "ci_level"])
+    per_row = len({round(v, 6) for v in levels}) > 1
+    assert head == ("CI of delta (mail sign)" if per_row else f"{fmt.ci_header(levels[0])} of delta (mail sign)")
+    k = 0
+    for r in runs:
+        c = compare(r.raw, "batch")
+        for _, row in c[c["candidate"] == "reorder"].iterrows():
+            got = t.iloc[k]
+            assert got["delta (mail sign)"] == fmt.pct(-row["delta_pct"])
+            want = fmt.ci(row["ci_low_pct"], row["ci_high_pct"], negate=True)
+            if per_row:
+                want += f" ({fmt.ci_header(row['ci_level']).split(' ')[0]})"
+            assert got[head] == want
+            k += 1
+    assert k == len(t) == 4
 
 
 def test_no_forest_when_no_run_holds_both_variants(tmp_path):

@@ -13,6 +13,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -254,15 +255,15 @@ def test_real_ptr_ring_trials_run(tmp_path):
 
 
 # -- ringtest beside ringlab's SPSC (notebook 21) ---------------------------------------------------
-def _fake_runs(tmp_path):
+def _fake_runs(tmp_path, rt_values=(23.0, 24.0, 25.0, 26.0, 27.0), sp_values=(4.0, 5.0, 6.0, 7.0, 8.0)):
     rt = tmp_path / "rt"
     sp = tmp_path / "sp"
-    rt.mkdir()
-    sp.mkdir()
+    rt.mkdir(parents=True)
+    sp.mkdir(parents=True)
     base = {"status": "ok", "cpu_req_producer": 0, "cpu_req_consumer": 1, "pair_class": "same-llc"}
-    rows_rt = [dict(base, warmup=False, ring="ptr_ring", ring_size=256, ns_per_op=v) for v in (24.0, 25.0, 26.0)]
+    rows_rt = [dict(base, warmup=False, ring="ptr_ring", ring_size=256, ns_per_op=v) for v in rt_values]
     rows_rt += [dict(base, warmup=True, ring="ptr_ring", ring_size=256, ns_per_op=500.0)]
-    rows_sp = [dict(base, warmup=False, mode=1, size=256, ns_per_op=v) for v in (5.0, 6.0, 7.0)]
+    rows_sp = [dict(base, warmup=False, mode=1, size=256, ns_per_op=v) for v in sp_values]
     rows_sp += [dict(base, warmup=False, mode=0, size=256, ns_per_op=1.0)]
     pd.DataFrame(rows_rt).to_csv(rt / "raw.csv", index=False)
     pd.DataFrame(rows_sp).to_csv(sp / "raw.csv", index=False)
@@ -275,9 +276,17 @@ def test_side_by_side_ratio_of_medians(tmp_path):
     t = hc.side_by_side(rt, sp)
     assert len(t) == 1
     r = t.iloc[0]
-    assert (r["ring_size"], r["cpus"], r["n_ringtest"], r["n_spsc"]) == (256, "0:1", 3, 3)
+    assert (r["ring_size"], r["cpus"], r["n_ringtest"], r["n_spsc"]) == (256, "0:1", 5, 5)
     assert r["ringtest_ns_per_item"] == 25.0 and r["spsc_ns_per_op"] == 6.0   # warm-up and mode 0 left out
-    assert r["ratio"] == pytest.approx(25 / 6) and r["ratio_ci_low"] <= r["ratio"] <= r["ratio_ci_high"]
+    assert r["ratio_of_medians"] == pytest.approx(25 / 6)
+    # the CI belongs to the Hodges-Lehmann ratio: median of the pairwise ln(ringtest/spsc)
+    hl = np.exp(np.median([np.log(a / b) for a in (23, 24, 25, 26, 27) for b in (4, 5, 6, 7, 8)]))
+    assert r["ratio"] == pytest.approx(hl) and r["ci_level"] == pytest.approx(0.95)
+    assert 1 < r["ratio_ci_low"] <= r["ratio"] <= r["ratio_ci_high"]
+    # 3 trials per harness cannot give a 95% rank CI: it stays empty and the note says why
+    few = hc.side_by_side(*_fake_runs(tmp_path / "few", (24.0, 25.0, 26.0), (5.0, 6.0, 7.0))).iloc[0]
+    assert few["ratio_of_medians"] == pytest.approx(25 / 6) and np.isnan(few["ratio_ci_low"])
+    assert "too few" in few["note"]
     a = hc.figure(rt, sp, tmp_path / "f1")
     b = hc.figure(rt, sp, tmp_path / "f2")
     assert [p.name for p in a] == ["harnesses.png", "harnesses.svg"]

@@ -110,6 +110,10 @@ def test_budget_cuts_the_extension(noisy):
     assert st["target_met"] is False
     assert "budget" in sequential.stopping_text(st)
     assert measured(rundir.read_raw(res.raw_csv))["round"].nunique() == st["pilot_rounds"]
+    from ringlab.report import write_report
+    write_report(res.out_dir, figures=False)
+    top = (res.out_dir / "summary.md").read_text().split("\n## ")[0]
+    assert sequential.stopping_text(st) in top.splitlines()
 
 
 def test_pilot_that_meets_the_target_adds_nothing(noisy, monkeypatch):

@@ -26,6 +26,8 @@ from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
 from ringlab.report.rundata import read_run
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
+from ringlab.stats.compare import method_text
+from ringlab.stats.sequential import stopping_text
 from ringlab.stats.summary import StatsError, group_columns
 
 TABLES = ("ab", "summary", "variance", "counters")
@@ -150,6 +152,9 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
     md = [f"# {title}: {metric}", ""]
     if run.status_line:
         md += [f"**{run.status_line}** The numbers below cover only the trials that were recorded.", ""]
+    stopped = stopping_text(env.get("stopping")) if isinstance(env.get("stopping"), dict) else ""
+    if stopped:
+        md += [stopped, ""]
     md.append(excluded_text(df, meas, excluded, metric))
     if env.get("host") or env.get("hostname"):
         md.append(f"Host: {env.get('host') or env.get('hostname')}.")
@@ -162,9 +167,8 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
         h, r = _tab.comparison_rows(cmp, labels)
         rep.tables["ab"] = _frame(h, r)
         md += [f"## A/B verdicts (baseline {base})", "",
-               "delta = (candidate - baseline) / baseline on the medians, followed by its CI (bootstrap "
-               "of that ratio; where levels differ between rows, each CI is family-adjusted and says its "
-               "level); p: Holm-corrected over the file; medians shown per arm.", ""]
+               method_text(cmp) + " Each delta is followed by its CI (where levels differ between rows, "
+               "each CI says its level); medians shown per arm.", ""]
         if bool(cmp["lower_is_better"].iloc[0]):
             md += [f"{_tab.GAIN_HEADER.split(' (')[0]} (mail sign) = (baseline - candidate) / baseline = -delta: "
                    "'+6.2%' means the candidate is faster, as in the mailing-list tables; its CI is the CI "

@@ -1,0 +1,70 @@
+"""Every committed run's summary.md is what today's code renders from its raw.csv and env.json.
+
+For each run folder under results/ of a measuring experiment (one with raw.csv and summary.md;
+environment, compare-runs and explore folders are not summaries of trials) the folder is
+copied to a temporary directory and rendered there by ``write_report``, the function
+``ringlab summarize`` calls, with the run's own baseline, metric and labels from env.json
+(``env["report"]`` when the run recorded how it was rendered, else the top-level
+``baseline``/``metric``).  The result must equal the committed summary.md byte for byte:
+a committed summary that today's code would write differently is stale, and the run has to
+be re-made (or re-summarized) before it is committed.  results/ itself is never written.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ringlab import paths
+from ringlab.report import write_report
+
+#: the experiments whose run folders hold trials (raw.csv) and a summary of them
+EXPERIMENTS = ("ptr-ring-reorder", "ptr-ring-batch-zeroing", "page-frag", "perf-ring-buffer", "patch-ab",
+               "kernel-tests")
+RESULTS = paths.ROOT / "results"
+
+
+def committed_runs() -> list[Path]:
+    runs = []
+    for exp in EXPERIMENTS:
+        runs += [p.parent for p in sorted((RESULTS / exp).rglob("raw.csv")) if (p.parent / "summary.md").is_file()]
+    return runs
+
+
+def render_args(env: dict) -> dict:
+    """write_report's arguments for a run: what env.json says it was rendered with."""
+    rec = env.get("report") if isinstance(env.get("report"), dict) else {}
+    args = {"baseline": rec.get("baseline", env.get("baseline")), "metric": rec.get("metric", env.get("metric"))}
+    if isinstance(rec.get("labels"), dict):
+        args["labels"] = rec["labels"]
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def _tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def test_there_are_committed_runs_to_check():
+    assert committed_runs(), f"no run folder with raw.csv and summary.md under {RESULTS}"
+
+
+@pytest.mark.parametrize("run", committed_runs(), ids=lambda p: str(p.relative_to(RESULTS)))
+def test_committed_summary_is_what_todays_code_renders(run, tmp_path):
+    before = _tree_digest(run)
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    (copy / "summary.md").unlink()
+    env = json.loads((run / "env.json").read_text()) if (run / "env.json").is_file() else {}
+    write_report(copy, figures=False, **render_args(env))
+    assert _tree_digest(run) == before, f"rendering wrote into {run}"
+    committed = (run / "summary.md").read_bytes()
+    rendered = (copy / "summary.md").read_bytes()
+    assert rendered == committed, (f"{run.relative_to(paths.ROOT)}/summary.md is not what today's code renders "
+                                   f"(ringlab summarize {run.relative_to(paths.ROOT)}): re-make or re-summarize the run")
