@@ -186,6 +186,12 @@ def report(run_dir: Path, baseline: str | None = None, labels: dict | None = Non
     """The run's :class:`ringlab.report.Report` (summary.md/csv/tex and figures/ written too):
     ``r.tables["ab"]``, ``r.figures["spsc"]``, ``r.markdown``; :func:`show` displays them by name."""
     from ringlab.report import report as _report
+    from ringlab.rundir import annotate
+    # Recorded so that `ringlab summarize RUN` renders the same summary.md as the notebook.
+    asked = {k: v for k, v in dict(baseline=baseline, labels=labels, metric=metric, patched=patched).items()
+             if v is not None}
+    if asked and (Path(run_dir) / "env.json").is_file():
+        annotate(run_dir, report=asked)
     return _report(run_dir, metric=metric, baseline=baseline, labels=labels, patched=patched)
 
 

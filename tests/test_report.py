@@ -337,3 +337,20 @@ def test_incomplete_run_says_its_status_first(tmp_path):
     r = report(tmp_path, baseline="batch", figures=False)
     assert r.status == "interrupted"
     assert r.markdown.splitlines()[2].startswith("**Run status: INTERRUPTED")
+
+
+def test_summarize_renders_what_the_notebook_asked_for(run_dir):
+    """A notebook's report choices (baseline, labels) are kept in env.json, so `ringlab
+    summarize RUN` re-renders the very summary.md the notebook wrote."""
+    import json
+
+    from ringlab import cli
+    from ringlab import notebook as rn
+    (run_dir / "env.json").write_text(json.dumps({"env_version": 2, "kind": "run", "status": "complete"}))
+    rn.report(run_dir, baseline="reorder", labels={"reorder": "unpatched", "batch": "patched"})
+    by_notebook = (run_dir / "summary.md").read_text()
+    assert "unpatched (reorder)" in by_notebook
+    assert json.loads((run_dir / "env.json").read_text())["report"]["baseline"] == "reorder"
+    (run_dir / "summary.md").unlink()
+    assert cli.main(["summarize", str(run_dir), "--no-figures"]) == 0
+    assert (run_dir / "summary.md").read_text() == by_notebook

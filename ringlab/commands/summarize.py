@@ -9,7 +9,7 @@ from ringlab.commands.dashvalues import allow_dash_values
 def add_arguments(p) -> None:
     p.add_argument("dir", metavar="DIR", help="run folder containing raw.csv")
     p.add_argument("--baseline", default=None, metavar="NAME",
-                   help="variant to compare against (default: env.json's baseline, else the first variant)")
+                   help="variant to compare against (default: the one the run's notebook reported against, else env.json's baseline, else the first variant)")
     p.add_argument("--metric", default=None, help="metric column (default ns_per_op, else elapsed_us)")
     p.add_argument("--label", action="append", default=[], metavar="VARIANT=LABEL",
                    help="table label of a variant, e.g. --label batch=unpatched (repeatable)")
@@ -39,7 +39,7 @@ def run(args) -> int:
     if status:
         print(status)
     try:
-        paths = write_report(args.dir, metric=args.metric, baseline=args.baseline, labels=labels,
+        paths = write_report(args.dir, metric=args.metric, baseline=args.baseline, labels=labels or None,
                              figures=not args.no_figures)
     except (StatsError, FileNotFoundError) as e:
         print(f"ringlab summarize: error: {e}", file=sys.stderr)

@@ -135,6 +135,13 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
     """Compute, write and return the report of ``run_dir`` (see the module docstring)."""
     run = read_run(run_dir)
     run_dir, df, env = run.path, run.raw, run.env
+    # How the run's notebook asked for its report (env.json "report"), unless told otherwise:
+    # `ringlab summarize` then renders the same summary.md.
+    asked = env.get("report") if isinstance(env.get("report"), dict) else {}
+    metric = metric or asked.get("metric")
+    baseline = baseline or asked.get("baseline")
+    labels = labels if labels is not None else asked.get("labels")
+    patched = patched or asked.get("patched")
     metric = pick_metric(df, metric)
     base = pick_baseline(df, env, baseline)
     meas, excluded = measurements(df, metric)

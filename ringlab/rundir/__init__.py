@@ -131,6 +131,23 @@ def judge(trials: dict[str, int]) -> tuple[str, str]:
     return "complete", ""
 
 
+def annotate(path: str | os.PathLike, **fields: Any) -> None:
+    """Add fields to a finished run's env.json (e.g. how its report was asked for), leaving its
+    status alone.  Takes the folder's lock for the write: a run still in progress refuses."""
+    folder = RunFolder(path)
+    if not folder.env_json.is_file():
+        raise DataError(f"{folder.env_json}: no env.json to annotate; expected a run folder")
+    folder._lock()
+    try:
+        doc = dict(read_env(folder.path).doc)
+        if all(doc.get(k) == v for k, v in fields.items()):
+            return
+        doc.update(fields)
+        atomic_write_json(folder.env_json, doc)
+    finally:
+        folder._unlock()
+
+
 class RunFolder:
     """One run folder.  ``with RunFolder(path, mode="create") as f:`` creates and locks it;
     ``mode="resume"`` locks an existing one; ``mode="write"`` (the environment and
