@@ -205,7 +205,8 @@ class Run:
         """Per configuration and round, candidate / baseline of the round's medians of ``metric``
         (the unit :func:`compare` pairs on), in the order the rounds ran.
 
-        Columns: the configuration columns of ``compare``, ``config`` (them as one label),
+        Columns: the configuration columns of ``compare``, ``config`` (those that differ
+        between configurations, as one label: "mode=1 pair_class=same-llc", or "all"),
         ``round``, ``t_s`` (seconds from the run's first measured row to the round's first
         row; NaN without timestamps), ``baseline_value``, ``candidate_value``, ``ratio``.
         Rounds where either arm has no value are left out."""
@@ -237,8 +238,9 @@ class Run:
         res["ratio"] = res["candidate_value"] / res["baseline_value"]
         res["t_s"] = start.reindex(res.index)
         res = res.reset_index()
-        res["config"] = (res[cols].astype(str).apply(lambda r: " ".join(f"{c}={v}" for c, v in r.items()), axis=1)
-                         if cols else "all")
+        label = [c for c in cols if res[c].nunique(dropna=False) > 1]  # what tells the configurations apart
+        res["config"] = (res[label].astype(str).apply(lambda r: " ".join(f"{c}={v}" for c, v in r.items()), axis=1)
+                         if label else "all")
         return res.sort_values(cols + ["t_s", "round"], kind="stable")[out_cols].reset_index(drop=True)
 
     # -- the report, drawn in a scratch folder ---------------------------------------------------
