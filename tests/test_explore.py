@@ -242,3 +242,13 @@ def test_import_ringlab_stays_light():
     code = "import sys, ringlab; print('matplotlib' in sys.modules, callable(ringlab.open))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=paths.ROOT)
     assert out.stdout.split() == ["False", "True"], out.stderr
+
+
+def test_an_unreadable_raw_csv_is_skipped_with_its_reason(results):
+    bad = results / "page-frag" / "hostB" / "20260101T120000Z-dddddd" / "raw.csv"
+    bad.write_text(bad.read_text().splitlines()[0] + "\n")  # the header, no trial
+    runs = ringlab.open(results)
+    df = runs.trials()
+    assert set(df["results_experiment"]) == {"ptr-ring-reorder"}
+    assert list(runs.skipped) == ["page-frag/hostB/20260101T120000Z-dddddd"]
+    assert str(bad) in runs.skipped["page-frag/hostB/20260101T120000Z-dddddd"]
