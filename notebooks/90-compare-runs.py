@@ -29,19 +29,36 @@ out_dir: str = ""  # run folder; empty: scratch/compare-runs/<host>/<run-id> (ri
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
-from ringlab import notebook as rn
+import ringlab
 from ringlab import compare_runs as cr
+from ringlab import notebook as rn
+from ringlab import paths
 
 rn.check_choice("profile", profile, ["smoke", "quick", "full"])
 RUN = rn.run_dir(out_dir, "compare-runs", host)
-runs = cr.load_runs(results_root or None)
-print(f"{len(runs)} runs found")
+ROOT = results_root or paths.results_dir()
+runs = ringlab.open(ROOT)  # every run under ROOT, each read through its RunFolder
+trials = ringlab.open_all(ROOT)  # one tidy frame: the measured trials of every run and host
+rn.markdown(runs.describe())
 
 # %% [markdown]
 # ## Runs found
 
 # %%
-rn.table(cr.runs_table(runs))
+rn.table(runs.table())
+
+# %% [markdown]
+# ## Trials per experiment and host
+# From `ringlab.open_all`: one row per measured trial (warm-ups and failed trials left out),
+# with the run, its experiment, host and profile beside every raw.csv column.
+
+# %%
+if len(trials):
+    rn.table(trials.groupby(["results_experiment", "host"]).agg(
+        runs=("run", "nunique"), trials=("run", "size"),
+        variants=("variant", lambda v: ", ".join(sorted(set(map(str, v)))))).reset_index())
+else:
+    rn.not_available("trials", f"there is no run under {ROOT}")
 
 # %% [markdown]
 # ## Cross-machine table (ptr_ring, seed 000 shape)

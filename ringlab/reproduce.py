@@ -32,6 +32,7 @@ NOTEBOOKS: dict[str, str] = {
     "21-kernel-tests": "kernel-tests",
     "30-perf-ring-buffer": "perf-ring-buffer",
     "90-compare-runs": "compare-runs",
+    "95-explore": "explore",
 }
 
 PROFILES = ("smoke", "quick", "full")

@@ -62,7 +62,8 @@ def test_notebook_10_run_all_in_jupyterlab(tmp_path):
 def test_notebook_95_run_all_in_jupyterlab(tmp_path):
     if not (NOTEBOOKS / "95-explore.ipynb").exists():
         pytest.fail("notebooks/95-explore.ipynb is missing")
-    root, nb = _lab_copy(tmp_path, "95-explore")
+    # it reads the committed runs (RINGLAB_RESULTS points at an empty folder here) and writes to scratch
+    root, nb = _lab_copy(tmp_path, "95-explore", results_root=str(NOTEBOOKS.parent / "results"))
     with labdriver.JupyterLab(root, tmp_path / "jupyter", env=_scratch_env(tmp_path)) as lab:
         run = lab.run_all(nb.name, shots=tmp_path / "shots")
     _assert_clean(run)

@@ -172,12 +172,15 @@ def test_notebook_smoke_run(name, tmp_path):
     assert executed["metadata"]["papermill"]["parameters"]["profile"] == "smoke"
     files = {p.name for p in out.run_dir.iterdir()}
     assert "env.json" in files
-    if name not in ("00-environment", "90-compare-runs"):
+    if name not in ("00-environment", "90-compare-runs", "95-explore"):
         assert {"raw.csv", "summary.md", "figures"} <= files
     assert not empty_sections(nbformat.reads(nb.read_text(), as_version=4))
     if name == "90-compare-runs":
         # it reads the committed runs under results/, which hold batch and reorder
         assert (out.run_dir / "figures" / "forest.png").is_file()
+    if name == "95-explore":
+        # it opens the committed runs under results/ and draws the per-round ratio of one of them
+        assert (out.run_dir / "figures" / "round_ratio.png").is_file() and "raw.csv" not in files
 
 
 def empty_sections(nb) -> list[str]:
