@@ -55,11 +55,16 @@
 # * **code size:** the consumer-side functions (`consumer*`, `simple*`) change; the producer's
 #   (`producer`, `producer_locked`) do not, since the producer never calls
 #   `__ptr_ring_discard_one()`.
+# * **the control arm** (`control`, on by default): the base header built again under another
+#   name, the same source set.  Its verdict against the base must be "no significant difference"
+#   or "inconclusive" in every mode, never faster or slower, and its instructions/op must be
+#   identical.  If it is called, the machine or the method is lying, not the patch.
 
 # %% tags=["parameters"]
 profile: str = "quick"  # smoke (seconds) | quick (minutes) | full (what we commit)
 base: str = ""  # unpatched header source: ptr_ring.h, kernel tree or headers package; empty: the distro headers package
 patch: str = "builtin:flush-delay"  # patch file, mbox, lore:MESSAGE-ID or builtin:flush-delay[:N] (made against base)
+control: bool = True  # also run the base header under a second name (same code): an A/A arm that must not be called faster or slower
 modes: str = "0,1,2"  # 0: one thread alternates produce/consume, 1: SPSC, 2: near-full SPSC
 sizes: str = "1000"  # ring sizes in slots, comma-separated
 count: int = 0  # operations per trial; 0: the profile's default
@@ -83,7 +88,7 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 from ringlab import mail, patches
 from ringlab import notebook as rn
 
-AB = patches.plan_ab(base, patch)
+AB = patches.plan_ab(base, patch, control=control)
 P = rn.params("ptr_ring", profile=profile, variants=AB.variants, modes=modes, sizes=sizes,
               count=count or None, trials=trials or None,
               target_ci=target_ci or None, budget=budget or None, cpus=cpus, kernel_headers=AB.kernel_headers,
@@ -150,7 +155,7 @@ rn.show_figures(R, "box", "ecdf", "order", "spsc", "cpu_pairs", "counters")
 # prints the same text.  It is also saved as `mail.txt` in the run folder.
 
 # %%
-NB_PARAMS = dict(profile=profile, base=AB.base, patch=patch, modes=modes, sizes=sizes, count=count,
+NB_PARAMS = dict(profile=profile, base=AB.base, patch=patch, control=control, modes=modes, sizes=sizes, count=count,
                  trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, cflags=cflags,
                  icount=icount, seed=seed)
 text = mail.mail_text(RUN, baseline=AB.baseline, notebook=("12-patch-ab.ipynb", NB_PARAMS))

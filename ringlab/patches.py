@@ -44,6 +44,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ringlab.rundir import read_raw
+
 PREFIX = "builtin:"
 HEADER_IN_TREE = "include/linux/ptr_ring.h"
 DEFAULT_SPINS = 64
@@ -249,11 +251,12 @@ class ABPlan:
     patch_file: Path | None          # the file handed to BASE+PATCH (generated for builtin:)
     builtin: BuiltinPatch | None
     names: tuple[str, str]
-    kernel_headers: str              # "base=BASE,patched=BASE+PATCH"
+    kernel_headers: str              # "base=BASE,patched=BASE+PATCH[,control=BASE]"
+    control: str | None = None       # the base again under another name: an A/A arm (same code)
 
     @property
     def variants(self) -> str:
-        return ",".join(self.names)
+        return ",".join(self.names + ((self.control,) if self.control else ()))
 
     @property
     def baseline(self) -> str:
@@ -291,9 +294,17 @@ def base_header_file(base: str) -> Path:
         raise PatchError(f"parameter 'base': {e}; allowed: {_SOURCE_HELP}") from None
 
 
+#: Name of the optional A/A arm (the base header built again under another name).
+CONTROL_NAME = "control"
+
+
 def plan_ab(base: str = "", patch: str = "builtin:flush-delay", workdir=None,
-            names: tuple[str, str] = ARM_NAMES) -> ABPlan:
+            names: tuple[str, str] = ARM_NAMES, control: bool = False) -> ABPlan:
     """Validate ``base`` and ``patch`` and spell the two arms as ``kernel_headers``.
+
+    ``control`` adds a third arm, ``control``: the base header again under another name.  It is
+    built from the same source set (``ringlab provenance`` says "same code"), so its verdict
+    against the baseline must not be faster or slower: an A/A check of the whole pipeline.
 
     ``base`` empty means the distro headers package.  A ``builtin:`` patch is generated
     against the base header into ``workdir`` (default ``build/patches``), named by the
@@ -324,8 +335,9 @@ def plan_ab(base: str = "", patch: str = "builtin:flush-delay", workdir=None,
         pfile = pfile.resolve()
         ref = str(pfile)
     a, b = names
+    c = CONTROL_NAME if control else None
     return ABPlan(base=base, patch=patch, patch_file=pfile, builtin=builtin, names=(a, b),
-                  kernel_headers=f"{a}={base},{b}={base}+{ref}")
+                  kernel_headers=f"{a}={base},{b}={base}+{ref}" + (f",{c}={base}" if c else ""), control=c)
 
 
 def keep_patch(plan: ABPlan, run_dir) -> Path | None:
@@ -345,7 +357,7 @@ def instructions_table(run_dir, plan: ABPlan):
     import pandas as pd
 
     from ringlab.report.seeds import effective_batch
-    df = pd.read_csv(Path(run_dir) / "raw.csv")
+    df = read_raw(Path(run_dir) / "raw.csv")
     cols = ["mode", "size", "instructions/op " + plan.baseline, "instructions/op " + plan.candidate,
             "difference", "expected difference", "runs", "source"]
     if "icount_source" not in df.columns or not (df["icount_source"] == "callgrind").any():

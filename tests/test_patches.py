@@ -131,6 +131,17 @@ def test_plan_ab_builtin_against_a_tree(tmp_path):
     assert patches.keep_patch(plan, run).read_text() == plan.builtin.text
 
 
+def test_plan_ab_control_arm_is_the_base_again(tmp_path):
+    from ringlab.kernel_header import resolve_source
+    tree = DATA / "team_mainline"
+    plan = patches.plan_ab(str(tree), "builtin:flush-delay:16", workdir=tmp_path, control=True)
+    assert plan.variants == "base,patched,control" and plan.baseline == "base" and plan.candidate == "patched"
+    assert plan.kernel_headers == f"base={tree},patched={tree}+{plan.patch_file},control={tree}"
+    entries = dict(e.split("=", 1) for e in plan.kernel_headers.split(","))
+    assert resolve_source(entries["control"]).sha256 == resolve_source(entries["base"]).sha256
+    assert resolve_source(entries["patched"]).sha256 != resolve_source(entries["base"]).sha256
+
+
 def test_plan_ab_patch_file_and_lore(tmp_path):
     pf = tmp_path / "x.mbox"
     pf.write_text("From: a\n")
