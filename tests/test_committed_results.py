@@ -21,15 +21,14 @@ import pytest
 from ringlab import paths
 from ringlab.report import write_report
 
-#: the experiments whose run folders hold trials (raw.csv) and a summary of them
-EXPERIMENTS = ("ptr-ring-reorder", "ptr-ring-batch-zeroing", "page-frag", "perf-ring-buffer", "patch-ab",
-               "kernel-tests")
+#: results/ folders whose runs are not summaries of trials
+NOT_TRIALS = ("environment", "compare-runs", "explore")
 RESULTS = paths.ROOT / "results"
 
 
 def committed_runs() -> list[Path]:
     runs = []
-    for exp in EXPERIMENTS:
+    for exp in sorted(d.name for d in RESULTS.iterdir() if d.is_dir() and d.name not in NOT_TRIALS):
         runs += [p.parent for p in sorted((RESULTS / exp).rglob("raw.csv")) if (p.parent / "summary.md").is_file()]
     return runs
 
