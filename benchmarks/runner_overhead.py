@@ -1,4 +1,4 @@
-"""The runner's own cost (issue 3 performance targets).  Prints figures; asserts nothing.
+"""The runner's own cost against its performance targets.  Prints figures; asserts nothing.
 
 1. Per-trial fixed overhead: a ptr_ring run with ``count`` tiny (-N 2), so the measured
    region is ~nothing; the gap between consecutive trials' end timestamps in raw.csv is

@@ -26,7 +26,6 @@ from ringlab.system import procstat
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
-import fake_ptr_ring_test as fake  # noqa: E402
 
 PINNED = ["-p", "profile", "smoke", "-p", "cpus", "0:1", "-p", "governor", "false", "-p", "variants", "batch",
           "-p", "modes", "1", "-p", "trials", "1", "-p", "warmup", "0"]

@@ -4,7 +4,7 @@ compat shim (csrc/compat/) on the team's own headers and on Debian's real one.
 
 The stress uses tests/data/kernel_headers/stress_driver.c, our own minimal
 driver, so the shim is tested independently of the benchmark harness.  When
-H1's harness binary exists, test_harness_binary_* runs it too.
+the harness binary exists, test_harness_binary_* runs it too.
 """
 from __future__ import annotations
 
@@ -241,7 +241,7 @@ def test_debian_header_really_needs_the_suppressions(stress_bins):
     assert r.returncode == 66 and "__ptr_ring_discard_one" in r.stderr
 
 
-# --------------------------------------------------------------------------- H1's harness
+# --------------------------------------------------------------------------- the harness binary
 
 def _harness_ready() -> bool:
     root = kh.CSRC.parent

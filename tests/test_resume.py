@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -10,7 +9,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from ringlab import cli, rundir
 from ringlab import run as runner
@@ -18,29 +16,14 @@ from ringlab import run as runner
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
-import fake_ptr_ring_test as fake  # noqa: E402
 
-PARAMS = ["-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",
-          "-p", "variants", "batch,reorder,spsc", "-p", "modes", "0", "-p", "trials", "3", "-p", "warmup", "1",
-          "-p", "seed", "11"]
-N_TRIALS = 3 * 4
-KEY = ["variant", "mode", "size", "count", "batch", "lock", "cpu_req_producer", "cpu_req_consumer", "trial"]
+from fakes.cli_runs import KEY, N_TRIALS, PARAMS, raw_rows as _rows, start_run as _start  # noqa: E402
 
 
 
 
-def _rows(path: Path) -> int:
-    try:
-        return max(0, len(path.read_bytes().splitlines()) - 1)
-    except FileNotFoundError:
-        return 0
 
 
-def _start(out: Path, extra_env: dict) -> subprocess.Popen:
-    env = dict(os.environ, **extra_env, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "ringlab", "run", "ptr_ring", *PARAMS, "--no-build",
-                             "--no-progress", "--out", str(out)], env=env, cwd=str(ROOT),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def test_kill_and_resume(fakebin, tmp_path):

@@ -4,7 +4,6 @@ and the command-line errors of `ringlab build` / dash values."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -18,7 +17,6 @@ from ringlab.experiments.ptr_ring import PtrRing
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fake_ptr_ring_test as fake  # noqa: E402
 from test_kmod import fk, _run as kmod_run  # noqa: E402,F401  (the fake kernel fixture)
 
 SMOKE = {"profile": "smoke", "cpus": "none", "governor": "false", "modes": "0", "warmup": 0}

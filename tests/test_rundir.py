@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,29 +27,14 @@ from ringlab.system.topology import Topology
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
-import fake_ptr_ring_test as fake  # noqa: E402
 
-PARAMS = ["-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",
-          "-p", "variants", "batch,reorder,spsc", "-p", "modes", "0", "-p", "trials", "3", "-p", "warmup", "1",
-          "-p", "seed", "11"]
-N_TRIALS = 3 * 4
-KEY = ["variant", "mode", "size", "count", "batch", "lock", "cpu_req_producer", "cpu_req_consumer", "trial"]
+from fakes.cli_runs import KEY, N_TRIALS, PARAMS, raw_rows as _rows, start_run as _start  # noqa: E402
 
 
 
 
-def _rows(path: Path) -> int:
-    try:
-        return max(0, len(path.read_bytes().splitlines()) - 1)
-    except FileNotFoundError:
-        return 0
 
 
-def _start(out: Path, extra_env: dict, params=PARAMS) -> subprocess.Popen:
-    env = dict(os.environ, **extra_env, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "ringlab", "run", "ptr_ring", *params, "--no-build",
-                             "--no-progress", "--out", str(out)], env=env, cwd=str(ROOT),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_rows(proc, raw: Path, n: int, limit: float = 60) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab import cli, rundir
+from ringlab import cli
 from ringlab import run as runner
 from ringlab.experiments.base import TrialSpec
 

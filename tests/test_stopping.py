@@ -6,7 +6,6 @@ The mock executor (tests/fakes/fake_ptr_ring_test.py) adds seeded log-normal noi
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -21,23 +20,14 @@ from ringlab.stats import sequential
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
-import fake_ptr_ring_test as fake  # noqa: E402
 
 BASE = {"profile": "smoke", "cpus": "none", "governor": "false", "variants": "batch,reorder", "modes": "0",
         "sizes": "1000", "warmup": 1, "count": 1000}
 
 
 @pytest.fixture
-def noisy(tmp_path, monkeypatch):
-    build = tmp_path / "build"
-    fake.install(str(build / "bin"), sys.executable)
-    monkeypatch.setenv("RINGLAB_BUILD", str(build))
-    monkeypatch.setenv("RINGLAB_RESULTS", str(tmp_path / "results"))
-    monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("RINGLAB_LOCK_DIR", str(tmp_path / "locks"))
-    for k in list(os.environ):
-        if k.startswith("FAKE_"):
-            monkeypatch.delenv(k)
+def noisy(fakebin, tmp_path, monkeypatch):
+    """The mock binaries with seeded multiplicative noise on every trial."""
     monkeypatch.setenv("FAKE_NOISE", "0.08")
     monkeypatch.setenv("FAKE_NOISE_FILE", str(tmp_path / "noise-counter"))
     return tmp_path
