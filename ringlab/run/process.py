@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -26,6 +27,10 @@ from ringlab.system import procstat
 #: bytes of stderr kept for a failed trial
 STDERR_TAIL = 500
 _PR_SET_PDEATHSIG = 1
+#: util-linux's setpriv sets the parent-death signal, then execs the trial.  Without it the
+#: runner must run Python between fork and exec (preexec_fn), which forces a full fork of the
+#: runner: about 20 ms a trial on a 2-vCPU VM, against about 1 ms through setpriv.
+_SETPRIV = shutil.which("setpriv")
 
 
 def _child_setup() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -51,8 +56,12 @@ def run_process(argv: list[str], timeout: float) -> TrialOutcome:
     Exceptions (Ctrl-C, SIGTERM) also kill the group before propagating.
     """
     t0 = time.perf_counter()
+    if _SETPRIV:
+        argv, extra = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv], {}
+    else:
+        extra = {"preexec_fn": _child_setup}
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=_child_setup)
+                            start_new_session=True, **extra)
 
     def kill_group():
         try:
