@@ -48,6 +48,22 @@ def pilot_rows(df: pd.DataFrame, pilot: int, warmup: int = 1) -> pd.DataFrame:
     return df[df["round"] < warmup + pilot]
 
 
+def _interrupt_at_trial(monkeypatch, n: int):
+    """Ctrl-C arrives as the run starts its n-th trial; returns the real executor."""
+    from ringlab.run import process
+    calls = {"n": 0}
+    real = process.execute
+
+    def dying(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(runner, "execute", dying)
+    return real
+
+
 def test_params_are_off_by_default_and_checked():
     from ringlab.experiments import get
     v = get("ptr_ring").resolve({})
@@ -117,17 +133,7 @@ def test_pilot_that_meets_the_target_adds_nothing(noisy, monkeypatch):
 
 def test_resume_after_the_pilot_runs_the_decided_plan(noisy, monkeypatch):
     """Killed in the extension: --resume runs to the plan in env.json, never decides again."""
-    from ringlab.run import process
-    calls = {"n": 0}
-    real = process.execute
-
-    def dying(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 2 * (1 + sequential.PILOT_ROUNDS) + 3:   # warm-up + pilot + 3 trials
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(runner, "execute", dying)
+    real = _interrupt_at_trial(monkeypatch, 2 * (1 + sequential.PILOT_ROUNDS) + 3)   # warm-up + pilot + 3 trials
     out = noisy / "r"
     with pytest.raises(KeyboardInterrupt):
         run({"target_ci": "6"}, out)
@@ -153,17 +159,7 @@ def test_resume_after_the_pilot_runs_the_decided_plan(noisy, monkeypatch):
 
 
 def test_resume_inside_the_pilot_decides_after_it(noisy, monkeypatch):
-    from ringlab.run import process
-    calls = {"n": 0}
-    real = process.execute
-
-    def dying(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(runner, "execute", dying)
+    real = _interrupt_at_trial(monkeypatch, 5)
     out = noisy / "r"
     with pytest.raises(KeyboardInterrupt):
         run({"target_ci": "6"}, out)
