@@ -1,0 +1,180 @@
+"""Verdicts about the code change, not about one binary: the layout is the unit of replication.
+
+A compiled binary is one sample from the space of code and data layouts.  The same source built
+with another alignment, another function order or a few bytes of unused code ahead of it can run
+several percent faster or slower, and a paired CI over the rounds of one binary pair describes
+only that pair.  So an A/B run builds K layouts of each arm (seeded), pairs them, and measures
+every pair in randomized blocks of rounds spread over the run.
+
+Analysis (``layout_verdict``):
+
+1. per layout pair k, the paired Hodges-Lehmann estimate e_k of the per-round log ratios
+   ln(candidate / baseline) (the rounds of that pair only);
+2. the effect is the mean of the e_k, with a t interval on K - 1 degrees of freedom.  The
+   spread of the e_k holds both the layout spread and the round noise, so the interval covers
+   the effect of the change over layouts, not over one binary;
+3. the layout spread sigma_L is what the spread of the e_k has beyond the round noise
+   (method of moments: var(e_k) minus the mean sampling variance of an HL estimate, pi/3 * s_k^2
+   / n_k); ``layout_share`` is its share of var(e_k), hence of the CI's width squared;
+4. ``layout_sensitive`` when sigma_L exceeds the size of the effect: the answer depends on
+   where the code lands more than on what it does.
+
+Why a t interval across layouts and not a hierarchical bootstrap: with K = 6-16 layout pairs a
+bootstrap over layouts underestimates the spread (its percentile interval is too narrow at
+small K), while the t interval is exact for normal layout effects and close for others; the
+simulations in tests/test_stats_layouts.py check its coverage with heavy-tailed round noise,
+machine states and layout spreads of 1-3.4 points.  Pooling all rounds into one signed-rank
+test instead treats the K layouts as if they were one: its A/A rate grows with sigma_L.
+
+Machine states (``ringlab.stats.states``): when the run has two states, each layout pair gets
+one estimate per state (rounds that straddle a switch are left out), the per-layout headline
+is the mean of its per-state estimates (the states weighted equally, so the answer does not
+drift with the share of slow trials in a run), and per-state effects are reported with their
+own t intervals and a heterogeneity test (paired t test across layouts of the per-state
+difference).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as sst
+
+from ringlab.stats import ranktests
+from ringlab.stats import states as _states
+
+#: a layout pair needs this many rounds (in a state) for its estimate
+MIN_ROUNDS = 3
+
+
+def hodges_lehmann(d) -> float:
+    """Median of the Walsh averages of ``d``."""
+    d = np.asarray(d, dtype=float)
+    i, j = np.triu_indices(len(d))
+    return float(np.median((d[i] + d[j]) / 2))
+
+
+def _robust_sd(d: np.ndarray) -> float:
+    return float(1.4826 * np.median(np.abs(d - np.median(d)))) if len(d) > 1 else math.nan
+
+
+def t_interval(values, level: float = 0.95) -> dict:
+    """Mean, its t interval on n - 1 df and the two-sided p of mean = 0."""
+    v = np.asarray(values, dtype=float)
+    n = len(v)
+    m = float(v.mean()) if n else math.nan
+    if n < 2:
+        return {"estimate": m, "ci_low": math.nan, "ci_high": math.nan, "p": math.nan, "n": n, "df": 0}
+    se = float(v.std(ddof=1)) / math.sqrt(n)
+    q = float(sst.t.ppf(0.5 + level / 2, n - 1))
+    if se == 0:
+        p = 1.0 if m == 0 else 0.0
+    else:
+        p = float(2 * sst.t.sf(abs(m) / se, n - 1))
+    return {"estimate": m, "ci_low": m - q * se, "ci_high": m + q * se, "p": p, "n": n, "df": n - 1,
+            "se": se}
+
+
+def per_layout(d, layout, state=None) -> dict:
+    """(layout, state) -> (HL estimate, robust SD of d, rounds).  ``state`` -1 = straddling round."""
+    d = np.asarray(d, dtype=float)
+    layout = np.asarray(layout)
+    state = np.zeros(len(d), dtype=int) if state is None else np.asarray(state)
+    out = {}
+    for k in np.unique(layout):
+        for s in np.unique(state[state >= 0]):
+            m = (layout == k) & (state == s) & np.isfinite(d)
+            if m.sum() >= MIN_ROUNDS:
+                out[(k, int(s))] = (hodges_lehmann(d[m]), _robust_sd(d[m]), int(m.sum()))
+    return out
+
+
+def layout_spread(estimates, sds, ns) -> tuple[float, float]:
+    """(sigma_L, layout share of var(e_k)) by the method of moments."""
+    e = np.asarray(estimates, dtype=float)
+    if len(e) < 2:
+        return math.nan, math.nan
+    total = float(e.var(ddof=1))
+    within = float(np.nanmean(math.pi / 3 * np.asarray(sds, dtype=float) ** 2 / np.asarray(ns)))
+    between = max(0.0, total - within)
+    return math.sqrt(between), (between / total if total > 0 else 0.0)
+
+
+def _combine_states(cells: dict, states: list[int]) -> tuple[list, list, list]:
+    """Per layout with an estimate in every state: the mean over states (equal weights)."""
+    keys = sorted({k for k, _ in cells})
+    est, sds, ns = [], [], []
+    for k in keys:
+        if all((k, s) in cells for s in states):
+            est.append(float(np.mean([cells[(k, s)][0] for s in states])))
+            sds.append(float(np.sqrt(np.mean([cells[(k, s)][1] ** 2 / len(states) for s in states]))))
+            ns.append(float(np.mean([cells[(k, s)][2] for s in states])))
+    return est, sds, ns
+
+
+def _heterogeneity(cells: dict, level: float) -> dict:
+    keys = sorted({k for k, _ in cells})
+    diff = [cells[(k, 1)][0] - cells[(k, 0)][0] for k in keys if (k, 0) in cells and (k, 1) in cells]
+    r = t_interval(diff, level)
+    return {"difference": r["estimate"], "p": r["p"], "layouts": len(diff)}
+
+
+def _direction(r: dict) -> int:
+    """+1 / -1 when the CI excludes 0 above / below, else 0."""
+    if not np.isfinite(r["ci_low"]):
+        return 0
+    return 1 if r["ci_low"] > 0 else -1 if r["ci_high"] < 0 else 0
+
+
+def layout_verdict(d, layout, state=None, level: float = 0.95) -> dict:
+    """The effect of the change across layouts (log scale), from per-round log ratios.
+
+    ``d``: ln(candidate / baseline) per round; ``layout``: the round's layout pair; ``state``:
+    the round's machine state (0 fast, 1 slow, -1 a round that straddles a switch), or None."""
+    cells = per_layout(d, layout, state)
+    states = sorted({s for _, s in cells})
+    two = len(states) == 2
+    est, sds, ns = _combine_states(cells, states) if two else (
+        [v[0] for v in cells.values()], [v[1] for v in cells.values()], [v[2] for v in cells.values()])
+    head = t_interval(est, level)
+    sigma_l, share = layout_spread(est, sds, ns)
+    out = {**head, "layouts": len(est), "sigma_layout": sigma_l, "layout_share": share,
+           "layout_sensitive": bool(np.isfinite(sigma_l) and sigma_l > abs(head["estimate"])),
+           "states": len(states), "per_state": {}, "heterogeneity_p": math.nan,
+           "state_dependent": False, "level": level}
+    if two:
+        for s in states:
+            out["per_state"][s] = t_interval([v[0] for (k, st), v in cells.items() if st == s], level)
+        out["heterogeneity_p"] = _heterogeneity(cells, level)["p"]
+        dirs = {_direction(r) for r in out["per_state"].values()}
+        out["state_dependent"] = {1, -1} <= dirs
+    return out
+
+
+def pooled_signed_rank(d, level: float = 0.95) -> dict:
+    """The one-binary analysis applied to every round at once (for comparison in benchmarks)."""
+    return ranktests.signed_rank(np.asarray(d, dtype=float), level)
+
+
+def rounds_from_trials(order, round_id, layout, arm, log_y, classify: bool = True) -> dict:
+    """Per-round log ratios and states from one pair of arms' trials.
+
+    ``arm`` is 0 for the baseline and 1 for the candidate; every round holds one trial of each.
+    Returns ``d``, ``layout`` and ``state`` per round (state -1 for a round that straddles a
+    switch), and the ``fit`` of ``ringlab.stats.states.classify`` on the trials."""
+    order = np.asarray(order)
+    idx = np.argsort(order, kind="stable")
+    rid, lay, arm, y = (np.asarray(a)[idx] for a in (round_id, layout, arm, log_y))
+    rounds, inv = np.unique(rid, return_inverse=True)
+    d = np.zeros(len(rounds))
+    np.add.at(d, inv, np.where(arm == 1, y, -y))
+    shift = float(np.median(d)) if len(d) else 0.0
+    groups = np.char.add(arm.astype(str), np.char.add(":", lay.astype(str)))
+    fit = _states.classify(y - shift * (arm == 1), groups) if classify else _states.StateFit(
+        states=np.zeros(len(y), dtype=int), n_states=1, reason="not classified")
+    cross = _states.straddles(rid, fit.states)
+    rl = np.empty(len(rounds), dtype=lay.dtype)
+    rl[inv] = lay
+    st = np.empty(len(rounds), dtype=int)
+    st[inv] = np.where(cross, -1, fit.states)
+    return {"d": d, "layout": rl, "state": st, "fit": fit}
