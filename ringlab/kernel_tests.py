@@ -17,6 +17,9 @@ The programs print nothing: they are meant to be timed from outside.
   of an A/B compiled the same code.
 * ``build(prepared, program)`` runs ``make -C DIR PROGRAM``.  A program the
   Makefile does not know, or one that fails to build, is reported by name.
+  The user's CFLAGS (checked by ``ringlab.build.validate_cflags``: no ``$``,
+  backquote or shell metacharacter) reach make as one argv element, never
+  through the environment.
 * ``python -m ringlab.kernel_tests time --items N -- PROGRAM ARGS...`` is the
   trial wrapper: it starts the program, waits for it with ``wait4`` and prints
   one JSON line with the wall time (``perf_counter_ns`` around start and reap,
@@ -179,16 +182,26 @@ def build(prep: Prepared, program: str, make: str = "make", cflags: str = "",
           timeout: float = MAKE_TIMEOUT_S) -> Path:
     """``make -C build/ringtest/.../tools/virtio/ringtest PROGRAM``; the binary's path.
 
-    CFLAGS go through the environment, so the Makefile's own ``CFLAGS +=`` still
-    applies (a ``CFLAGS=`` argument would replace it)."""
+    ``cflags`` must pass ``ringlab.build.validate_cflags`` (ParamError otherwise): only
+    compiler options of the allowed shapes, with no ``$``, backquote, quote, ``#`` or shell
+    metacharacter, so neither make (``$(shell ...)``) nor the recipe's shell (``;``) can
+    run anything from them.  They reach make as the single argv element
+    ``--eval=CFLAGS += OPTIONS``: read before the Makefile, so the Makefile's own
+    ``CFLAGS +=`` still applies after them (a ``CFLAGS=OPTIONS`` argument would replace
+    it).  CFLAGS from ringlab's environment is not passed on."""
+    from ringlab.build import validate_cflags
+    words = validate_cflags(cflags, "cflags")
     if program not in prep.programs:
         raise RingtestError(f"ringtest program {program!r} not found in tree {prep.tree.name!r} "
                             f"({prep.source_root / RINGTEST_DIR}/Makefile); it has: "
                             + (", ".join(prep.programs) or "none"))
     env = dict(os.environ)
-    env.pop("MAKEFLAGS", None)
-    env["CFLAGS"] = cflags
-    argv = [make, "-C", str(prep.ringtest_dir), program]
+    for k in ("MAKEFLAGS", "MFLAGS", "MAKEFILES", "CFLAGS"):
+        env.pop(k, None)
+    argv = [make, "-C", str(prep.ringtest_dir)]
+    if words:
+        argv.append("--eval=CFLAGS += " + " ".join(words))
+    argv.append(program)
     log = prep.ringtest_dir / f".make-{program}.log"
     try:
         with _locked(prep.build_root):

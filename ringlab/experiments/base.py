@@ -218,6 +218,10 @@ class Experiment:
     binaries: list[str] = []
     #: extra measurement columns this experiment writes (beyond ringlab.schema)
     extra_columns: list[str] = []
+    #: parameters that name a program, module or source that ringlab runs or builds (a make or
+    #: perf executable, a kernel tree, a header, a .ko): ``--resume`` takes them from the
+    #: command line only, never from a results folder's env.json (unless they hold the default)
+    code_params: tuple[str, ...] = ()
 
     # -- parameters -----------------------------------------------------------------
     @classmethod

@@ -129,6 +129,7 @@ class Kmod(Experiment):
         "full": {"trials": 30, "warmup": 2, "timeout": 600.0},
     }
     binaries: list[str] = []
+    code_params = ("module", "tree")
     extra_columns = ["elapsed_us", "kmod_label", "insmod_exit", "insmod_wall_s"]
 
     @classmethod

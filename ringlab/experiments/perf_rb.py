@@ -87,6 +87,7 @@ class PerfRb(Experiment):
         "full": {"count": 3_000_000, "trials": 20, "warmup": 2, "timeout": 300.0},
     }
     binaries = [BINARY]
+    code_params = ("perf",)
     extra_columns = ["elapsed_us", "perf_wakeups", "perf_captured_mb", "perf_samples", "perf_lost",
                      "perf_cpu"]
 

@@ -81,7 +81,9 @@ class PtrRing(Experiment):
         Param("lock", "bool", False, "use the spinlocked ptr_ring_produce/consume (-l)"),
         Param("cpus", "str", "auto", "auto (one pair per topology class) | all (every ordered pair) | "
               "none (unpinned) | explicit pairs like 1:2,3:4", column=False),
-        Param("cflags", "str", "", "extra compiler flags for the ring binaries", column=False),
+        Param("cflags", "str", "", "extra compiler options for the ring binaries, blank-separated, each "
+              "shaped -O*, -f*, -m*, -D*, -U*, -g*, -W* or -std=* (no paths, no shell characters)",
+              column=False),
         Param("kernel_headers", "str", "", "extra variants from real kernel headers: NAME=SOURCE[,NAME2=SOURCE2], "
               "SOURCE a file, tree or headers package, git:TREE@REV, BASE+PATCH or BASE+lore:MSGID; "
               "each NAME must also be listed in variants", column=False),
@@ -96,6 +98,7 @@ class PtrRing(Experiment):
         "full": {"trials": 30, "warmup": 2, "count": 20_000_000, "modes": [0, 1, 2], "sizes": [64, 1000]},
     }
     binaries = [f"ptr_ring_test-{v}" for v in BUILTIN_VARIANTS]
+    code_params = ("kernel_headers",)
 
     # raw.csv parameter columns: variant, mode, size, count, batch, lock.
     @classmethod
@@ -104,6 +107,8 @@ class PtrRing(Experiment):
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
+        from ringlab.build import validate_cflags
+        validate_cflags(values.get("cflags"), "cflags")
         headers = parse_kernel_headers(values.get("kernel_headers"))
         allowed = list(BUILTIN_VARIANTS) + sorted(headers)
         for v in values["variants"]:

@@ -71,8 +71,8 @@ class Ringtest(Experiment):
         Param("relax", "bool", False, "--relax: cpu_relax() while polling"),
         Param("cpus", "str", "auto", "guest:host pairs: auto (one pair per topology class) | none | "
               "explicit GUEST:HOST like 0:1", column=False),
-        Param("cflags", "str", "", "extra CFLAGS for the ringtest build (added to the Makefile's)",
-              column=False),
+        Param("cflags", "str", "", "extra CFLAGS for the ringtest build (added to the Makefile's), "
+              "each shaped -O*, -f*, -m*, -D*, -U*, -g*, -W* or -std=*", column=False),
         Param("make", "str", "make", "make executable", column=False),
     ]
     # 2-CPU VM sizes: a ptr_ring run of 1e7 items takes ~0.25 s here.
@@ -82,6 +82,7 @@ class Ringtest(Experiment):
         "full": {"run_cycles": 10_000_000, "trials": 30, "warmup": 2, "timeout": 300.0},
     }
     binaries: list[str] = []
+    code_params = ("tree", "make")
     extra_columns = ["cpu_user_s", "cpu_sys_s", "cpu_util", "source_sha256"]
 
     @classmethod
@@ -90,6 +91,8 @@ class Ringtest(Experiment):
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
+        from ringlab.build import validate_cflags
+        validate_cflags(values["cflags"], "cflags")
         parse_tree_param(values["tree"])
         for r in values["rings"]:
             if not re.fullmatch(r"[A-Za-z0-9_]+", r):

@@ -91,12 +91,51 @@ def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(values, default=str))
 
 
-def _resolve_for_resume(exp_cls, params: dict, env: dict) -> dict:
-    stored = env.get("parameters") or {}
+def _stored_parameters(exp_cls, params: dict, env: dict, env_path: Path) -> dict:
+    """env.json's parameters, trusted no more than the command line: each one goes through
+    the same parsing and checks as ``-p NAME=VALUE`` (a bad one is refused naming the
+    parameter and the file), and a parameter that names a program or source to run or
+    build (``Experiment.code_params``) is taken only from the command line."""
+    stored = env.get("parameters")
+    if stored is None:
+        stored = {}
+    if not isinstance(stored, dict):
+        raise ParamError(f"parameter '--resume': {env_path}: 'parameters' is not an object; "
+                         "allowed: the env.json of an interrupted run")
+    specs = exp_cls.all_params()
+    known = {k: v for k, v in stored.items() if k in specs}
+    typed = {}
+    for k, v in known.items():
+        try:
+            typed[k] = specs[k].parse(v)
+        except ParamError as e:
+            raise ParamError(f"{env_path}: {e}") from None
+    # Before any experiment check looks at them (a header source may be a git revision).
+    for name in exp_cls.code_params:
+        if name not in typed:
+            continue
+        default = specs[name].parse(specs[name].default) if specs[name].default is not None else None
+        if typed[name] == default:
+            continue
+        given = specs[name].parse(params[name]) if name in params else None
+        if given != typed[name]:
+            raise ParamError(f"parameter '{name}': {env_path} names a program or source to run "
+                             f"({stored[name]!r}); --resume takes those only from the command line; "
+                             f"allowed: -p {name}={stored[name]} given again, if you trust it, "
+                             "or a new --out folder")
+    try:
+        exp_cls.resolve(known)
+    except ParamError as e:
+        raise ParamError(f"{env_path}: {e}") from None
+    return known
+
+
+def _resolve_for_resume(exp_cls, params: dict, env: dict, env_path: Path) -> dict:
     if env.get("experiment") not in (None, exp_cls.name):
         raise ParamError(f"parameter '--resume': the folder holds a '{env.get('experiment')}' run, "
                          f"not '{exp_cls.name}'; allowed: {env.get('experiment')}")
-    merged = {k: v for k, v in stored.items() if k in exp_cls.all_params()}
+    merged = _stored_parameters(exp_cls, params, env, env_path)
+    stored = env.get("parameters") or {}
     merged.update(params)
     values = exp_cls.resolve(merged)
     diff = sorted(k for k in set(values) | set(stored)
@@ -175,7 +214,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
             prev = read_env(out_dir).doc
         except DataError as e:
             raise ParamError(f"parameter '--resume': {e}; allowed: the folder of an interrupted run") from None
-        values = _resolve_for_resume(exp_cls, params, prev)
+        values = _resolve_for_resume(exp_cls, params, prev, out_dir / "env.json")
         run_id = prev.get("run_id") or out_dir.name
     else:
         values = exp_cls.resolve(params)
