@@ -42,6 +42,12 @@ class CpuBusyError(RinglabError):
         self.pid = pid
 
 
+class UnsafeDirError(RinglabError):
+    """A folder ringlab writes into (CPU locks, tuning state) is a symbolic link, not a
+    directory, owned by another user or writable by group or others.  The message names the
+    folder, its owner and mode, and how to fix it."""
+
+
 class RunnerError(RinglabError, RuntimeError):
     """The run cannot start for a reason that is not a parameter (missing binary, failed build).
 
@@ -51,7 +57,8 @@ class RunnerError(RinglabError, RuntimeError):
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """A signal (SIGTERM) stopped the run; ``exit_code`` is 128 + the signal number (143)."""
+    """A signal (SIGTERM, SIGHUP) stopped the run; ``exit_code`` is 128 + the signal number
+    (143 for SIGTERM, 129 for SIGHUP)."""
 
     def __init__(self, signum: int):
         super().__init__(f"stopped by signal {signum} ({signal.Signals(signum).name})")
@@ -59,4 +66,5 @@ class RunInterrupted(KeyboardInterrupt):
         self.exit_code = 128 + signum
 
 
-__all__ = ["RunInterrupted", "RinglabError", "ParamError", "DataError", "RunLockedError", "CpuBusyError", "RunnerError"]
+__all__ = ["RunInterrupted", "RinglabError", "ParamError", "DataError", "RunLockedError", "CpuBusyError", "RunnerError",
+           "UnsafeDirError"]
