@@ -25,7 +25,7 @@ compare-runs files; ``read_env`` returns them in the shape above.
 
 Status.  A run ends ``complete``; ``failed`` when no trial succeeded or more than
 ``FAILED_MAX_FRACTION`` of its trials crashed, failed to parse or timed out (its
-exit code is then non-zero); ``interrupted`` after SIGINT/SIGTERM; ``skipped`` when
+exit code is then non-zero); ``interrupted`` after SIGINT/SIGTERM/SIGHUP or a full disk; ``skipped`` when
 the experiment cannot run on this machine (env.json says why).  A run killed
 outright leaves ``running`` in env.json: ``RunFolder.status()`` reports it as
 ``interrupted`` when no process holds the folder's lock.
