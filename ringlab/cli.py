@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command.  User errors (``ringlab.errors.RinglabError``: bad parameter, corrupt
     file, folder or CPUs in use) print one line and return their exit code (2; 1 for a
-    failed build), never a traceback.  SIGINT returns 130, SIGTERM during a run 143, SIGHUP 129."""
+    failed build), never a traceback.  SIGINT returns 130, SIGTERM during a run 143, SIGHUP 129; a full disk
+    during a run (``DiskFullError``) returns 1."""
     args = build_parser().parse_args(argv)
     try:
         return int(args._run(args) or 0)

@@ -6,7 +6,11 @@ and what is allowed or expected instead.
 """
 from __future__ import annotations
 
+import errno
 import signal
+
+#: errno values of a full disk or quota
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
 class RinglabError(Exception):
@@ -56,6 +60,16 @@ class RunnerError(RinglabError, RuntimeError):
     exit_code = 1
 
 
+class DiskFullError(RinglabError):
+    """The disk (or the user's quota) filled up while a run wrote raw.csv or env.json.
+
+    The run ends ``interrupted`` with no torn row and no temporary file left; exit code 1
+    (the input was fine, the disk was not).  The message names the file and says to free
+    space and run again with --resume."""
+
+    exit_code = 1
+
+
 class RunInterrupted(KeyboardInterrupt):
     """A signal (SIGTERM, SIGHUP) stopped the run; ``exit_code`` is 128 + the signal number
     (143 for SIGTERM, 129 for SIGHUP)."""
@@ -66,5 +80,11 @@ class RunInterrupted(KeyboardInterrupt):
         self.exit_code = 128 + signum
 
 
+def disk_full(path, e: OSError) -> DiskFullError:
+    """The one message of a full disk: the file, the error, and what to do."""
+    return DiskFullError(f"disk full while writing {path}: {e.strerror or e}; free space and run again "
+                         "with --resume")
+
+
 __all__ = ["RunInterrupted", "RinglabError", "ParamError", "DataError", "RunLockedError", "CpuBusyError", "RunnerError",
-           "UnsafeDirError"]
+           "UnsafeDirError", "DiskFullError", "DISK_FULL_ERRNOS", "disk_full"]

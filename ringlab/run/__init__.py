@@ -159,7 +159,9 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
     ``out_dir`` None means results/<experiment>/<host>/<run-id>/.  ``progress`` None shows a
     tqdm bar only when stderr is a terminal.  Raises ParamError (bad input, nothing created),
     RunnerError, RunLockedError (folder in use), CpuBusyError (CPUs in use by another run),
-    KeyboardInterrupt / RunInterrupted (SIGINT / SIGTERM / SIGHUP; env.json says interrupted).
+    KeyboardInterrupt / RunInterrupted (SIGINT / SIGTERM / SIGHUP; env.json says interrupted),
+    DiskFullError (raw.csv or env.json could not be written: no torn row is left, env.json says
+    interrupted when it can still be written; ``ringlab run`` exits 1).
     """
     log = log or _stderr_log
     p = prepare(name, dict(params or {}), out_dir, resume, build, log, argv)
