@@ -3,7 +3,7 @@
 Each subcommand lives in ``ringlab/commands/<name>.py`` and provides
 ``add_arguments(parser)`` and ``run(args) -> int``; it parses, calls the library
 and prints.  Exit codes: 0 ok, 1 failure (a failed run or build), 2 bad usage, bad parameter or bad
-file, 130 SIGINT, 143 SIGTERM.
+file, 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
 """
 from __future__ import annotations
 
@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command.  User errors (``ringlab.errors.RinglabError``: bad parameter, corrupt
     file, folder or CPUs in use) print one line and return their exit code (2; 1 for a
-    failed build), never a traceback.  SIGINT returns 130, SIGTERM during a run 143."""
+    failed build), never a traceback.  SIGINT returns 130, SIGTERM during a run 143, SIGHUP 129; a full disk
+    during a run (``DiskFullError``) returns 1."""
     args = build_parser().parse_args(argv)
     try:
         return int(args._run(args) or 0)

@@ -6,7 +6,11 @@ and what is allowed or expected instead.
 """
 from __future__ import annotations
 
+import errno
 import signal
+
+#: errno values of a full disk or quota
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
 class RinglabError(Exception):
@@ -42,6 +46,12 @@ class CpuBusyError(RinglabError):
         self.pid = pid
 
 
+class UnsafeDirError(RinglabError):
+    """A folder ringlab writes into (CPU locks, tuning state) is a symbolic link, not a
+    directory, owned by another user or writable by group or others.  The message names the
+    folder, its owner and mode, and how to fix it."""
+
+
 class RunnerError(RinglabError, RuntimeError):
     """The run cannot start for a reason that is not a parameter (missing binary, failed build).
 
@@ -50,8 +60,19 @@ class RunnerError(RinglabError, RuntimeError):
     exit_code = 1
 
 
+class DiskFullError(RinglabError):
+    """The disk (or the user's quota) filled up while a run wrote raw.csv or env.json.
+
+    The run ends ``interrupted`` with no torn row and no temporary file left; exit code 1
+    (the input was fine, the disk was not).  The message names the file and says to free
+    space and run again with --resume."""
+
+    exit_code = 1
+
+
 class RunInterrupted(KeyboardInterrupt):
-    """A signal (SIGTERM) stopped the run; ``exit_code`` is 128 + the signal number (143)."""
+    """A signal (SIGTERM, SIGHUP) stopped the run; ``exit_code`` is 128 + the signal number
+    (143 for SIGTERM, 129 for SIGHUP)."""
 
     def __init__(self, signum: int):
         super().__init__(f"stopped by signal {signum} ({signal.Signals(signum).name})")
@@ -59,4 +80,11 @@ class RunInterrupted(KeyboardInterrupt):
         self.exit_code = 128 + signum
 
 
-__all__ = ["RunInterrupted", "RinglabError", "ParamError", "DataError", "RunLockedError", "CpuBusyError", "RunnerError"]
+def disk_full(path, e: OSError) -> DiskFullError:
+    """The one message of a full disk: the file, the error, and what to do."""
+    return DiskFullError(f"disk full while writing {path}: {e.strerror or e}; free space and run again "
+                         "with --resume")
+
+
+__all__ = ["RunInterrupted", "RinglabError", "ParamError", "DataError", "RunLockedError", "CpuBusyError", "RunnerError",
+           "UnsafeDirError", "DiskFullError", "DISK_FULL_ERRNOS", "disk_full"]

@@ -48,6 +48,9 @@ import sys
 import time
 from pathlib import Path
 
+from ringlab import paths
+from ringlab.errors import UnsafeDirError
+
 #: seed 002's result line (page_frag_test.ko): "N of iterations for aligned|non-aligned testing took: Xus"
 DEFAULT_PATTERN = r"(?P<items>\d+) of iterations for (?P<label>[\w-]+) testing took: ?(?P<us>\d+) ?us"
 TOOLS = ("insmod", "rmmod", "modinfo")
@@ -347,6 +350,11 @@ def run_trial(module: str, name: str, args: list[str], pattern: str, log: str | 
         print(f"ringlab.kmod: {name} is already loaded (left by an earlier trial or loaded by hand); "
               f"not loading it again: rmmod {name}", file=sys.stderr)
         return 3
+    try:   # the record is written as root: only into a folder of this user, never through a link
+        paths.private_dir(state_dir(), "kmod state folder", "RINGLAB_STATE_DIR")
+    except UnsafeDirError as e:
+        print(f"ringlab.kmod: {e}", file=sys.stderr)
+        return 2
     guard, guard_w = _start_guard(name, log)
     record = _record_path(name, os.getpid())
     proc = None
@@ -354,9 +362,10 @@ def run_trial(module: str, name: str, args: list[str], pattern: str, log: str | 
     code = 0
     klog = None
     try:
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps({"module": name, "path": str(module), "pid": os.getpid(),
-                                      "args": args, "started_utc": _utc()}))
+        fd = os.open(record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as rf:
+            rf.write(json.dumps({"module": name, "path": str(module), "pid": os.getpid(),
+                                 "args": args, "started_utc": _utc()}))
         klog = KernelLog()
         t0 = time.perf_counter_ns()
         proc = subprocess.Popen([insmod, str(module), *args], stdin=subprocess.DEVNULL,

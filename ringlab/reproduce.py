@@ -5,7 +5,8 @@ the named ones) with kernel ``python3`` and an execution timeout.  Each run
 writes ``results/<experiment>/<host>/<run-id>/`` holding the executed notebook,
 raw.csv, summary.md/csv, env.json and figures/.  A failing notebook does not stop
 the others; failures are listed at the end and make the exit code non-zero.
-``results/README.md`` is regenerated after every reproduce.
+``results/README.md`` is regenerated when a reproduce added at least one complete run
+(``results_index.is_complete``); otherwise the tracked index is left as it is.
 
 Only ``reproduce`` writes into results/: it hands each notebook ``out_dir``.  A notebook
 run any other way (plain papermill, JupyterLab) without ``out_dir`` writes its run folder
@@ -131,8 +132,12 @@ def reproduce(profile: str = "quick", only: list[str] | None = None, host: str |
         log(f"[reproduce] {nb}: {'ok' if o.ok else 'FAILED'} in {o.seconds:.0f} s -> {o.run_dir}"
             + ("" if o.ok else f"\n    {o.error}"))
         outcomes.append(o)
-    from ringlab.results_index import write_index
-    write_index(results_root or paths.results_dir())
+    from ringlab.results_index import is_complete, write_index
+    root = results_root or paths.results_dir()
+    if any(o.ok and is_complete(o.run_dir) for o in outcomes):
+        write_index(root)
+    else:
+        log(f"[reproduce] no complete run added: {Path(root) / 'README.md'} left as it is")
     return outcomes
 
 

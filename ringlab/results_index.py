@@ -5,8 +5,10 @@ For each experiment: the latest *headline* run (with its machine), its headline 
 runs are listed below it.  A headline run is complete (its executed notebook is there
 and did not fail, and env.json does not say failed/interrupted/running) and ran with
 profile ``quick`` or ``full``; smoke, failed and incomplete runs are listed apart and
-never become the "Latest run".  The text depends only on the files under results/, so
-regenerating it without new runs gives the same file.
+never become the "Latest run".  The text depends only on the files under results/ (names
+sorted, no time stamps, files read as UTF-8), so regenerating it without new runs gives the
+same bytes, and ``write_index`` then leaves the file alone.  ``ringlab reproduce`` calls it
+only when it added a complete run (``is_complete``).
 """
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ def machine_line(env: dict) -> str:
 def _headline(summary_md: Path, max_lines: int = 14) -> str:
     if not summary_md.exists():
         return ""
-    lines = summary_md.read_text().splitlines()
+    lines = summary_md.read_text(encoding="utf-8", errors="replace").splitlines()
     out, started = [], False
     for ln in lines:
         if ln.startswith("|"):
@@ -94,7 +96,7 @@ def _notebook_params(run: Path) -> dict:
     """Parameters papermill recorded in the executed notebook's metadata."""
     for nb in sorted(run.glob("*.ipynb")):
         try:
-            return json.loads(nb.read_text()).get("metadata", {}).get("papermill", {}).get("parameters", {}) or {}
+            return json.loads(nb.read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {}).get("parameters", {}) or {}
         except (OSError, ValueError):
             pass
     return {}
@@ -106,7 +108,7 @@ def _run_status(run: Path, env_status: str = "unknown") -> str:
     if not nbs:
         return "no notebook"
     try:
-        nb = json.loads(nbs[0].read_text())
+        nb = json.loads(nbs[0].read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "unreadable notebook"
     pm = nb.get("metadata", {}).get("papermill", {})
@@ -124,6 +126,15 @@ def _info(run: Path) -> dict:
     status = _run_status(run, data.status)
     return {"env": env, "profile": str(profile), "status": status,
             "headline": status == "ok" and str(profile) in HEADLINE_PROFILES}
+
+
+def is_complete(run: Path) -> bool:
+    """True when ``run`` is a complete run as the index counts it: its executed notebook is
+    there and did not fail, and env.json does not say failed, interrupted or running."""
+    try:
+        return _info(Path(run))["status"] == "ok"
+    except Exception:   # noqa: BLE001 - an unreadable folder is not a complete run
+        return False
 
 
 def _link(root: Path, r: Path, info: dict) -> str:
@@ -167,7 +178,14 @@ def render(root: Path) -> str:
 
 
 def write_index(root: Path) -> Path:
+    """Write root/README.md; a file that already holds the same bytes is not touched."""
     root.mkdir(parents=True, exist_ok=True)
     path = root / "README.md"
-    path.write_text(render(root))
+    data = render(root).encode("utf-8")
+    try:
+        if path.read_bytes() == data:
+            return path
+    except OSError:
+        pass
+    path.write_bytes(data)
     return path

@@ -39,6 +39,7 @@ def fakebin(tmp_path, monkeypatch) -> Path:
     fake.install(str(build / "bin"), sys.executable)
     monkeypatch.setenv("RINGLAB_BUILD", str(build))
     monkeypatch.setenv("RINGLAB_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("RINGLAB_SCRATCH", str(tmp_path / "scratch"))
     monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("RINGLAB_LOCK_DIR", str(tmp_path / "locks"))
     for k in list(os.environ):

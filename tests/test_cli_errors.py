@@ -13,6 +13,7 @@ from ringlab import cli, errors
     (errors.CpuBusyError("CPU 1 is measured by another ringlab run (PID 7)", 7), 2),
     (errors.RunnerError("build failed: cc1 exploded"), 1),
     (errors.RunInterrupted(15), 143),
+    (errors.RunInterrupted(1), 129),
     (KeyboardInterrupt(), 130),
 ])
 def test_errors_map_to_exit_codes_without_traceback(monkeypatch, capsys, err, code):

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -19,7 +22,7 @@ import pytest
 
 from fakes import write_procfs
 from ringlab import cli
-from ringlab.errors import CpuBusyError
+from ringlab.errors import CpuBusyError, UnsafeDirError
 from ringlab.run import machine
 from ringlab.system import procstat
 
@@ -143,3 +146,156 @@ def test_run_warns_about_other_work_and_records_it(fakebin, tmp_path, monkeypatc
     assert env["quiet"]["other_runnable"] == 1 and any("hog" in w for w in env["warnings"])
     df = pd.read_csv(res.raw_csv)
     assert df["procs_running"].eq(2).all() and df["load1"].eq(0.5).all()
+
+
+# -- the lock folder and files are never followed through links or shared ----------------------------
+def test_a_symlinked_lock_file_is_refused_and_its_target_untouched(tmp_path, monkeypatch):
+    d = tmp_path / "locks"
+    d.mkdir(mode=0o700)
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    (d / "cpu0.lock").symlink_to(target)
+    monkeypatch.setenv("RINGLAB_LOCK_DIR", str(d))
+    with pytest.raises(UnsafeDirError, match="cpu0.lock is a symbolic link"):
+        with machine.cpu_lock([0], 0, print):
+            pass
+    assert target.read_text() == "keep me\n"
+
+
+def test_the_cli_refuses_a_symlinked_lock_file_with_exit_2(fakebin, tmp_path, monkeypatch, capsys):
+    d = tmp_path / "locks"
+    d.mkdir(mode=0o700)
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    (d / "cpu1.lock").symlink_to(target)
+    rc = cli.main(["run", "ptr_ring", *PINNED, "--no-build", "--no-progress", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cpu1.lock is a symbolic link" in err and "Traceback" not in err
+    assert target.read_text() == "keep me\n"
+
+
+def test_an_existing_lock_file_is_not_truncated_before_the_lock_is_taken(tmp_path, monkeypatch):
+    monkeypatch.setenv("RINGLAB_LOCK_DIR", str(tmp_path / "locks"))
+    holder = _holder(tmp_path / "locks", [2], 30)
+    try:
+        with pytest.raises(CpuBusyError, match=f"PID {holder.pid}"):
+            with machine.cpu_lock([2], 0, print):
+                pass
+        assert (tmp_path / "locks" / "cpu2.lock").read_text() == f"{holder.pid}\n"
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    with machine.cpu_lock([2], 0, print):
+        assert (tmp_path / "locks" / "cpu2.lock").read_text() == f"{os.getpid()}\n"
+
+
+@pytest.mark.parametrize("bad", ["mode 0777", "symlink", "file"])
+def test_an_unsafe_lock_folder_is_refused_with_the_reason(tmp_path, monkeypatch, bad):
+    d = tmp_path / "locks"
+    if bad == "mode 0777":
+        d.mkdir()
+        os.chmod(d, 0o777)
+        reason = "writable by group or others (owner uid"
+    elif bad == "symlink":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        d.symlink_to(tmp_path / "elsewhere")
+        reason = "is a symbolic link"
+    else:
+        d.write_text("")
+        reason = "is not a directory"
+    monkeypatch.setenv("RINGLAB_LOCK_DIR", str(d))
+    with pytest.raises(UnsafeDirError) as e:
+        machine.lock_dir()
+    assert reason in str(e.value) and str(d) in str(e.value) and "RINGLAB_LOCK_DIR" in str(e.value)
+    assert not list((tmp_path / "elsewhere").iterdir()) if bad == "symlink" else True
+
+
+def test_a_new_lock_folder_is_created_0700(tmp_path, monkeypatch):
+    monkeypatch.setenv("RINGLAB_LOCK_DIR", str(tmp_path / "a" / "locks"))
+    d = machine.lock_dir()
+    assert d == tmp_path / "a" / "locks" and stat.S_IMODE(os.lstat(d).st_mode) == 0o700
+
+
+def test_the_fallback_lock_folder_is_per_user(tmp_path, monkeypatch):
+    monkeypatch.delenv("RINGLAB_LOCK_DIR")
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    cands = machine._candidates()
+    assert cands[-1] == Path(f"/tmp/ringlab-locks-{os.geteuid()}")
+    assert Path("/tmp/ringlab-locks") not in cands
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert tmp_path / "ringlab" in machine._candidates()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_lock_folder_of_another_user_is_refused(tmp_path, monkeypatch, capsys, fakebin):
+    d = tmp_path / "locks"
+    d.mkdir(mode=0o700)
+    os.chown(d, 65534, 65534)
+    monkeypatch.setenv("RINGLAB_LOCK_DIR", str(d))
+    with pytest.raises(UnsafeDirError, match="owned by uid 65534"):
+        machine.lock_dir()
+    rc = cli.main(["run", "ptr_ring", *PINNED, "--no-build", "--no-progress", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"CPU lock folder {d} is owned by uid 65534" in err and "mode 0700" in err
+    assert "RINGLAB_LOCK_DIR" in err and not list(d.iterdir())
+
+
+SYS_PY = "/usr/bin/python3"   # a python uid 65534 can run (the venv may live under /root)
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def _setpriv_works() -> bool:
+    if os.geteuid() != 0 or not shutil.which("setpriv") or not os.access(SYS_PY, os.X_OK):
+        return False
+    return subprocess.run([*AS_NOBODY, SYS_PY, "-c", "pass"]).returncode == 0
+
+
+@pytest.fixture
+def shared_tmp():
+    """A world-traversable folder with a sticky, world-writable 'shared' inside, as /tmp is."""
+    base = Path(tempfile.mkdtemp(prefix="ringlab-test-"))
+    os.chmod(base, 0o755)
+    (base / "shared").mkdir()
+    os.chmod(base / "shared", 0o1777)
+    yield base
+    shutil.rmtree(base)
+
+
+@pytest.mark.skipif(not _setpriv_works(), reason="needs root, setpriv and /usr/bin/python3 to act as uid 65534")
+def test_a_link_planted_by_another_user_cannot_make_root_write(shared_tmp):
+    victim = shared_tmp / "root-owned"
+    victim.write_text("root data\n")
+    planted = shared_tmp / "shared" / "ringlab-locks"
+    code = (f"import os; os.mkdir({str(planted)!r}); os.chmod({str(planted)!r}, 0o777); "
+            f"os.symlink({str(victim)!r}, {str(planted / 'cpu0.lock')!r})")
+    subprocess.run([*AS_NOBODY, SYS_PY, "-c", code], check=True)
+    assert os.lstat(planted).st_uid == 65534
+    code = "from ringlab.run import machine\nwith machine.cpu_lock([0], 0, print):\n    pass\n"
+    env = dict(os.environ, RINGLAB_LOCK_DIR=str(planted), PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and "owned by uid 65534" in r.stderr and "mode 0777" in r.stderr
+    assert victim.read_text() == "root data\n" and os.path.islink(planted / "cpu0.lock")
+
+
+@pytest.mark.skipif(not _setpriv_works(), reason="needs root, setpriv and /usr/bin/python3 to act as uid 65534")
+def test_a_non_root_user_refuses_a_lock_folder_root_planted(shared_tmp):
+    planted = shared_tmp / "shared" / "locks"
+    planted.mkdir(mode=0o755)
+    mine = shared_tmp / "shared" / "mine"
+    code = textwrap.dedent(f"""
+        from ringlab import paths
+        from ringlab.errors import UnsafeDirError
+        d = paths.private_dir({str(mine)!r}, "CPU lock folder", "RINGLAB_LOCK_DIR")
+        import os; print(oct(os.lstat(d).st_mode & 0o777), os.lstat(d).st_uid)
+        try:
+            paths.private_dir({str(planted)!r}, "CPU lock folder", "RINGLAB_LOCK_DIR")
+        except UnsafeDirError as e:
+            print(e)
+    """)
+    r = subprocess.run([*AS_NOBODY, SYS_PY, "-c", code], env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                       capture_output=True, text=True, cwd="/")
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.splitlines()
+    assert first == "0o700 65534"
+    assert f"CPU lock folder {planted} is owned by uid 0" in second and "mode 0755" in second

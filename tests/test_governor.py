@@ -207,6 +207,17 @@ def test_state_file_unwritable_means_no_tuning(tree, tmp_path):
     assert t.report["governor"]["status"] == "failed" and "state file" in t.report["governor"]["reason"]
 
 
+def test_a_state_folder_others_can_write_means_no_tuning(tree, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    with governor.tune([1], state_file=shared / "s.json") as t:
+        assert gov(tree, 1) == "powersave"
+    reason = t.report["governor"]["reason"]
+    assert t.report["governor"]["status"] == "failed" and "writable by group or others" in reason
+    assert "mode 0777" in reason and not list(shared.iterdir())
+
+
 def test_real_machine_tune_is_safe(tmp_path):
     # On this VM there is no cpufreq: tune must go on and say why.  On bare metal as
     # root it really sets and restores; either way the original state must come back.

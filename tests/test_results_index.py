@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 
-from ringlab import results_index
+import pytest
+
+from ringlab import reproduce, results_index
 
 
 def _run(root, exp, host, run_id, summary="", env=None, nb_params=None, failed=False):
@@ -64,3 +67,50 @@ def test_no_headline_run_says_so(tmp_path):
     _run(tmp_path, "page-frag", "vm", "20260101T000000Z-smoke1", "| x |\n|---|\n| 1 |\n", {}, {"profile": "smoke"})
     text = results_index.render(tmp_path)
     assert "No complete `quick` or `full` run yet." in text and "Latest run:" not in text
+
+
+def test_rendering_is_deterministic_whatever_the_creation_order_and_times(tmp_path):
+    runs = [("ptr-ring-reorder", "vm", "20260101T000000Z-aaaaaa", {"profile": "full"}, False),
+            ("ptr-ring-reorder", "box", "20260101T000000Z-aaaaaa", {"profile": "quick"}, False),
+            ("ptr-ring-reorder", "vm", "20260301T000000Z-cccccc", {"profile": "smoke"}, False),
+            ("page-frag", "vm", "20260201T000000Z-bbbbbb", {"profile": "full"}, True)]
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root, order in ((a, runs), (b, list(reversed(runs)))):
+        for i, (exp, host, rid, params, failed) in enumerate(order):
+            d = _run(root, exp, host, rid, "| x |\n|---|\n| 1 |\n", {"status": "complete"}, params, failed)
+            for p in [d, *d.rglob("*")]:
+                os.utime(p, ns=(i * 10**9, i * 10**9))
+    assert results_index.render(a) == results_index.render(b)
+    path = results_index.write_index(a)
+    os.utime(path, ns=(1, 1))
+    before = path.read_bytes()
+    assert results_index.write_index(a) == path
+    assert path.read_bytes() == before and path.stat().st_mtime_ns == 1   # the same bytes: not rewritten
+
+
+def _fake_execute(root, ok, complete):
+    def execute(notebook, profile="quick", host=None, parameters=None, results_root=None, timeout=None):
+        env = {"status": "complete" if complete else "interrupted"}
+        d = _run(results_root, reproduce.NOTEBOOKS[notebook], "h", "20260401T000000Z-newrun",
+                 "| new |\n|---|\n| 2 |\n", env, {"profile": profile}, failed=not ok)
+        return reproduce.Outcome(notebook, d, ok, "" if ok else "boom")
+    return execute
+
+
+@pytest.mark.parametrize("ok,complete,rewritten", [(False, True, False), (True, False, False), (True, True, True)],
+                         ids=["failed-notebook", "interrupted-run", "complete-run"])
+def test_reproduce_rewrites_the_index_only_when_it_adds_a_complete_run(tmp_path, monkeypatch, ok, complete,
+                                                                         rewritten):
+    root = tmp_path / "results"
+    _run(root, "ptr-ring-reorder", "vm", "20260101T000000Z-aaaaaa", "| old |\n|---|\n| 1 |\n",
+         {"status": "complete"}, {"profile": "full"})
+    index = results_index.write_index(root)
+    before = index.read_bytes()
+    monkeypatch.setattr(reproduce, "execute", _fake_execute(root, ok, complete))
+    logs = []
+    reproduce.reproduce("quick", only=["10-ptr-ring-reorder"], results_root=root, log=logs.append)
+    assert (index.read_bytes() != before) == rewritten
+    if rewritten:
+        assert index.read_text() == results_index.render(root) and "20260401T000000Z-newrun" in index.read_text()
+    else:
+        assert any("README.md left as it is" in m for m in logs)

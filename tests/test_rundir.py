@@ -2,8 +2,8 @@
 
 A locked folder refuses a concurrent --resume (naming the PID, adding no row); a run in
 which every trial crashed ends ``failed`` with a non-zero exit; a killed run reads as
-``interrupted`` and ``summarize`` says so first; SIGTERM exits 143 with the governor
-restored; rounds are blocks; old env.json layouts still read.
+``interrupted`` and ``summarize`` says so first; SIGTERM exits 143 and SIGHUP 129, with
+the governor restored; rounds are blocks; old env.json layouts still read.
 """
 from __future__ import annotations
 
@@ -139,7 +139,8 @@ def test_killed_run_reads_as_interrupted_and_summarize_says_so(fakebin, tmp_path
     assert rundir.RunFolder(out).status_line() == ""
 
 
-def test_sigterm_exits_143_and_restores_the_governor(fakebin, tmp_path):
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_exit_128_plus_signum_and_restore_the_governor(fakebin, tmp_path, sig, code):
     sysfs = tmp_path / "sys"
     write_topology(sysfs, Topology.fake(1, 4, 1, 1))
     add_cpufreq(sysfs, range(4), governor="powersave", boost="cpufreq", boost_enabled=True)
@@ -150,12 +151,12 @@ def test_sigterm_exits_143_and_restores_the_governor(fakebin, tmp_path):
     gov = sysfs / "devices/system/cpu/cpufreq/policy1/scaling_governor"
     _wait_rows(proc, out / "raw.csv", 2)
     assert gov.read_text().strip() == "performance"
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(30) == 143, proc.stderr.read()
+    proc.send_signal(sig)
+    assert proc.wait(30) == code, proc.stderr.read()
     proc.stderr.close()
     assert gov.read_text().strip() == "powersave"
     env = json.loads((out / "env.json").read_text())
-    assert env["status"] == "interrupted" and "SIGTERM" in env["status_reason"]
+    assert env["status"] == "interrupted" and sig.name in env["status_reason"]
     assert env["governor"]["restored"] is True
 
 

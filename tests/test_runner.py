@@ -185,12 +185,19 @@ def test_env_json_contents(fakebin, tmp_path):
     assert res.out_dir == tmp_path / "r" and not list((tmp_path / "r").glob(".*tmp"))
 
 
-def test_default_out_dir_is_new_and_under_results(fakebin, tmp_path):
+def test_default_out_dir_is_new_and_under_scratch_never_results(fakebin, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RINGLAB_SCRATCH", str(tmp_path / "elsewhere"))
     r1 = run({"variants": "batch", "modes": "0", "trials": 1, "warmup": 0}, None)
     r2 = run({"variants": "batch", "modes": "0", "trials": 1, "warmup": 0}, None)
     assert r1.out_dir != r2.out_dir
-    assert r1.out_dir.parent.parent == tmp_path / "results" / "ptr_ring"
+    assert r1.out_dir.parent.parent == tmp_path / "elsewhere" / "ptr_ring"
     assert r1.out_dir.name == r1.run_id
+    # `ringlab run` without --out too; results/ stays untouched
+    assert cli.main(["run", "ptr_ring", "-p", "profile", "smoke", "-p", "variants", "batch", "-p", "modes", "0",
+                     "-p", "trials", "1", "-p", "warmup", "0", "-p", "governor", "false", "--no-build",
+                     "--no-progress"]) == 0, capsys.readouterr().err
+    assert len(list((tmp_path / "elsewhere" / "ptr_ring").glob("*/*/raw.csv"))) == 3
+    assert not (tmp_path / "results").exists()
 
 
 def test_governor_report_recorded_with_fake_sysfs(fakebin, tmp_path, monkeypatch):

@@ -2,7 +2,7 @@
 
     ringlab run ptr_ring -p variants batch,reorder -p profile smoke
     ringlab run ptr_ring -p cflags -O3 -p cpus=1:2
-    ringlab run ptr_ring --out results/x --resume
+    ringlab run ptr_ring --out scratch/x --resume
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ def add_arguments(p):
     p.add_argument("-p", "--parameter", action=NameValue, default=[], metavar="NAME VALUE",
                    help="set a parameter, as papermill's -p (same names as the notebook's parameters "
                         "cell); also -p NAME=VALUE; VALUE may begin with '-' (-p cflags -O3)")
-    p.add_argument("--out", metavar="DIR", help="run folder (default results/EXPERIMENT/HOST/RUN-ID/)")
+    p.add_argument("--out", metavar="DIR", help="run folder (default scratch/EXPERIMENT/HOST/RUN-ID/, or under $RINGLAB_SCRATCH; "
+                        "never results/)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out DIR")
     p.add_argument("--no-build", action="store_true", help="use the binaries already in build/bin")
     p.add_argument("--progress", dest="progress", action="store_true", default=None,

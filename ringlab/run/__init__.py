@@ -156,10 +156,12 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
                    log: Callable[[str], None] | None = None, argv: list[str] | None = None) -> RunResult:
     """Run experiment ``name`` with ``params`` (raw values, parsed by Param.parse) into out_dir.
 
-    ``out_dir`` None means results/<experiment>/<host>/<run-id>/.  ``progress`` None shows a
+    ``out_dir`` None means scratch/<experiment>/<host>/<run-id>/ (``$RINGLAB_SCRATCH``).  ``progress`` None shows a
     tqdm bar only when stderr is a terminal.  Raises ParamError (bad input, nothing created),
     RunnerError, RunLockedError (folder in use), CpuBusyError (CPUs in use by another run),
-    KeyboardInterrupt / RunInterrupted (SIGINT / SIGTERM; env.json says interrupted).
+    KeyboardInterrupt / RunInterrupted (SIGINT / SIGTERM / SIGHUP; env.json says interrupted),
+    DiskFullError (raw.csv or env.json could not be written: no torn row is left, env.json says
+    interrupted when it can still be written; ``ringlab run`` exits 1).
     """
     log = log or _stderr_log
     p = prepare(name, dict(params or {}), out_dir, resume, build, log, argv)

@@ -36,8 +36,11 @@ def host_id() -> str:
 
 
 def default_out_dir(experiment: str, host: str | None = None, run_id: str | None = None) -> Path:
-    """results/<experiment>/<host>/<run-id>/ (never an existing folder)."""
-    return paths.results_dir() / experiment / (host or host_id()) / (run_id or new_run_id())
+    """scratch/<experiment>/<host>/<run-id>/ (never an existing folder): the scratch folder of
+    notebook runs made outside ``ringlab reproduce`` (``reproduce.scratch_dir``,
+    $RINGLAB_SCRATCH), so a run without --out never lands in results/ or its index."""
+    from ringlab.reproduce import scratch_dir
+    return scratch_dir() / experiment / (host or host_id()) / (run_id or new_run_id())
 
 
 @dataclass

@@ -25,7 +25,7 @@ compare-runs files; ``read_env`` returns them in the shape above.
 
 Status.  A run ends ``complete``; ``failed`` when no trial succeeded or more than
 ``FAILED_MAX_FRACTION`` of its trials crashed, failed to parse or timed out (its
-exit code is then non-zero); ``interrupted`` after SIGINT/SIGTERM; ``skipped`` when
+exit code is then non-zero); ``interrupted`` after SIGINT/SIGTERM/SIGHUP or a full disk; ``skipped`` when
 the experiment cannot run on this machine (env.json says why).  A run killed
 outright leaves ``running`` in env.json: ``RunFolder.status()`` reports it as
 ``interrupted`` when no process holds the folder's lock.
@@ -52,7 +52,7 @@ from typing import Any
 import pandas as pd
 
 from ringlab import schema
-from ringlab.errors import DataError, ParamError, RunLockedError, RunnerError
+from ringlab.errors import DataError, DiskFullError, ParamError, RunLockedError, RunnerError
 from ringlab.rundir.envjson import ENV_VERSION, RunEnv, atomic_write_json, read_env
 from ringlab.rundir.rawcsv import CsvSink, count_file, count_trials, read_done, read_raw, repair_csv
 
@@ -157,7 +157,7 @@ class RunFolder:
     While held: ``f.env`` (the env.json dict), ``f.write_env(**fields)``,
     ``f.open_csv(columns, config_keys)`` (repairs and returns the done keys),
     ``f.append(rows)``, ``f.trials``.  On exit the status is written: ``complete`` or
-    ``failed`` (``judge``), ``interrupted`` on KeyboardInterrupt, ``failed`` with the
+    ``failed`` (``judge``), ``interrupted`` on KeyboardInterrupt or DiskFullError, ``failed`` with the
     error on any other exception; the lock is released.
     """
 
@@ -200,16 +200,16 @@ class RunFolder:
                     status, reason = self.final_status, self.env.get("status_reason") or ""
                 elif et is None:
                     status, reason = judge(self.trials)
-                elif issubclass(et, KeyboardInterrupt):
+                elif issubclass(et, (KeyboardInterrupt, DiskFullError)):
                     status, reason = "interrupted", str(ev) or "interrupted"
                 else:
                     status, reason = "failed", f"{et.__name__}: {ev}"
                 self.final_status = status
                 self.env.update(status=status, status_reason=reason, ended_utc=utc_now(), trials=self.trials)
                 self.env.pop("pid", None)
-                try:
+                try:   # when even this fails, "running" with no lock held reads as interrupted
                     atomic_write_json(self.env_json, self.env)
-                except OSError:
+                except (OSError, DiskFullError):
                     pass
         finally:
             if self._sink is not None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ringlab.errors import DataError
+from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
 from ringlab.rundir.rawcsv import _decode
 
 #: version of env.json's layout (see ringlab/rundir/__init__.py)
@@ -17,14 +17,25 @@ ENV_VERSION = 2
 
 
 def atomic_write_json(path: Path, doc: dict) -> None:
-    """temp + fsync + rename: a reader (or a crash) never sees half a file."""
+    """temp + fsync + rename: a reader (or a crash) never sees half a file.  On any failure
+    the temporary file is removed and ``path`` keeps its old content; a full disk (ENOSPC,
+    EDQUOT) raises ``DiskFullError``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=2, sort_keys=False, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=2, sort_keys=False, default=str)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS:
+            raise disk_full(path, e) from None
+        raise
 
 
 # -- env.json: reading ----------------------------------------------------------------------------

@@ -7,11 +7,14 @@ was expected) and, on --resume, ``read_done``.
 Crash safety: raw.csv is opened with O_APPEND, the header goes first, and each trial's
 rows go out in one write() followed by fsync, with newlines inside fields escaped so one
 row is always one line.  A SIGKILL therefore leaves at most a torn last line, which
-``repair_csv`` truncates away before --resume reruns the trial that was in flight.
+``repair_csv`` truncates away before --resume reruns the trial that was in flight.  A full
+disk (a failed or short write) truncates the file back to its last complete row at once
+and raises ``DiskFullError``.
 """
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import math
 import os
@@ -21,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ringlab import schema
-from ringlab.errors import DataError
+from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
 
 #: integer columns that every reader relies on
 INT_COLUMNS = ("trial", "round", "iteration", "order")
@@ -47,18 +50,35 @@ class CsvSink:
     def __init__(self, path: Path, columns: list[str]):
         self.path, self.columns = path, columns
         new = not path.exists() or path.stat().st_size == 0
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         if new:
-            self._write([columns])
+            try:
+                self._write([columns])
+            except BaseException:
+                os.close(self.fd)
+                raise
 
     def _write(self, rows: list[list[str]]) -> None:
+        """All ``rows`` in one os.write, then fsync.  A failed or short write (a full disk)
+        truncates the file back to its last complete row and raises ``DiskFullError``
+        (ENOSPC, EDQUOT, or a short write) or the OSError."""
         buf = io.StringIO()
         csv.writer(buf, lineterminator="\n").writerows(rows)
         data = buf.getvalue().encode()
-        while data:  # os.write may be partial in theory; loop until all is out
+        start = os.fstat(self.fd).st_size   # the folder's lock makes this the only writer
+        try:
             n = os.write(self.fd, data)
-            data = data[n:]
-        os.fsync(self.fd)
+            if n != len(data):   # a regular file writes short only when the disk is full
+                raise OSError(errno.ENOSPC, f"only {n} of {len(data)} bytes written")
+            os.fsync(self.fd)
+        except OSError as e:
+            try:
+                os.ftruncate(self.fd, start)
+            except OSError:
+                pass   # the torn row stays; repair_csv removes it on --resume
+            if e.errno in DISK_FULL_ERRNOS:
+                raise disk_full(self.path, e) from None
+            raise
 
     def write_rows(self, rows: list[dict[str, Any]]) -> None:
         self._write([[_cell(r.get(c)) for c in self.columns] for r in rows])

@@ -5,7 +5,7 @@ so users cannot tell what was changed or get their own settings back
 (pyperf #158).  Here every knob is a ``knobs.Knob`` (show / apply / restore)
 and ``Tuning`` loops over them: it records the original values in a state file
 *before* writing anything, and puts them back on every catchable exit path
-(normal, exception, SIGINT, SIGTERM).  After a SIGKILL, ``ringlab env
+(normal, exception, SIGINT, SIGTERM, SIGHUP).  After a SIGKILL, ``ringlab env
 --restore`` (restore_saved_state) uses the state file.
 
 Restoring never overwrites a value that someone else changed after ringlab set
@@ -33,6 +33,8 @@ import threading
 from pathlib import Path
 from typing import Iterable
 
+from ringlab import paths
+from ringlab.errors import UnsafeDirError
 from ringlab.system import sysfs
 from ringlab.system.knobs import (KNOBS, NO_CPUFREQ, TARGET_GOVERNOR, Boost, CPUGovernor, Knob, Outcome,
                                   Write, online_cpus, put_back)
@@ -56,7 +58,8 @@ class StateFileError(Exception):
 
 def _write_state(path: Path, writes: list[Write]) -> None:
     """Atomically write the state file, mode 0600 whatever the umask (it is checked on reading)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # a folder only this user can write (mode 0700, checked): the file is written as root
+    paths.private_dir(path.parent, "tuning state folder", "RINGLAB_STATE_DIR")
     data = {"version": STATE_VERSION, "pid": os.getpid(),
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "sysfs_root": str(sysfs.sysfs_root()),
@@ -187,7 +190,7 @@ class Tuning:
     never raises: the reason goes into the report and the measurement goes on.
     """
 
-    HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self, cpus: Iterable[int] | None, disable_boost: bool = False,
                  state_file: str | Path | None = None):
@@ -269,9 +272,9 @@ class Tuning:
             return self.report
         try:
             _write_state(self.state_file, planned)
-        except OSError as e:
+        except (OSError, UnsafeDirError) as e:
             # Without a state file a SIGKILL would leave the machine tuned: do not touch it.
-            why = f"cannot write state file {self.state_file}: {e.strerror or e}"
+            why = f"cannot write state file {self.state_file}: {getattr(e, 'strerror', None) or e}"
             for k in self.knobs:
                 if self.report[k.name]["status"] is None:
                     self.report[k.name].update(status="failed", reason=why)
