@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
+	@echo "ringlab is installed in $(VENV)/. Put $(BIN) on PATH (ringlab, papermill, pytest) with:"
+	@echo "    . $(BIN)/activate"
 
 venv: $(STAMP)
 

@@ -234,6 +234,23 @@ def kernel_variant(spec: str, check: bool = True, cc: str = "gcc") -> KernelVari
     return KernelVariant(name=name, header=header, generation=gen, flags=compile_flags(name, header))
 
 
+#: where distributions install kernel header trees and sources
+USR_SRC = Path("/usr/src")
+
+
+def _natural(p: Path) -> list:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p))]
+
+
+def header_trees(root: Path | None = None) -> list[Path]:
+    """The kernel header trees on this machine (each a ``/usr/src/*`` folder holding
+    ``include/linux/ptr_ring.h``), newest version first: what ``ringlab env --headers`` prints
+    and what a ``PATH`` header source may name."""
+    root = Path(root) if root is not None else USR_SRC
+    found = [p.parents[2] for p in root.glob(f"*/{IN_TREE}")]
+    return sorted(found, key=_natural, reverse=True)
+
+
 def debian_header() -> Path | None:
     """The newest Debian ``linux-headers-*-common`` ptr_ring.h on this machine, if any."""
     found = sorted(Path("/usr/src").glob("linux-headers-*-common/include/linux/ptr_ring.h"),

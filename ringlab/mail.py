@@ -99,25 +99,16 @@ def _short(sha: str | None) -> str:
 
 # -- what the run was -----------------------------------------------------------------------
 def pick_baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
-    """``baseline`` if given; else env.json's ``baseline``; else the first of the run's
-    ``variants`` parameter; else the first variant in raw.csv."""
-    variants = list(dict.fromkeys(df["variant"].astype(str))) if "variant" in df.columns else []
-    if baseline:
-        if str(baseline) not in variants:
-            raise MailError(f"--baseline: {baseline!r} is not a variant of this run; allowed: "
-                            + ", ".join(sorted(variants)))
-        return str(baseline)
-    if isinstance(env.get("baseline"), str) and env["baseline"] in variants:
-        return env["baseline"]
-    listed = (env.get("parameters") or {}).get("variants")
-    if isinstance(listed, str):
-        listed = [v.strip() for v in listed.split(",")]
-    for v in listed or []:
-        if str(v) in variants:
-            return str(v)
+    """The run's baseline by the one rule of :mod:`ringlab.report.baseline` (the one summary.md
+    names); a run with a single variant compares nothing and names that variant."""
+    from ringlab.report.baseline import pick_baseline as rule, run_variants
+    variants = run_variants(df)
     if not variants:
         raise MailError("RUN: raw.csv has no variant column or no rows; nothing to compare")
-    return variants[0]
+    if baseline and str(baseline) not in variants:
+        raise MailError(f"--baseline: {baseline!r} is not a variant of this run; allowed: "
+                        + ", ".join(sorted(variants)))
+    return rule(df, env, baseline) or variants[0]
 
 
 def _machine(env: dict) -> list[tuple[str, str]]:

@@ -253,6 +253,12 @@ def _show(shape: list[str], limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+#: raw.csv columns that pick a different program for each value, by design: a multi-ring
+#: ringtest run measures one binary per ring (``ring``), so a variant there has one binary per
+#: ring, and only two binaries for the same ring mean a rebuild during the run.
+PROGRAM_COLUMNS = ("ring",)
+
+
 def check(run_dir: str | Path) -> dict[str, Any]:
     """Per variant: binaries (sha256), source set, measured command, first/last measurement;
     per pair: "same code" or "different code", with the evidence."""
@@ -265,11 +271,15 @@ def check(run_dir: str | Path) -> dict[str, Any]:
     name_by_sha = {v.get("sha256"): k for k, v in used.items() if isinstance(v, dict)}
     rows = _rows(run_dir)
     variants: dict[str, dict[str, Any]] = {}
+    per_arm: dict[str, dict[tuple, set]] = {}
     for r in rows:
         v = variants.setdefault(r["variant"], {"sha256": [], "first": None, "last": None, "rows": 0, "ok_rows": 0})
         sha = _text(r.get("binary_sha256"))
         if sha and sha not in v["sha256"]:
             v["sha256"].append(sha)
+        if sha:
+            arm = tuple(_text(r.get(c)) for c in PROGRAM_COLUMNS if _text(r.get(c)))
+            per_arm.setdefault(r["variant"], {}).setdefault(arm, set()).add(sha)
         ts = _text(r.get("timestamp"))
         if ts:
             v["first"] = ts if v["first"] is None or ts < v["first"] else v["first"]
@@ -292,8 +302,14 @@ def check(run_dir: str | Path) -> dict[str, Any]:
         v["command"] = next(iter(shapes.values()), None)
         v["command_source"] = cmd_from if shapes else None
         v["_shapes"] = shapes
-        if len(v["sha256"]) > 1:
-            problems.append(f"variant {name}: {len(v['sha256'])} different binaries during one run "
+        arms = per_arm.get(name) or {}
+        rebuilt = [(arm, shas) for arm, shas in arms.items() if len(shas) > 1]
+        if len(arms) > 1:
+            # one program per arm by design (ringtest's rings): different binaries are expected
+            v["programs"] = {" ".join(arm) or "-": sorted(shas) for arm, shas in arms.items()}
+        for arm, shas in rebuilt:
+            where = f" ({', '.join(arm)})" if len(arms) > 1 else ""
+            problems.append(f"variant {name}{where}: {len(shas)} different binaries during one run "
                             "(rebuilt mid-run?)")
         if not v["sha256"]:
             problems.append(f"variant {name}: no binary sha256 recorded")

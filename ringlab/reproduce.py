@@ -85,6 +85,17 @@ def _resolve_only(only: list[str] | None) -> list[str]:
     return [n for n in NOTEBOOKS if n in out]  # keep canonical order
 
 
+def error_line(e: BaseException) -> str:
+    """One line for a failed notebook: a bad parameter (the notebook's validation cell raised
+    ParamError or DataError) is its message alone, ``ParamError: parameter 'modes': ...;
+    allowed: ...``; anything else is the exception's type and the last line of its text."""
+    ename, evalue = getattr(e, "ename", None), getattr(e, "evalue", None)
+    if ename in ("ParamError", "DataError") and evalue:
+        return f"{ename}: {' '.join(str(evalue).split())}"
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[-1] if text else ''}"
+
+
 def execute(notebook: str, profile: str = "quick", host: str | None = None,
             parameters: dict | None = None, results_root: Path | None = None,
             timeout: int | None = None) -> Outcome:
@@ -111,7 +122,7 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
                             cwd=str(paths.NOTEBOOKS), progress_bar=False, log_output=False,
                             execution_timeout=timeout or EXECUTION_TIMEOUT[profile])
     except Exception as e:  # PapermillExecutionError, DeadKernelError, timeouts ...
-        ok, err = False, f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
+        ok, err = False, error_line(e)
     finally:
         if staging.exists():
             run_dir.mkdir(parents=True, exist_ok=True)

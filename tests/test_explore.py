@@ -252,3 +252,16 @@ def test_an_unreadable_raw_csv_is_skipped_with_its_reason(results):
     assert set(df["results_experiment"]) == {"ptr-ring-reorder"}
     assert list(runs.skipped) == ["page-frag/hostB/20260101T120000Z-dddddd"]
     assert str(bad) in runs.skipped["page-frag/hostB/20260101T120000Z-dddddd"]
+
+
+def test_env_is_a_read_only_mapping(results):
+    from collections.abc import Mapping
+    run = ringlab.open(results / "ptr-ring-reorder")
+    env = run.env
+    assert isinstance(env, Mapping) and "host" in env and "no such key" not in env
+    d = dict(env)
+    assert d == env.doc and d["host"] == env["host"] == env.get("host")
+    assert set(env.keys()) == set(env.doc) and len(env) == len(env.doc)
+    assert env.parameters == env.doc.get("parameters", {}) and env.status == env.doc.get("status")
+    with pytest.raises(TypeError):
+        env["host"] = "other"                         # read-only

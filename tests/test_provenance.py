@@ -216,3 +216,37 @@ def test_same_header_content_at_two_paths_is_same_code(tmp_path, monkeypatch):
         assert p["code"] == "different code" and p["different_sources"] is True
         assert "<kernel header>" in p["differing_sources"]
     assert c["variants"]["a"]["source_sha256"] == c["variants"]["b"]["source_sha256"]
+
+
+def _ringtest_run(tmp_path: Path, rebuilt: bool = False) -> Path:
+    """A two-tree, two-ring ringtest run: one binary per (tree, ring), as the experiment builds them."""
+    d = tmp_path / "ringtest"
+    d.mkdir()
+    sha = {(t, r): hashlib.sha256(f"{t}-{r}".encode()).hexdigest()
+           for t in ("old", "new") for r in ("ptr_ring", "virtio_ring_0_9")}
+    env = {"run_id": "r", "experiment": "ringtest", "host": "h", "status": "complete",
+           "parameters": {"rings": ["ptr_ring", "virtio_ring_0_9"]}}
+    (d / "env.json").write_text(json.dumps(env))
+    cols = ["run_id", "experiment", "host", "variant", "ring", "trial", "status", "timestamp",
+            "binary_sha256", "ns_per_op"]
+    lines = [",".join(cols)]
+    for i, ((t, r), s) in enumerate(sorted(sha.items())):
+        for trial in (0, 1):
+            if rebuilt and (t, r) == ("new", "ptr_ring") and trial == 1:
+                s = "ee" * 32
+            lines.append(",".join(["r", "ringtest", "h", t, r, str(trial), "ok",
+                                   f"2026-01-01T00:00:{i}{trial}Z", s, "25.0"]))
+    (d / "raw.csv").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def test_multi_ring_ringtest_is_not_a_mid_run_rebuild(tmp_path):
+    c = provenance.check(_ringtest_run(tmp_path))
+    assert not [p for p in c["problems"] if "rebuilt mid-run" in p], c["problems"]
+    assert set(c["variants"]["old"]["programs"]) == {"ptr_ring", "virtio_ring_0_9"}
+
+
+def test_rebuild_of_one_ring_is_still_flagged(tmp_path):
+    c = provenance.check(_ringtest_run(tmp_path, rebuilt=True))
+    flagged = [p for p in c["problems"] if "rebuilt mid-run" in p]
+    assert flagged == ["variant new (ptr_ring): 2 different binaries during one run (rebuilt mid-run?)"]

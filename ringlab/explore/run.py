@@ -128,7 +128,8 @@ class Run:
 
     @property
     def baseline(self) -> str | None:
-        """The report's default baseline: env.json's, else raw.csv's first variant (None: one variant)."""
+        """The run's baseline, the one summary.md and ``ringlab mail`` name (the rule of
+        :mod:`ringlab.report.baseline`); None for a run with a single variant."""
         from ringlab.report import pick_baseline
         return pick_baseline(self.raw_all, self.env.doc, None)
 

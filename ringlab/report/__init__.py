@@ -24,6 +24,7 @@ import pandas as pd
 from ringlab import fmt, schema
 from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
+from ringlab.report.baseline import pick_baseline
 from ringlab.report.rundata import read_run
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
 from ringlab.stats.compare import method_text
@@ -64,17 +65,6 @@ def pick_metric(df: pd.DataFrame, metric: str | None = None) -> str:
             return m
     raise StatsError("metric: raw.csv has no values in ns_per_op, elapsed_us or elapsed_ns; "
                      "pass metric=<column>")
-
-
-def pick_baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str | None:
-    """``baseline`` if given, else env.json's ``baseline``, else the first variant in raw.csv."""
-    if baseline:
-        return str(baseline)
-    if isinstance(env.get("baseline"), str):
-        return env["baseline"]
-    vs = list(dict.fromkeys(df["variant"].astype(str))) if "variant" in df.columns else []
-    return vs[0] if len(vs) > 1 else None
-
 
 
 def excluded_text(df: pd.DataFrame, meas: pd.DataFrame, excluded: dict, metric: str) -> str:
@@ -139,7 +129,6 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
     # `ringlab summarize` then renders the same summary.md.
     asked = env.get("report") if isinstance(env.get("report"), dict) else {}
     metric = metric or asked.get("metric")
-    baseline = baseline or asked.get("baseline")
     labels = labels if labels is not None else asked.get("labels")
     patched = patched or asked.get("patched")
     metric = pick_metric(df, metric)

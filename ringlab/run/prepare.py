@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import secrets
 import tempfile
 from dataclasses import dataclass
@@ -29,6 +30,18 @@ from ringlab.system import envinfo
 def new_run_id() -> str:
     """UTC timestamp plus a random suffix: sortable, and two runs in one second do not clash."""
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+#: a run id as new_run_id makes them: UTC start time, "-", a random hex suffix
+RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]+$")
+
+
+def run_id_for(out_dir: Path | None) -> str:
+    """One run id per run: the run folder's name when it is a run id (the folder
+    ``ringlab reproduce`` and the notebooks name <experiment>/<host>/<run-id>), else a new one."""
+    if out_dir is not None and RUN_ID_RE.match(Path(out_dir).name):
+        return Path(out_dir).name
+    return new_run_id()
 
 
 def host_id() -> str:
@@ -221,7 +234,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         run_id = prev.get("run_id") or out_dir.name
     else:
         values = exp_cls.resolve(params)
-        run_id = new_run_id()
+        run_id = run_id_for(out_dir)
         out_dir = Path(out_dir) if out_dir is not None else default_out_dir(name, host_id(), run_id)
         check_out_dir(out_dir, resume=False)
     host = prev.get("host") or host_id()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,12 @@ def atomic_write_json(path: Path, doc: dict) -> None:
 
 
 # -- env.json: reading ----------------------------------------------------------------------------
-@dataclass
-class RunEnv:
-    """env.json of a run folder in the current layout (older layouts converted)."""
+@dataclass(eq=False)
+class RunEnv(Mapping):
+    """env.json of a run folder in the current layout (older layouts converted).
+
+    A read-only mapping of env.json's top-level keys: ``env["host"]``, ``"host" in env``,
+    ``dict(env)``, ``env.keys()``; ``doc`` is the dict itself."""
     path: Path
     version: int
     kind: str
@@ -52,6 +56,22 @@ class RunEnv:
 
     def __getitem__(self, key: str) -> Any:
         return self.doc[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.doc)
+
+    def __len__(self) -> int:
+        return len(self.doc)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.doc
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RunEnv):
+            return (self.path, self.version, self.kind, self.doc) == (other.path, other.version, other.kind, other.doc)
+        return Mapping.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
 
     @property
     def status(self) -> str | None:
