@@ -84,6 +84,21 @@ static int rl_aborted(struct rl_ctx *c)
 	return __atomic_load_n(&c->abort, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Code layout of this build: RINGLAB_LAYOUT_PAD bytes of code that never runs,
+ * emitted ahead of the measured regions, so that a layout seed moves them (and
+ * the ring code inlined into them) to another address and alignment without
+ * changing one executed instruction.  0 or undefined: no pad.
+ */
+#if defined(RINGLAB_LAYOUT_PAD) && RINGLAB_LAYOUT_PAD > 0
+#define RL_STR_(x) #x
+#define RL_STR(x) RL_STR_(x)
+__attribute__((used, noinline, cold)) void rl_layout_pad(void)
+{
+	__asm__ volatile(".skip " RL_STR(RINGLAB_LAYOUT_PAD));
+}
+#endif
+
 /* ---- measured regions (callgrind: --toggle-collect='rl_measured_*') ---- */
 
 /* Mode 0: one thread, produce then consume, N times.  Returns the index of
@@ -431,6 +446,11 @@ int rl_bench_check(const struct rl_bench_opts *o, char *err, size_t errlen)
 			 o->barrier_timeout_s, RL_BARRIER_TIMEOUT_S);
 		return RL_BENCH_EINVAL;
 	}
+	if (o->ring_offset < 0 || o->ring_offset > RL_MAX_RING_OFFSET || o->ring_offset % 64) {
+		snprintf(err, errlen, "--ring-offset %d: allowed: a multiple of 64 in [0, %d]",
+			 o->ring_offset, RL_MAX_RING_OFFSET);
+		return RL_BENCH_EINVAL;
+	}
 	if (o->repeats < 1 || o->repeats > 1000000) {
 		snprintf(err, errlen, "-r (repeats) %d: allowed: an integer in [1, 1000000]", o->repeats);
 		return RL_BENCH_EINVAL;
@@ -532,6 +552,7 @@ int rl_bench_run(const struct rl_bench_opts *o, struct rl_bench_result *res,
 	struct rl_ctx *c;
 	pthread_t th[2];
 	struct ptr_ring *r = NULL;
+	void *page = NULL, *spacer = NULL;
 	int n, rc, started = 0;
 
 	if (errlen)
@@ -557,15 +578,24 @@ int rl_bench_run(const struct rl_bench_opts *o, struct rl_bench_result *res,
 	}
 
 	c = calloc(1, sizeof(*c));
-	/* The ring gets its own cache lines, like the seed's static aligned one. */
-	if (!c || posix_memalign((void **)&r, 64, sizeof(*r))) {
+	/*
+	 * The ring gets its own cache lines, like the seed's static aligned one,
+	 * ring_offset bytes into a page.  A spacer of the same size is allocated
+	 * just before ptr_ring_init, so the slot array moves through the heap
+	 * too.  Neither is touched inside the measured loops.
+	 */
+	if (!c || posix_memalign(&page, 4096, (size_t)o->ring_offset + sizeof(*r)) ||
+	    !(spacer = malloc((size_t)o->ring_offset + 1))) {
+		free(page);
 		free(c);
 		snprintf(err, errlen, "out of memory allocating the ring");
 		return RL_BENCH_FAIL;
 	}
+	r = (struct ptr_ring *)((char *)page + o->ring_offset);
 	memset(r, 0, sizeof(*r));
 	if (ptr_ring_init(r, o->size, 0)) {
-		free(r);
+		free(spacer);
+		free(page);
 		free(c);
 		snprintf(err, errlen, "ptr_ring_init(size=%d) failed: out of memory", o->size);
 		return RL_BENCH_FAIL;
@@ -642,7 +672,8 @@ out:
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	ptr_ring_cleanup(r, NULL);
-	free(r);
+	free(spacer);
+	free(page);
 	free(c);
 	return rc;
 }
@@ -679,10 +710,10 @@ char *rl_bench_json(const struct rl_bench_opts *o, const struct rl_bench_result 
 		fputs("null", f);
 	else
 		fprintf(f, "%d", res->batch);
-	fprintf(f, ", \"count\": %lld, \"lock\": %s, \"repeats\": %d, "
+	fprintf(f, ", \"count\": %lld, \"lock\": %s, \"repeats\": %d, \"ring_offset\": %d, "
 		"\"cpu_req_producer\": %d, \"cpu_req_consumer\": %d, "
 		"\"ctx_voluntary\": %lld, \"ctx_involuntary\": %lld, \"iterations\": [",
-		o->count, o->lock ? "true" : "false", o->repeats, o->cpu_producer,
+		o->count, o->lock ? "true" : "false", o->repeats, o->ring_offset, o->cpu_producer,
 		o->mode == 0 ? -1 : o->cpu_consumer, res->ctx_voluntary, res->ctx_involuntary);
 	for (int k = 0; k < res->n_iters; k++) {
 		const struct rl_bench_iter *it = &res->iters[k];

@@ -23,6 +23,9 @@
  * peer (once it has started to yield) before the run is aborted. */
 #define RL_BARRIER_TIMEOUT_S 60
 
+/* --ring-offset: the ring struct stays cache-line aligned, anywhere in a page. */
+#define RL_MAX_RING_OFFSET 4032
+
 /* Return codes of rl_bench_run. */
 #define RL_BENCH_OK      0
 #define RL_BENCH_FAIL    1	/* order violation, ring not empty, system error */
@@ -39,6 +42,9 @@ struct rl_bench_opts {
 	int cpu_consumer;	/* -1: not pinned (modes 1, 2 only) */
 	const char *counters;	/* NULL/"all", "none", or "cycles,task_clock" */
 	int barrier_timeout_s;	/* 0: RL_BARRIER_TIMEOUT_S; else 1 .. 86400 */
+	int ring_offset;	/* per-trial data layout: bytes, a multiple of 64 in
+				 * [0, RL_MAX_RING_OFFSET], of the ring struct within
+				 * its page; the slot array moves by as much */
 };
 
 struct rl_bench_iter {

@@ -23,12 +23,14 @@
 
 static const char *prog = "ptr_ring_test";
 
+#define RING_OFFSET_ALLOWED "a multiple of 64 in [0, 4032] (bytes into a page)"
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s [-s SIZE] [-m MODE] [-N COUNT] [-p CPU] [-c CPU] [-b BATCH] [-l]\n"
 		"          [-r REPEATS] [--counters LIST|none] [--json] [--barrier-timeout S]\n"
-		"          [--selftest]\n"
+		"          [--ring-offset BYTES] [--selftest]\n"
 		"  -s SIZE     ring size, 2..10000000 (default 1000)\n"
 		"  -m MODE     0 simple (one thread), 1 spsc, 2 near-full (default 0)\n"
 		"  -N COUNT    items per timed loop, 1..1000000000000 (default 1000000)\n"
@@ -43,6 +45,8 @@ static void usage(FILE *f)
 		"  --json      print one JSON object instead of the seed's lines\n"
 		"  --barrier-timeout S  abort when a thread waits longer than S seconds for\n"
 		"              its peer at a barrier, 1..86400 (default 60)\n"
+		"  --ring-offset BYTES  place the ring BYTES into its page, a multiple of 64\n"
+		"              in [0, 4032] (default 0); the slot array moves as much\n"
 		"  --selftest  run the full/empty/FIFO unit test and exit\n"
 		"variant: %s\n", prog, rl_bench_variant());
 }
@@ -91,6 +95,7 @@ int main(int argc, char **argv)
 		{ "counters", required_argument, NULL, 'C' },
 		{ "selftest", no_argument, NULL, 'T' },
 		{ "barrier-timeout", required_argument, NULL, 'B' },
+		{ "ring-offset", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -153,6 +158,14 @@ int main(int argc, char **argv)
 				return 2;
 			o.barrier_timeout_s = (int)v;
 			break;
+		case 'O':
+			if (parse_ll("--ring-offset", optarg, 0, RL_MAX_RING_OFFSET, RING_OFFSET_ALLOWED, &v))
+				return 2;
+			if (v % 64)
+				return bad_arg("--ring-offset: invalid value '%s'; allowed: %s", optarg,
+					       RING_OFFSET_ALLOWED);
+			o.ring_offset = (int)v;
+			break;
 		case 'J':
 			json = 1;
 			break;
@@ -169,9 +182,9 @@ int main(int argc, char **argv)
 		default:
 			if (optopt)
 				return bad_arg("unknown option -%c%s", optopt,
-					       "; allowed: -s -m -N -p -c -b -l -r --counters --json --barrier-timeout --selftest");
+					       "; allowed: -s -m -N -p -c -b -l -r --counters --json --barrier-timeout --ring-offset --selftest");
 			return bad_arg("unknown option %s%s", argv[optind - 1],
-				       "; allowed: -s -m -N -p -c -b -l -r --counters --json --barrier-timeout --selftest");
+				       "; allowed: -s -m -N -p -c -b -l -r --counters --json --barrier-timeout --ring-offset --selftest");
 		}
 	}
 	if (optind < argc)
