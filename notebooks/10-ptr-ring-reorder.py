@@ -55,7 +55,7 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 # name and the allowed values.
 
 # %%
-from ringlab import notebook as rn
+from ringlab.lab import notebook as rn
 
 P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=sizes,
               count=count or None, trials=trials or None,

@@ -42,7 +42,7 @@ out_dir: str = ""  # run folder; empty: scratch/ptr-ring-batch-zeroing/<host>/<r
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
-from ringlab import notebook as rn
+from ringlab.lab import notebook as rn
 
 P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=sizes,
               batch=batch, count=count or None, trials=trials or None,

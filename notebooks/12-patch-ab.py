@@ -85,8 +85,9 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 # without a distro headers package stops with a message that says what to pass.
 
 # %%
-from ringlab import mail, patches
-from ringlab import notebook as rn
+from ringlab.report import mail
+from ringlab.sources import patches
+from ringlab.lab import notebook as rn
 
 AB = patches.plan_ab(base, patch, control=control)
 P = rn.params("ptr_ring", profile=profile, variants=AB.variants, modes=modes, sizes=sizes,

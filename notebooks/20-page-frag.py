@@ -41,7 +41,7 @@ out_dir: str = ""  # run folder; empty: scratch/page-frag/<host>/<run-id> (ringl
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
-from ringlab import notebook as rn
+from ringlab.lab import notebook as rn
 
 P = rn.params("page_frag", profile=profile, variants=variants, aligns=aligns, alloc_lens=alloc_lens,
               nr_test=nr_test or None, trials=trials or None,

@@ -39,7 +39,7 @@ out_dir: str = ""  # run folder; empty: scratch/perf-ring-buffer/<host>/<run-id>
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
-from ringlab import notebook as rn
+from ringlab.lab import notebook as rn
 
 P = rn.params("perf_rb", profile=profile, variants=variants, placements=placements,
               count=count or None, trials=trials or None,

@@ -18,7 +18,7 @@ _EXPLORE = ("open", "open_all")
 
 def __getattr__(name: str):
     if name in _EXPLORE:
-        from ringlab import explore
+        from ringlab.studies import explore
         return getattr(explore, name)
     raise AttributeError(f"module 'ringlab' has no attribute {name!r}")
 

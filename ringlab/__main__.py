@@ -1,5 +1,5 @@
 import sys
 
-from ringlab.cli import main
+from ringlab.lab.cli import main
 
 sys.exit(main())

@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab import kmod, kmod_perf
+from ringlab.experiments.tools import kmod
+from ringlab.experiments.tools import kmod_perf
 from ringlab.experiments import get
 from ringlab.experiments.base import ParamError
 from ringlab.runner import RunnerError, run_experiment, sha256_file
@@ -274,7 +275,7 @@ def test_refusals_before_any_trial(fk, monkeypatch, tmp_path):
 def test_this_machine_says_why_it_cannot_load_modules_or_that_it_can():
     reasons = kmod.machine_reasons()
     assert all(isinstance(r, str) and r for r in reasons)
-    out = subprocess.run([sys.executable, "-m", "ringlab.kmod", "check"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "ringlab.experiments.tools.kmod", "check"], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.stdout.startswith("kernel modules: ")
     assert (out.returncode == 0) == (not reasons)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import cli, provenance, runner
+from ringlab import runner
+from ringlab.lab import cli
+from ringlab.report import provenance
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
@@ -86,7 +88,7 @@ def test_same_binary_flagged(tmp_path, monkeypatch):
     (build / "bin").mkdir(parents=True)
     fake.install(str(build / "bin"), sys.executable, variants=("batch",))
     shutil.copy(build / "bin" / "ptr_ring_test-batch", build / "bin" / "ptr_ring_test-reorder")
-    from ringlab import binaries
+    from ringlab.build import binaries
     binaries.declare_built(["ptr_ring_test-reorder"], out_dir=build / "bin")
     monkeypatch.setenv("RINGLAB_BUILD", str(build))
     res = runner.run_experiment("ptr_ring", {"profile": "smoke", "cpus": "none", "governor": "false",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from ringlab import results_index
+from ringlab.lab import results_index
 
 
 def _run(root, exp, host, run_id, summary="", env=None, nb_params=None, failed=False):

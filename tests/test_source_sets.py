@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import binaries as BIN
-from ringlab import build as B
+from ringlab.build import binaries as BIN
+from ringlab.build import driver as B
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
 MAIN = DATA / "team_mainline"

@@ -42,7 +42,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ringlab import kmod
+from ringlab.experiments.tools import kmod
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -29,7 +29,8 @@ import math
 import re
 from typing import Any
 
-from ringlab import kernel_tests, kernel_tree
+from ringlab.experiments.tools import kernel_tests
+from ringlab.sources import kernel_tree
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
 
 DEFAULT_TREE = "debian:linux-source-6.1"

@@ -89,7 +89,7 @@ class RunContext:
 
     def record_command(self, spec, argv: list[str], measured_binary: str) -> None:
         """Keep the argv shape (``provenance.command_shape``) of each variant and configuration once."""
-        from ringlab.provenance import command_shape
+        from ringlab.report.provenance import command_shape
         row = {k: v for k, v in spec.config.items() if k != "variant"}
         row.update(cpu_req_producer=spec.cpus[0], pair_class=spec.pair_class)
         items = self.measured_commands.setdefault(str(spec.config.get("variant")), [])

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ringlab import __version__, build as build_mod, paths, provenance, schema
+from ringlab import __version__, paths, schema
+from ringlab.build import driver as build_mod
+from ringlab.report import provenance
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
@@ -132,7 +134,7 @@ class NotBuiltError(RunnerError):
 def _check_built(exp, values) -> dict[str, Any]:
     """Without a build: every binary this run measures must be the one built from the
     source set it asks for (``ringlab.binaries.check_binaries``); never a stale one."""
-    from ringlab import binaries
+    from ringlab.build import binaries
     try:
         info = binaries.check_binaries(**exp.build_args(values),
                                        only=list(exp.needed_binaries(values))).to_dict()

@@ -166,7 +166,7 @@ def collect(probe_counters: bool = True, interval: float = 0.25) -> dict:
 
 def _kmod() -> dict:
     """Kernel modules: can they be loaded here, and did a ringlab kmod trial leave one loaded?"""
-    from ringlab import kmod
+    from ringlab.experiments.tools import kmod
     reasons = kmod.machine_reasons()
     return {"loadable": not reasons, "reason": "; ".join(reasons) or None, "left_loaded": kmod.leftovers()}
 
@@ -314,7 +314,7 @@ def format_text(info: dict) -> str:
     if km is not None:
         sec("Kernel modules")
         item("loading", "OK" if km["loadable"] else _na(km["reason"]))
-        from ringlab.kmod import leftover_text
+        from ringlab.experiments.tools.kmod import leftover_text
         for line in leftover_text(km["left_loaded"]):
             item("LEFT LOADED", line)
 

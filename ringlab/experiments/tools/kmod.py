@@ -1,0 +1,483 @@
+"""In-kernel test modules (seed 002's ``page_frag_test.ko``): checks, one trial, unload on every path.
+
+A test module runs its test in its init function and prints the result to the
+kernel log, e.g. seed 002's::
+
+    51200000 of iterations for non-aligned testing took: 3400417us
+
+One trial is ``insmod MODULE ARGS`` (init runs the test; insmod returns when
+it is done), the result line read from the kernel log, then ``rmmod``.  This
+module owns all of that; ``ringlab.experiments.kmod`` only plans trials.
+
+* ``refusal_reasons()`` says, before any trial, why modules cannot be loaded
+  here: not root, insmod/rmmod/modinfo missing, a kernel without module
+  support, ``/proc/sys/kernel/modules_disabled`` = 1, a missing module file, or
+  a module built for another kernel (``modinfo -F vermagic`` against
+  ``uname -r``).
+* ``KernelLog`` reads ``/dev/kmsg`` from its end at the time the trial starts,
+  so only lines written after that are matched (``RINGLAB_KMSG`` points at
+  another file in tests).
+* ``python -m ringlab.kmod trial ...`` is the trial process.  It loads the
+  module in try/finally and turns SIGTERM, SIGINT and SIGHUP into an
+  exception, so the module is unloaded on those paths; it also starts a
+  guardian (``python -m ringlab.kmod guard``) in its own session, holding the
+  read end of a pipe.  When the trial process dies without saying "done" (the
+  runner's timeout kills its process group with SIGKILL), the guardian sees
+  end-of-file, waits for the module's init to finish, and unloads it.
+  Before loading, each trial records itself in ``$RINGLAB_STATE_DIR/kmod/``
+  (default ``~/.cache/ringlab/kmod/``); the record goes once the module is
+  unloaded, so ``ringlab env`` can report a module left loaded after a crash
+  (``leftovers()``).
+
+Loaded modules are read from ``/proc/modules`` (``RINGLAB_PROC_MODULES``
+overrides it in tests).  Everything runs as argv lists; nothing goes through a
+shell.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import errno
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: seed 002's result line (page_frag_test.ko): "N of iterations for aligned|non-aligned testing took: Xus"
+DEFAULT_PATTERN = r"(?P<items>\d+) of iterations for (?P<label>[\w-]+) testing took: ?(?P<us>\d+) ?us"
+TOOLS = ("insmod", "rmmod", "modinfo")
+#: how long a trial waits for a module left by the previous trial (its guardian unloading it)
+WAIT_LEFTOVER_S = 10.0
+#: how long a guardian keeps trying to unload (a module whose init never returns cannot be)
+GUARD_LIMIT_S = 900.0
+RMMOD_TRIES = 20
+
+
+# -- where things are -----------------------------------------------------------------------
+def _procfs() -> Path:
+    try:
+        from ringlab.system.sysfs import procfs_root
+        return Path(procfs_root())
+    except ImportError:  # pragma: no cover
+        return Path(os.environ.get("RINGLAB_PROCFS", "/proc"))
+
+
+def kmsg_path() -> Path:
+    return Path(os.environ.get("RINGLAB_KMSG") or "/dev/kmsg")
+
+
+def modules_path() -> Path:
+    return Path(os.environ.get("RINGLAB_PROC_MODULES") or _procfs() / "modules")
+
+
+def state_dir() -> Path:
+    d = os.environ.get("RINGLAB_STATE_DIR")
+    return (Path(d) if d else Path.home() / ".cache" / "ringlab") / "kmod"
+
+
+def module_name(path) -> str:
+    """The kernel's name for a module file: its stem with '-' as '_'."""
+    name = Path(path).name
+    for suf in (".ko.xz", ".ko.zst", ".ko.gz", ".ko"):
+        if name.endswith(suf):
+            name = name[: -len(suf)]
+            break
+    return name.replace("-", "_")
+
+
+def find_module(tree, name: str) -> Path | None:
+    """NAME.ko below a kernel tree (e.g. tools/testing/selftests/mm/page_frag/page_frag_test.ko)."""
+    hits = sorted(Path(tree).expanduser().rglob(f"{name}.ko"))
+    return hits[0].resolve() if hits else None
+
+
+# -- checks -----------------------------------------------------------------------------------
+def modinfo(path, field: str) -> str | None:
+    exe = shutil.which("modinfo")
+    if exe is None:
+        return None
+    try:
+        r = subprocess.run([exe, "-F", field, str(path)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def machine_reasons(euid: int | None = None) -> list[str]:
+    """Why no module can be loaded on this machine (empty when modules can be)."""
+    out = []
+    if (os.geteuid() if euid is None else euid) != 0:
+        out.append("not root: loading a kernel module needs root (CAP_SYS_MODULE); run with sudo")
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        out.append(f"{', '.join(missing)} not found on PATH (install kmod)")
+    disabled = _procfs() / "sys" / "kernel" / "modules_disabled"
+    try:
+        if disabled.read_text().strip() == "1":
+            out.append(f"module loading is disabled ({disabled} = 1; only a reboot re-enables it)")
+    except OSError:
+        if not modules_path().exists():
+            out.append(f"this kernel has no loadable-module support (no {disabled}, no {modules_path()})")
+    return out
+
+
+def module_reasons(path, release: str | None = None) -> list[str]:
+    """Why this module file cannot be loaded into the running kernel (empty when it can)."""
+    p = Path(path)
+    if not p.is_file():
+        return [f"module file {p} does not exist"]
+    release = release or os.uname().release
+    vermagic = modinfo(p, "vermagic")
+    if vermagic is None:
+        return [f"modinfo could not read {p} (not a kernel module?)"]
+    built_for = vermagic.split()[0] if vermagic.split() else ""
+    if built_for != release:
+        return [f"{p.name} was built for kernel {built_for or '(no vermagic)'} but this kernel is {release} "
+                f"(vermagic {vermagic!r}); rebuild it against this kernel's tree"]
+    return []
+
+
+def refusal_reasons(paths, euid: int | None = None, release: str | None = None) -> list[str]:
+    """Every reason not to start (machine first, then each module)."""
+    out = machine_reasons(euid)
+    for p in paths:
+        out += module_reasons(p, release)
+    return out
+
+
+def cannot_run_reasons(module: str = "") -> list[str]:
+    """Why a kmod run of ``module`` (a .ko path; empty: none chosen yet) cannot happen here."""
+    if not str(module or "").strip():
+        return ["no module given: set it to a page_frag_test.ko built for this kernel"] + machine_reasons()
+    return refusal_reasons([module])
+
+
+# -- loaded modules ---------------------------------------------------------------------------
+def module_state(name: str) -> str | None:
+    """``Live`` / ``Loading`` / ``Unloading`` from /proc/modules, or None when not loaded."""
+    try:
+        text = modules_path().read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        f = line.split()
+        if f and f[0] == name:
+            return f[4] if len(f) > 4 else "Live"
+    return None
+
+
+def rmmod(name: str, tries: int = RMMOD_TRIES, pause: float = 0.1) -> tuple[bool, str]:
+    """Unload ``name``; retried while the module is still starting or busy."""
+    exe = shutil.which("rmmod") or "rmmod"
+    msg = ""
+    for _ in range(max(1, tries)):
+        if module_state(name) is None:
+            return True, ""
+        if module_state(name) == "Live":
+            try:
+                r = subprocess.run([exe, name], capture_output=True, text=True, timeout=60)
+                msg = (r.stderr or r.stdout).strip()
+            except (OSError, subprocess.TimeoutExpired) as e:
+                msg = str(e)
+        if module_state(name) is None:
+            return True, ""
+        time.sleep(pause)
+    return module_state(name) is None, msg or f"{name} still {module_state(name)}"
+
+
+# -- the kernel log -------------------------------------------------------------------------
+class KernelLog:
+    """Kernel log records written after construction.
+
+    ``/dev/kmsg`` hands out one record per read (``prio,seq,usec,flags;text``)
+    and SEEK_END skips everything already there; EPIPE means records were
+    overwritten before we read them (skipped, noted).  A plain file (tests)
+    works the same way: we read from its end at construction time."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path or kmsg_path())
+        self.fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        os.lseek(self.fd, 0, os.SEEK_END)
+        self.lost = 0
+
+    def read_new(self) -> list[str]:
+        chunks: list[bytes] = []
+        while True:
+            try:
+                data = os.read(self.fd, 8192)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                if e.errno == errno.EPIPE:
+                    self.lost += 1
+                    continue
+                raise
+            if not data:
+                break
+            chunks.append(data)
+        out = []
+        for line in b"".join(chunks).decode(errors="replace").splitlines():
+            if not line or line.startswith(" "):
+                continue  # continuation lines (" SUBSYSTEM=...") carry no text
+            head, sep, text = line.partition(";")
+            out.append(text if sep and re.fullmatch(r"\d+,\d+,\d+,[^;]*", head) else line)
+        return out
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def parse_results(lines: list[str], pattern: str = DEFAULT_PATTERN) -> list[dict]:
+    """Matches of the result pattern: {"items", "label", "us", "line"} each.
+
+    ``items`` and ``us`` are the named groups (a custom pattern needs ``us``;
+    ``items`` and ``label`` are optional)."""
+    rx = re.compile(pattern)
+    out = []
+    for ln in lines:
+        m = rx.search(ln)
+        if m:
+            g = m.groupdict()
+            out.append({"items": int(g["items"]) if g.get("items") else None,
+                        "label": g.get("label") or "", "us": float(g["us"]), "line": ln.strip()})
+    return out
+
+
+# -- state records (for `ringlab env`) ----------------------------------------------------------
+def _record_path(name: str, pid: int) -> Path:
+    return state_dir() / f"{name}.{pid}.json"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def leftovers() -> list[dict]:
+    """Modules a ringlab kmod trial loaded and nobody unloaded: record + still in /proc/modules.
+
+    Each: {"module", "path", "pid", "started_utc", "trial_alive", "state"}.  A record whose
+    trial process is still running is an ongoing trial, reported with trial_alive true."""
+    out = []
+    d = state_dir()
+    if not d.is_dir():
+        return out
+    for f in sorted(d.glob("*.json")):
+        try:
+            rec = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        st = module_state(rec.get("module", ""))
+        if st is None:
+            continue
+        out.append({"module": rec.get("module"), "path": rec.get("path"), "pid": rec.get("pid"),
+                    "started_utc": rec.get("started_utc"), "trial_alive": _pid_alive(int(rec.get("pid", 0) or 0)),
+                    "state": st, "record": str(f)})
+    return out
+
+
+def leftover_text(items: list[dict]) -> list[str]:
+    return [f"{i['module']} left loaded ({i['state']}) by ringlab kmod trial pid {i['pid']} started "
+            f"{i['started_utc']}" + (" (still running)" if i["trial_alive"] else f": rmmod {i['module']}")
+            for i in items]
+
+
+# -- the trial process --------------------------------------------------------------------------
+class _Stop(BaseException):
+    """SIGTERM / SIGINT / SIGHUP arrived."""
+
+
+def _utc() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _log(path: str | None, msg: str) -> None:
+    if not path:
+        return
+    try:
+        with open(path, "a") as f:
+            f.write(f"{_utc()} {msg}\n")
+    except OSError:
+        pass
+
+
+def trial_argv(module: str, args: list[str], *, name: str | None = None, pattern: str = DEFAULT_PATTERN,
+               log: str | None = None) -> list[str]:
+    argv = [sys.executable, "-m", "ringlab.experiments.tools.kmod", "trial", "--module", str(module),
+            "--name", name or module_name(module), "--pattern", pattern]
+    if log:
+        argv += ["--log", str(log)]
+    return argv + ["--", *args]
+
+
+def _start_guard(name: str, log: str | None) -> tuple[subprocess.Popen, int]:
+    r, w = os.pipe()
+    argv = [sys.executable, "-m", "ringlab.experiments.tools.kmod", "guard", "--name", name, "--parent", str(os.getpid())]
+    if log:
+        argv += ["--log", log]
+    g = subprocess.Popen(argv, stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True)
+    os.close(r)
+    return g, w
+
+
+def run_trial(module: str, name: str, args: list[str], pattern: str, log: str | None) -> int:
+    """insmod / read the kernel log / rmmod, with the module unloaded on every way out."""
+    def stop(signum, frame):
+        raise _Stop(signum)
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, stop)
+
+    insmod = shutil.which("insmod") or "insmod"
+    # A module left by the previous trial is being unloaded by its guardian: wait a little.
+    deadline = time.monotonic() + WAIT_LEFTOVER_S
+    while module_state(name) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if module_state(name) is not None:
+        print(f"ringlab.kmod: {name} is already loaded (left by an earlier trial or loaded by hand); "
+              f"not loading it again: rmmod {name}", file=sys.stderr)
+        return 3
+    guard, guard_w = _start_guard(name, log)
+    record = _record_path(name, os.getpid())
+    proc = None
+    result: dict = {"schema": 1, "binary": "kmod", "module": name, "path": str(module), "args": args}
+    code = 0
+    klog = None
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"module": name, "path": str(module), "pid": os.getpid(),
+                                      "args": args, "started_utc": _utc()}))
+        klog = KernelLog()
+        t0 = time.perf_counter_ns()
+        proc = subprocess.Popen([insmod, str(module), *args], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+        out, err = proc.communicate()
+        result["insmod_ns"] = time.perf_counter_ns() - t0
+        result["insmod_exit"] = proc.returncode
+        result["insmod_stderr"] = (err or out or "").strip()[-300:]
+        lines = klog.read_new()
+        result["log_lines"] = lines[-20:]
+        result["log_lost"] = klog.lost
+        result["results"] = parse_results(lines, pattern)
+    except _Stop as e:
+        print(f"ringlab.kmod: stopped by signal {e.args[0]}; unloading {name}", file=sys.stderr)
+        code = 128 + int(e.args[0])
+    finally:
+        # Ignore further signals while cleaning up: a second Ctrl-C must not skip the unload.
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            try:
+                proc.wait(timeout=GUARD_LIMIT_S)
+            except subprocess.TimeoutExpired:  # pragma: no cover - init never returns
+                pass
+        if klog is not None:
+            klog.close()
+        ok, why = rmmod(name)
+        result["unloaded"] = ok
+        if ok:
+            try:
+                record.unlink()
+            except OSError:
+                pass
+            _log(log, f"trial pid {os.getpid()}: {name} unloaded")
+        else:
+            _log(log, f"trial pid {os.getpid()}: {name} NOT unloaded: {why}")
+        try:
+            os.write(guard_w, b"done\n")
+            os.close(guard_w)
+        except OSError:
+            pass
+    if code:
+        return code
+    if not result["unloaded"]:
+        print(f"ringlab.kmod: {name} still loaded after rmmod: {why}", file=sys.stderr)
+        return 3
+    if not result["results"]:
+        print(f"ringlab.kmod: no result line matching {pattern!r} in the kernel log after insmod "
+              f"(insmod exit {result['insmod_exit']}: {result['insmod_stderr'] or 'no message'})",
+              file=sys.stderr)
+        return 1 if result["insmod_exit"] == 0 else result["insmod_exit"] or 1
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+def run_guard(name: str, parent: int, log: str | None) -> int:
+    """Wait for the trial process to finish; unload the module if it died without doing so."""
+    for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)
+    data = b""
+    try:
+        while True:
+            chunk = os.read(0, 64)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    if b"done" in data:
+        return 0
+    _log(log, f"guardian: trial pid {parent} ended without unloading {name}; unloading")
+    deadline = time.monotonic() + GUARD_LIMIT_S
+    while time.monotonic() < deadline:
+        if module_state(name) is None:
+            break
+        if module_state(name) == "Live":
+            rmmod(name, tries=1)
+            continue
+        time.sleep(0.2)   # Loading: init still running; Unloading: on its way out
+    ok = module_state(name) is None
+    if ok:
+        try:
+            _record_path(name, parent).unlink()
+        except OSError:
+            pass
+    _log(log, f"guardian: {name} {'unloaded' if ok else 'NOT unloaded (still ' + str(module_state(name)) + ')'}")
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    p = argparse.ArgumentParser(prog="python -m ringlab.kmod",
+                                description="one in-kernel test trial (insmod, kernel log, rmmod), or a check")
+    sub = p.add_subparsers(dest="what", required=True)
+    t = sub.add_parser("trial", help="insmod MODULE ARGS..., read the result line, rmmod")
+    t.add_argument("--module", required=True)
+    t.add_argument("--name", default=None)
+    t.add_argument("--pattern", default=DEFAULT_PATTERN)
+    t.add_argument("--log", default=None, help="append unload events to this file")
+    g = sub.add_parser("guard", help="(internal) unload NAME if the trial process dies first")
+    g.add_argument("--name", required=True)
+    g.add_argument("--parent", type=int, required=True)
+    g.add_argument("--log", default=None)
+    c = sub.add_parser("check", help="say why MODULE cannot be loaded here")
+    c.add_argument("module", nargs="*")
+    a = p.parse_args(argv)
+    if a.what == "trial":
+        return run_trial(a.module, a.name or module_name(a.module), extra, a.pattern, a.log)
+    if a.what == "guard":
+        return run_guard(a.name, a.parent, a.log)
+    reasons = refusal_reasons(a.module)
+    print("kernel modules: " + ("can be loaded" if not reasons else "cannot be loaded: " + "; ".join(reasons)))
+    for line in leftover_text(leftovers()):
+        print(f"left loaded: {line}")
+    return 1 if reasons else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
