@@ -45,8 +45,8 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 
 # %%
 from ringlab.studies import harness_compare as hc
-from ringlab.experiments.tools import kmod
 from ringlab.experiments.tools import kmod_perf
+from ringlab.system import modules
 from ringlab.lab import notebook as rn
 
 P = rn.params("ringtest", profile=profile, tree=tree, rings="ptr_ring", ring_sizes=str(ring_size),
@@ -104,7 +104,7 @@ else:
 # nothing.  On bare metal set `kmod_module` to your `page_frag_test.ko`.
 
 # %%
-why = kmod.cannot_run_reasons(kmod_module)
+why = modules.cannot_run_reasons(kmod_module)
 if why:
     rn.markdown("**kmod not run here:** " + "; ".join(why))
 else:

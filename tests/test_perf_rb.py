@@ -357,7 +357,7 @@ def test_real_perf_forward_backward(syscall_loop):
 # -- through the runner (ringlab.runner) ---------------------------------------------
 @pytest.fixture
 def runner_env(syscall_loop, tmp_path, monkeypatch):
-    runner = pytest.importorskip("ringlab.runner")
+    from ringlab import run as runner
     marker = f"rlmark{uuid.uuid4().hex[:12]}"
     build = tmp_path / f"build-{marker}"
     (build / "bin").mkdir(parents=True)

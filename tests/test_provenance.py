@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import runner
+from ringlab import run as runner
 from ringlab.lab import cli
 from ringlab.report import provenance
 

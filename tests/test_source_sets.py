@@ -11,6 +11,7 @@ import pytest
 
 from ringlab.build import binaries as BIN
 from ringlab.build import driver as B
+from ringlab.errors import RunnerError
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
 MAIN = DATA / "team_mainline"
@@ -165,7 +166,7 @@ def test_declare_built(out, tmp_path):
 
 
 def _run(tmp_path, heads: str, build: bool, name: str):
-    from ringlab import runner
+    from ringlab import run as runner
     return runner.run_experiment("ptr_ring", {"profile": "smoke", "cpus": "none", "governor": "false",
                                               "variants": "k", "modes": "0", "trials": 1, "warmup": 0,
                                               "count": 10000, "kernel_headers": heads},
@@ -180,17 +181,17 @@ def run_env(tmp_path, monkeypatch):
 
 
 def test_run_after_failed_rebuild_never_measures_old_binary(run_env):
-    from ringlab import runner
+    from ringlab import run as runner
     _run(run_env, f"k={MAIN}", True, "good")
-    with pytest.raises(runner.RunnerError, match="build failed"):
+    with pytest.raises(RunnerError, match="build failed"):
         _run(run_env, f"k={BROKEN}", True, "broken")
-    with pytest.raises(runner.RunnerError, match="ptr_ring_test-k"):
+    with pytest.raises(RunnerError, match="ptr_ring_test-k"):
         _run(run_env, f"k={BROKEN}", False, "nobuild")
     assert not (run_env / "nobuild" / "raw.csv").exists()
 
 
 def test_run_without_build_refuses_other_header(run_env):
-    from ringlab import runner
+    from ringlab import run as runner
     _run(run_env, f"k={MAIN}", True, "good")
-    with pytest.raises((runner.RunnerError, B.BuildError), match="variant k"):
+    with pytest.raises((RunnerError, B.BuildError), match="variant k"):
         _run(run_env, f"k={V48}", False, "stale")

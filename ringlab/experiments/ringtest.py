@@ -29,6 +29,7 @@ import math
 import re
 from typing import Any
 
+from ringlab.errors import RunnerError
 from ringlab.experiments.tools import kernel_tests
 from ringlab.sources import kernel_tree
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
@@ -38,11 +39,7 @@ _PAIR = re.compile(r"^\d+:\d+$")
 
 
 def _runner_error(msg: str) -> Exception:
-    try:
-        from ringlab.runner import RunnerError
-        return RunnerError(msg)
-    except ImportError:  # pragma: no cover
-        return RuntimeError(msg)
+    return RunnerError(msg)
 
 
 def parse_tree_param(text: str) -> list[kernel_tree.TreeSpec]:

@@ -9,11 +9,8 @@ One trial is ``insmod MODULE ARGS`` (init runs the test; insmod returns when
 it is done), the result line read from the kernel log, then ``rmmod``.  This
 module owns all of that; ``ringlab.experiments.kmod`` only plans trials.
 
-* ``refusal_reasons()`` says, before any trial, why modules cannot be loaded
-  here: not root, insmod/rmmod/modinfo missing, a kernel without module
-  support, ``/proc/sys/kernel/modules_disabled`` = 1, a missing module file, or
-  a module built for another kernel (``modinfo -F vermagic`` against
-  ``uname -r``).
+* Why modules cannot be loaded here, which are loaded and which a trial left
+  loaded is the machine's state: ``ringlab.system.modules``.
 * ``KernelLog`` reads ``/dev/kmsg`` from its end at the time the trial starts,
   so only lines written after that are matched (``RINGLAB_KMSG`` points at
   another file in tests).
@@ -48,9 +45,11 @@ import sys
 import time
 from pathlib import Path
 
+from ringlab.system import modules
+from ringlab.system.modules import module_state, state_dir
+
 #: seed 002's result line (page_frag_test.ko): "N of iterations for aligned|non-aligned testing took: Xus"
 DEFAULT_PATTERN = r"(?P<items>\d+) of iterations for (?P<label>[\w-]+) testing took: ?(?P<us>\d+) ?us"
-TOOLS = ("insmod", "rmmod", "modinfo")
 #: how long a trial waits for a module left by the previous trial (its guardian unloading it)
 WAIT_LEFTOVER_S = 10.0
 #: how long a guardian keeps trying to unload (a module whose init never returns cannot be)
@@ -59,25 +58,8 @@ RMMOD_TRIES = 20
 
 
 # -- where things are -----------------------------------------------------------------------
-def _procfs() -> Path:
-    try:
-        from ringlab.system.sysfs import procfs_root
-        return Path(procfs_root())
-    except ImportError:  # pragma: no cover
-        return Path(os.environ.get("RINGLAB_PROCFS", "/proc"))
-
-
 def kmsg_path() -> Path:
     return Path(os.environ.get("RINGLAB_KMSG") or "/dev/kmsg")
-
-
-def modules_path() -> Path:
-    return Path(os.environ.get("RINGLAB_PROC_MODULES") or _procfs() / "modules")
-
-
-def state_dir() -> Path:
-    d = os.environ.get("RINGLAB_STATE_DIR")
-    return (Path(d) if d else Path.home() / ".cache" / "ringlab") / "kmod"
 
 
 def module_name(path) -> str:
@@ -94,81 +76,6 @@ def find_module(tree, name: str) -> Path | None:
     """NAME.ko below a kernel tree (e.g. tools/testing/selftests/mm/page_frag/page_frag_test.ko)."""
     hits = sorted(Path(tree).expanduser().rglob(f"{name}.ko"))
     return hits[0].resolve() if hits else None
-
-
-# -- checks -----------------------------------------------------------------------------------
-def modinfo(path, field: str) -> str | None:
-    exe = shutil.which("modinfo")
-    if exe is None:
-        return None
-    try:
-        r = subprocess.run([exe, "-F", field, str(path)], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return r.stdout.strip() if r.returncode == 0 else None
-
-
-def machine_reasons(euid: int | None = None) -> list[str]:
-    """Why no module can be loaded on this machine (empty when modules can be)."""
-    out = []
-    if (os.geteuid() if euid is None else euid) != 0:
-        out.append("not root: loading a kernel module needs root (CAP_SYS_MODULE); run with sudo")
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        out.append(f"{', '.join(missing)} not found on PATH (install kmod)")
-    disabled = _procfs() / "sys" / "kernel" / "modules_disabled"
-    try:
-        if disabled.read_text().strip() == "1":
-            out.append(f"module loading is disabled ({disabled} = 1; only a reboot re-enables it)")
-    except OSError:
-        if not modules_path().exists():
-            out.append(f"this kernel has no loadable-module support (no {disabled}, no {modules_path()})")
-    return out
-
-
-def module_reasons(path, release: str | None = None) -> list[str]:
-    """Why this module file cannot be loaded into the running kernel (empty when it can)."""
-    p = Path(path)
-    if not p.is_file():
-        return [f"module file {p} does not exist"]
-    release = release or os.uname().release
-    vermagic = modinfo(p, "vermagic")
-    if vermagic is None:
-        return [f"modinfo could not read {p} (not a kernel module?)"]
-    built_for = vermagic.split()[0] if vermagic.split() else ""
-    if built_for != release:
-        return [f"{p.name} was built for kernel {built_for or '(no vermagic)'} but this kernel is {release} "
-                f"(vermagic {vermagic!r}); rebuild it against this kernel's tree"]
-    return []
-
-
-def refusal_reasons(paths, euid: int | None = None, release: str | None = None) -> list[str]:
-    """Every reason not to start (machine first, then each module)."""
-    out = machine_reasons(euid)
-    for p in paths:
-        out += module_reasons(p, release)
-    return out
-
-
-def cannot_run_reasons(module: str = "") -> list[str]:
-    """Why a kmod run of ``module`` (a .ko path; empty: none chosen yet) cannot happen here."""
-    if not str(module or "").strip():
-        return ["no module given: set it to a page_frag_test.ko built for this kernel"] + machine_reasons()
-    return refusal_reasons([module])
-
-
-# -- loaded modules ---------------------------------------------------------------------------
-def module_state(name: str) -> str | None:
-    """``Live`` / ``Loading`` / ``Unloading`` from /proc/modules, or None when not loaded."""
-    try:
-        text = modules_path().read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        f = line.split()
-        if f and f[0] == name:
-            return f[4] if len(f) > 4 else "Live"
-    return None
 
 
 def rmmod(name: str, tries: int = RMMOD_TRIES, pause: float = 0.1) -> tuple[bool, str]:
@@ -248,51 +155,6 @@ def parse_results(lines: list[str], pattern: str = DEFAULT_PATTERN) -> list[dict
     return out
 
 
-# -- state records (for `ringlab env`) ----------------------------------------------------------
-def _record_path(name: str, pid: int) -> Path:
-    return state_dir() / f"{name}.{pid}.json"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def leftovers() -> list[dict]:
-    """Modules a ringlab kmod trial loaded and nobody unloaded: record + still in /proc/modules.
-
-    Each: {"module", "path", "pid", "started_utc", "trial_alive", "state"}.  A record whose
-    trial process is still running is an ongoing trial, reported with trial_alive true."""
-    out = []
-    d = state_dir()
-    if not d.is_dir():
-        return out
-    for f in sorted(d.glob("*.json")):
-        try:
-            rec = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-        st = module_state(rec.get("module", ""))
-        if st is None:
-            continue
-        out.append({"module": rec.get("module"), "path": rec.get("path"), "pid": rec.get("pid"),
-                    "started_utc": rec.get("started_utc"), "trial_alive": _pid_alive(int(rec.get("pid", 0) or 0)),
-                    "state": st, "record": str(f)})
-    return out
-
-
-def leftover_text(items: list[dict]) -> list[str]:
-    return [f"{i['module']} left loaded ({i['state']}) by ringlab kmod trial pid {i['pid']} started "
-            f"{i['started_utc']}" + (" (still running)" if i["trial_alive"] else f": rmmod {i['module']}")
-            for i in items]
-
-
-# -- the trial process --------------------------------------------------------------------------
 class _Stop(BaseException):
     """SIGTERM / SIGINT / SIGHUP arrived."""
 
@@ -348,7 +210,7 @@ def run_trial(module: str, name: str, args: list[str], pattern: str, log: str | 
               f"not loading it again: rmmod {name}", file=sys.stderr)
         return 3
     guard, guard_w = _start_guard(name, log)
-    record = _record_path(name, os.getpid())
+    record = modules.record_path(name, os.getpid())
     proc = None
     result: dict = {"schema": 1, "binary": "kmod", "module": name, "path": str(module), "args": args}
     code = 0
@@ -440,7 +302,7 @@ def run_guard(name: str, parent: int, log: str | None) -> int:
     ok = module_state(name) is None
     if ok:
         try:
-            _record_path(name, parent).unlink()
+            modules.record_path(name, parent).unlink()
         except OSError:
             pass
     _log(log, f"guardian: {name} {'unloaded' if ok else 'NOT unloaded (still ' + str(module_state(name)) + ')'}")
@@ -472,9 +334,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_trial(a.module, a.name or module_name(a.module), extra, a.pattern, a.log)
     if a.what == "guard":
         return run_guard(a.name, a.parent, a.log)
-    reasons = refusal_reasons(a.module)
+    reasons = modules.refusal_reasons(a.module)
     print("kernel modules: " + ("can be loaded" if not reasons else "cannot be loaded: " + "; ".join(reasons)))
-    for line in leftover_text(leftovers()):
+    for line in modules.leftover_text(modules.leftovers()):
         print(f"left loaded: {line}")
     return 1 if reasons else 0
 
