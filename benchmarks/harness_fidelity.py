@@ -175,7 +175,7 @@ def write_derived(header: Path, form: str, root: Path | None = None) -> Path:
 
 def icount_per_op(exe, ops: int, size: int = ICOUNT_SIZE) -> float:
     """Callgrind instructions per operation of ``exe -s size -m 0 -N ops`` (measured region)."""
-    from ringlab.experiments.tools import icount
+    from ringlab.tools import icount
     argv = [str(exe), "-s", str(size), "-m", "0", "-N", str(ops), "--counters", "none"]
     return icount.count(argv).instructions / ops
 
@@ -364,7 +364,7 @@ def prepare(kernel_header=None, derived_root: Path | None = None, out_dir: Path 
 
 def run(args) -> int:
     from ringlab.build import driver as build
-    from ringlab.experiments.tools import icount
+    from ringlab.tools import icount
     from ringlab.sources import kernel_header as kh
 
     if args.trials < 1:

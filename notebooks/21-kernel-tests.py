@@ -45,7 +45,7 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 
 # %%
 from ringlab.studies import harness_compare as hc
-from ringlab.experiments.tools import kmod_perf
+from ringlab.tools import kmod_perf
 from ringlab.system import modules
 from ringlab.lab import notebook as rn
 

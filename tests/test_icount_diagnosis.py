@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from ringlab.build import driver as build
-from ringlab.experiments.tools import icount
+from ringlab.tools import icount
 from ringlab.stats import diagnose_ab
 
 pytestmark = pytest.mark.skipif(not icount.availability().ok,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ringlab.experiments.tools import icount
+from ringlab.tools import icount
 from ringlab.sources import kernel_header as kh
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,7 +138,7 @@ def test_checks_report_misses_and_skips():
 def test_without_a_real_header_the_lines_say_so(monkeypatch, capsys):
     """`ringlab bench fidelity --icount-only` with no real header: our counts are printed and
     each check that needs the header is skipped with the reason (exit 0)."""
-    from ringlab.experiments.tools import icount as ic
+    from ringlab.tools import icount as ic
 
     fake = {"batch": 43.4, "reorder": 43.5, "prebatch": 33.0}
     prep = fid.Prepared({v: f"/nonexistent/{v}" for v in fake}, None, None,

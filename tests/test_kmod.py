@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab.experiments.tools import kmod
-from ringlab.experiments.tools import kmod_perf
+from ringlab.tools import kmod
+from ringlab.tools import kmod_perf
 from ringlab.system import modules
 from ringlab.experiments import get
 from ringlab.experiments.base import ParamError
@@ -278,7 +278,7 @@ def test_refusals_before_any_trial(fk, monkeypatch, tmp_path):
 def test_this_machine_says_why_it_cannot_load_modules_or_that_it_can():
     reasons = modules.machine_reasons()
     assert all(isinstance(r, str) and r for r in reasons)
-    out = subprocess.run([sys.executable, "-m", "ringlab.experiments.tools.kmod", "check"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "ringlab.tools.kmod", "check"], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.stdout.startswith("kernel modules: ")
     assert (out.returncode == 0) == (not reasons)

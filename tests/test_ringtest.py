@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ringlab.experiments.tools import kernel_tests
+from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
 from ringlab.experiments import get
 from ringlab.experiments.base import ParamError

@@ -12,7 +12,7 @@ import pytest
 
 from ringlab import rundir
 from ringlab.lab import cli
-from ringlab.experiments.tools import kmod
+from ringlab.tools import kmod
 from ringlab.report import provenance
 from ringlab import run as runner
 from ringlab.experiments.ptr_ring import PtrRing

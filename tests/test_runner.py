@@ -316,7 +316,7 @@ def c2c_exe(tmp_path_factory):
 
 
 def test_c2c_latency_probe(c2c_exe):
-    from ringlab.experiments.tools import latency
+    from ringlab.tools import latency
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("needs two CPUs")

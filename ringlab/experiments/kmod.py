@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ringlab.errors import RunnerError
-from ringlab.experiments.tools import kmod
+from ringlab.tools import kmod
 from ringlab.system import modules
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
 

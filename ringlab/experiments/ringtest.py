@@ -30,7 +30,7 @@ import re
 from typing import Any
 
 from ringlab.errors import RunnerError
-from ringlab.experiments.tools import kernel_tests
+from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
 

@@ -234,7 +234,7 @@ def _commands(env: dict, rows: list[dict[str, str]]) -> tuple[dict[str, dict[str
         extra: dict[str, Any] = {"repeats": int(values.get("repeats", 1) or 1)}
         if "perf_cpu" in row:
             if perf is None:
-                from ringlab.experiments.tools import perfrecord
+                from ringlab.tools import perfrecord
                 perf = perfrecord.find_perf(str(values.get("perf", "perf"))) or str(values.get("perf", "perf"))
             extra.update(perf=perf, perf_cpu=_int(row.get("perf_cpu")), workload_cpu=cpus[0])
         spec = base.TrialSpec(config=config, trial=_int(row.get("trial"), 0), warmup=False, cpus=cpus,

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ringlab.experiments.tools import latency
+from ringlab.tools import latency
 from ringlab.errors import CpuBusyError, RunInterrupted
 from ringlab.system import procstat, sysfs
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ringlab.experiments.tools import icount
+from ringlab.tools import icount
 from ringlab.experiments.base import TrialSpec
 from ringlab.rundir import sha256_file, utc_now
 from ringlab.system import procstat

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab.experiments.tools import icount
+from ringlab.tools import icount
 from ringlab.lab.notebook import to_markdown
 from ringlab.report.provenance import git_info
 from ringlab.rundir import RunFolder

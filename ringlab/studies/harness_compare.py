@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab.experiments.tools import kernel_tests
+from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
 
 KEYS = ["size", "cpu_req_producer", "cpu_req_consumer", "pair_class"]

@@ -6,7 +6,7 @@ ringlab kmod trial left loaded.
   ``/proc/sys/kernel/modules_disabled`` = 1, a missing module file, or a module built for
   another kernel (``modinfo -F vermagic`` against ``uname -r``).
 * ``module_state(name)`` reads ``/proc/modules`` (``RINGLAB_PROC_MODULES`` overrides it in tests).
-* ``leftovers()``: each kmod trial (``ringlab.experiments.tools.kmod``) records itself in
+* ``leftovers()``: each kmod trial (``ringlab.tools.kmod``) records itself in
   ``$RINGLAB_STATE_DIR/kmod/`` (default ``~/.cache/ringlab/kmod/``) before loading and removes
   the record once the module is unloaded; a record whose module is still loaded is a leftover,
   which ``ringlab env`` reports.

@@ -27,7 +27,7 @@ TABLE_COLUMNS = ["block", "label", "variant", "module", "args", "cpu_req_produce
 
 
 def run(args) -> int:
-    from ringlab.experiments.tools import perfstat
+    from ringlab.tools import perfstat
     from ringlab.experiments.base import ParamError
 
     try:
@@ -41,7 +41,7 @@ def run(args) -> int:
               "stats for ...' blocks or `perf stat -x,` lines)", file=sys.stderr)
         return 1
     if args.kmod:
-        from ringlab.experiments.tools import kmod_perf
+        from ringlab.tools import kmod_perf
         df = kmod_perf.perf_rows(text)
     else:
         df = perfstat.blocks_to_rows(blocks)

@@ -120,7 +120,7 @@ def pin_prefix(cpu: int | None) -> list[str]:
     """argv prefix that runs the rest of the argv pinned to ``cpu`` (empty when None/-1)."""
     if cpu is None or cpu < 0:
         return []
-    return [sys.executable, "-m", "ringlab.experiments.tools.perfrecord", "--cpu", str(int(cpu)), "--"]
+    return [sys.executable, "-m", "ringlab.tools.perfrecord", "--cpu", str(int(cpu)), "--"]
 
 
 def record_argv(perf: str, workload: list[str], *, overwrite: bool = False, cpu: int | None = None,

@@ -241,7 +241,7 @@ def ringtest_argv(binary, *, ring_size: int, run_cycles: int, batch: int = 1, ou
 
 # -- the timing wrapper ------------------------------------------------------------------
 def time_argv(items: int, program_argv: list[str]) -> list[str]:
-    return [sys.executable, "-m", "ringlab.experiments.tools.kernel_tests", "time", "--items", str(int(items)), "--",
+    return [sys.executable, "-m", "ringlab.tools.kernel_tests", "time", "--items", str(int(items)), "--",
             *map(str, program_argv)]
 
 

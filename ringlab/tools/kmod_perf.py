@@ -22,7 +22,7 @@ import shlex
 
 import pandas as pd
 
-from ringlab.experiments.tools import perfstat
+from ringlab.tools import perfstat
 
 CONFIG = ["module", "args", "cpu_req_producer", "cpu_req_consumer"]
 
@@ -39,7 +39,7 @@ def _split_command(cmd: str | None, push_arg: str, pop_arg: str) -> dict:
         return out
     rest = words[1:]
     if rest:
-        from ringlab.experiments.tools.kmod import module_name
+        from ringlab.tools.kmod import module_name
         out["module"] = module_name(rest[0])
     args = []
     for w in rest[1:]:

@@ -175,7 +175,7 @@ def _log(path: str | None, msg: str) -> None:
 
 def trial_argv(module: str, args: list[str], *, name: str | None = None, pattern: str = DEFAULT_PATTERN,
                log: str | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "ringlab.experiments.tools.kmod", "trial", "--module", str(module),
+    argv = [sys.executable, "-m", "ringlab.tools.kmod", "trial", "--module", str(module),
             "--name", name or module_name(module), "--pattern", pattern]
     if log:
         argv += ["--log", str(log)]
@@ -184,7 +184,7 @@ def trial_argv(module: str, args: list[str], *, name: str | None = None, pattern
 
 def _start_guard(name: str, log: str | None) -> tuple[subprocess.Popen, int]:
     r, w = os.pipe()
-    argv = [sys.executable, "-m", "ringlab.experiments.tools.kmod", "guard", "--name", name, "--parent", str(os.getpid())]
+    argv = [sys.executable, "-m", "ringlab.tools.kmod", "guard", "--name", name, "--parent", str(os.getpid())]
     if log:
         argv += ["--log", log]
     g = subprocess.Popen(argv, stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
