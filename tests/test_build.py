@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ringlab.build import driver as B
+from ringlab.digest import sha256_file
 from ringlab import paths
 
 
@@ -42,7 +43,7 @@ def test_kernel_header_path_with_dollar_and_hash(tmp_path):
                        only=["ptr_ring_test-odd"])
     b = info.binaries["ptr_ring_test-odd"]
     assert str((odd / "ptr_ring.h").resolve()) in b.inputs
-    assert b.source_files[B.KERNEL_HEADER_LABEL] == B.sha256_file(src)
+    assert b.source_files[B.KERNEL_HEADER_LABEL] == sha256_file(src)
 
 
 def test_first_error_line():
@@ -78,7 +79,7 @@ def test_buildinfo_fields(built):
     assert info.user_cflags == ['-DRL_TEST_MACRO=a b;c $(touch /tmp/ringlab-pwned)']
     b = info.binaries["ptr_ring_test-batch"]
     assert Path(b.path) == d / "ptr_ring_test-batch" and Path(b.path).is_file()
-    assert len(b.sha256) == 64 and b.sha256 == B.sha256_file(Path(b.path))
+    assert len(b.sha256) == 64 and b.sha256 == sha256_file(Path(b.path))
     if shutil.which("size"):
         assert b.size["text"] > 0 and b.size_error is None
     else:
@@ -109,7 +110,7 @@ def test_no_rebuild_then_rebuild_on_change(built, tmp_path, monkeypatch):
     h.write_text(h.read_text() + "\n/* changed */\n")
     i3 = B.build_all(out_dir=out, only=only)
     assert i3.binaries["ptr_ring_test-batch"].rebuilt
-    assert i3.binaries["ptr_ring_test-batch"].inputs[str(h.resolve())] == B.sha256_file(h)
+    assert i3.binaries["ptr_ring_test-batch"].inputs[str(h.resolve())] == sha256_file(h)
     # a flag change rebuilds
     i4 = B.build_all(out_dir=out, only=only, cflags="-DRL_X=1")
     assert i4.binaries["ptr_ring_test-batch"].rebuilt

@@ -23,7 +23,7 @@ from ringlab.experiments import get
 from ringlab.experiments.base import ParamError
 from ringlab.errors import RunnerError
 from ringlab.run import run_experiment
-from ringlab.rundir import sha256_file
+from ringlab.digest import sha256_file
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "fake_kmod.py"
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,6 +12,7 @@ import pytest
 from ringlab import run as runner
 from ringlab.lab import cli
 from ringlab.report import provenance
+from ringlab.system import checkout
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
@@ -130,10 +131,10 @@ def test_cli_not_a_run_dir(tmp_path, capsys):
 
 
 def test_git_info():
-    g = provenance.git_info()
+    g = checkout.git_info()
     assert len(g["commit"]) == 40 and isinstance(g["dirty"], bool)
     assert all(not f.startswith(" ") for f in g["dirty_files"])
-    assert provenance.git_info("/")["commit"] is None
+    assert checkout.git_info("/")["commit"] is None
 
 
 def _perf_rb_run(tmp_path: Path) -> Path:

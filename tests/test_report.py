@@ -114,7 +114,7 @@ def test_fmt_one_definition_each():
     from ringlab.lab import notebook
     from ringlab.report import tables, vs_published as seeds
     assert seeds._p is fmt.p and seeds._pct is fmt.pct and tables.md_table is fmt.md_table
-    assert notebook.to_markdown is fmt.df_to_markdown
+    assert not hasattr(notebook, "to_markdown")
 
 
 # -- the report object -----------------------------------------------------------------------

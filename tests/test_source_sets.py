@@ -11,6 +11,7 @@ import pytest
 
 from ringlab.build import binaries as BIN
 from ringlab.build import driver as B
+from ringlab.digest import sha256_file
 from ringlab.errors import RunnerError
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
@@ -40,7 +41,7 @@ def test_record_next_to_binary(out):
     rec = json.loads((out / "ptr_ring_test-k.source.json").read_text())
     assert rec["source_sha256"] == b.source_sha256 == info.source_sha256["ptr_ring_test-k"]
     assert rec["binary_sha256"] == b.sha256
-    assert rec["files"][B.KERNEL_HEADER_LABEL] == B.sha256_file(MAIN / IN_TREE)
+    assert rec["files"][B.KERNEL_HEADER_LABEL] == sha256_file(MAIN / IN_TREE)
     # harness and shim by content under stable labels, no checkout path in the flags
     assert {"csrc/harness/ptr_ring_main.c", "csrc/compat/kernel_shim.h"} <= set(rec["files"])
     assert not any(str(B.paths.CSRC) in f for f in rec["flags"])
@@ -54,7 +55,7 @@ def test_record_next_to_binary(out):
 
 def test_stale_binary_refused_and_failed_build_removes_it(out):
     B.build_all(kernel_headers={"k": str(MAIN)}, out_dir=out, only=["ptr_ring_test-k"])
-    old = B.sha256_file(out / "ptr_ring_test-k")
+    old = sha256_file(out / "ptr_ring_test-k")
     # another header under the same NAME, without building: refused, naming both hashes
     with pytest.raises(B.StaleBinaryError) as e:
         BIN.check_binaries(kernel_headers={"k": str(V48)}, out_dir=out, only=["ptr_ring_test-k"])
@@ -72,7 +73,7 @@ def test_stale_binary_refused_and_failed_build_removes_it(out):
         BIN.check_binaries(kernel_headers={"k": str(BROKEN)}, out_dir=out, only=["ptr_ring_test-k"])
     # rebuilding gives the same binary content back: a rebuild, not the old file
     B.build_all(kernel_headers={"k": str(MAIN)}, out_dir=out, only=["ptr_ring_test-k"])
-    assert (out / "ptr_ring_test-k").is_file() and B.sha256_file(out / "ptr_ring_test-k") == old
+    assert (out / "ptr_ring_test-k").is_file() and sha256_file(out / "ptr_ring_test-k") == old
 
 
 def test_header_that_cannot_be_resolved_removes_binary(out, tmp_path):

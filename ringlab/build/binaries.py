@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 
 from ringlab import paths
-from ringlab.build.driver import (BinaryInfo, BuildError, BuildInfo, StaleBinaryError, _plan, binary_size,
-                           sha256_file)
+from ringlab.digest import sha256_file
+from ringlab.build.driver import (BinaryInfo, BuildError, BuildInfo, StaleBinaryError, _plan, binary_size)
 from ringlab.build.sourceset import (hashed_flags, label_path, source_label, source_record_path, source_set,
                                write_json)
 

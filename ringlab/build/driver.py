@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ringlab import paths
+from ringlab.digest import sha256_file
 from ringlab.build.sourceset import (KERNEL_HEADER_LABEL, hashed_flags, parse_depfile,  # noqa: F401
                                source_label, source_record_path, source_set, write_json)
 
@@ -161,14 +162,6 @@ def default_cflags() -> list[str]:
 def binary_path(name: str) -> Path:
     """Where ``ringlab build`` puts binary ``name`` (e.g. ``ptr_ring_test-batch``)."""
     return paths.bin_dir() / name
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def compiler_version(cc: str) -> str:

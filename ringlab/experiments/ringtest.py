@@ -167,7 +167,7 @@ class Ringtest(Experiment):
     def build_info(self, values: dict[str, Any]) -> dict[str, Any]:
         """Each (tree, ring) binary with its sha256 and the source_sha256 of the ringtest sources
         and headers it was compiled from, for env.json's ``build`` (``ringlab provenance``)."""
-        from ringlab.rundir import sha256_file
+        from ringlab.digest import sha256_file
         built = getattr(self, "_built", None)
         if built is None:
             built = {} if self.unavailable(values) else self.builds(values)

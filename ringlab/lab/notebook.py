@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ringlab import fmt
+from ringlab import fmt, paths
 from ringlab.errors import ParamError as _BaseParamError
 from ringlab.errors import RinglabError
 
@@ -60,8 +60,8 @@ def run_dir(out_dir: str, experiment_folder: str, host: str = "") -> Path:
     ``scratch/`` at the repository root, git-ignored), so it never shows up in results/."""
     if out_dir:
         return Path(out_dir).resolve()
-    from ringlab.lab.reproduce import run_dir_for, scratch_dir
-    return run_dir_for(experiment_folder, host or None, root=scratch_dir()).resolve()
+    from ringlab.lab.reproduce import run_dir_for
+    return run_dir_for(experiment_folder, host or None, root=paths.scratch_dir()).resolve()
 
 
 def markdown(text: str, max_chars: int = 20000):
@@ -79,11 +79,8 @@ def table(df, max_rows: int = 40, floatfmt: str = ".4g"):
         note = f"\n\n*({len(df) - max_rows} more rows in the CSV)*"
     else:
         shown, note = df, ""
-    markdown(to_markdown(shown, floatfmt) + note)
+    markdown(fmt.df_to_markdown(shown, floatfmt) + note)
 
-
-#: kept under this name for the modules that render their tables through it
-to_markdown = fmt.df_to_markdown
 
 
 def figures(paths, width: int = 640):
@@ -193,12 +190,3 @@ def report(run_dir: Path, baseline: str | None = None, labels: dict | None = Non
     if asked and (Path(run_dir) / "env.json").is_file():
         annotate(run_dir, report=asked)
     return _report(run_dir, metric=metric, baseline=baseline, labels=labels, patched=patched)
-
-
-# Seed-shaped tables and published-vs-reproduced comparisons live in ringlab.report.seeds;
-# they are re-exported here so a notebook needs one import.
-from ringlab.report.vs_published import (by_placement_table, instructions_vs_published, mail_table,  # noqa: E402, F401
-                                  perf_rb_table, perf_rb_verdicts, provenance_text,
-                                  published_vs_reproduced_batch, published_vs_reproduced_page_frag,
-                                  published_vs_reproduced_perf_rb, published_vs_reproduced_reorder,
-                                  size_sweep_figure, size_sweep_table)

@@ -15,7 +15,6 @@ root, git-ignored), so a smoke run never changes results/ or its index.
 from __future__ import annotations
 
 import shutil
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,14 +40,6 @@ EXECUTION_TIMEOUT = {"smoke": 600, "quick": 1800, "full": 7200}
 
 
 #: environment variable naming the scratch folder of runs made outside ``ringlab reproduce``
-SCRATCH_ENV = "RINGLAB_SCRATCH"
-
-
-def scratch_dir() -> Path:
-    """Where notebook runs outside ``ringlab reproduce`` go: $RINGLAB_SCRATCH or <repo>/scratch."""
-    return Path(os.environ.get(SCRATCH_ENV) or (paths.ROOT / "scratch"))
-
-
 class ReproduceError(ValueError):
     """Bad arguments to reproduce (names the parameter and the allowed values)."""
 

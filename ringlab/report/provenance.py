@@ -15,36 +15,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from ringlab import paths
-
-
-def git_info(root: str | Path | None = None) -> dict[str, Any]:
-    """Commit of the ringlab checkout and whether the tree was dirty (argv only, no shell)."""
-    root = Path(root or paths.ROOT)
-
-    def git(*args: str) -> str:
-        # rstrip only: porcelain lines start with a meaningful space.
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                              timeout=10, check=True).stdout.rstrip("\n")
-    try:
-        commit = git("rev-parse", "HEAD")
-    except FileNotFoundError:
-        return {"commit": None, "dirty": None, "error": "git not installed"}
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-        return {"commit": None, "dirty": None, "error": f"not a git checkout ({root}): {getattr(e, 'stderr', '') or e}".strip()}
-    try:
-        status = git("status", "--porcelain", "--untracked-files=no")
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-        status = None
-    return {"commit": commit, "dirty": None if status is None else bool(status),
-            "dirty_files": [] if not status else [ln[3:] for ln in status.splitlines()][:50]}
+from ringlab.tools.argv import command_shape
 
 
 # -- reading a run ------------------------------------------------------------------------
@@ -174,22 +150,6 @@ def _int(v: Any, default: int = -1) -> int:
     except (TypeError, ValueError):
         return default
     return default if f != f else int(f)
-
-
-def command_shape(argv: list[str], measured_binary: str) -> list[str]:
-    """argv with the measured binary as ``<binary>`` and the Python interpreter as ``<python>``,
-    so that two configurations compare by what they run, not by where files lie."""
-    out = []
-    py = Path(sys.executable).name
-    for a in argv:
-        a = str(a)
-        if a == str(measured_binary):
-            out.append("<binary>")
-        elif Path(a).name in (py, "python", "python3") and os.sep in a:
-            out.append("<python>")
-        else:
-            out.append(a)
-    return out
 
 
 def _row_key(row: dict[str, Any], cols: list[str]) -> str:

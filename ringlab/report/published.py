@@ -42,12 +42,12 @@ def _bundled(name: str) -> str:
     return resources.files("ringlab").joinpath("data", name).read_text()
 
 
-def seed000_perfstat_text() -> str:
+def ptr_ring_reorder_perfstat_text() -> str:
     """The x86 `perf stat ./ptr_ring_test -s 1000 -m 0 -N 100000000` blocks (5 unpatched, 5 patched)."""
     return _bundled("seed000_perfstat.txt")
 
 
-def seed002_perfstat_text() -> str:
+def page_frag_perfstat_text() -> str:
     """The `perf stat -r 200 insmod page_frag_test.ko ...` blocks (before/after, 2 CPUs and 1 CPU)."""
     return _bundled("seed002_perfstat.txt")
 

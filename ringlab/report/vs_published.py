@@ -196,7 +196,7 @@ def provenance_text(run_dir) -> str:
 def published_vs_reproduced_page_frag(run_dir, baseline: str = "before") -> pd.DataFrame:
     """after/before elapsed-time ratios: the thread's perf stat -r 200 blocks beside ours."""
     from ringlab.tools.perfstat import parse_perf_stat
-    blocks = parse_perf_stat(published.seed002_perfstat_text())
+    blocks = parse_perf_stat(published.page_frag_perfstat_text())
     rows = []
     label = None
     for b in blocks:

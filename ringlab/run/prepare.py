@@ -17,11 +17,12 @@ from typing import Any, Callable
 
 from ringlab import __version__, paths, schema
 from ringlab.build import driver as build_mod
-from ringlab.report import provenance
+from ringlab.system import checkout
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
-from ringlab.rundir import read_done, read_env, sha256_file
+from ringlab.digest import sha256_file
+from ringlab.rundir import read_done, read_env
 from ringlab.run.context import RunContext
 from ringlab.run import stopping
 from ringlab.run.plan import ORDER_DESCRIPTION, full_plan, order_plan
@@ -219,7 +220,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     env = {} if prev else {"schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "experiment": name,
                            "host": host}
     env.update(
-        ringlab_version=__version__, parameters=_jsonable(values), command=argv, git=provenance.git_info(),
+        ringlab_version=__version__, parameters=_jsonable(values), command=argv, git=checkout.git_info(),
         build=build_info,
         plan={"trials_total": len(plan), "seed": values["seed"], "order": ORDER_DESCRIPTION},
         environment=envinfo.collect(),

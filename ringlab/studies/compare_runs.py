@@ -19,11 +19,10 @@ import pandas as pd
 from ringlab import fmt, paths
 from ringlab.report import provenance
 from ringlab.errors import DataError
-from ringlab.lab.notebook import to_markdown
 from ringlab.report.figures import cross_run_forest
 from ringlab.rundir import RunFolder, read_env, read_raw
 from ringlab.stats import compare
-from ringlab.system import envinfo
+from ringlab.system import checkout, envinfo
 
 
 #: the delta column of ``cross_machine_table``: (baseline - candidate) / baseline, + = candidate faster
@@ -173,11 +172,11 @@ def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched
             out.append(run_dir / name)
         md = ["# Runs compared", "", f"{len(runs)} runs under results/.", "",
               "## Cross-machine (ptr_ring, seed 000 shape)", "",
-              to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
-              "## Stale-data checks", "", to_markdown(t_stale), "", "## Runs", "", to_markdown(t_runs), ""]
+              fmt.df_to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
+              "## Stale-data checks", "", fmt.df_to_markdown(t_stale), "", "## Runs", "", fmt.df_to_markdown(t_runs), ""]
         (run_dir / "summary.md").write_text("\n".join(md))
         out += cross_run_forest(runs, run_dir / "figures", baseline, patched)
-        f.write_env(environment=envinfo.collect(probe_counters=False), git=provenance.git_info(),
+        f.write_env(environment=envinfo.collect(probe_counters=False), git=checkout.git_info(),
                     inputs=[f"{r.experiment}/{r.host}/{r.run_id}" for r in runs])
         f.finish("complete")
     return out + [run_dir / "summary.md", run_dir / "env.json"]

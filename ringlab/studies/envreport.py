@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab import fmt
 from ringlab.tools import icount
-from ringlab.lab.notebook import to_markdown
-from ringlab.report.provenance import git_info
+from ringlab.system.checkout import git_info
 from ringlab.rundir import RunFolder
 from ringlab.system import envinfo
 from ringlab.system.topology import PAIR_CLASSES, Topology, select_pairs
@@ -153,9 +153,9 @@ def write_environment_run(run_dir: Path | str, probe_counters: bool = True) -> d
         f.write_env(host=env["host"]["host_id"], git=git_info(), environment=env)
         topology_figure(env, run_dir / "figures")
         md = ["# Environment", "", f"Host `{env['host']['host_id']}`.", "",
-              "## Capabilities", "", to_markdown(capabilities_table(env)), "",
-              "## Machine", "", to_markdown(machine_table(env)), "",
-              "## CPU-pair classes", "", to_markdown(pair_classes_table(env)), "",
+              "## Capabilities", "", fmt.df_to_markdown(capabilities_table(env)), "",
+              "## Machine", "", fmt.df_to_markdown(machine_table(env)), "",
+              "## CPU-pair classes", "", fmt.df_to_markdown(pair_classes_table(env)), "",
               "## Advice", ""] + [f"- {a}" for a in env.get("advice", [])] + [""]
         (run_dir / "summary.md").write_text("\n".join(md))
         f.finish("complete")

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.sources import kernel_tree
+from ringlab.tools.argv import split_at_dashes
 
 RINGTEST_DIR = "tools/virtio/ringtest"
 #: What is exported from a tarball or git revision: ringtest and the header it includes.
@@ -287,10 +288,7 @@ def _time(items: int, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    cmd: list[str] = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, cmd = argv[:i], argv[i + 1:]
+    argv, cmd = split_at_dashes(argv)
     p = argparse.ArgumentParser(prog="python -m ringlab.kernel_tests",
                                 description="time one run of a ringtest program (wall and CPU time, JSON)")
     sub = p.add_subparsers(dest="what", required=True)

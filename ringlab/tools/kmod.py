@@ -47,6 +47,7 @@ from pathlib import Path
 
 from ringlab.system import modules
 from ringlab.system.modules import module_state, state_dir
+from ringlab.tools.argv import split_at_dashes
 
 #: seed 002's result line (page_frag_test.ko): "N of iterations for aligned|non-aligned testing took: Xus"
 DEFAULT_PATTERN = r"(?P<items>\d+) of iterations for (?P<label>[\w-]+) testing took: ?(?P<us>\d+) ?us"
@@ -311,10 +312,7 @@ def run_guard(name: str, parent: int, log: str | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    extra: list[str] = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+    argv, extra = split_at_dashes(argv)
     p = argparse.ArgumentParser(prog="python -m ringlab.kmod",
                                 description="one in-kernel test trial (insmod, kernel log, rmmod), or a check")
     sub = p.add_subparsers(dest="what", required=True)

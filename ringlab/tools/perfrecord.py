@@ -42,6 +42,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ringlab.tools.argv import split_at_dashes
+
 #: The tracepoints seed 004 records: sys_enter and sys_exit, two records per syscall.
 EVENTS = "raw_syscalls:*"
 #: Seconds the availability probe may take (perf start-up reads kallsyms etc.).
@@ -340,10 +342,7 @@ def clear_cache() -> None:
 # -- command line ---------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    cmd: list[str] = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, cmd = argv[:i], argv[i + 1:]
+    argv, cmd = split_at_dashes(argv)
     p = argparse.ArgumentParser(prog="python -m ringlab.perfrecord",
                                 description="pin-and-exec wrapper for perf; --check says if perf tracepoints work")
     p.add_argument("--cpu", type=int, default=None, help="pin to this CPU, then exec the command after --")

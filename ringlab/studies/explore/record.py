@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab import fmt
+from ringlab.system import checkout, envinfo
 from ringlab.studies.explore.run import Run
 from ringlab.rundir import RunFolder
 
@@ -15,9 +17,6 @@ def record(run_dir, opened: Iterable[Run], parameters: dict, tables: dict[str, p
     """Write an analysis notebook's run folder: summary.md (the runs it opened, its tables and
     figures, or ``note``) and env.json (``kind`` "explore", ``inputs``, ``parameters``, machine
     and git commit) through :class:`RunFolder`; returns the paths written."""
-    from ringlab import fmt
-    from ringlab.report import provenance
-    from ringlab.system import envinfo
     run_dir = Path(run_dir)
     opened = list(opened)
     md = ["# Explore", ""]
@@ -33,7 +32,7 @@ def record(run_dir, opened: Iterable[Run], parameters: dict, tables: dict[str, p
         md += [f"![{f.stem}]({rel})", ""]
     with RunFolder(run_dir, mode="write", kind="explore") as folder:
         (run_dir / "summary.md").write_text("\n".join(md), encoding="utf-8")
-        folder.write_env(environment=envinfo.collect(probe_counters=False), git=provenance.git_info(),
+        folder.write_env(environment=envinfo.collect(probe_counters=False), git=checkout.git_info(),
                          inputs=[r.name for r in opened], parameters=dict(parameters))
         folder.finish("complete")
     return [run_dir / "summary.md", run_dir / "env.json"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab import paths
 from ringlab.errors import DataError, ParamError, RinglabError
 from ringlab.report.rundata import read_run
 from ringlab.rundir import RunEnv, RunFolder
@@ -205,9 +206,8 @@ class Run:
     # -- the report, drawn in a scratch folder ---------------------------------------------------
     def _scratch_dir(self) -> Path:
         if self._scratch is None:
-            from ringlab.lab.reproduce import scratch_dir
             tag = hashlib.sha256(str(self.path).encode()).hexdigest()[:10]
-            d = scratch_dir() / "open" / f"{self.run_id}-{tag}"
+            d = paths.scratch_dir() / "open" / f"{self.run_id}-{tag}"
             try:
                 d.mkdir(parents=True, exist_ok=True)
             except OSError:
