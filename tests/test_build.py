@@ -127,7 +127,6 @@ def test_compile_error_names_file(tmp_path, monkeypatch):
 
 
 def test_kernel_header_error_names_file(tmp_path):
-    pytest.importorskip("ringlab.sources.kernel_header")
     bad = tmp_path / "ptr_ring.h"
     bad.write_text("#include <linux/does_not_exist.h>\nstruct ptr_ring { int consumer_head; };\n")
     with pytest.raises(B.BuildError) as e:
@@ -136,7 +135,6 @@ def test_kernel_header_error_names_file(tmp_path):
 
 
 def test_kernel_header_name_clash(tmp_path):
-    pytest.importorskip("ringlab.sources.kernel_header")
     with pytest.raises(B.BuildError, match="clashes"):
         B.build_all(kernel_headers={"batch": "/nonexistent"}, out_dir=tmp_path)
 

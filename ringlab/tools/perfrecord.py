@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ringlab.system.sysfs import procfs_root, sysfs_root
 from ringlab.tools.argv import split_at_dashes
 
 #: The tracepoints seed 004 records: sys_enter and sys_exit, two records per syscall.
@@ -216,19 +217,11 @@ def _drain(proc: subprocess.Popen) -> tuple[str, str]:
 
 # -- availability ---------------------------------------------------------------------
 def _sysfs_root() -> Path:
-    try:
-        from ringlab.system.sysfs import sysfs_root
-        return Path(sysfs_root())
-    except ImportError:
-        return Path(os.environ.get("RINGLAB_SYSFS", "/sys"))
+    return Path(sysfs_root())
 
 
 def _procfs_root() -> Path:
-    try:
-        from ringlab.system.sysfs import procfs_root
-        return Path(procfs_root())
-    except ImportError:
-        return Path(os.environ.get("RINGLAB_PROCFS", "/proc"))
+    return Path(procfs_root())
 
 
 def paranoid_level() -> int | None:
