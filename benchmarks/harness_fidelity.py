@@ -175,7 +175,7 @@ def write_derived(header: Path, form: str, root: Path | None = None) -> Path:
 
 def icount_per_op(exe, ops: int, size: int = ICOUNT_SIZE) -> float:
     """Callgrind instructions per operation of ``exe -s size -m 0 -N ops`` (measured region)."""
-    from ringlab import icount
+    from ringlab.tools import icount
     argv = [str(exe), "-s", str(size), "-m", "0", "-N", str(ops), "--counters", "none"]
     return icount.count(argv).instructions / ops
 
@@ -335,7 +335,8 @@ def prepare(kernel_header=None, derived_root: Path | None = None, out_dir: Path 
     ringlab.kernel_header.KernelHeaderError, BuildError or DeriveError with a
     message for the user.
     """
-    from ringlab import build, kernel_header as kh
+    from ringlab.build import driver as build
+    from ringlab.sources import kernel_header as kh
 
     ours = ["batch", "reorder", "prebatch"]
     header = kernel_header if kernel_header is not None else kh.debian_header()
@@ -362,7 +363,9 @@ def prepare(kernel_header=None, derived_root: Path | None = None, out_dir: Path 
 
 
 def run(args) -> int:
-    from ringlab import build, icount, kernel_header as kh
+    from ringlab.build import driver as build
+    from ringlab.tools import icount
+    from ringlab.sources import kernel_header as kh
 
     if args.trials < 1:
         return _fail(f"--trials {args.trials}: allowed: an integer >= 1")

@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ringlab import paths, runner  # noqa: E402
+from ringlab import paths  # noqa: E402
+from ringlab import run as runner  # noqa: E402
 from ringlab.experiments.base import parse_harness_json  # noqa: E402
 from ringlab.experiments.ptr_ring import PtrRing  # noqa: E402
 

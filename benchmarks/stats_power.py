@@ -7,9 +7,9 @@ Reads every results/<study>/<host>/<run>/raw.csv, resamples each configuration's
 the two arms swapped at random inside each round (the null is then exact), injects a 2% and a
 5% effect, and prints, for 30/60/100 rounds, paired and unpaired side by side: the A/A
 false-positive rate, the power, and the mean 95% CI width (and, for reference, those of the
-previous verdict: a bootstrap CI of the ratio of medians).  Method: ringlab.stats.powersim.
+ratio-of-medians verdict: a bootstrap CI of the ratio of medians).  Method: ringlab.stats.powersim.
 Then prints whether each target is met (A/A <= 5%; power >= 80% for 5% at <= 60 rounds;
-paired CI <= half that of the previous verdict, which treated the arms as independent
+paired CI <= half that of the ratio-of-medians verdict, which treats the arms as independent
 samples; the unpaired rank analysis of the same rounds is printed beside it); exits 1 when one
 is not.
 """

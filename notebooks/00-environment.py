@@ -26,8 +26,8 @@ out_dir: str = ""  # run folder; empty: scratch/environment/<host>/<run-id> (rin
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
-from ringlab import notebook as rn
-from ringlab import envreport
+from ringlab.lab import notebook as rn
+from ringlab.studies import envreport
 
 rn.check_choice("profile", profile, ["smoke", "quick", "full"])
 RUN = rn.run_dir(out_dir, "environment", host)

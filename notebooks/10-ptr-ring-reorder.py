@@ -55,7 +55,8 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 # name and the allowed values.
 
 # %%
-from ringlab import notebook as rn
+from ringlab.lab import notebook as rn
+from ringlab.report import vs_published as vp
 
 P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=sizes,
               count=count or None, trials=trials or None,
@@ -86,7 +87,7 @@ rn.markdown(rn.run_overview(RUN))
 
 # %%
 R = rn.report(RUN, baseline=baseline, patched=patched, labels={baseline: "unpatched", patched: "patched"})
-rn.table(rn.mail_table(RUN, baseline=baseline, patched=patched))
+rn.table(vp.mail_table(RUN, baseline=baseline, patched=patched))
 
 # %% [markdown]
 # ## Everything else: all variants, counters, outliers and their causes
@@ -109,7 +110,7 @@ rn.show_figures(R, "box", "ecdf", "order", "spsc", "cpu_pairs", "counters")
 # times cannot be compared, so we compare **ratios**: patched / unpatched on each side.
 
 # %%
-rn.table(rn.published_vs_reproduced_reorder(RUN, baseline=baseline, patched=patched))
+rn.table(vp.published_vs_reproduced_reorder(RUN, baseline=baseline, patched=patched))
 
 # %% [markdown]
 # ### Instructions per operation
@@ -118,4 +119,4 @@ rn.table(rn.published_vs_reproduced_reorder(RUN, baseline=baseline, patched=patc
 # counters are missing (this VM), callgrind counts the measured region exactly and repeatably.
 
 # %%
-rn.table(rn.instructions_vs_published(RUN))
+rn.table(vp.instructions_vs_published(RUN))

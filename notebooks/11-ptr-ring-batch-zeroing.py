@@ -42,7 +42,8 @@ out_dir: str = ""  # run folder; empty: scratch/ptr-ring-batch-zeroing/<host>/<r
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
-from ringlab import notebook as rn
+from ringlab.lab import notebook as rn
+from ringlab.report import vs_published as vp
 
 P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=sizes,
               batch=batch, count=count or None, trials=trials or None,
@@ -65,7 +66,7 @@ rn.markdown(rn.run_overview(RUN))
 
 # %%
 R = rn.report(RUN, baseline=baseline, labels={baseline: "prebatch", "batch": "batch zeroing"})
-rn.table(rn.size_sweep_table(RUN, baseline=baseline))
+rn.table(vp.size_sweep_table(RUN, baseline=baseline))
 
 # %%
 rn.show_figures(R, "size_sweep")
@@ -93,4 +94,4 @@ rn.show_figures(R, "box", "ecdf", "order", "cpu_pairs", "counters")
 # and rough size can be compared.
 
 # %%
-rn.table(rn.published_vs_reproduced_batch(RUN, baseline=baseline))
+rn.table(vp.published_vs_reproduced_batch(RUN, baseline=baseline))

@@ -85,8 +85,10 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 # without a distro headers package stops with a message that says what to pass.
 
 # %%
-from ringlab import mail, patches
-from ringlab import notebook as rn
+from ringlab.report import mail
+from ringlab.sources import patches
+from ringlab.lab import notebook as rn
+from ringlab.report import vs_published as vp
 
 AB = patches.plan_ab(base, patch, control=control)
 P = rn.params("ptr_ring", profile=profile, variants=AB.variants, modes=modes, sizes=sizes,
@@ -125,7 +127,7 @@ print("patch kept in the run folder:", kept)
 # %%
 R = rn.report(RUN, baseline=AB.baseline, patched=AB.candidate,
               labels={AB.baseline: "unpatched", AB.candidate: "patched"})
-rn.table(rn.mail_table(RUN, baseline=AB.baseline, patched=AB.candidate))
+rn.table(vp.mail_table(RUN, baseline=AB.baseline, patched=AB.candidate))
 
 # %% [markdown]
 # ## Instructions per operation, both arms

@@ -41,7 +41,8 @@ out_dir: str = ""  # run folder; empty: scratch/page-frag/<host>/<run-id> (ringl
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
-from ringlab import notebook as rn
+from ringlab.lab import notebook as rn
+from ringlab.report import vs_published as vp
 
 P = rn.params("page_frag", profile=profile, variants=variants, aligns=aligns, alloc_lens=alloc_lens,
               nr_test=nr_test or None, trials=trials or None,
@@ -68,14 +69,14 @@ rn.markdown(R.markdown)
 # waits for a context switch, so the ring and the allocator hardly matter.
 
 # %%
-rn.table(rn.by_placement_table(RUN, baseline=baseline))
+rn.table(vp.by_placement_table(RUN, baseline=baseline))
 rn.show_figures(R, "box", "ecdf", "order")
 
 # %% [markdown]
 # ## Were "before" and "after" really different binaries, measured at different times?
 
 # %%
-rn.markdown(rn.provenance_text(RUN))
+rn.markdown(vp.provenance_text(RUN))
 
 # %% [markdown]
 # ## Published vs reproduced
@@ -84,4 +85,4 @@ rn.markdown(rn.provenance_text(RUN))
 # page allocator, so only ratios are comparable.
 
 # %%
-rn.table(rn.published_vs_reproduced_page_frag(RUN, baseline=baseline))
+rn.table(vp.published_vs_reproduced_page_frag(RUN, baseline=baseline))

@@ -44,9 +44,10 @@ out_dir: str = ""  # run folder; empty: scratch/kernel-tests/<host>/<run-id> (ri
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
-from ringlab import harness_compare as hc
-from ringlab import kmod, kmod_perf
-from ringlab import notebook as rn
+from ringlab.studies import harness_compare as hc
+from ringlab.tools import kmod_perf
+from ringlab.system import modules
+from ringlab.lab import notebook as rn
 
 P = rn.params("ringtest", profile=profile, tree=tree, rings="ptr_ring", ring_sizes=str(ring_size),
               run_cycles=items or None, trials=trials or None, cpus=cpus, seed=seed)
@@ -103,7 +104,7 @@ else:
 # nothing.  On bare metal set `kmod_module` to your `page_frag_test.ko`.
 
 # %%
-why = kmod.cannot_run_reasons(kmod_module)
+why = modules.cannot_run_reasons(kmod_module)
 if why:
     rn.markdown("**kmod not run here:** " + "; ".join(why))
 else:

@@ -39,7 +39,8 @@ out_dir: str = ""  # run folder; empty: scratch/perf-ring-buffer/<host>/<run-id>
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
-from ringlab import notebook as rn
+from ringlab.lab import notebook as rn
+from ringlab.report import vs_published as vp
 
 P = rn.params("perf_rb", profile=profile, variants=variants, placements=placements,
               count=count or None, trials=trials or None,
@@ -57,8 +58,8 @@ rn.markdown(rn.run_overview(RUN))
 # forward with a verdict.
 
 # %%
-rn.table(rn.perf_rb_table(RUN))
-rn.table(rn.perf_rb_verdicts(RUN))
+rn.table(vp.perf_rb_table(RUN))
+rn.table(vp.perf_rb_verdicts(RUN))
 
 # %% [markdown]
 # ## Distributions by placement, and what explains the slow mode
@@ -73,4 +74,4 @@ rn.show_figures(R, "box", "ecdf", "order")
 # The thread's means after the fix, as ratios to BASE, beside ours.
 
 # %%
-rn.table(rn.published_vs_reproduced_perf_rb(RUN))
+rn.table(vp.published_vs_reproduced_perf_rb(RUN))

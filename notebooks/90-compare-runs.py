@@ -30,8 +30,8 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 
 # %%
 import ringlab
-from ringlab import compare_runs as cr
-from ringlab import notebook as rn
+from ringlab.studies import compare_runs as cr
+from ringlab.lab import notebook as rn
 from ringlab import paths
 
 rn.check_choice("profile", profile, ["smoke", "quick", "full"])

@@ -34,8 +34,8 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 import ringlab
-from ringlab import explore
-from ringlab import notebook as rn
+from ringlab.studies import explore
+from ringlab.lab import notebook as rn
 from ringlab import paths
 from ringlab.report.figures import save_figure
 

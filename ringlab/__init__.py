@@ -1,16 +1,17 @@
 """ringlab: a reproducibility kit for ring-buffer microbenchmarks.
 
-Data flow, one module per concern:
+The folders are the data flow, each layer importing only the layers below it
+(docs/architecture.md, the contract in pyproject.toml):
 
-    parameters (experiments/)  ->  build (build.py, native.py)  ->  trials (runner.py, system/)
-    ->  raw data (raw.csv, schema.py)  ->  statistics (stats/)  ->  tables and figures (report/)
-    ->  results/ (reproduce.py, notebooks/)
+    sources/ (what is measured)  ->  build/  ->  experiments/ + tools/ (trials)  ->  run/
+    ->  rundir/ (the run folder)  ->  stats/  ->  report/  ->  studies/ (across runs)
+    ->  lab/ (notebooks, reproduce, the command line)
 
-The command line (cli.py, commands/) only parses arguments and calls these.
+system/ is the machine; errors, paths, schema, fmt and digest are the base.
 """
 __version__ = "0.1.0"
 
-#: interactive analysis (ringlab/explore.py), imported on first use so that ``import ringlab``
+#: interactive analysis (ringlab/studies/explore/), imported on first use so that ``import ringlab``
 #: stays light: ``ringlab.open(PATH)`` opens a run folder, ``results/<experiment>`` (its latest
 #: complete run) or ``results/`` (every run); ``ringlab.open_all(PATH)`` is one tidy frame.
 _EXPLORE = ("open", "open_all")
@@ -18,7 +19,7 @@ _EXPLORE = ("open", "open_all")
 
 def __getattr__(name: str):
     if name in _EXPLORE:
-        from ringlab import explore
+        from ringlab.studies import explore
         return getattr(explore, name)
     raise AttributeError(f"module 'ringlab' has no attribute {name!r}")
 

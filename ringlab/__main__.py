@@ -1,5 +1,6 @@
 import sys
 
-from ringlab.cli import main
+from ringlab.lab.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -18,6 +18,11 @@ def bin_dir() -> Path:
     return build_dir() / "bin"
 
 
+def scratch_dir() -> Path:
+    """Where notebook runs outside ``ringlab reproduce`` go: $RINGLAB_SCRATCH or <repo>/scratch."""
+    return Path(os.environ.get("RINGLAB_SCRATCH") or (ROOT / "scratch"))
+
+
 def results_dir() -> Path:
     return Path(os.environ.get("RINGLAB_RESULTS", ROOT / "results"))
 

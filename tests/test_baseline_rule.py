@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import ringlab
-from ringlab import mail
+from ringlab.report import mail
 from ringlab.errors import ParamError
 from ringlab.report import write_report
 from ringlab.report.baseline import pick_baseline

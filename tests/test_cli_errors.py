@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from ringlab import cli, errors
+from ringlab import errors
+from ringlab.lab import cli
 
 
 @pytest.mark.parametrize("err,code", [
@@ -29,12 +30,12 @@ def test_errors_map_to_exit_codes_without_traceback(monkeypatch, capsys, err, co
 
 
 def test_broken_command_is_listed_and_fails(monkeypatch, capsys):
-    monkeypatch.setitem(cli.COMMANDS, "nope", ("ringlab.commands.no_such_module", "a command that cannot load"))
+    monkeypatch.setitem(cli.COMMANDS, "nope", ("ringlab.lab.commands.no_such_module", "a command that cannot load"))
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     assert "BROKEN (ModuleNotFoundError" in capsys.readouterr().out
     assert cli.main(["nope", "-x", "1"]) == 1
-    assert "cannot load ringlab.commands.no_such_module" in capsys.readouterr().err
+    assert "cannot load ringlab.lab.commands.no_such_module" in capsys.readouterr().err
 
 
 def test_param_error_is_importable_from_its_old_home():

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import cli, rundir
+from ringlab import rundir
+from ringlab.lab import cli
 from ringlab.errors import DataError
 
 FAKES = Path(__file__).resolve().parent / "fakes"

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from fakes import write_procfs
-from ringlab import cli
+from ringlab.lab import cli
 from ringlab.errors import CpuBusyError, UnsafeDirError
 from ringlab.run import machine
 from ringlab.system import procstat

@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab import cli, rundir
+from ringlab import rundir
+from ringlab.lab import cli
 from ringlab.rundir import envjson, rawcsv
 
 FAKES = Path(__file__).resolve().parent / "fakes"

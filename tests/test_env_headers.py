@@ -1,8 +1,8 @@
 """`ringlab env --headers`: the kernel header trees on this machine, newest first."""
 from __future__ import annotations
 
-from ringlab import kernel_header as kh
-from ringlab.cli import main
+from ringlab.sources import kernel_header as kh
+from ringlab.lab.cli import main
 
 
 def _tree(root, name):

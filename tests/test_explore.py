@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 import ringlab
-from ringlab import explore, paths
+from ringlab import paths
+from ringlab.studies import explore
 from ringlab.errors import DataError, ParamError, RinglabError
 from ringlab.rundir import RunFolder, read_env
 from ringlab.stats import compare as stats_compare

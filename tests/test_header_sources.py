@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import kernel_header as kh
-from ringlab import patchmail
+from ringlab.sources import kernel_header as kh
+from ringlab.sources import patchmail
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
 V48 = DATA / "team_v4.8" / "include/linux/ptr_ring.h"

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from ringlab import icount
+from ringlab.tools import icount
 
 pytestmark = pytest.mark.skipif(not icount.availability().ok,
                                 reason="valgrind/callgrind not available: " + icount.availability().reason)

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ringlab import build, icount
+from ringlab.build import driver as build
+from ringlab.tools import icount
 from ringlab.stats import diagnose_ab
 
 pytestmark = pytest.mark.skipif(not icount.availability().ok,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ringlab.cli import build_parser, main
+from ringlab.lab.cli import build_parser, main
 from ringlab.experiments.base import MAX_OPS, Param, ParamError
 from ringlab.experiments.page_frag import PageFrag
 from ringlab.experiments.ptr_ring import MODE_DESCRIPTIONS, PtrRing

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import kernel_header as kh
+from ringlab.sources import kernel_header as kh
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
 TEAM_V48 = DATA / "team_v4.8"
@@ -245,7 +245,7 @@ def test_debian_header_really_needs_the_suppressions(stress_bins):
 
 def _harness_ready() -> bool:
     root = kh.CSRC.parent
-    return (root / "csrc/harness/ptr_ring_main.c").is_file() and (root / "ringlab/build.py").is_file()
+    return (root / "csrc/harness/ptr_ring_main.c").is_file() and (root / "ringlab/build/driver.py").is_file()
 
 
 @needs_cc
@@ -256,7 +256,7 @@ def test_harness_binary_kernel_headers(tmp_path, monkeypatch, san):
     """ringlab.build builds ptr_ring_test-<NAME> from kernel headers under the
     sanitizer; mode 1 (SPSC, >= 1e6 items) checks FIFO order and exits non-zero
     naming the index on a violation."""
-    from ringlab import build
+    from ringlab.build import driver as build
     monkeypatch.setenv("RINGLAB_BUILD", str(tmp_path / "build"))
     # team_v4.8 is covered by our own driver above; sizes 2 and 3 under TSan take
     # ~10 s each per header even on an idle 2-CPU machine, so keep this to two.

@@ -16,10 +16,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab import kmod, kmod_perf
+from ringlab.tools import kmod
+from ringlab.tools import kmod_perf
+from ringlab.system import modules
 from ringlab.experiments import get
 from ringlab.experiments.base import ParamError
-from ringlab.runner import RunnerError, run_experiment, sha256_file
+from ringlab.errors import RunnerError
+from ringlab.run import run_experiment
+from ringlab.digest import sha256_file
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "fake_kmod.py"
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,7 +237,7 @@ def test_module_left_loaded_is_reported_by_env(fk, monkeypatch):
     monkeypatch.setenv("FAKE_RMMOD_MODE", "fail")
     res, df = _run(fk, {"trials": 1})
     assert res.counts == {"crash": 1} and "still loaded" in df["stderr_tail"].iloc[0]
-    left = kmod.leftovers()
+    left = modules.leftovers()
     assert [x["module"] for x in left] == ["page_frag_test"] and not left[0]["trial_alive"]
     from ringlab.system import envinfo
     info = envinfo.collect(probe_counters=False, interval=0.0)
@@ -272,9 +276,9 @@ def test_refusals_before_any_trial(fk, monkeypatch, tmp_path):
 
 
 def test_this_machine_says_why_it_cannot_load_modules_or_that_it_can():
-    reasons = kmod.machine_reasons()
+    reasons = modules.machine_reasons()
     assert all(isinstance(r, str) and r for r in reasons)
-    out = subprocess.run([sys.executable, "-m", "ringlab.kmod", "check"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "ringlab.tools.kmod", "check"], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.stdout.startswith("kernel modules: ")
     assert (out.returncode == 0) == (not reasons)
@@ -317,6 +321,6 @@ def test_import_perf_kmod_command(tmp_path):
 
 
 def test_kmod_part_says_why_it_cannot_run():
-    why = kmod.cannot_run_reasons("")
+    why = modules.cannot_run_reasons("")
     assert why[0].startswith("no module given")
-    assert any("does not exist" in w for w in kmod.cannot_run_reasons("/nonexistent/page_frag_test.ko"))
+    assert any("does not exist" in w for w in modules.cannot_run_reasons("/nonexistent/page_frag_test.ko"))

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ringlab import mail
-from ringlab.cli import main as cli_main
+from ringlab.report import mail
+from ringlab.lab.cli import main as cli_main
 from ringlab.experiments import get
 
 DATA = Path(__file__).resolve().parent / "data" / "mail"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import native, paths
+from ringlab import paths
+from ringlab.build import native
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = [ROOT / "csrc" / rel for rel in native.HARNESS_SOURCES]
@@ -165,7 +166,7 @@ def test_debian_kernel_header_module():
 
 def test_bench_fidelity_cli_bad_args(capsys):
     """`ringlab bench fidelity` is registered and rejects bad options by name (no build, no run)."""
-    from ringlab import cli
+    from ringlab.lab import cli
     assert cli.main(["bench", "fidelity", "--trials", "0"]) == 2
     assert "--trials 0" in capsys.readouterr().err
     assert cli.main(["bench", "fidelity", "--modes", "7"]) == 2

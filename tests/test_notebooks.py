@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ringlab import reproduce
+from ringlab.lab import reproduce
 from ringlab.paths import NOTEBOOKS
 
 SOURCES = sorted(NOTEBOOKS.glob("*.ipynb"))
@@ -86,7 +86,8 @@ def test_bad_parameter_shows_only_the_message(tmp_path, bad):
 
 
 def test_runs_outside_reproduce_go_to_scratch(tmp_path, monkeypatch):
-    from ringlab import notebook, paths
+    from ringlab import paths
+    from ringlab.lab import notebook
     monkeypatch.delenv("RINGLAB_SCRATCH", raising=False)
     d = notebook.run_dir("", "page-frag", "h")
     assert d.parent.parent.parent == (paths.ROOT / "scratch").resolve() and d.parent.name == "h"

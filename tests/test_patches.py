@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import kernel_header as kh
-from ringlab import patches
+from ringlab.sources import kernel_header as kh
+from ringlab.sources import patches
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
 MAINLINE = DATA / "team_mainline" / "include" / "linux" / "ptr_ring.h"   # our own MIT fixture
@@ -132,7 +132,7 @@ def test_plan_ab_builtin_against_a_tree(tmp_path):
 
 
 def test_plan_ab_control_arm_is_the_base_again(tmp_path):
-    from ringlab.kernel_header import resolve_source
+    from ringlab.sources.kernel_header import resolve_source
     tree = DATA / "team_mainline"
     plan = patches.plan_ab(str(tree), "builtin:flush-delay:16", workdir=tmp_path, control=True)
     assert plan.variants == "base,patched,control" and plan.baseline == "base" and plan.candidate == "patched"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab import perfstat
+from ringlab.tools import perfstat
 
 ROOT = Path(__file__).resolve().parent.parent
 PERF = Path(__file__).resolve().parent / "data" / "perf"

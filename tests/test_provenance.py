@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import cli, provenance, runner
+from ringlab import run as runner
+from ringlab.lab import cli
+from ringlab.report import provenance
+from ringlab.system import checkout
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
@@ -86,7 +89,7 @@ def test_same_binary_flagged(tmp_path, monkeypatch):
     (build / "bin").mkdir(parents=True)
     fake.install(str(build / "bin"), sys.executable, variants=("batch",))
     shutil.copy(build / "bin" / "ptr_ring_test-batch", build / "bin" / "ptr_ring_test-reorder")
-    from ringlab import binaries
+    from ringlab.build import binaries
     binaries.declare_built(["ptr_ring_test-reorder"], out_dir=build / "bin")
     monkeypatch.setenv("RINGLAB_BUILD", str(build))
     res = runner.run_experiment("ptr_ring", {"profile": "smoke", "cpus": "none", "governor": "false",
@@ -128,10 +131,10 @@ def test_cli_not_a_run_dir(tmp_path, capsys):
 
 
 def test_git_info():
-    g = provenance.git_info()
+    g = checkout.git_info()
     assert len(g["commit"]) == 40 and isinstance(g["dirty"], bool)
     assert all(not f.startswith(" ") for f in g["dirty_files"])
-    assert provenance.git_info("/")["commit"] is None
+    assert checkout.git_info("/")["commit"] is None
 
 
 def _perf_rb_run(tmp_path: Path) -> Path:

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ringlab.build import RING_HEADERS, build_all
+from ringlab.build.driver import RING_HEADERS, build_all
 from ringlab.schema import COUNTER_EVENTS
 
 

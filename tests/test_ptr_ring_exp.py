@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab import paths, runner
+from ringlab import paths
+from ringlab import run as runner
 from ringlab.experiments.base import ParamError, parse_harness_json
 from ringlab.experiments.ptr_ring import PtrRing, parse_kernel_headers
 from ringlab.system.topology import Topology

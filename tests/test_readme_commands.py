@@ -174,7 +174,7 @@ def test_command_runs(c: Command, tree: Path):
     if why:
         pytest.skip(why)
     if "ringlab env --headers" in "\n".join([*c.setup, c.text]):
-        from ringlab.kernel_header import header_trees
+        from ringlab.sources.kernel_header import header_trees
         if not header_trees():
             pytest.skip("needs: a kernel header tree under /usr/src")
     results = tree / "results"

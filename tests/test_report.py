@@ -111,10 +111,10 @@ def test_fmt_one_definition_each():
     assert fmt.ci_header(0.9) == "90% CI" and fmt.ci_header(None) == "95% CI"
     assert fmt.md_table(["a", "b"], [["x|y", 1]]) == "| a | b |\n|---|---|\n| x\\|y | 1 |"
     # the tables use these, not their own copies
-    from ringlab import notebook
-    from ringlab.report import seeds, tables
+    from ringlab.lab import notebook
+    from ringlab.report import tables, vs_published as seeds
     assert seeds._p is fmt.p and seeds._pct is fmt.pct and tables.md_table is fmt.md_table
-    assert notebook.to_markdown is fmt.df_to_markdown
+    assert not hasattr(notebook, "to_markdown")
 
 
 # -- the report object -----------------------------------------------------------------------
@@ -253,7 +253,7 @@ def test_size_sweep_names_mode_and_patch(tmp_path, captured):
 
 
 def _forest_runs(tmp_path):
-    from ringlab import compare_runs
+    from ringlab.studies import compare_runs
     out = []
     for k, eff in enumerate((-0.05, 0.02)):
         d = tmp_path / "results" / "ptr-ring-reorder" / f"host{k}" / f"2026010{k}T000000Z-aaaaaa"
@@ -265,7 +265,7 @@ def _forest_runs(tmp_path):
 
 
 def test_compare_runs_writes_a_deterministic_forest_plot(tmp_path, captured):
-    from ringlab import compare_runs
+    from ringlab.studies import compare_runs
     runs = _forest_runs(tmp_path)
     hashes = []
     for k in range(2):
@@ -280,7 +280,8 @@ def test_compare_runs_writes_a_deterministic_forest_plot(tmp_path, captured):
 
 
 def test_cross_machine_ci_follows_its_delta_with_its_level(tmp_path):
-    from ringlab import compare_runs, fmt
+    from ringlab import fmt
+    from ringlab.studies import compare_runs
     from ringlab.stats import compare
     runs = _forest_runs(tmp_path)
     t = compare_runs.cross_machine_table(runs)
@@ -315,7 +316,7 @@ def test_no_forest_when_no_run_holds_both_variants(tmp_path):
 
 
 def test_notebook_shows_by_name_or_says_why_not(run_dir, monkeypatch):
-    from ringlab import notebook as rn
+    from ringlab.lab import notebook as rn
     shown = []
     monkeypatch.setattr(rn, "figures", lambda paths, width=640: shown.extend(("figure", p.name) for p in paths))
     monkeypatch.setattr(rn, "markdown", lambda text, max_chars=20000: shown.append(("markdown", text)))
@@ -344,8 +345,8 @@ def test_summarize_renders_what_the_notebook_asked_for(run_dir):
     summarize RUN` re-renders the very summary.md the notebook wrote."""
     import json
 
-    from ringlab import cli
-    from ringlab import notebook as rn
+    from ringlab.lab import cli
+    from ringlab.lab import notebook as rn
     (run_dir / "env.json").write_text(json.dumps({"env_version": 2, "kind": "run", "status": "complete"}))
     rn.report(run_dir, baseline="reorder", labels={"reorder": "unpatched", "batch": "patched"})
     by_notebook = (run_dir / "summary.md").read_text()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from papermill.exceptions import PapermillExecutionError
 
-from ringlab.reproduce import error_line
+from ringlab.lab.reproduce import error_line
 
 
 def _failed(ename: str, evalue: str) -> PapermillExecutionError:

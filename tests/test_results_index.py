@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ringlab import reproduce, results_index
+from ringlab.lab import reproduce, results_index
 
 
 def _run(root, exp, host, run_id, summary="", env=None, nb_params=None, failed=False):

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab import cli, rundir
+from ringlab import rundir
+from ringlab.lab import cli
 from ringlab import run as runner
 
 ROOT = Path(__file__).resolve().parent.parent

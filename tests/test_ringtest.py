@@ -17,10 +17,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ringlab import kernel_tests, kernel_tree
+from ringlab.tools import kernel_tests
+from ringlab.sources import kernel_tree
 from ringlab.experiments import get
 from ringlab.experiments.base import ParamError
-from ringlab.runner import RunnerError, run_experiment
+from ringlab.errors import RunnerError
+from ringlab.run import run_experiment
 from tests.fakes.ringtest_tree import write_fake_ringtest_tree
 
 DEBIAN_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
@@ -271,7 +273,7 @@ def _fake_runs(tmp_path, rt_values=(23.0, 24.0, 25.0, 26.0, 27.0), sp_values=(4.
 
 
 def test_side_by_side_ratio_of_medians(tmp_path):
-    from ringlab import harness_compare as hc
+    from ringlab.studies import harness_compare as hc
     rt, sp = _fake_runs(tmp_path)
     t = hc.side_by_side(rt, sp)
     assert len(t) == 1

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import cli, kmod, provenance, rundir
+from ringlab import rundir
+from ringlab.lab import cli
+from ringlab.tools import kmod
+from ringlab.report import provenance
 from ringlab import run as runner
 from ringlab.experiments.ptr_ring import PtrRing
 
@@ -144,7 +147,7 @@ def test_build_bad_revision_is_a_user_error(tmp_path, capsys, monkeypatch):
 
 def test_dash_values():
     import argparse
-    from ringlab.commands import import_perf, reproduce
+    from ringlab.lab.commands import import_perf, reproduce
     for mod, argv, dest, want in ((import_perf, ["perf.txt", "--csv", "-out.csv"], "csv", "-out.csv"),
                                   (reproduce, ["--host", "-lab2"], "host", "-lab2")):
         p = argparse.ArgumentParser()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab import runner
-from ringlab.reproduce import run_dir_for
+from ringlab import run as runner
+from ringlab.lab.reproduce import run_dir_for
 from ringlab.run.prepare import RUN_ID_RE, run_id_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fakes"))

@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from fakes import add_cpufreq, write_topology
-from ringlab import cli, rundir
+from ringlab import rundir
+from ringlab.lab import cli
 from ringlab.errors import RunLockedError
 from ringlab.experiments.base import TrialSpec
 from ringlab.run import plan as run_plan
@@ -217,7 +218,8 @@ def test_read_env_reads_every_committed_layout():
 
 
 def test_environment_and_compare_runs_write_through_runfolder(tmp_path, monkeypatch):
-    from ringlab import compare_runs, envreport
+    from ringlab.studies import compare_runs
+    from ringlab.studies import envreport
     env = envreport.write_environment_run(tmp_path / "env", probe_counters=False)
     e = rundir.read_env(tmp_path / "env")
     assert e.version == rundir.ENV_VERSION and e.kind == "environment" and e.status == "complete"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab import cli
+from ringlab.lab import cli
 from ringlab import run as runner
 from ringlab.experiments.base import TrialSpec
 
@@ -324,7 +324,7 @@ def c2c_exe(tmp_path_factory):
 
 
 def test_c2c_latency_probe(c2c_exe):
-    from ringlab import latency
+    from ringlab.tools import latency
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("needs two CPUs")

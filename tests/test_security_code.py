@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import build as B
-from ringlab import cli, kernel_tests, kernel_tree
+from ringlab.build import driver as B
+from ringlab.lab import cli
+from ringlab.sources import kernel_tree
+from ringlab.tools import kernel_tests
 from ringlab.errors import ParamError
 from ringlab.experiments import get
 from ringlab.run.prepare import _stored_parameters

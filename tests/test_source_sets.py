@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import binaries as BIN
-from ringlab import build as B
+from ringlab.build import binaries as BIN
+from ringlab.build import driver as B
+from ringlab.digest import sha256_file
+from ringlab.errors import RunnerError
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
 MAIN = DATA / "team_mainline"
@@ -39,7 +41,7 @@ def test_record_next_to_binary(out):
     rec = json.loads((out / "ptr_ring_test-k.source.json").read_text())
     assert rec["source_sha256"] == b.source_sha256 == info.source_sha256["ptr_ring_test-k"]
     assert rec["binary_sha256"] == b.sha256
-    assert rec["files"][B.KERNEL_HEADER_LABEL] == B.sha256_file(MAIN / IN_TREE)
+    assert rec["files"][B.KERNEL_HEADER_LABEL] == sha256_file(MAIN / IN_TREE)
     # harness and shim by content under stable labels, no checkout path in the flags
     assert {"csrc/harness/ptr_ring_main.c", "csrc/compat/kernel_shim.h"} <= set(rec["files"])
     assert not any(str(B.paths.CSRC) in f for f in rec["flags"])
@@ -53,7 +55,7 @@ def test_record_next_to_binary(out):
 
 def test_stale_binary_refused_and_failed_build_removes_it(out):
     B.build_all(kernel_headers={"k": str(MAIN)}, out_dir=out, only=["ptr_ring_test-k"])
-    old = B.sha256_file(out / "ptr_ring_test-k")
+    old = sha256_file(out / "ptr_ring_test-k")
     # another header under the same NAME, without building: refused, naming both hashes
     with pytest.raises(B.StaleBinaryError) as e:
         BIN.check_binaries(kernel_headers={"k": str(V48)}, out_dir=out, only=["ptr_ring_test-k"])
@@ -71,7 +73,7 @@ def test_stale_binary_refused_and_failed_build_removes_it(out):
         BIN.check_binaries(kernel_headers={"k": str(BROKEN)}, out_dir=out, only=["ptr_ring_test-k"])
     # rebuilding gives the same binary content back: a rebuild, not the old file
     B.build_all(kernel_headers={"k": str(MAIN)}, out_dir=out, only=["ptr_ring_test-k"])
-    assert (out / "ptr_ring_test-k").is_file() and B.sha256_file(out / "ptr_ring_test-k") == old
+    assert (out / "ptr_ring_test-k").is_file() and sha256_file(out / "ptr_ring_test-k") == old
 
 
 def test_header_that_cannot_be_resolved_removes_binary(out, tmp_path):
@@ -165,7 +167,7 @@ def test_declare_built(out, tmp_path):
 
 
 def _run(tmp_path, heads: str, build: bool, name: str):
-    from ringlab import runner
+    from ringlab import run as runner
     return runner.run_experiment("ptr_ring", {"profile": "smoke", "cpus": "none", "governor": "false",
                                               "variants": "k", "modes": "0", "trials": 1, "warmup": 0,
                                               "count": 10000, "kernel_headers": heads},
@@ -180,17 +182,17 @@ def run_env(tmp_path, monkeypatch):
 
 
 def test_run_after_failed_rebuild_never_measures_old_binary(run_env):
-    from ringlab import runner
+    from ringlab import run as runner
     _run(run_env, f"k={MAIN}", True, "good")
-    with pytest.raises(runner.RunnerError, match="build failed"):
+    with pytest.raises(RunnerError, match="build failed"):
         _run(run_env, f"k={BROKEN}", True, "broken")
-    with pytest.raises(runner.RunnerError, match="ptr_ring_test-k"):
+    with pytest.raises(RunnerError, match="ptr_ring_test-k"):
         _run(run_env, f"k={BROKEN}", False, "nobuild")
     assert not (run_env / "nobuild" / "raw.csv").exists()
 
 
 def test_run_without_build_refuses_other_header(run_env):
-    from ringlab import runner
+    from ringlab import run as runner
     _run(run_env, f"k={MAIN}", True, "good")
-    with pytest.raises((runner.RunnerError, B.BuildError), match="variant k"):
+    with pytest.raises((RunnerError, B.BuildError), match="variant k"):
         _run(run_env, f"k={V48}", False, "stale")

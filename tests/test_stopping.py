@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab import cli, rundir
+from ringlab import rundir
+from ringlab.lab import cli
 from ringlab import run as runner
 from ringlab.errors import ParamError
 from ringlab.run import stopping

@@ -42,7 +42,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ringlab import kmod
+from ringlab.errors import RunnerError
+from ringlab.tools import kmod
+from ringlab.system import modules
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -51,11 +53,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 def _runner_error(msg: str) -> Exception:
-    try:
-        from ringlab.runner import RunnerError
-        return RunnerError(msg)
-    except ImportError:  # pragma: no cover
-        return RuntimeError(msg)
+    return RunnerError(msg)
 
 
 def parse_args(text: str) -> list[tuple[str, str]]:
@@ -177,7 +175,7 @@ class Kmod(Experiment):
 
     # -- refusal, planning ---------------------------------------------------------------------
     def refusal(self, values: dict[str, Any]) -> list[str]:
-        return kmod.refusal_reasons(list(parse_modules(values["module"], values["tree"]).values()))
+        return modules.refusal_reasons(list(parse_modules(values["module"], values["tree"]).values()))
 
     def plan(self, values: dict[str, Any], ctx: Any) -> list[TrialSpec]:
         reasons = self.refusal(values)

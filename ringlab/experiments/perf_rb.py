@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ringlab import perfrecord
+from ringlab.tools import perfrecord
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, parse_harness_json
 from ringlab.system.topology import Topology
 

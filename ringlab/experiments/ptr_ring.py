@@ -39,7 +39,7 @@ def parse_kernel_headers(text: str | None) -> dict[str, str]:
     tree or headers package.  Paths may hold spaces, ``;`` or ``$()``: they are only
     ever passed as argv elements / opened as files, never through a shell.
     """
-    from ringlab import kernel_header as kh
+    from ringlab.sources import kernel_header as kh
     out: dict[str, str] = {}
     if not text:
         return out
@@ -107,7 +107,7 @@ class PtrRing(Experiment):
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
-        from ringlab.build import validate_cflags
+        from ringlab.build.driver import validate_cflags
         validate_cflags(values.get("cflags"), "cflags")
         headers = parse_kernel_headers(values.get("kernel_headers"))
         allowed = list(BUILTIN_VARIANTS) + sorted(headers)

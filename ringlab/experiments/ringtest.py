@@ -29,7 +29,9 @@ import math
 import re
 from typing import Any
 
-from ringlab import kernel_tests, kernel_tree
+from ringlab.errors import RunnerError
+from ringlab.tools import kernel_tests
+from ringlab.sources import kernel_tree
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
 
 DEFAULT_TREE = "debian:linux-source-6.1"
@@ -37,11 +39,7 @@ _PAIR = re.compile(r"^\d+:\d+$")
 
 
 def _runner_error(msg: str) -> Exception:
-    try:
-        from ringlab.runner import RunnerError
-        return RunnerError(msg)
-    except ImportError:  # pragma: no cover
-        return RuntimeError(msg)
+    return RunnerError(msg)
 
 
 def parse_tree_param(text: str) -> list[kernel_tree.TreeSpec]:
@@ -91,7 +89,7 @@ class Ringtest(Experiment):
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
-        from ringlab.build import validate_cflags
+        from ringlab.build.driver import validate_cflags
         validate_cflags(values["cflags"], "cflags")
         parse_tree_param(values["tree"])
         for r in values["rings"]:
@@ -172,7 +170,7 @@ class Ringtest(Experiment):
     def build_info(self, values: dict[str, Any]) -> dict[str, Any]:
         """Each (tree, ring) binary with its sha256 and the source_sha256 of the ringtest sources
         and headers it was compiled from, for env.json's ``build`` (``ringlab provenance``)."""
-        from ringlab.rundir import sha256_file
+        from ringlab.digest import sha256_file
         built = getattr(self, "_built", None)
         if built is None:
             built = {} if self.unavailable(values) else self.builds(values)

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from ringlab import paths
 from ringlab.errors import ParamError
+from ringlab.tools.argv import command_shape
 from ringlab.system import topology as _topology
 
 
@@ -88,8 +89,7 @@ class RunContext:
         return self.c2c.get(f"{p}:{c}", math.nan)
 
     def record_command(self, spec, argv: list[str], measured_binary: str) -> None:
-        """Keep the argv shape (``provenance.command_shape``) of each variant and configuration once."""
-        from ringlab.provenance import command_shape
+        """Keep the argv shape (``ringlab.tools.argv.command_shape``) of each variant and configuration once."""
         row = {k: v for k, v in spec.config.items() if k != "variant"}
         row.update(cpu_req_producer=spec.cpus[0], pair_class=spec.pair_class)
         items = self.measured_commands.setdefault(str(spec.config.get("variant")), [])

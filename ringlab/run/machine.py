@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ringlab import latency, paths
+from ringlab import paths
+from ringlab.tools import latency
 from ringlab.errors import CpuBusyError, RunInterrupted, UnsafeDirError
 from ringlab.system import procstat, sysfs
 

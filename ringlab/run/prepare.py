@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ringlab import __version__, build as build_mod, paths, provenance, schema
+from ringlab import __version__, paths, schema
+from ringlab.build import driver as build_mod
+from ringlab.system import checkout
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
-from ringlab.rundir import read_done, read_env, sha256_file
+from ringlab.digest import sha256_file
+from ringlab.rundir import read_done, read_env
 from ringlab.run.context import RunContext
 from ringlab.run import stopping
 from ringlab.run.plan import ORDER_DESCRIPTION, full_plan, order_plan
@@ -52,7 +55,7 @@ def default_out_dir(experiment: str, host: str | None = None, run_id: str | None
     """scratch/<experiment>/<host>/<run-id>/ (never an existing folder): the scratch folder of
     notebook runs made outside ``ringlab reproduce`` (``reproduce.scratch_dir``,
     $RINGLAB_SCRATCH), so a run without --out never lands in results/ or its index."""
-    from ringlab.reproduce import scratch_dir
+    from ringlab.paths import scratch_dir
     return scratch_dir() / experiment / (host or host_id()) / (run_id or new_run_id())
 
 
@@ -187,7 +190,7 @@ class NotBuiltError(RunnerError):
 def _check_built(exp, values) -> dict[str, Any]:
     """Without a build: every binary this run measures must be the one built from the
     source set it asks for (``ringlab.binaries.check_binaries``); never a stale one."""
-    from ringlab import binaries
+    from ringlab.build import binaries
     try:
         info = binaries.check_binaries(**exp.build_args(values),
                                        only=list(exp.needed_binaries(values))).to_dict()
@@ -272,7 +275,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     env = {} if prev else {"schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "experiment": name,
                            "host": host}
     env.update(
-        ringlab_version=__version__, parameters=_jsonable(values), command=argv, git=provenance.git_info(),
+        ringlab_version=__version__, parameters=_jsonable(values), command=argv, git=checkout.git_info(),
         build=build_info,
         plan={"trials_total": len(plan), "seed": values["seed"], "order": ORDER_DESCRIPTION},
         environment=envinfo.collect(),

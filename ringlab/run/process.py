@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ringlab import icount
+from ringlab.tools import icount
 from ringlab.experiments.base import TrialSpec
-from ringlab.rundir import sha256_file, utc_now
+from ringlab.digest import sha256_file
+from ringlab.rundir import utc_now
 from ringlab.system import procstat
 
 #: bytes of stderr kept for a failed trial

@@ -43,7 +43,6 @@ from __future__ import annotations
 import datetime as _dt
 import errno
 import fcntl
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,22 +67,6 @@ RUN_STATUSES = ("running", "complete", "failed", "interrupted", "skipped")
 # -- small helpers ---------------------------------------------------------------------------
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-_SHA_CACHE: dict[tuple, str] = {}
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """sha256 of a file, cached by (path, size, mtime) so per-trial hashing costs nothing."""
-    st = os.stat(path)
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _SHA_CACHE:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        _SHA_CACHE[key] = h.hexdigest()
-    return _SHA_CACHE[key]
 
 
 # -- the run folder -----------------------------------------------------------------------------
@@ -341,5 +324,5 @@ class RunFolder:
 
 
 __all__ = ["RunFolder", "RunEnv", "RunStatus", "read_raw", "read_env", "CsvSink", "repair_csv", "read_done",
-           "count_trials", "judge", "atomic_write_json", "sha256_file", "utc_now", "ENV_VERSION",
+           "count_trials", "judge", "atomic_write_json", "utc_now", "ENV_VERSION",
            "FAILED_MAX_FRACTION", "DataError"]

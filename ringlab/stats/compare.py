@@ -103,15 +103,19 @@ INSTRUCTION_METRICS = {"instructions_per_op", "instructions"}
 PAIRED_MIN_SHARE = 0.5
 
 
+def _holm_order(p_values) -> tuple[np.ndarray, np.ndarray, int]:
+    """(p as floats, the finite p's indices from smallest p up, how many there are): Holm's set-up."""
+    p = np.asarray(p_values, dtype=float)
+    ok = np.flatnonzero(np.isfinite(p))
+    return p, ok[np.argsort(p[ok], kind="stable")], len(ok)
+
+
 def holm(p_values) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values (NaN stays NaN and does not count)."""
-    p = np.asarray(p_values, dtype=float)
+    p, order, m = _holm_order(p_values)
     out = np.full(len(p), np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    m = len(ok)
     if m == 0:
         return out
-    order = ok[np.argsort(p[ok], kind="stable")]
     adj = np.maximum.accumulate([(m - i) * p[j] for i, j in enumerate(order)])
     out[order] = np.minimum(adj, 1.0)
     return out
@@ -119,13 +123,10 @@ def holm(p_values) -> np.ndarray:
 
 def holm_levels(p_values, alpha: float) -> np.ndarray:
     """The CI level that agrees with Holm for each p (NaN for NaN p), see the module doc."""
-    p = np.asarray(p_values, dtype=float)
+    p, order, m = _holm_order(p_values)
     out = np.full(len(p), np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    m = len(ok)
     if m == 0:
         return out
-    order = ok[np.argsort(p[ok], kind="stable")]
     stop = m  # 0-based rank of the first row Holm does not reject (m: all rejected)
     for i, j in enumerate(order):
         if p[j] > alpha / (m - i):

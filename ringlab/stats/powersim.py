@@ -85,7 +85,7 @@ def simulate_unit(unit: dict, n: int, reps: int, rng: np.random.Generator, level
 
 
 def _bootstrap_median_ratio(x, y, B: int, rng, level: float):
-    """The previous verdict's CI: percentile bootstrap of ln(median y / median x), arms resampled
+    """The ratio-of-medians CI (arms independent): percentile bootstrap of ln(median y / median x), arms resampled
     independently (B resamples per simulated run)."""
     reps, n = x.shape
     lo, hi = np.empty(reps), np.empty(reps)

@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 
-from ringlab.system import governor, perfprobe, procstat, sysfs
+from ringlab.system import governor, modules, perfprobe, procstat, sysfs
 from ringlab.system.topology import Topology
 
 PACKAGES = ("numpy", "pandas", "scipy", "seaborn", "matplotlib", "cffi", "papermill", "diptest")
@@ -166,9 +166,8 @@ def collect(probe_counters: bool = True, interval: float = 0.25) -> dict:
 
 def _kmod() -> dict:
     """Kernel modules: can they be loaded here, and did a ringlab kmod trial leave one loaded?"""
-    from ringlab import kmod
-    reasons = kmod.machine_reasons()
-    return {"loadable": not reasons, "reason": "; ".join(reasons) or None, "left_loaded": kmod.leftovers()}
+    reasons = modules.machine_reasons()
+    return {"loadable": not reasons, "reason": "; ".join(reasons) or None, "left_loaded": modules.leftovers()}
 
 
 def advice(info: dict) -> list[str]:
@@ -314,8 +313,7 @@ def format_text(info: dict) -> str:
     if km is not None:
         sec("Kernel modules")
         item("loading", "OK" if km["loadable"] else _na(km["reason"]))
-        from ringlab.kmod import leftover_text
-        for line in leftover_text(km["left_loaded"]):
+        for line in modules.leftover_text(km["left_loaded"]):
             item("LEFT LOADED", line)
 
     if info.get("advice"):

@@ -149,7 +149,7 @@ def install(bin_dir, python, variants=tuple(BASE_NS), kernel_headers=None, cflag
         os.chmod(path, 0o755)
         out.append(path)
     from pathlib import Path
-    from ringlab import binaries   # imported here: the mock itself runs on the stdlib alone
+    from ringlab.build import binaries   # imported here: the mock itself runs on the stdlib alone
     names = [os.path.basename(p) for p in out]
     headers = {k: v for k, v in dict(kernel_headers or {}).items() if f"ptr_ring_test-{k}" in names}
     binaries.declare_built(names, kernel_headers=headers or None, cflags=cflags, out_dir=Path(bin_dir))

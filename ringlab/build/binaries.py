@@ -1,0 +1,108 @@
+"""Which binary on disk was built from what: refuse a stale one.
+
+``check_binaries`` is what a run that does not build calls before measuring: each
+binary must have been built from the source set the run asks for (its kernel
+header by content, this checkout's harness and shim, its flags), and still be the
+file that was built.  ``declare_built`` records binaries that ringlab did not
+compile (test doubles, a packager's build).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ringlab import paths
+from ringlab.digest import sha256_file
+from ringlab.build.driver import (BinaryInfo, BuildError, BuildInfo, StaleBinaryError, _plan, binary_size)
+from ringlab.build.sourceset import (hashed_flags, label_path, source_label, source_record_path, source_set,
+                               write_json)
+
+
+def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: str | list[str] = "",
+                   sanitize: str | None = None, out_dir: Path | None = None,
+                   only: list[str] | None = None) -> BuildInfo:
+    """Without building: check that each binary on disk was built from the source set
+    this request names (same arguments as :func:`build_all`), and describe them.
+
+    For each binary, the labels of its recorded source set are hashed again from this
+    checkout, with the kernel header of the request in place of the one it was built
+    from, and the flags of the request; the result must equal the recorded
+    source_sha256, and the binary must still be the one recorded.  Raises
+    :class:`StaleBinaryError` naming the variant and both hashes otherwise, and
+    :class:`BuildError` when a binary or its record is missing.  No compiler is run.
+    """
+    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only)
+    out_dir = st["out_dir"]
+    info = BuildInfo(compiler="", compiler_version="", cflags=st["common"], user_cflags=st["user"],
+                     sanitize=sanitize or None, out_dir=str(out_dir), skipped=skipped)
+    for job in jobs_list:
+        out = out_dir / job.name
+        variant = job.name.removeprefix("ptr_ring_test-")
+        hint = ("rebuild it: run without --no-build, or `ringlab build"
+                + (f" --kernel-header {variant}=...`" if job.header is not None else "`"))
+        if not out.is_file():
+            raise BuildError(f"{job.name}: {out} does not exist (never built, or its last build "
+                             f"failed); {hint}")
+        try:
+            rec = json.loads(source_record_path(out).read_text())
+            recorded = rec["source_sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise StaleBinaryError(f"{job.name}: no source record ({source_record_path(out)}), so "
+                                   f"what it was built from is unknown; {hint}") from None
+        files = {}
+        for label in rec.get("files") or {}:
+            try:
+                files[label] = sha256_file(label_path(label, job.header))
+            except (OSError, BuildError):
+                files[label] = "missing"
+        wanted = source_set(files, hashed_flags(job.flags))["source_sha256"]
+        if wanted != recorded:
+            changed = [k for k in files if files[k] != rec["files"].get(k)]
+            if hashed_flags(job.flags) != rec.get("flags"):
+                changed.append("compile flags")
+            built_from = (rec.get("header") or {}).get("spec") or (rec.get("header") or {}).get("header")
+            raise StaleBinaryError(
+                f"variant {variant}: {out} was built from source set {recorded}"
+                + (f" (kernel header {built_from})" if built_from else "")
+                + f", but this run asks for source set {wanted}"
+                + (f" (kernel header {job.header_record.get('spec')})" if job.header_record else "")
+                + (f"; differing: {', '.join(changed[:6])}" if changed else "") + f"; {hint}")
+        digest = sha256_file(out)
+        if digest != rec.get("binary_sha256"):
+            raise StaleBinaryError(f"variant {variant}: {out} (sha256 {digest}) is not the binary "
+                                   f"its source record names ({rec.get('binary_sha256')}); {hint}")
+        info.compiler = info.compiler or rec.get("compiler", "")
+        info.compiler_version = info.compiler_version or rec.get("compiler_version", "")
+        size, size_err = binary_size(out)
+        info.binaries[job.name] = BinaryInfo(
+            name=job.name, path=str(out), sha256=digest, size=size, size_error=size_err, inputs={},
+            command=[], rebuilt=False, source_sha256=recorded, source_files=rec.get("files") or {},
+            source_flags=rec.get("flags") or [], header=job.header_record)
+        info.source_sha256[job.name] = recorded
+        if job.header is not None:
+            info.kernel_headers[variant] = str(job.header)
+            info.header_sources[variant] = job.header_record
+    return info
+
+
+def declare_built(names: list[str], kernel_headers: dict[str, str | Path] | None = None,
+                  cflags: str | list[str] = "", out_dir: Path | None = None) -> None:
+    """Write source records for binaries that ringlab did not compile (test doubles, a
+    packager's build), so that :func:`check_binaries` accepts them.
+
+    The record lists the target's declared sources (not every header the compiler
+    would read) and says ``"declared": true``; provenance shows it as such."""
+    jobs_list, _, st = _plan(kernel_headers, cflags, None, out_dir, names)
+    for job in jobs_list:
+        out = st["out_dir"] / job.name
+        if not out.is_file():
+            raise BuildError(f"{job.name}: {out} does not exist")
+        ring = [paths.CSRC / m.group(1) for f in job.flags
+                for m in [re.match(r'-DRINGLAB_RING_HEADER="(.+)"$', f)] if m]
+        extra = [job.header] if job.header is not None else [r for r in ring if r.is_file()]
+        files = {source_label(p, job.header): sha256_file(p) for p in [*job.sources, *extra]}
+        rec = {"binary": job.name, "binary_sha256": sha256_file(out), "compiler": None,
+               "compiler_version": None, "declared": True, **source_set(files, hashed_flags(job.flags)),
+               "header": job.header_record}
+        write_json(source_record_path(out), rec)

@@ -1,0 +1,496 @@
+"""The one compiler driver: every C binary of ringlab is built here.
+
+``build_all()`` compiles the standalone binaries into ``build/bin/`` (or
+``out_dir``) and returns a :class:`BuildInfo` describing exactly what was built
+(compiler, flags, per-binary sha256 and ``size`` text/data/bss, sha256 of
+every source and header that went in), which ``env.json`` records.
+
+Rules:
+
+* No shell, ever: the compiler is run with argv lists.  User ``cflags`` are
+  split at blanks and each option must have one of the shapes of
+  :data:`CFLAG_SHAPES` (:func:`validate_cflags`): no option that runs a program,
+  loads code or names a file (``-wrapper``, ``-B``, ``-specs``, ``@file``,
+  ``-fplugin``, ``-Wl,``), and no shell or make metacharacter, so the same flags
+  are safe in argv and in ringtest's ``make`` variable.
+* A binary is rebuilt only when its inputs change: a stamp next to it stores
+  the compile command and the sha256 of every file the compiler read (taken
+  from its own ``-MMD`` dependency output, so it covers the user's kernel
+  header too).
+* Each binary's source set (ringlab.sourceset: what it was built from, by
+  content) is written next to it as ``NAME.source.json``; a failed build removes
+  the binary of that NAME, so no older one can be measured in its place
+  (ringlab.binaries checks a binary against what a run asks for).
+* The table :data:`TARGETS` says which sources make which binary; optional
+  targets (page_frag, syscall_loop, c2c_latency) are built only if their
+  sources exist, so another engineer's layout change is a one-line edit.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ringlab import paths
+from ringlab.digest import sha256_file
+from ringlab.build.sourceset import (KERNEL_HEADER_LABEL, hashed_flags, parse_depfile,  # noqa: F401
+                               source_label, source_record_path, source_set, write_json)
+
+#: Ring headers of the built-in ptr_ring variants (relative to csrc/).
+RING_HEADERS = {
+    "prebatch": "rings/ptr_ring_prebatch.h",
+    "batch": "rings/ptr_ring_batch.h",
+    "reorder": "rings/ptr_ring_reorder.h",
+    "spsc": "rings/spsc_lamport.h",
+}
+
+#: Flags shared by the standalone binaries and the cffi module (ringlab.native
+#: reads DEFAULT_CFLAGS).  -O2 like ringtest and ptr_ring_test; -g so perf and
+#: callgrind can attribute cycles to source lines.
+DEFAULT_CFLAGS = ["-O2", "-g", "-std=gnu11", "-pthread", "-Wall", "-Wextra"]
+LDLIBS = ["-lm"]
+
+SANITIZERS = {
+    "thread": ["-fsanitize=thread"],
+    "address": ["-fsanitize=address", "-fno-omit-frame-pointer"],
+    "undefined": ["-fsanitize=undefined", "-fno-sanitize-recover=undefined"],
+    "address,undefined": ["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+                          "-fno-sanitize-recover=undefined"],
+}
+
+_PTR_RING_SOURCES = ["harness/ptr_ring_bench.c", "harness/ptr_ring_main.c", "harness/counters.c"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One binary: its sources (relative to csrc/) and extra flags."""
+    name: str
+    sources: tuple[str, ...]
+    flags: tuple[str, ...] = ()
+    optional: bool = False          # skipped (with a reason) when a source is missing
+
+
+def _ptr_ring_target(variant: str, header: str) -> Target:
+    return Target(f"ptr_ring_test-{variant}", tuple(_PTR_RING_SOURCES),
+                  (f'-DRINGLAB_RING_HEADER="{header}"', f'-DRINGLAB_VARIANT="{variant}"'))
+
+
+#: Every built-in binary.  Edit here when a source moves.
+TARGETS: list[Target] = [
+    *(_ptr_ring_target(v, h) for v, h in RING_HEADERS.items()),
+    *(Target(f"page_frag_test-{v}",
+             ("page_frag/page_frag_test.c", f"page_frag/page_frag_{v}.c", "page_frag/page_pool.c",
+              "harness/counters.c"), optional=True) for v in ("before", "after")),
+    Target("syscall_loop", ("workloads/syscall_loop.c", "harness/counters.c"), optional=True),
+    Target("c2c_latency", ("harness/c2c_latency.c",), optional=True),
+]
+
+
+class BuildError(RuntimeError):
+    """A compile failed; the message names the file and the first compiler error line."""
+
+
+class StaleBinaryError(BuildError):
+    """A binary on disk was not built from the source set a run asks for."""
+
+
+@dataclass
+class _Job:
+    name: str                       # binary name
+    sources: list[Path]
+    flags: list[str]
+    what: str                       # for messages
+    header: Path | None = None      # kernel-header variants: the header compiled
+    header_record: dict | None = None
+
+
+@dataclass
+class BinaryInfo:
+    name: str
+    path: str
+    sha256: str
+    size: dict | None               # {"text":..,"data":..,"bss":..,"dec":..} from `size`
+    size_error: str | None          # why size is None
+    inputs: dict[str, str]          # every source/header compiled -> sha256
+    command: list[str]              # compile argv of the first source (representative)
+    rebuilt: bool                   # False when the stamp said nothing changed
+    source_sha256: str | None = None    # the source set's hash (see source_set)
+    source_files: dict[str, str] = field(default_factory=dict)  # label -> sha256 (content)
+    source_flags: list[str] = field(default_factory=list)       # flags as hashed
+    header: dict | None = None          # kernel-header variants: where the header came from
+
+
+@dataclass
+class BuildInfo:
+    compiler: str                   # absolute path when found on PATH
+    compiler_version: str           # first line of `cc --version`
+    cflags: list[str]               # DEFAULT_CFLAGS + sanitizer + user flags, in order
+    user_cflags: list[str]
+    sanitize: str | None
+    out_dir: str
+    binaries: dict[str, BinaryInfo] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)      # name -> reason
+    kernel_headers: dict[str, str] = field(default_factory=dict)  # NAME -> resolved header
+    header_sources: dict[str, dict] = field(default_factory=dict)  # NAME -> provenance record
+    source_sha256: dict[str, str] = field(default_factory=dict)   # binary name -> source set hash
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def paths(self) -> list[Path]:
+        return [Path(b.path) for b in self.binaries.values()]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def compiler() -> str:
+    """$CC or gcc (a single program name or path; CC with arguments is not supported)."""
+    return os.environ.get("CC") or "gcc"
+
+
+CC = compiler()
+
+
+def default_cflags() -> list[str]:
+    return list(DEFAULT_CFLAGS)
+
+
+def binary_path(name: str) -> Path:
+    """Where ``ringlab build`` puts binary ``name`` (e.g. ``ptr_ring_test-batch``)."""
+    return paths.bin_dir() / name
+
+
+def compiler_version(cc: str) -> str:
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise BuildError(f"C compiler {cc!r} not found or not runnable ({e}); set $CC") from None
+    lines = (out.stdout or out.stderr).splitlines()
+    return lines[0].strip() if lines else "unknown"
+
+
+def split_cflags(cflags: str | list[str] | None) -> list[str]:
+    """User flags as an argv list.  A string is split like a POSIX shell would
+    split it, but nothing is expanded or executed: ``$(rm -rf /)`` stays text."""
+    if not cflags:
+        return []
+    if isinstance(cflags, str):
+        try:
+            return shlex.split(cflags)
+        except ValueError as e:
+            raise BuildError(f"--cflags {cflags!r}: cannot split ({e})") from None
+    return [str(c) for c in cflags]
+
+
+#: The shapes a user compiler option may have (``ringlab build --cflags``, ``-p cflags``).
+CFLAG_SHAPES = ("-O*", "-f*", "-m*", "-D*", "-U*", "-g*", "-W*", "-std=*")
+#: Characters a user compiler option may hold: no shell or make metacharacter (``$``, backquote,
+#: ``;&|<>()'"\\``, ``#``, globs, whitespace) and no ``/``, so no option names a file by path.
+CFLAG_CHARS = "letters, digits and _ = + , . : -"
+_CFLAG_CHAR_RE = re.compile(r"[A-Za-z0-9_=+,.:-]")
+_CFLAG_RE = re.compile(r"-O(?:[0-3sgz]|fast)?|-f[a-z0-9][A-Za-z0-9_=+,.:-]*|-m[a-z0-9][A-Za-z0-9_=+,.:-]*"
+                       r"|-D[A-Za-z_][A-Za-z0-9_]*(?:=[A-Za-z0-9_=+,.:-]*)?|-U[A-Za-z_][A-Za-z0-9_]*"
+                       r"|-g[a-z0-9=,-]*|-W[A-Za-z0-9][A-Za-z0-9_=+,.:-]*|-std=[a-z0-9+]+")
+#: Options of an allowed shape that still load code, name a program or read/write a file
+#: the user did not name as an output of this build (prefixes, matched after the shape).
+_CFLAG_REFUSED = (
+    ("-fplugin", "loads a compiler plugin"),
+    ("-wrapper", "runs a program around the compiler"),
+    ("-Wl,", "passes options to the linker"),
+    ("-Wp,", "passes options to the preprocessor"),
+    ("-Wa,", "passes options to the assembler"),
+    ("-fprofile-use=", "reads a profile file"),
+    ("-fprofile-generate=", "names where the binary writes profiles"),
+    ("-fprofile-dir=", "names where the binary writes profiles"),
+    ("-fauto-profile", "reads a profile file"),
+    ("-fdump-", "writes compiler dump files"),
+    ("-fcallgraph-info", "writes files next to the build"),
+    ("-fsave-optimization-record", "writes files next to the build"),
+    ("-fstack-usage", "writes files next to the build"),
+    ("-fcompare-debug", "runs the compiler a second time with other options"),
+)
+_FUSE_LD = ("-fuse-ld=bfd", "-fuse-ld=gold", "-fuse-ld=lld", "-fuse-ld=mold")
+
+
+def cflags_allowed() -> str:
+    """The 'allowed:' text of a refused compiler option."""
+    return (f"compiler options shaped {', '.join(CFLAG_SHAPES)}, made of {CFLAG_CHARS} "
+            f"(no -wrapper, -B, -specs, @file, -fplugin, -Wl,/-Wp,/-Wa, pass-through, "
+            f"-o, -x, -I or -include, and no path)")
+
+
+def validate_cflags(cflags: str | list[str] | None, name: str = "cflags") -> list[str]:
+    """User compiler options as an argv list, each checked against :data:`CFLAG_SHAPES`.
+
+    Raises ParamError naming ``name`` (``cflags``, ``--cflags``) and the allowed shapes for an
+    option that could run a program, load code or name a file (``-wrapper``, ``-B``,
+    ``-specs``, ``@file``, ``-fplugin``, ``-Wl,...``, ``-o``, ``-x``, ``-I``, ``-include``), or
+    that holds a shell or make metacharacter (``$``, backquote, ``;&|<>()'"\\``, ``#``,
+    whitespace inside an option) or a ``/``.  The accepted options are safe as argv elements
+    and, joined by spaces, as one ``make`` variable (nothing in them is expanded)."""
+    from ringlab.errors import ParamError
+    label = f"parameter '{name}'" if not name.startswith("-") else name
+    if cflags is not None and not isinstance(cflags, (str, list, tuple)):
+        raise ParamError(f"{label}: not a string of compiler options: {cflags!r}; allowed: {cflags_allowed()}")
+    if isinstance(cflags, str):
+        # Checked as typed, before any splitting: a quote or backslash is refused, not unquoted.
+        bad = next((c for c in cflags if c not in " \t" and not _CFLAG_CHAR_RE.fullmatch(c)), None)
+        if bad is not None:
+            raise ParamError(f"{label}: character {bad!r} in {cflags!r} is not allowed; "
+                             f"allowed: {cflags_allowed()}")
+        words = cflags.split()
+    else:
+        words = list(cflags or [])
+    for w in words:
+        if not isinstance(w, str):
+            raise ParamError(f"{label}: {w!r} is not an option; allowed: {cflags_allowed()}")
+        bad = next((c for c in w if not _CFLAG_CHAR_RE.fullmatch(c)), None)
+        if bad is not None:
+            raise ParamError(f"{label}: character {bad!r} in {w!r} is not allowed; allowed: {cflags_allowed()}")
+        why = next((why for pre, why in _CFLAG_REFUSED if w.startswith(pre)), None)
+        if why is None and w.startswith("-fuse-ld") and w not in _FUSE_LD:
+            why = "chooses the linker program (allowed: " + ", ".join(_FUSE_LD) + ")"
+        if why is None and "-wrapper" in w:
+            why = "runs a program around the compiler"
+        if why is None and not _CFLAG_RE.fullmatch(w):
+            why = "is not of an allowed shape"
+        if why is not None:
+            raise ParamError(f"{label}: option {w!r} {why}; allowed: {cflags_allowed()}")
+    return words
+
+
+def parse_size_output(text: str) -> dict[str, int]:
+    """Parse Berkeley-format ``size FILE`` output into text/data/bss/dec."""
+    lines = [ln.split() for ln in text.strip().splitlines() if ln.strip()]
+    if len(lines) < 2 or lines[0][:3] != ["text", "data", "bss"]:
+        raise ValueError(f"unexpected `size` output: {text.strip()[:200]!r}")
+    vals = lines[1]
+    try:
+        return {"text": int(vals[0]), "data": int(vals[1]), "bss": int(vals[2]), "dec": int(vals[3])}
+    except (IndexError, ValueError):
+        raise ValueError(f"unexpected `size` output: {text.strip()[:200]!r}") from None
+
+
+def binary_size(path: Path) -> tuple[dict | None, str | None]:
+    exe = shutil.which("size")
+    if exe is None:
+        return None, "`size` (binutils) not found on PATH"
+    try:
+        out = subprocess.run([exe, str(path)], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"`size` failed: {e}"
+    if out.returncode != 0:
+        return None, f"`size` failed: {out.stderr.strip()[:200]}"
+    try:
+        return parse_size_output(out.stdout), None
+    except ValueError as e:
+        return None, str(e)
+
+
+def first_error_line(stderr: str) -> str:
+    """The first diagnostic marked ``error`` (else the first non-empty line)."""
+    lines = [ln.rstrip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in lines:
+        if re.search(r"\b(fatal )?error\b", ln):
+            return ln.strip()
+    return lines[0].strip() if lines else "(no compiler output)"
+
+
+def _sanitize_flags(sanitize: str | None) -> list[str]:
+    if not sanitize:
+        return []
+    key = ",".join(s.strip() for s in sanitize.split(","))
+    if key == "undefined,address":
+        key = "address,undefined"
+    if key not in SANITIZERS:
+        raise BuildError(f"--sanitize {sanitize!r}: allowed: {', '.join(SANITIZERS)}")
+    return list(SANITIZERS[key])
+
+
+def _remove_binary(out_dir: Path, name: str) -> None:
+    """A failed build leaves no binary of that name behind (nor its records)."""
+    for p in (out_dir / name, source_record_path(out_dir / name), out_dir / ".stamps" / f"{name}.json"):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+
+
+# ----------------------------------------------------------------------------- building
+
+def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
+    try:
+        data = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("key") != key or not out.is_file() or "source" not in data:
+        return None
+    if not source_record_path(out).is_file():
+        return None
+    try:
+        if sha256_file(out) != data.get("sha256"):
+            return None
+        for f, h in data.get("inputs", {}).items():
+            if sha256_file(Path(f)) != h:
+                return None
+    except OSError:
+        return None
+    return data
+
+
+def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
+    # A failed build removes the old binary: it was built from other sources than the
+    # ones just asked for.  An interrupted one leaves it, with its still-true record.
+    try:
+        return _compile(job, cc, ccver, out_dir)
+    except Exception:
+        _remove_binary(out_dir, job.name)
+        raise
+
+
+def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
+    name, sources, flags, what = job.name, job.sources, job.flags, job.what
+    out = out_dir / name
+    obj_dir = out_dir / ".obj" / name
+    stamp = out_dir / ".stamps" / f"{name}.json"
+    key = hashlib.sha256(json.dumps([cc, ccver, flags, [str(s) for s in sources], LDLIBS]).encode()).hexdigest()
+    data = _stamp_ok(stamp, out, key)
+    rebuilt = data is None
+    if rebuilt:
+        obj_dir.mkdir(parents=True, exist_ok=True)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        objs, inputs, first_cmd = [], {}, None
+        for i, src in enumerate(sources):
+            obj = obj_dir / f"{i}-{src.stem}.o"
+            dep = obj.with_suffix(".d")
+            argv = [cc, *flags, "-c", str(src), "-o", str(obj), "-MMD", "-MF", str(dep)]
+            first_cmd = first_cmd or argv
+            proc = subprocess.run(argv, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise BuildError(f"{what}: compiling {src} failed: {first_error_line(proc.stderr)}")
+            for d in parse_depfile(dep.read_text()):
+                p = Path(d)
+                if not p.is_absolute():
+                    p = (Path.cwd() / p)
+                p = p.resolve()
+                inputs[str(p)] = sha256_file(p)
+            objs.append(str(obj))
+        tmp = out.with_name(f".{name}.tmp")
+        argv = [cc, *flags, *objs, "-o", str(tmp), *LDLIBS]
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"{what}: linking {name} failed: {first_error_line(proc.stderr)}")
+        src_set = source_set({source_label(Path(f), job.header): h for f, h in inputs.items()},
+                             hashed_flags(flags))
+        os.replace(tmp, out)          # atomic: a concurrent run never sees half a binary
+        digest = sha256_file(out)
+        data = {"key": key, "sha256": digest, "inputs": dict(sorted(inputs.items())),
+                "command": first_cmd, "source": src_set}
+        stamp.write_text(json.dumps(data, indent=1))
+    src_set = data["source"]
+    record = {"binary": name, "binary_sha256": data["sha256"], "compiler": cc, "compiler_version": ccver,
+              **src_set, "header": job.header_record}
+    write_json(source_record_path(out), record)
+    size, size_err = binary_size(out)
+    return BinaryInfo(name=name, path=str(out), sha256=data["sha256"], size=size,
+                      size_error=size_err, inputs=data["inputs"], command=data.get("command") or [],
+                      rebuilt=rebuilt, source_sha256=src_set["source_sha256"],
+                      source_files=src_set["files"], source_flags=src_set["flags"],
+                      header=job.header_record)
+
+
+def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) -> list[_Job]:
+    """One job per --kernel-header NAME=SOURCE (see ringlab.kernel_header.resolve_source)."""
+    if not kernel_headers:
+        return []
+    from ringlab.sources import kernel_header as kh
+    out = []
+    for name, spec in kernel_headers.items():
+        if name in RING_HEADERS:
+            raise BuildError(f"--kernel-header {name}=...: NAME clashes with a built-in variant; "
+                             f"choose a name other than {', '.join(RING_HEADERS)}")
+        try:
+            src = kh.resolve_source(spec)
+            kflags = kh.compile_flags(name, src.header)
+        except kh.KernelHeaderError as e:
+            _remove_binary(out_dir, f"ptr_ring_test-{name}")
+            raise BuildError(str(e)) from None
+        srcs = [paths.CSRC / s for s in _PTR_RING_SOURCES]
+        out.append(_Job(f"ptr_ring_test-{name}", srcs, [*kflags, *base_flags],
+                        f"kernel header {src.header} (--kernel-header {name})", src.header,
+                        dict(src.record, name=name)))
+    return out
+
+
+def _plan(kernel_headers, cflags, sanitize, out_dir, only) -> tuple[list[_Job], dict, dict]:
+    """(jobs, skipped, settings) shared by build_all and check_binaries."""
+    user = validate_cflags(cflags, "--cflags")
+    san = _sanitize_flags(sanitize)
+    if out_dir is None:
+        out_dir = paths.bin_dir() if not san else paths.build_dir() / (
+            "bin-" + re.sub(r"[^a-z]+", "-", sanitize))
+    out_dir = Path(out_dir)
+    # Order matters: defaults, then the sanitizer, then the user (last -O wins).
+    common = [*DEFAULT_CFLAGS, *san, *user]
+    jobs: list[_Job] = []
+    skipped: dict[str, str] = {}
+    for t in TARGETS:
+        if only is not None and t.name not in only:
+            continue
+        srcs = [paths.CSRC / s for s in t.sources]
+        missing = [str(s.relative_to(paths.ROOT)) for s in srcs if not s.is_file()]
+        if missing:
+            if t.optional:
+                skipped[t.name] = "source not present: " + ", ".join(missing)
+                continue
+            raise BuildError(f"{t.name}: missing source {missing[0]}")
+        jobs.append(_Job(t.name, srcs, [f"-I{paths.CSRC}", *t.flags, *common], t.name))
+    wanted = {k: v for k, v in dict(kernel_headers or {}).items()
+              if only is None or f"ptr_ring_test-{k}" in only}
+    jobs += _kernel_targets(wanted, common, out_dir)
+    return jobs, skipped, {"user": user, "common": common, "out_dir": out_dir}
+
+
+def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str | list[str] = "",
+              sanitize: str | None = None, out_dir: Path | None = None,
+              only: list[str] | None = None, jobs: int | None = None) -> BuildInfo:
+    """Build every binary (only the ones named in ``only``, if given).
+
+    ``out_dir`` defaults to ``build/bin`` (``build/bin-<sanitizer>`` for
+    sanitizer builds, so they never replace the benchmark binaries).
+    Raises :class:`BuildError` naming the file and the first compiler error.
+    """
+    cc = compiler()
+    ccver = compiler_version(cc)
+    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only)
+    out_dir = st["out_dir"]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    info = BuildInfo(compiler=shutil.which(cc) or cc, compiler_version=ccver, cflags=st["common"],
+                     user_cflags=st["user"], sanitize=sanitize or None, out_dir=str(out_dir),
+                     skipped=skipped)
+    for job in jobs_list:
+        if job.header is not None:
+            variant = job.name.removeprefix("ptr_ring_test-")
+            info.kernel_headers[variant] = str(job.header)
+            info.header_sources[variant] = job.header_record
+
+    workers = jobs or min(4, os.cpu_count() or 1)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
+        futs = {job.name: ex.submit(_compile_target, job, cc, ccver, out_dir) for job in jobs_list}
+        errors = []
+        for name, fut in futs.items():
+            try:
+                info.binaries[name] = fut.result()
+                info.source_sha256[name] = info.binaries[name].source_sha256
+            except BuildError as e:
+                errors.append(str(e))
+        if errors:
+            raise BuildError(errors[0] + (f" (and {len(errors) - 1} more failure(s))" if len(errors) > 1 else ""))
+    return info

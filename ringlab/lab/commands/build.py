@@ -1,0 +1,105 @@
+"""Build the C ring tests (standalone binaries into build/bin/, plus the cffi module's description)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.experiments.base import ParamError
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--kernel-header", action="append", default=[], metavar="NAME=SOURCE",
+                   help="also build ptr_ring_test-NAME from a real kernel ptr_ring.h; SOURCE is a "
+                        "file, a kernel tree or a headers package root, git:TREE@REV, BASE+PATCH "
+                        "or BASE+lore:MSGID; repeatable")
+    p.add_argument("--cflags", default="", metavar='"FLAGS"',
+                   help="extra compiler flags, appended after the defaults (split like a shell "
+                        "would, never run through one); --cflags -O3 and --cflags=-O3 both work")
+    p.add_argument("--sanitize", default=None, metavar="KIND",
+                   help="thread | address | undefined | address,undefined "
+                        "(builds into build/bin-<KIND>/)")
+    p.add_argument("--json", action="store_true", help="print the BuildInfo as JSON")
+    allow_dash_values(p)
+
+
+def _parse_specs(specs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for spec in specs:
+        try:
+            from ringlab.sources.kernel_header import KernelHeaderError, parse_spec
+        except ImportError:
+            if "=" not in spec:
+                raise ParamError(f"--kernel-header: expected NAME=SOURCE, got {spec!r}") from None
+            name, _, path = spec.partition("=")
+        else:
+            try:
+                name, path = parse_spec(spec)
+            except KernelHeaderError as e:
+                raise ParamError(str(e)) from None
+        if name in out:
+            raise ParamError(f"--kernel-header: NAME {name!r} given twice; allowed: unique names")
+        out[name] = str(path)
+    return out
+
+
+def _check_sources(headers: dict[str, str]) -> None:
+    """Resolve every header source before compiling: a bad file, revision or patch is the
+    user's to fix (ParamError, exit 2), not a failed build (exit 1).  Resolved sources are
+    cached, so the build that follows does not fetch them again."""
+    if not headers:
+        return
+    from ringlab.sources.kernel_header import KernelHeaderError, resolve_source
+    for name, spec in headers.items():
+        try:
+            resolve_source(spec)
+        except KernelHeaderError as e:
+            raise ParamError(f"--kernel-header {name}={spec}: {e}; allowed: a file, a kernel tree or "
+                             "headers package, git:TREE@REV, BASE+PATCH, BASE+lore:MSGID") from None
+
+
+def _native_description() -> dict | None:
+    try:
+        from ringlab.build import native
+    except ImportError:
+        return None
+    describe = getattr(native, "describe", None)
+    if describe is None:
+        return None
+    try:
+        return describe()
+    except Exception as e:  # the extension is optional for the binaries: report, do not fail
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def run(args) -> int:
+    from ringlab.build.driver import SANITIZERS, BuildError, build_all
+
+    if args.sanitize is not None and args.sanitize.replace(" ", "") not in (*SANITIZERS, "undefined,address"):
+        raise ParamError(f"--sanitize {args.sanitize!r}: allowed: {', '.join(SANITIZERS)}")
+    headers = _parse_specs(args.kernel_header)
+    _check_sources(headers)
+    try:
+        info = build_all(kernel_headers=headers, cflags=args.cflags, sanitize=args.sanitize)
+    except BuildError as e:
+        print(f"ringlab build: error: {e}", file=sys.stderr)
+        return 1
+    native = _native_description()
+    if args.json:
+        d = info.to_dict()
+        d["native"] = native
+        print(json.dumps(d, indent=1))
+        return 0
+    for b in info.binaries.values():
+        print(b.path)
+    for name, why in info.skipped.items():
+        print(f"# skipped {name}: {why}", file=sys.stderr)
+    print(f"compiler: {info.compiler} ({info.compiler_version})")
+    print(f"flags: {' '.join(info.cflags)}")
+    if native is not None:
+        if "error" in native:
+            print(f"cffi module: unavailable ({native['error']})")
+        else:
+            print(f"cffi module: {native.get('compiler')} flags: {' '.join(native.get('flags', []))}"
+                  f" (cache {native.get('cache_dir')})")
+    return 0

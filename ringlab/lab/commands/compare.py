@@ -1,0 +1,48 @@
+"""A/B verdicts from a raw.csv: every variant against a baseline, per configuration."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+from ringlab.lab.commands.dashvalues import allow_dash_values
+
+
+def add_arguments(p) -> None:
+    p.add_argument("raw", metavar="RAW.csv", help="raw.csv written by `ringlab run`")
+    p.add_argument("--baseline", required=True, metavar="NAME", help="the variant the others are compared to")
+    p.add_argument("--metric", default="ns_per_op", help="metric column (default ns_per_op)")
+    p.add_argument("--by", default=None, metavar="COLUMNS",
+                   help="comma-separated columns defining a configuration (default: every parameter)")
+    p.add_argument("--noise", type=float, default=0.01,
+                   help="noise threshold as a fraction (default 0.01 = +-1%%)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--json", action="store_true", help="print a JSON list with exactly the documented fields")
+    allow_dash_values(p)   # option values may begin with '-'
+
+
+def run(args) -> int:
+    from ringlab.report.tables import comparison_rows, md_table
+    from ringlab.rundir import read_raw
+    from ringlab.stats import StatsError, compare, to_records
+    from ringlab.stats.compare import method_text
+
+    df = read_raw(args.raw)   # DataError (exit 2) naming the file and line when it is corrupt
+    try:
+        res = compare(df, args.baseline, metric=args.metric, by=args.by, noise=args.noise, alpha=args.alpha)
+    except StatsError as e:
+        print(f"ringlab compare: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(to_records(res), indent=2))
+        return 0
+    header, rows = comparison_rows(res)
+    print(md_table(header, rows))
+    if len(res):
+        print()
+        print(method_text(res))
+        welch = ", ".join(f"{r.candidate}@{r.group}: {r.p_welch:.3g}" for r in res.itertuples()
+                          if isinstance(r.p_welch, float) and not math.isnan(r.p_welch))
+        if welch:
+            print(f"Welch t-test p (uncorrected, descriptive): {welch}")
+    return 0

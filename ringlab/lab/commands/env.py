@@ -1,0 +1,64 @@
+"""What this machine can and cannot do (topology, governor, boost, counters, isolation, load).
+
+``--headers`` prints the kernel header trees found here, newest first (exit 1: none).
+
+Exit codes: 0 report printed (or state restored / nothing to restore), 1 restore failed or the
+state file was refused (not yours, writable by others, or naming anything but a cpufreq governor
+or boost knob under the sysfs root: nothing is written then).
+"""
+from __future__ import annotations
+
+import json
+
+from ringlab.lab.commands.dashvalues import allow_dash_values
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--json", action="store_true", help="print the collected information as JSON")
+    p.add_argument("--restore", action="store_true",
+                   help="put back governor/boost values saved by a run that was killed (SIGKILL)")
+    p.add_argument("--state-file", default=None,
+                   help="tuning state file (default $RINGLAB_STATE_DIR/tuning-state.json or "
+                        "~/.cache/ringlab/tuning-state.json)")
+    p.add_argument("--headers", action="store_true",
+                   help="print the kernel header trees found on this machine (/usr/src/*/include/linux/"
+                        "ptr_ring.h), one per line, newest first; exit 1 if there is none")
+    p.add_argument("--no-probe", action="store_true", help="do not open perf counters to probe them")
+    allow_dash_values(p)   # option values may begin with '-'
+
+
+def run(args) -> int:
+    if args.headers:
+        return _headers()
+    if args.restore:
+        from ringlab.system.governor import restore_saved_state
+        res = restore_saved_state(args.state_file)
+        if args.json:
+            print(json.dumps(res, indent=2))
+        else:
+            print(f"ringlab env --restore: {res['status']} ({res['state_file']})")
+            for m in res["messages"]:
+                print(f"  {m}")
+        return 1 if res["status"] in ("failed", "refused") else 0
+    from ringlab.system import envinfo
+    info = envinfo.collect(probe_counters=not args.no_probe)
+    if args.json:
+        print(json.dumps(info, indent=2, default=str))
+    else:
+        print(envinfo.format_text(info), end="")
+    return 0
+
+
+def _headers() -> int:
+    import sys
+
+    from ringlab.sources import kernel_header as kh
+    trees = kh.header_trees()
+    if not trees:
+        print(f"ringlab env --headers: no kernel header tree found (no {kh.USR_SRC}/*/{kh.IN_TREE}); "
+              "install one, e.g. Debian's linux-headers-<version>-common, or pass a kernel tree "
+              "as a header source", file=sys.stderr)
+        return 1
+    for t in trees:
+        print(t)
+    return 0

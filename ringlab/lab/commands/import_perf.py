@@ -1,0 +1,67 @@
+"""Turn pasted `perf stat` output (human text or -x, CSV) into rows, one per perf stat block.
+
+Quote markers from mail replies (`> >`) are ignored, so a thread can be pasted as is.
+Exit codes: 0 ok, 1 no perf stat block found, 2 unreadable FILE.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from ringlab.lab.commands.dashvalues import allow_dash_values
+
+
+def add_arguments(p) -> None:
+    p.add_argument("file", metavar="FILE", help="text file with perf stat output ('-' for stdin)")
+    p.add_argument("--csv", metavar="OUT", default=None, help="write the rows to this CSV file")
+    p.add_argument("--json", action="store_true", help="print the parsed blocks as JSON instead of a table")
+    p.add_argument("--kmod", action="store_true",
+                   help="`perf stat -r N insmod MODULE ARGS` blocks: add module, args, push/pop CPUs (kmod rows)")
+    allow_dash_values(p)   # --csv -out.csv
+
+
+#: columns shown in the table (the CSV has all of them)
+TABLE_COLUMNS = ["block", "label", "variant", "module", "args", "cpu_req_producer", "cpu_req_consumer",  # --kmod
+                 "runs", "elapsed_s", "elapsed_var_pct", "task_clock", "cycles",
+                 "instructions", "ipc", "branches", "branch_misses", "counter_errors"]
+
+
+def run(args) -> int:
+    from ringlab.tools import perfstat
+    from ringlab.experiments.base import ParamError
+
+    try:
+        text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8", errors="replace").read()
+    except OSError as e:
+        raise ParamError(f"parameter 'FILE': cannot read {args.file!r}: {e.strerror}; "
+                         "allowed: a readable text file with perf stat output, or '-' for stdin") from None
+    blocks = perfstat.parse(text)
+    if not blocks:
+        print(f"ringlab import-perf: no perf stat output found in {args.file} (expected 'Performance counter "
+              "stats for ...' blocks or `perf stat -x,` lines)", file=sys.stderr)
+        return 1
+    if args.kmod:
+        from ringlab.tools import kmod_perf
+        df = kmod_perf.perf_rows(text)
+    else:
+        df = perfstat.blocks_to_rows(blocks)
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+    if args.json:
+        print(json.dumps([b.to_dict() for b in blocks], indent=2))
+    else:
+        cols = [c for c in TABLE_COLUMNS if c in df.columns and df[c].notna().any() and (df[c] != "").any()]
+        fmt = df[cols].copy()
+        if "label" in fmt:
+            fmt["label"] = fmt["label"].fillna("")
+        for c in fmt.columns:
+            # counts print as integers (17424187640, not 1.74242e+10); NaN stays NaN
+            if fmt[c].dtype.kind == "f" and c not in ("elapsed_s", "ipc") and \
+                    (fmt[c].dropna() % 1 == 0).all() and fmt[c].notna().any():
+                fmt[c] = fmt[c].astype("Int64")
+        print(fmt.to_string(index=False, float_format=lambda x: f"{x:.6g}"))
+        cmds = sorted({b.command for b in blocks if b.command})
+        for c in cmds:
+            print(f"command: {c}")
+        print(f"{len(blocks)} block(s)" + (f"; rows written to {args.csv}" if args.csv else ""))
+    return 0

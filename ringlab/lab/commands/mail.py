@@ -1,0 +1,35 @@
+"""A run as plain text for a mailing-list reply (72 columns, no markdown).
+
+    ringlab mail results/ptr-ring-reorder/<host>/<run-id> [--baseline NAME] [--width 72]
+"""
+from __future__ import annotations
+
+import sys
+
+
+def add_arguments(p) -> None:
+    p.add_argument("run_dir", metavar="RUN", help="a run folder (raw.csv + env.json)")
+    p.add_argument("--baseline", metavar="NAME", default=None,
+                   help="the unpatched variant (default: env.json's baseline, else the first of the "
+                        "run's variants)")
+    p.add_argument("--candidate", metavar="NAME", action="append", default=None,
+                   help="only this candidate (repeatable; default: every other variant)")
+    p.add_argument("--metric", default=None, help="metric column (default ns_per_op)")
+    p.add_argument("--width", type=int, default=72, help="maximum line length (default 72, at least 60)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the text to FILE instead of stdout")
+
+
+def run(args) -> int:
+    from ringlab.report.mail import MailError, mail_text
+    try:
+        text = mail_text(args.run_dir, baseline=args.baseline, width=args.width, metric=args.metric,
+                         candidates=args.candidate)
+    except MailError as e:
+        print(f"ringlab mail: error: {e}", file=sys.stderr)
+        return 2
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0

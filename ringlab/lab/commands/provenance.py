@@ -1,0 +1,89 @@
+"""Did A and B run the same code or different code (binary, source set, measured command), and when?
+
+    ringlab provenance DIR [--json]
+    ringlab provenance DIR --against OTHER_DIR     (stale data across two runs?)
+"""
+from __future__ import annotations
+
+import json
+
+from ringlab.lab.commands.dashvalues import allow_dash_values
+
+
+def add_arguments(p):
+    p.add_argument("run_dir", metavar="DIR", help="a run folder (holds env.json and raw.csv)")
+    p.add_argument("--against", metavar="DIR2", help="compare with another run folder (stale data?)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    allow_dash_values(p)   # option values may begin with '-'
+
+
+def _yn(v) -> str:
+    return {True: "yes", False: "NO", None: "unknown"}[v]
+
+
+def format_check(c: dict) -> str:
+    git = c.get("git") or {}
+    commit = (git.get("commit") or "unknown")[:12] + (" (dirty)" if git.get("dirty") else "")
+    out = [f"run {c['run_id']} ({c['experiment']} on {c['host']}), status {c['status']}",
+           f"  started {c['started_utc']}  ended {c['ended_utc'] or '-'}  ringlab {commit}"]
+    if c.get("compiler"):
+        comp = c["compiler"] if isinstance(c["compiler"], str) else json.dumps(c["compiler"])
+        out.append(f"  compiler {comp}  flags {c.get('flags') or '-'}")
+    out.append("variants:")
+    for v, d in sorted(c["variants"].items()):
+        shas = ", ".join(s[:12] for s in d["sha256"]) or "-"
+        src = ", ".join(s[:12] for s in d.get("source_sha256") or []) or "-"
+        out.append(f"  {v:12s} binary {shas:14s} source set {src:14s} measured {d['first'] or '-'} .. "
+                   f"{d['last'] or '-'}  ({d['ok_rows']}/{d['rows']} rows ok)")
+    if c.get("command_error"):
+        out.append(f"measured commands: not compared ({c['command_error']})")
+    elif c.get("command_source"):
+        out.append(f"measured commands: {c['command_source']}")
+    if c["pairs"]:
+        out.append("pairs:")
+    for p in c["pairs"]:
+        out.append(f"  {p['a']} vs {p['b']}: {p['verdict']}")
+        for e in p.get("evidence") or []:
+            out.append(f"    - {e}")
+    for pr in c["problems"]:
+        out.append(f"WARNING: {pr}")
+    return "\n".join(out)
+
+
+def format_compare(c: dict) -> str:
+    out = [f"{c['a']}  vs  {c['b']}"]
+    g = c["git"]
+    out.append(f"  ringlab commit {(g['a'] or '?')[:12]} vs {(g['b'] or '?')[:12]}" + (" (same)" if g["same"] else ""))
+    for v, d in sorted(c["variants"].items()):
+        out.append(f"  {v:12s} same binary {_yn(d['same_binary'])}; same sources {_yn(d['same_sources'])}; "
+                   f"identical measurements {_yn(d['identical_measurements'])}; "
+                   f"measured {d['measured_a'][0] or '-'} / {d['measured_b'][0] or '-'}")
+    if not c["variants"]:
+        out.append("  no variant in common")
+    for pr in c["problems"]:
+        out.append(f"WARNING: {pr}")
+    return "\n".join(out)
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from ringlab.report import provenance
+    from ringlab.errors import ParamError
+    from ringlab.rundir import read_env, read_raw
+    for d in [args.run_dir] + ([args.against] if args.against else []):
+        # corrupt files: DataError (exit 2) naming the file and line
+        if (Path(d) / "env.json").is_file():
+            read_env(d)
+        if (Path(d) / "raw.csv").is_file():
+            read_raw(Path(d) / "raw.csv")
+    try:
+        res = (provenance.compare_runs(args.run_dir, args.against) if args.against
+               else provenance.check(args.run_dir))
+    except FileNotFoundError as e:
+        raise ParamError(f"parameter 'DIR': {e}; allowed: a run folder written by `ringlab run`") from None
+    if args.json:
+        print(json.dumps(res, indent=2, default=str))
+    else:
+        print(format_compare(res) if args.against else format_check(res))
+    return 1 if res["problems"] else 0

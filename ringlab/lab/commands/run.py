@@ -1,0 +1,63 @@
+"""Run an experiment's trials into DIR/raw.csv (fresh process per trial, interleaved, resumable).
+
+    ringlab run ptr_ring -p variants batch,reorder -p profile smoke
+    ringlab run ptr_ring -p cflags -O3 -p cpus=1:2
+    ringlab run ptr_ring --out scratch/x --resume
+"""
+from __future__ import annotations
+
+import sys
+
+from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
+
+
+def add_arguments(p):
+    p.add_argument("experiment", help="experiment name (ptr_ring, page_frag, perf_rb)")
+    p.add_argument("-p", "--parameter", action=NameValue, default=[], metavar="NAME VALUE",
+                   help="set a parameter, as papermill's -p (same names as the notebook's parameters "
+                        "cell); also -p NAME=VALUE; VALUE may begin with '-' (-p cflags -O3)")
+    p.add_argument("--out", metavar="DIR", help="run folder (default scratch/EXPERIMENT/HOST/RUN-ID/, or under $RINGLAB_SCRATCH; "
+                        "never results/)")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out DIR")
+    p.add_argument("--no-build", action="store_true", help="use the binaries already in build/bin")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="force the progress bar (default: only in a terminal)")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument("--list-params", action="store_true", help="list the experiment's parameters and exit")
+    allow_dash_values(p)
+
+
+def _list_params(name: str) -> int:
+    from ringlab.experiments.base import get
+    cls = get(name)
+    print(f"{cls.name}: {cls.description}")
+    for n, p in cls.all_params().items():
+        print(f"  {n:15s} {p.format(p.default)!s:24s} {p.help}  [{p.allowed()}]")
+    for prof, vals in cls.profiles.items():
+        print(f"  profile {prof}: " + ", ".join(f"{k}={v}" for k, v in vals.items()))
+    return 0
+
+
+def run(args) -> int:
+    from ringlab.errors import ParamError
+    from ringlab.run import run_experiment
+
+    if args.list_params:
+        return _list_params(args.experiment)
+    params: dict[str, str] = {}
+    for name, value in args.parameter:
+        if name in params:
+            raise ParamError(f"parameter '{name}' given twice; allowed: each parameter once")
+        params[name] = value
+    res = run_experiment(args.experiment, params, args.out, resume=args.resume, progress=args.progress,
+                         build=not args.no_build, argv=list(sys.argv))
+    print(f"run {res.run_id}: {res}")
+    print(f"  raw data:   {res.raw_csv}")
+    print(f"  provenance: {res.env_json}  (ringlab provenance {res.out_dir})")
+    t = res.trials
+    print(f"  status:     {res.status} ({t.get('ok', 0)} ok, {t.get('failed', 0)} failed, "
+          f"{t.get('timeout', 0)} timeout)" + (f": {res.status_reason}" if res.status_reason else ""))
+    failed = sum(v for k, v in res.counts.items() if k in ("crash", "timeout", "error"))
+    if failed:
+        print(f"  {failed} trial(s) failed; see status/stderr_tail in raw.csv")
+    return res.exit_code

@@ -1,0 +1,53 @@
+"""Summary tables (summary.md/csv/tex) and figures for a run folder."""
+from __future__ import annotations
+
+import sys
+
+from ringlab.lab.commands.dashvalues import allow_dash_values
+
+
+def add_arguments(p) -> None:
+    p.add_argument("dir", metavar="DIR", help="run folder containing raw.csv")
+    p.add_argument("--baseline", default=None, metavar="NAME",
+                   help="variant to compare against (default: the one the run's notebook reported against, else env.json's baseline, else the first variant)")
+    p.add_argument("--metric", default=None, help="metric column (default ns_per_op, else elapsed_us)")
+    p.add_argument("--label", action="append", default=[], metavar="VARIANT=LABEL",
+                   help="table label of a variant, e.g. --label batch=unpatched (repeatable)")
+    p.add_argument("--no-figures", action="store_true", help="tables only")
+    allow_dash_values(p)   # option values may begin with '-'
+
+
+def run(args) -> int:
+    from ringlab.report import write_report
+    from ringlab.rundir import RunFolder, read_env, read_raw
+    from ringlab.stats import StatsError
+
+    labels = {}
+    for item in args.label:
+        if "=" not in item:
+            print(f"ringlab summarize: error: --label {item!r}: expected VARIANT=LABEL", file=sys.stderr)
+            return 2
+        k, v = item.split("=", 1)
+        labels[k] = v
+    folder = RunFolder(args.dir)
+    # corrupt files: DataError (exit 2) naming the file and line
+    read_raw(folder.raw_csv)
+    status = ""
+    if folder.env_json.is_file():
+        read_env(folder.path)
+        status = folder.status_line()
+    if status:
+        print(status)
+    try:
+        paths = write_report(args.dir, metric=args.metric, baseline=args.baseline, labels=labels or None,
+                             figures=not args.no_figures)
+    except (StatsError, FileNotFoundError) as e:
+        print(f"ringlab summarize: error: {e}", file=sys.stderr)
+        return 2
+    for name, p in paths.items():
+        if name == "figures":
+            for fig, files in p.items():
+                print(f"figures/{fig}: " + ", ".join(str(f) for f in files))
+        else:
+            print(f"{name}: {p}")
+    return 0

@@ -1,0 +1,192 @@
+"""Small helpers that keep the notebooks thin: validate parameters, pick the run
+folder, run, report, and display bounded outputs.
+
+A notebook's ``parameters`` cell holds plain typed literals; the next cell calls
+:func:`params`, which validates them through the experiment's own ``Param``
+definitions (the same ones ``ringlab run -p`` uses) and raises ``ParamError``
+naming the parameter and its allowed values.  ``""``, ``0`` for counts and
+``None`` mean "the profile's default".
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ringlab import fmt, paths
+from ringlab.errors import ParamError as _BaseParamError
+from ringlab.errors import RinglabError
+
+
+class ParamError(_BaseParamError):
+    """A bad notebook parameter.  IPython shows only ``ParamError: <message>`` for it (no
+    traceback: the message names the parameter and the allowed values, the stack is noise);
+    the cell still fails, so papermill and ``ringlab reproduce`` report the notebook failed."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"ParamError: {self}"]
+
+
+def _message_only(e: RinglabError) -> RinglabError:
+    """Have IPython show a user-facing error as "Name: message", without the traceback."""
+    e._render_traceback_ = lambda: [f"{type(e).__name__}: {e}"]
+    return e
+
+
+def params(experiment: str, profile: str = "quick", **values: Any) -> dict:
+    """Validated parameter set for ``experiment``: profile defaults < non-empty notebook values.
+
+    ``None`` and ``""`` mean "use the profile's default" (notebooks write ``count or None``
+    for counts where 0 means default)."""
+    from ringlab.experiments import get
+    overrides = {k: v for k, v in values.items() if v is not None and not (isinstance(v, str) and not v.strip())}
+    try:
+        return get(experiment).resolve(overrides, profile=profile)
+    except _BaseParamError as e:
+        raise ParamError(str(e)) from None
+
+
+def check_choice(name: str, value: Any, allowed) -> Any:
+    allowed = list(allowed)
+    if value not in allowed:
+        raise ParamError(f"parameter '{name}': unknown value {value!r}; allowed: {', '.join(map(str, allowed))}")
+    return value
+
+
+def run_dir(out_dir: str, experiment_folder: str, host: str = "") -> Path:
+    """The run folder: ``out_dir`` if given, else a new scratch/<experiment>/<host>/<run-id>/.
+
+    Only ``ringlab reproduce`` writes into results/ (it passes ``out_dir``): a notebook run
+    from plain papermill or JupyterLab goes to the scratch folder (``$RINGLAB_SCRATCH``, default
+    ``scratch/`` at the repository root, git-ignored), so it never shows up in results/."""
+    if out_dir:
+        return Path(out_dir).resolve()
+    from ringlab.lab.reproduce import run_dir_for
+    return run_dir_for(experiment_folder, host or None, root=paths.scratch_dir()).resolve()
+
+
+def markdown(text: str, max_chars: int = 20000):
+    """Display markdown, truncated so the executed notebook stays small."""
+    from IPython.display import Markdown, display
+    if len(text) > max_chars:
+        text = text[:max_chars] + "\n\n*(truncated: see the files in the run folder)*"
+    display(Markdown(text))
+
+
+def table(df, max_rows: int = 40, floatfmt: str = ".4g"):
+    """Display a DataFrame as a markdown table (bounded, deterministic text output)."""
+    if len(df) > max_rows:
+        shown = df.head(max_rows)
+        note = f"\n\n*({len(df) - max_rows} more rows in the CSV)*"
+    else:
+        shown, note = df, ""
+    markdown(fmt.df_to_markdown(shown, floatfmt) + note)
+
+
+
+def figures(paths, width: int = 640):
+    """Show saved PNG figures inline (the files in figures/ are the source of truth)."""
+    from IPython.display import Image, display
+    for p in paths:
+        p = Path(p)
+        if p.suffix == ".png" and p.exists():
+            display(Image(filename=str(p), width=width))
+
+
+def not_available(what: str, why: str):
+    """Say visibly that ``what`` cannot be shown here, and why."""
+    markdown(f"*{what}: not available here because {why}.*")
+
+
+def show_figures(rep, *names: str, width: int = 640):
+    """Show the report's figures by name (``rep.figures``); for each one this run cannot have,
+    say "not available here because ..." so that a section never stays empty."""
+    for name in names:
+        if name in rep.figures:
+            figures([rep.figures[name]], width=width)
+        else:
+            not_available(f"figure '{name}'", rep.why_missing(name))
+
+
+def show_tables(rep, *names: str):
+    """Show the report's tables by name (``rep.tables``), or say why one is not available."""
+    for name in names:
+        if name in rep.tables:
+            table(rep.tables[name])
+        else:
+            not_available(f"table '{name}'", rep.why_missing(name))
+
+
+def show_file(paths, name: str, why: str, width: int = 640):
+    """Show the PNG called ``name`` among ``paths``, or say it is not available and why."""
+    found = [Path(p) for p in paths if Path(p).name == name]
+    if found:
+        figures(found, width=width)
+    else:
+        not_available(name, why)
+
+
+# -- the steps every experiment notebook takes ------------------------------------------------
+def run(experiment: str, values: dict, run_dir: Path):
+    """Build, tune, run the trials into ``run_dir`` (quiet: no progress bar under papermill)."""
+    from ringlab.run import run_experiment
+    try:
+        return run_experiment(experiment, values, run_dir, progress=False,
+                              log=lambda m: print(m, flush=True))
+    except _BaseParamError as e:
+        raise ParamError(str(e)) from None
+    except RinglabError as e:  # a locked folder, busy CPUs, a corrupt file: the message says it all
+        raise _message_only(e) from None
+
+
+def run_overview(run_dir: Path) -> str:
+    """What ran, where, and what could not be done (from env.json and raw.csv)."""
+    from ringlab.report.rundata import read_run
+    run = read_run(run_dir)
+    env, df = run.env, run.raw
+    lines = []
+    if run.status_line:
+        lines.append(f"**{run.status_line}** The tables below hold only the trials recorded.")
+    lines.append(f"**Run** `{env.get('run_id')}` of `{env.get('experiment')}` on host `{env.get('host')}`, "
+                 f"{env.get('started_utc')} to {env.get('ended_utc')} ({run.status}).")
+    counts = df["status"].value_counts().to_dict() if len(df) else {}
+    lines.append("**Trials:** " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none")
+                 + f" (of which warm-up: {int(df['warmup'].astype(str).str.lower().eq('true').sum()) if len(df) else 0}).")
+    gov = env.get("governor") or {}
+    g = gov.get("governor") or {}
+    if g:
+        lines.append(f"**Governor:** {g.get('status')}" + (f" — {g.get('reason')}" if g.get("reason") else "")
+                     + (", restored" if gov.get("restored") or g.get("restored") else ""))
+    e = env.get("environment") or {}
+    perf = (e.get("perf") or {}).get("counters") or {}
+    missing = sorted(k for k, v in perf.items() if not v.get("ok"))
+    if missing:
+        lines.append(f"**Counters not available here:** {', '.join(missing)} — "
+                     f"{next(iter(perf[m]['reason'] for m in missing))}.  They are NaN in raw.csv, never 0.")
+    if "icount_source" in df.columns and (df["icount_source"] == "callgrind").any():
+        lines.append("**Instruction counts:** callgrind (measured region only, exact and repeatable).")
+    b = env.get("build") or {}
+    if b.get("compiler"):
+        comp = b["compiler"]
+        lines.append(f"**Compiler:** {comp.get('version', comp) if isinstance(comp, dict) else comp}; "
+                     f"flags `{' '.join(b.get('cflags') or b.get('flags') or [])}`.")
+    for w in env.get("warnings") or []:
+        lines.append(f"**Warning:** {w}")
+    bad = df[df["status"] != "ok"] if len(df) else df
+    for _, r in bad.head(5).iterrows():
+        lines.append(f"**{r['status']}** trial {r.get('variant')} #{r.get('trial')}: exit {r.get('exit_code')}, "
+                     f"`{str(r.get('stderr_tail'))[-160:]}`")
+    return "\n\n".join(lines)
+
+
+def report(run_dir: Path, baseline: str | None = None, labels: dict | None = None, metric: str | None = None,
+           patched: str | None = None):
+    """The run's :class:`ringlab.report.Report` (summary.md/csv/tex and figures/ written too):
+    ``r.tables["ab"]``, ``r.figures["spsc"]``, ``r.markdown``; :func:`show` displays them by name."""
+    from ringlab.report import report as _report
+    from ringlab.rundir import annotate
+    # Recorded so that `ringlab summarize RUN` renders the same summary.md as the notebook.
+    asked = {k: v for k, v in dict(baseline=baseline, labels=labels, metric=metric, patched=patched).items()
+             if v is not None}
+    if asked and (Path(run_dir) / "env.json").is_file():
+        annotate(run_dir, report=asked)
+    return _report(run_dir, metric=metric, baseline=baseline, labels=labels, patched=patched)

@@ -1,0 +1,151 @@
+"""Run the notebooks through papermill into results/, and keep the index.
+
+``ringlab reproduce [--profile P] [--only NAME ...]`` executes every notebook (or
+the named ones) with kernel ``python3`` and an execution timeout.  Each run
+writes ``results/<experiment>/<host>/<run-id>/`` holding the executed notebook,
+raw.csv, summary.md/csv, env.json and figures/.  A failing notebook does not stop
+the others; failures are listed at the end and make the exit code non-zero.
+``results/README.md`` is regenerated when a reproduce added at least one complete run
+(``results_index.is_complete``); otherwise the tracked index is left as it is.
+
+Only ``reproduce`` writes into results/: it hands each notebook ``out_dir``.  A notebook
+run any other way (plain papermill, JupyterLab) without ``out_dir`` writes its run folder
+under :func:`scratch_dir` (``$RINGLAB_SCRATCH``, default ``scratch/`` at the repository
+root, git-ignored), so a smoke run never changes results/ or its index.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ringlab import paths
+
+#: notebook stem -> results experiment folder.  Order is execution order
+#: (90 merges what the others wrote).
+NOTEBOOKS: dict[str, str] = {
+    "00-environment": "environment",
+    "10-ptr-ring-reorder": "ptr-ring-reorder",
+    "11-ptr-ring-batch-zeroing": "ptr-ring-batch-zeroing",
+    "12-patch-ab": "patch-ab",
+    "20-page-frag": "page-frag",
+    "21-kernel-tests": "kernel-tests",
+    "30-perf-ring-buffer": "perf-ring-buffer",
+    "90-compare-runs": "compare-runs",
+    "95-explore": "explore",
+}
+
+PROFILES = ("smoke", "quick", "full")
+#: per-cell limit handed to papermill (seconds), by profile
+EXECUTION_TIMEOUT = {"smoke": 600, "quick": 1800, "full": 7200}
+
+
+#: environment variable naming the scratch folder of runs made outside ``ringlab reproduce``
+class ReproduceError(ValueError):
+    """Bad arguments to reproduce (names the parameter and the allowed values)."""
+
+
+def run_dir_for(experiment: str, host: str | None = None, run_id: str | None = None,
+                root: Path | None = None) -> Path:
+    """<root>/<experiment>/<host>/<run-id>/ (``root`` default: the repository's results/)."""
+    from ringlab.run import host_id, new_run_id
+    root = Path(root) if root is not None else paths.results_dir()
+    return root / experiment / (host or host_id()) / (run_id or new_run_id())
+
+
+@dataclass
+class Outcome:
+    notebook: str
+    run_dir: Path
+    ok: bool
+    error: str = ""
+    seconds: float = 0.0
+
+
+def _resolve_only(only: list[str] | None) -> list[str]:
+    if not only:
+        return list(NOTEBOOKS)
+    out = []
+    for name in only:
+        matches = [n for n in NOTEBOOKS if n == name or n.split("-", 1)[0] == name
+                   or NOTEBOOKS[n] == name or n.split("-", 1)[-1] == name]
+        if not matches:
+            raise ReproduceError(f"parameter 'only': unknown notebook {name!r}; allowed: "
+                                 + ", ".join(NOTEBOOKS))
+        out.extend(m for m in matches if m not in out)
+    return [n for n in NOTEBOOKS if n in out]  # keep canonical order
+
+
+def error_line(e: BaseException) -> str:
+    """One line for a failed notebook: a bad parameter (the notebook's validation cell raised
+    ParamError or DataError) is its message alone, ``ParamError: parameter 'modes': ...;
+    allowed: ...``; anything else is the exception's type and the last line of its text."""
+    ename, evalue = getattr(e, "ename", None), getattr(e, "evalue", None)
+    if ename in ("ParamError", "DataError") and evalue:
+        return f"{ename}: {' '.join(str(evalue).split())}"
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[-1] if text else ''}"
+
+
+def execute(notebook: str, profile: str = "quick", host: str | None = None,
+            parameters: dict | None = None, results_root: Path | None = None,
+            timeout: int | None = None) -> Outcome:
+    """Execute one notebook with papermill into a fresh run folder."""
+    import time
+
+    import papermill as pm
+
+    src = paths.NOTEBOOKS / f"{notebook}.ipynb"
+    from ringlab.run import host_id
+    host = host or host_id()
+    run_dir = run_dir_for(NOTEBOOKS[notebook], host, root=results_root or paths.results_dir())
+    # The notebook is executed into a staging file next to the run folder and
+    # moved in afterwards: the runner refuses an existing output folder, and a
+    # failed notebook must still be kept (papermill saves it with an error banner).
+    staging = run_dir.parent / f".inflight-{run_dir.name}-{notebook}.ipynb"
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    params = {"profile": profile, "out_dir": str(run_dir), "host": host}
+    params.update(parameters or {})
+    t0 = time.monotonic()
+    ok, err = True, ""
+    try:
+        pm.execute_notebook(str(src), str(staging), parameters=params, kernel_name="python3",
+                            cwd=str(paths.NOTEBOOKS), progress_bar=False, log_output=False,
+                            execution_timeout=timeout or EXECUTION_TIMEOUT[profile])
+    except Exception as e:  # PapermillExecutionError, DeadKernelError, timeouts ...
+        ok, err = False, error_line(e)
+    finally:
+        if staging.exists():
+            run_dir.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(staging), str(run_dir / f"{notebook}.ipynb"))
+    return Outcome(notebook, run_dir, ok, err, time.monotonic() - t0)
+
+
+def reproduce(profile: str = "quick", only: list[str] | None = None, host: str | None = None,
+              results_root: Path | None = None, parameters: dict | None = None,
+              log=print) -> list[Outcome]:
+    if profile not in PROFILES:
+        raise ReproduceError(f"parameter 'profile': unknown value {profile!r}; allowed: {', '.join(PROFILES)}")
+    names = _resolve_only(only)
+    outcomes = []
+    for nb in names:
+        log(f"[reproduce] {nb} (profile={profile}) ...")
+        o = execute(nb, profile, host, parameters, results_root)
+        log(f"[reproduce] {nb}: {'ok' if o.ok else 'FAILED'} in {o.seconds:.0f} s -> {o.run_dir}"
+            + ("" if o.ok else f"\n    {o.error}"))
+        outcomes.append(o)
+    from ringlab.lab.results_index import is_complete, write_index
+    root = results_root or paths.results_dir()
+    if any(o.ok and is_complete(o.run_dir) for o in outcomes):
+        write_index(root)
+    else:
+        log(f"[reproduce] no complete run added: {Path(root) / 'README.md'} left as it is")
+    return outcomes
+
+
+def main_summary(outcomes: list[Outcome]) -> tuple[str, int]:
+    failed = [o for o in outcomes if not o.ok]
+    lines = [f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ok"]
+    for o in failed:
+        lines.append(f"FAILED {o.notebook}: {o.error} (notebook kept at {o.run_dir / (o.notebook + '.ipynb')})")
+    return "\n".join(lines), (1 if failed else 0)

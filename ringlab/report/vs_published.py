@@ -1,0 +1,324 @@
+"""Tables in the seed threads' shapes, and published-vs-reproduced comparisons.
+
+Everything here reads a run folder (raw.csv + env.json), asks ``ringlab.stats``
+for the numbers and arranges them the way the mailing-list threads did.  The
+published figures come from ``ringlab.published`` and are only ever set beside
+ours as ratios: different machines, kernels and harnesses make absolute numbers
+incomparable.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from ringlab import fmt
+from ringlab.report import published
+from ringlab.report.rundata import read_run
+from ringlab.stats import compare, measurements, summarize
+
+
+def load(run_dir) -> tuple[pd.DataFrame, dict]:
+    run = read_run(run_dir)
+    return run.raw, run.env
+
+
+def arch_label(env: dict) -> str:
+    """'x86_64 (vm)': the machine column of the mail tables."""
+    e = env.get("environment") or env
+    host = e.get("host") or {}
+    if isinstance(host, str):
+        return host
+    return f"{host.get('machine', '?')} ({host.get('host_id') or env.get('host') or '?'})"
+
+
+_pct = fmt.pct
+_ci = fmt.ci
+_p = fmt.p
+
+
+def _config_cols(cmp: pd.DataFrame) -> list[str]:
+    cols = cmp.attrs.get("group_columns") or []
+    keep = [c for c in cols if c not in ("count", "cpu_req_producer", "cpu_req_consumer")]
+    return [c for c in keep if c in cmp.columns and cmp[c].nunique(dropna=False) > 1] or \
+        [c for c in ("mode", "pair_class") if c in cmp.columns]
+
+
+def mail_table(run_dir, baseline: str, patched: str, metric: str = "ns_per_op") -> pd.DataFrame:
+    """Seed 000's table: arch | config | unpatched | patched | delta (+ CI, p, verdict).
+
+    ``delta`` uses the mail's sign: (unpatched - patched) / unpatched, so "+6.2%" means
+    the patched ring is faster."""
+    df, env = load(run_dir)
+    cmp = compare(df, baseline, metric)
+    cmp = cmp[cmp["candidate"] == patched]
+    arch = arch_label(env)
+    cfg = _config_cols(cmp)
+    rows = []
+    for _, r in cmp.iterrows():
+        row = {"arch": arch}
+        row.update({c: r[c] for c in cfg})
+        row[f"unpatched ({baseline}) {metric}"] = r["median_baseline"]
+        row[f"patched ({patched}) {metric}"] = r["median_candidate"]
+        row["delta (mail sign: + = patched faster)"] = _pct(r["gain_pct"])
+        # the CI of the mail-sign delta = -CI of delta, bounds swapped: same sign as its number
+        row["95% CI of delta (mail sign)"] = _ci(r["ci_low_pct"], r["ci_high_pct"], negate=True)
+        row["p (Holm)"] = _p(r["p_holm"])
+        row["n"] = f"{int(r['n_baseline'])}/{int(r['n_candidate'])}"
+        row["verdict"] = r["verdict"] + (f" (need ~{int(r['trials_needed'])} trials/arm)"
+                                         if r["verdict"] == "inconclusive" and not math.isnan(r["trials_needed"])
+                                         else "")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def published_vs_reproduced_reorder(run_dir, baseline: str = "batch", patched: str = "reorder") -> pd.DataFrame:
+    """patched/unpatched time ratios: the mail's (arm64, x86) beside ours, per mode."""
+    df, env = load(run_dir)
+    pub = published.ptr_ring_reorder_table()
+    rows = [{"source": f"published ({r.arch}, seed 000)", "mode": r.mode,
+             "pair_class": "taskset -c 1" if r.mode == 0 else "taskset -c 1-2",
+             "unpatched": f"{r.unpatched_ms} ms", "patched": f"{r.patched_ms} ms",
+             "patched / unpatched": round(r.ratio_patched_over_unpatched, 4), "95% CI of ratio": "not published",
+             "delta (mail sign)": r.delta_published} for r in pub.itertuples()]
+    cmp = compare(df, baseline, "ns_per_op")
+    cmp = cmp[cmp["candidate"] == patched]
+    for _, r in cmp.iterrows():
+        rows.append({"source": f"reproduced ({arch_label(env)})", "mode": r.get("mode"),
+                     "pair_class": r.get("pair_class", ""),
+                     "unpatched": f"{r['median_baseline']:.3f} ns/op", "patched": f"{r['median_candidate']:.3f} ns/op",
+                     "patched / unpatched": round(1 + r["delta_pct"] / 100, 4),
+                     "95% CI of ratio": (f"[{1 + r['ci_low_pct'] / 100:.4f}, {1 + r['ci_high_pct'] / 100:.4f}]"
+                                         if not math.isnan(r["ci_low_pct"]) else "n/a"),
+                     "delta (mail sign)": _pct(r["gain_pct"])})
+    return pd.DataFrame(rows)
+
+
+def instructions_vs_published(run_dir) -> pd.DataFrame:
+    """Instructions per op (mode 0) per variant: callgrind/perf here, perf stat in the mail."""
+    df, env = load(run_dir)
+    rows = []
+    pub = published.SEED000_INSTRUCTIONS_PER_OP
+    for v, ipo in pub.items():
+        rows.append({"source": "published (x86 perf stat, seed 000)", "variant": v, "instructions_per_op": round(ipo, 2),
+                     "how": "17.42e9 / 1e8" if v == "batch" else "16.12e9 / 1e8",
+                     "ratio to batch": round(ipo / pub["batch"], 4)})
+    if "instructions_per_op" in df.columns:
+        meas, _ = measurements(df, "instructions_per_op")
+        if "mode" in meas.columns:
+            meas = meas[meas["mode"].astype(str) == "0"]
+        src_col = meas["icount_source"].fillna("perf") if "icount_source" in meas.columns else "perf"
+        meas = meas.assign(_src=src_col)
+        med = meas.groupby(["_src", "variant"])["instructions_per_op"].agg(["median", "min", "max", "count"])
+        for (src, v), r in med.iterrows():
+            base = med.loc[(src, "batch"), "median"] if (src, "batch") in med.index else float("nan")
+            exact = r["min"] == r["max"]
+            rows.append({"source": f"reproduced ({src}, {arch_label(env)})", "variant": v,
+                         "instructions_per_op": round(float(r["median"]), 2),
+                         "how": f"{int(r['count'])} runs, " + ("identical counts" if exact
+                                                                  else f"range {r['min']:.2f}-{r['max']:.2f}"),
+                         "ratio to batch": round(float(r["median"]) / base, 4) if base == base else float("nan")})
+    if len(rows) == len(pub):
+        rows.append({"source": "reproduced", "variant": "-", "instructions_per_op": float("nan"),
+                     "how": "no instruction counts in this run (no hardware counters and icount=false "
+                            "or valgrind unavailable)", "ratio to batch": float("nan")})
+    return pd.DataFrame(rows)
+
+
+def effective_batch(size: int, batch: int = 0) -> int:
+    """The batch the ptr_ring uses: the requested one, else 16 (2 lines of 8-byte
+    pointers), or 1 when that is more than half the ring."""
+    if batch:
+        return batch
+    b = 2 * 64 // 8
+    return 1 if b > size // 2 else b
+
+
+def size_sweep_table(run_dir, baseline: str = "prebatch", metric: str = "ns_per_op") -> pd.DataFrame:
+    df, _ = load(run_dir)
+    cmp = compare(df, baseline, metric)
+    rows = []
+    for _, r in cmp.sort_values([c for c in ("mode", "pair_class", "size") if c in cmp.columns]).iterrows():
+        size = int(r["size"])
+        rows.append({"mode": r.get("mode"), "pair_class": r.get("pair_class"), "size": size,
+                     "batch": effective_batch(size, int(r.get("batch", 0) or 0)),
+                     f"{baseline} ns/op": r["median_baseline"], f"{r['candidate']} ns/op": r["median_candidate"],
+                     "delta": _pct(r["delta_pct"]), "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+                     "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
+    return pd.DataFrame(rows)
+
+
+def size_sweep_figure(run_dir, baseline: str = "prebatch", metric: str = "ns_per_op",
+                      patched: str | None = None, labels: dict | None = None) -> list[Path]:
+    """figures/size_sweep.png: median ns/op against ring size per variant (log x), one panel
+    per mode and CPU pair (see ``ringlab.report.figures.size_sweep``)."""
+    from ringlab.report.figures import size_sweep
+    run_dir = Path(run_dir)
+    df, _ = load(run_dir)
+    meas, _ = measurements(df, metric)
+    return size_sweep(meas, metric, run_dir / "figures", baseline=baseline, patched=patched, labels=labels)
+
+
+def by_placement_table(run_dir, baseline: str, metric: str = "ns_per_op") -> pd.DataFrame:
+    """The A/B verdict per placement (same CPU vs pairs), the seed-002 question."""
+    df, _ = load(run_dir)
+    cmp = compare(df, baseline, metric)
+    cols = [c for c in ("pair_class", "cpu_req_producer", "cpu_req_consumer", "align", "alloc_len") if c in cmp.columns]
+    rows = []
+    for _, r in cmp.sort_values(cols).iterrows():
+        row = {c: r[c] for c in cols}
+        row.update({"candidate": r["candidate"], f"{baseline} {metric}": r["median_baseline"],
+                    f"candidate {metric}": r["median_candidate"], "delta": _pct(r["delta_pct"]),
+                    "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+                    "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def provenance_text(run_dir) -> str:
+    from ringlab.report import provenance
+    rep = provenance.check(run_dir)
+    lines = [f"Run `{rep.get('run_id')}` on host `{rep.get('host')}`, git "
+             f"`{(rep.get('git') or {}).get('commit', '?')}`"
+             + (" (dirty tree)" if (rep.get("git") or {}).get("dirty") else "") + ".", ""]
+    lines.append(fmt.md_table(["variant", "binary sha256", "first measured", "last measured"],
+                              [[v, ", ".join(h[:12] for h in info["sha256"]) or "n/a", info["first"], info["last"]]
+                               for v, info in sorted(rep["variants"].items())]))
+    lines += ["", fmt.md_table(["A", "B", "verdict", "differing sources"],
+                               [[p["a"], p["b"], p["verdict"],
+                                 ", ".join(Path(s).name for s in p["differing_sources"]) or "-"]
+                                for p in rep["pairs"]])]
+    lines += [""] + ([f"- **problem:** {x}" for x in rep["problems"]] or ["No provenance problems found."])
+    return "\n".join(lines)
+
+
+def published_vs_reproduced_page_frag(run_dir, baseline: str = "before") -> pd.DataFrame:
+    """after/before elapsed-time ratios: the thread's perf stat -r 200 blocks beside ours."""
+    from ringlab.tools.perfstat import parse_perf_stat
+    blocks = parse_perf_stat(published.page_frag_perfstat_text())
+    rows = []
+    label = None
+    for b in blocks:
+        cmd = b.command or ""
+        label = ("after" if "after" in (b.label or "").lower() else
+                 "before" if "before" in (b.label or "").lower() else label)
+        aligned = "test_align=1" in cmd
+        same_cpu = "test_push_cpu=0 test_pop_cpu=0" in cmd
+        rows.append({"label": label, "aligned": aligned, "same_cpu": same_cpu, "elapsed_s": b.elapsed_s,
+                     "runs": b.runs})
+    pub = pd.DataFrame(rows)
+    out = []
+    for (aligned, same), g in pub.groupby(["aligned", "same_cpu"]):
+        bef = g.loc[g["label"] == "before", "elapsed_s"]
+        aft = g.loc[g["label"] == "after", "elapsed_s"]
+        if len(bef) and len(aft):
+            out.append({"source": "published (kernel module, seed 002)", "align": int(aligned),
+                        "placement": "same CPU (0/0)" if same else "CPUs 16/17",
+                        "before": f"{bef.iloc[0]:.3f} s", "after": f"{aft.iloc[0]:.3f} s",
+                        "after / before": round(aft.iloc[0] / bef.iloc[0], 4), "95% CI of ratio": "not published",
+                        "verdict": "-"})
+    df, env = load(run_dir)
+    cmp = compare(df, baseline, "ns_per_op")
+    if "alloc_len" in cmp.columns:
+        cmp = cmp[cmp["alloc_len"].astype(int) == 12] if (cmp["alloc_len"].astype(int) == 12).any() else cmp
+    for _, r in cmp.iterrows():
+        out.append({"source": f"reproduced ({arch_label(env)})", "align": r.get("align"),
+                    "placement": r.get("pair_class"),
+                    "before": f"{r['median_baseline']:.2f} ns/op", "after": f"{r['median_candidate']:.2f} ns/op",
+                    "after / before": round(1 + r["delta_pct"] / 100, 4),
+                    "95% CI of ratio": (f"[{1 + r['ci_low_pct'] / 100:.3f}, {1 + r['ci_high_pct'] / 100:.3f}]"
+                               if not math.isnan(r["ci_low_pct"]) else "n/a"),
+                    "verdict": r["verdict"]})
+    return pd.DataFrame(out)
+
+
+def published_vs_reproduced_batch(run_dir, baseline: str = "prebatch") -> pd.DataFrame:
+    """Seed 003's vhost Mpps ratios beside our throughput ratios (largest ring, each pair)."""
+    pub = published.batch_zeroing_mpps()
+    rows = [{"source": "published (vhost, seed 003)", "config": r.config, "throughput ratio to prebatch":
+             round(r.ratio_to_before, 4), "95% CI of ratio": "not published", "verdict": "-"} for r in pub.itertuples()]
+    df, env = load(run_dir)
+    cmp = compare(df, baseline, "ns_per_op")
+    if "size" in cmp.columns and len(cmp):
+        cmp = cmp[cmp["size"] == cmp["size"].max()]
+    for _, r in cmp.iterrows():
+        # throughput ratio = baseline time / candidate time
+        ratio = 1 / (1 + r["delta_pct"] / 100)
+        ci = ("n/a" if math.isnan(r["ci_low_pct"]) else
+              f"[{1 / (1 + r['ci_high_pct'] / 100):.3f}, {1 / (1 + r['ci_low_pct'] / 100):.3f}]")
+        rows.append({"source": f"reproduced ({arch_label(env)})",
+                     "config": f"{r['candidate']}, size {int(r['size'])}, mode {r.get('mode')}, {r.get('pair_class')}",
+                     "throughput ratio to prebatch": round(ratio, 4), "95% CI of ratio": ci, "verdict": r["verdict"]})
+    return pd.DataFrame(rows)
+
+
+# -- seed 004 -------------------------------------------------------------------------------
+
+def _elapsed_metric(df: pd.DataFrame) -> str:
+    return "elapsed_us" if "elapsed_us" in df.columns else "elapsed_ns"
+
+
+def perf_rb_table(run_dir) -> pd.DataFrame:
+    """MEAN, STDVAR (standard deviation, as the thread used it) and median per config and placement."""
+    df, _ = load(run_dir)
+    metric = _elapsed_metric(df)
+    summ = summarize(df, metric, by=["placement"] if "placement" in df.columns else None)
+    rows = []
+    base = summ[summ["variant"] == "base"].set_index("placement")["median"] if "placement" in summ.columns else None
+    count = int(pd.to_numeric(df["count"], errors="coerce").dropna().iloc[0]) if "count" in df.columns else None
+    for _, r in summ.sort_values(["placement", "variant"]).iterrows():
+        per_record = float("nan")
+        if base is not None and r["variant"] != "base" and r["placement"] in base.index and count:
+            per_record = (r["median"] - base[r["placement"]]) * (1000.0 if metric == "elapsed_us" else 1.0) / count
+        rows.append({"config": r["variant"], "placement": r.get("placement"), "n": int(r["n"]),
+                     f"MEAN ({metric})": r["mean"], "mean 95% CI": f"[{r['mean_ci_low']:.6g}, {r['mean_ci_high']:.6g}]",
+                     "STDVAR (std dev)": r["std"], "median": r["median"],
+                     "median 95% CI": f"[{r['median_ci_low']:.6g}, {r['median_ci_high']:.6g}]",
+                     "cost per record (ns, medians)": per_record})
+    return pd.DataFrame(rows)
+
+
+def perf_rb_verdicts(run_dir) -> pd.DataFrame:
+    """backward against forward (and each against base), per placement."""
+    df, _ = load(run_dir)
+    metric = _elapsed_metric(df)
+    out = []
+    for base in ("forward", "base"):
+        if base not in set(df["variant"].astype(str)):
+            continue
+        cmp = compare(df, base, metric, by=["placement"] if "placement" in df.columns else None)
+        if base == "base":
+            cmp = cmp[cmp["candidate"] == "forward"]
+        for _, r in cmp.iterrows():
+            out.append({"placement": r.get("placement"), "baseline": base, "candidate": r["candidate"],
+                        "median baseline": r["median_baseline"], "median candidate": r["median_candidate"],
+                        "delta": _pct(r["delta_pct"]), "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+                        "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
+    return pd.DataFrame(out)
+
+
+def published_vs_reproduced_perf_rb(run_dir) -> pd.DataFrame:
+    pub = published.perf_rb_means()
+    rows = [{"source": "published (seed 004, pinned + performance governor)", "config": r.config,
+             "placement": "workload CPU 6, perf CPU 7", "mean": r.mean_published, "ratio to BASE": round(r.ratio_to_base, 3)}
+            for r in pub.itertuples()]
+    df, env = load(run_dir)
+    metric = _elapsed_metric(df)
+    meas, _ = measurements(df, metric)
+    if "placement" in meas.columns:
+        means = meas.groupby(["placement", "variant"])[metric].mean()
+        for pl in sorted(meas["placement"].astype(str).unique()):
+            if (pl, "base") not in means.index:
+                continue
+            b = means[(pl, "base")]
+            for v in ("base", "forward", "backward"):
+                if (pl, v) in means.index:
+                    rows.append({"source": f"reproduced ({arch_label(env)})", "config": v, "placement": pl,
+                                 "mean": round(float(means[(pl, v)]), 1),
+                                 "ratio to BASE": round(float(means[(pl, v)] / b), 3)})
+    return pd.DataFrame(rows)
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "json", "math", "np", "pd",
+                                                                     "Path", "published")]

@@ -1,0 +1,182 @@
+"""Merge every run under results/ across hosts and dates (notebook 90).
+
+* ``load_runs``           every run folder with a raw.csv, with its env.json
+* ``runs_table``          one line per run: experiment, host, arch, date, profile, trials
+* ``cross_machine_table`` seed 000's shape across machines: arch/host | unpatched | patched | delta | its CI
+* ``stale_checks``        the seed-002 question, answered from hashes and numbers:
+                          A and B ran the same binary, or binaries from the same sources;
+                          two runs hold identical numbers (copied, not re-measured)
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ringlab import fmt, paths
+from ringlab.report import provenance
+from ringlab.errors import DataError
+from ringlab.report.figures import cross_run_forest
+from ringlab.rundir import RunFolder, read_env, read_raw
+from ringlab.stats import compare
+from ringlab.system import checkout, envinfo
+
+
+#: the delta column of ``cross_machine_table``: (baseline - candidate) / baseline, + = candidate faster
+DELTA_MAIL = "delta (mail sign)"
+
+
+@dataclass
+class Run:
+    path: Path
+    experiment: str      # results folder name (the notebook's experiment)
+    host: str
+    run_id: str
+    env: dict
+    raw: pd.DataFrame
+
+
+def load_runs(root: str | Path | None = None) -> list[Run]:
+    root = Path(root) if root else paths.results_dir()
+    out = []
+    for raw in sorted(root.glob("*/*/*/raw.csv")):
+        d = raw.parent
+        try:
+            df = read_raw(raw)
+        except DataError:
+            continue   # ``skipped`` lists it with the reason
+        try:
+            env = read_env(d).doc
+        except DataError:
+            env = {}
+        out.append(Run(d, d.parent.parent.name, d.parent.name, d.name, env, df))
+    return out
+
+
+def skipped(root: str | Path | None = None) -> list[str]:
+    """Run folders under ``root`` whose raw.csv cannot be read, each with the reason."""
+    root = Path(root) if root else paths.results_dir()
+    out = []
+    for raw in sorted(root.glob("*/*/*/raw.csv")):
+        try:
+            read_raw(raw)
+        except DataError as e:
+            out.append(str(e))
+    return out
+
+
+def _arch(env: dict) -> str:
+    host = (env.get("environment") or {}).get("host") or {}
+    return host.get("machine", "?") if isinstance(host, dict) else "?"
+
+
+def runs_table(runs: list[Run]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        ok = r.raw[r.raw["status"] == "ok"] if "status" in r.raw.columns else r.raw
+        rows.append({"experiment": r.experiment, "host": r.host, "arch": _arch(r.env), "run_id": r.run_id,
+                     "profile": (r.env.get("parameters") or {}).get("profile", "?"),
+                     "variants": ",".join(sorted(map(str, r.raw["variant"].unique()))) if "variant" in r.raw else "",
+                     "trials ok": len(ok), "trials total": len(r.raw),
+                     "git": ((r.env.get("git") or {}).get("commit") or "?")[:10]
+                     + (" (dirty)" if (r.env.get("git") or {}).get("dirty") else "")})
+    return pd.DataFrame(rows)
+
+
+def cross_machine_table(runs: list[Run], baseline: str = "batch", patched: str = "reorder",
+                        metric: str = "ns_per_op") -> pd.DataFrame:
+    """For every run holding both variants: medians, delta (mail sign), its CI and verdict per config.
+
+    The CI column follows the delta it belongs to, in the same (mail) sign, and is headed like
+    the report tables' CIs: "95% CI of delta (mail sign)" when every row has the same level,
+    else "CI of delta (mail sign)" with each row's family-adjusted level after its interval."""
+    rows, levels = [], []
+    for r in runs:
+        if "variant" not in r.raw.columns or metric not in r.raw.columns:
+            continue
+        vs = set(r.raw["variant"].astype(str))
+        if baseline not in vs or patched not in vs:
+            continue
+        cmp = compare(r.raw, baseline, metric)
+        for _, c in cmp[cmp["candidate"] == patched].iterrows():
+            has_ci = fmt.ci(c["ci_low_pct"], c["ci_high_pct"]) != fmt.NA
+            levels.append(float(c["ci_level"]) if has_ci else float("nan"))
+            rows.append({"arch/host": f"{_arch(r.env)}/{r.host}", "run": f"{r.experiment}/{r.run_id}",
+                         "mode": c.get("mode"), "size": c.get("size"), "pair_class": c.get("pair_class"),
+                         f"unpatched ({baseline})": c["median_baseline"],
+                         f"patched ({patched})": c["median_candidate"],
+                         DELTA_MAIL: fmt.pct(c["gain_pct"]),
+                         "_ci": fmt.ci(c["ci_low_pct"], c["ci_high_pct"], negate=True),
+                         "verdict": c["verdict"]})
+    if not rows:
+        return pd.DataFrame(columns=["arch/host", "run", "verdict"])
+    known = sorted({round(v, 6) for v in levels if v == v})
+    per_row = len(known) > 1
+    head = f"{'CI' if per_row else fmt.ci_header(known[0] if known else 0.95)} of {DELTA_MAIL}"
+    for row, lvl in zip(rows, levels):
+        ci = row.pop("_ci")
+        if per_row and lvl == lvl:
+            ci += f" ({fmt.ci_header(lvl).split(' ')[0]})"
+        row[head] = ci
+        row["verdict"] = row.pop("verdict")
+    return pd.DataFrame(rows)
+
+
+def _numbers_digest(df: pd.DataFrame, variant: str, metric: str = "ns_per_op") -> str | None:
+    if metric not in df.columns:
+        return None
+    vals = df.loc[(df["variant"].astype(str) == variant) & (df.get("status", "ok") == "ok"), metric].dropna()
+    if vals.empty:
+        return None
+    return hashlib.sha256(",".join(repr(float(v)) for v in vals).encode()).hexdigest()
+
+
+def stale_checks(runs: list[Run]) -> pd.DataFrame:
+    """Findings, one per line: within-run pairs with the same binary or sources, and runs
+    whose numbers are identical to another run's."""
+    rows = []
+    for r in runs:
+        try:
+            rep = provenance.check(r.path)
+        except (OSError, ValueError) as e:  # a run without a readable env.json still gets a line
+            rows.append({"scope": f"{r.experiment}/{r.host}/{r.run_id}", "check": "provenance",
+                         "finding": f"cannot check: {type(e).__name__}: {e}"})
+            continue
+        for p in rep["pairs"]:
+            rows.append({"scope": f"{r.experiment}/{r.host}/{r.run_id}", "check": f"{p['a']} vs {p['b']}",
+                         "finding": p["verdict"]})
+    for a, b in itertools.combinations(runs, 2):
+        for v in sorted(set(a.raw.get("variant", pd.Series(dtype=str)).astype(str))
+                        & set(b.raw.get("variant", pd.Series(dtype=str)).astype(str))):
+            da, db = _numbers_digest(a.raw, v), _numbers_digest(b.raw, v)
+            if da and da == db:
+                rows.append({"scope": f"{a.run_id} vs {b.run_id}", "check": f"{v} numbers",
+                             "finding": "IDENTICAL measurements in two runs: copied, not re-measured"})
+    if not any("IDENTICAL" in r["finding"] for r in rows):
+        rows.append({"scope": "all runs", "check": "numbers",
+                     "finding": f"no two of the {len(runs)} runs share a variant's measurements"})
+    return pd.DataFrame(rows)
+
+
+def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched: str = "reorder") -> list[Path]:
+    """The merged tables as files: runs.csv, cross_machine.csv, stale.csv, summary.md, env.json."""
+    run_dir = Path(run_dir)
+    t_runs, t_cross, t_stale = runs_table(runs), cross_machine_table(runs, baseline, patched), stale_checks(runs)
+    out = []
+    with RunFolder(run_dir, mode="write", kind="compare-runs") as f:
+        for name, t in (("runs.csv", t_runs), ("cross_machine.csv", t_cross), ("stale.csv", t_stale)):
+            t.to_csv(run_dir / name, index=False)
+            out.append(run_dir / name)
+        md = ["# Runs compared", "", f"{len(runs)} runs under results/.", "",
+              "## Cross-machine (ptr_ring, seed 000 shape)", "",
+              fmt.df_to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
+              "## Stale-data checks", "", fmt.df_to_markdown(t_stale), "", "## Runs", "", fmt.df_to_markdown(t_runs), ""]
+        (run_dir / "summary.md").write_text("\n".join(md))
+        out += cross_run_forest(runs, run_dir / "figures", baseline, patched)
+        f.write_env(environment=envinfo.collect(probe_counters=False), git=checkout.git_info(),
+                    inputs=[f"{r.experiment}/{r.host}/{r.run_id}" for r in runs])
+        f.finish("complete")
+    return out + [run_dir / "summary.md", run_dir / "env.json"]

@@ -1,0 +1,128 @@
+"""Interactive analysis: open a run, an experiment's latest run, or every run, in a notebook.
+
+::
+
+    import ringlab
+    run = ringlab.open("results/ptr-ring-reorder")  # its latest complete run, any host
+    run                                             # a card: experiment, host, profile, status, verdicts
+    run.raw.query("mode == 1")                      # measured trials: no warm-ups, no failures
+    run.compare(baseline="prebatch")                # the paired analysis against another baseline
+    run.figure("ecdf")                              # a report figure, drawn in a scratch folder
+    trials = ringlab.open_all("results/")           # one tidy frame: every run, every host
+
+``open(PATH)`` takes
+
+* a run folder (it holds raw.csv and env.json): that run, a :class:`Run`;
+* ``results/<experiment>``: its **latest complete run**, any host and any profile: of the
+  runs whose status is ``complete``, the one whose run id (it begins with the UTC time the
+  run started) sorts last, ties broken by host name; a :class:`Run`;
+* ``results/`` (a folder of ``<experiment>/<host>/<run-id>/`` run folders; the configured
+  results folder or an empty folder count too, even without runs): every run, a :class:`Runs`.
+
+A relative PATH that does not exist from the working directory is looked up from the
+repository root, so ``open("results/...")`` works from notebooks/ too.
+
+``open_all(PATH)`` is one tidy frame of the measured trials of every run under PATH (every
+run of an experiment folder, not only the latest): ``run`` (``<experiment>/<host>/<run-id>``,
+the folder), ``results_experiment`` (the results folder's experiment, as ``open`` takes it),
+``profile``, ``run_status``, then every raw.csv column as written (its ``run_id``,
+``experiment`` -- ringlab run's name, e.g. ptr_ring -- and ``host``; filled from env.json and
+the folder where an older raw.csv lacks them).
+
+Nothing here parses a file: runs are read through :func:`ringlab.report.rundata.read_run` and
+:class:`ringlab.rundir.RunFolder`; tables and figures are the :class:`ringlab.report.Report`
+object's, numbers come from :mod:`ringlab.stats`.  The report writes files (summary.md,
+figures/), so it is built on a copy of raw.csv and env.json in a scratch folder
+(``$RINGLAB_SCRATCH/open/...``, or a temporary folder where that cannot be written):
+opening a run and drawing its figures never writes into the run folder, committed or not.
+
+Files: ``run.py`` (:class:`Run`, :class:`FigureFile`), ``runs.py`` (:class:`Runs`, finding run
+folders), ``record.py`` (the 95-explore notebook's own run folder); this module resolves PATH.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ringlab import paths
+from ringlab.errors import DataError, ParamError
+from ringlab.studies.explore.record import record
+from ringlab.studies.explore.run import FigureFile, Run, _user_error
+from ringlab.studies.explore.runs import KEY_COLUMNS, Runs, _newest, _run_dirs
+from ringlab.rundir import RunFolder
+
+#: what open() accepts, for error messages
+ALLOWED = ("a run folder (holding raw.csv and env.json), results/<experiment> (its latest complete "
+           "run, any host) or results/ (every run)")
+
+
+def _resolve(path) -> Path:
+    if path is None or (isinstance(path, str) and not path.strip()):
+        return paths.results_dir()
+    p = Path(path).expanduser()
+    if not p.is_absolute() and not p.exists() and (paths.ROOT / p).exists():
+        p = paths.ROOT / p
+    if p.is_file() and p.name in ("raw.csv", "env.json"):
+        p = p.parent
+    return p
+
+
+def _classify(p: Path) -> str:
+    """"run", "experiment" or "root"; a ringlab error naming ``p`` and what is allowed otherwise."""
+    if (p / "raw.csv").is_file():
+        return "run"
+    if p.is_dir() and _run_dirs(p, 2):
+        return "experiment"
+    if p.is_dir() and _run_dirs(p, 3):
+        return "root"
+    configured = p.absolute() == paths.results_dir().absolute()
+    if configured or (p.is_dir() and not any(p.iterdir())):
+        return "root"   # the results folder, or an empty one: no runs yet
+    if not p.exists():
+        raise _user_error(ParamError, f"parameter 'path': {p} does not exist; allowed: {ALLOWED}")
+    if (p / "env.json").is_file():
+        try:
+            kind = RunFolder(p).read_env().kind
+        except DataError:
+            kind = "run"
+        raise _user_error(DataError, f"{p}: env.json but no raw.csv (a '{kind}' folder holds no trials to "
+                                     f"open); allowed: {ALLOWED}")
+    raise _user_error(ParamError, f"parameter 'path': {p} holds no run folder (raw.csv at <host>/<run-id>/ or "
+                                  f"<experiment>/<host>/<run-id>/ under it); allowed: {ALLOWED}")
+
+
+def open(path=None):  # noqa: A001 (ringlab.open is the public name)
+    """A :class:`Run` (run folder, or an experiment folder's latest complete run) or a
+    :class:`Runs` (a results folder); ``path`` default: the results folder
+    (``$RINGLAB_RESULTS``, else the repository's results/).  See the module docstring."""
+    p = _resolve(path)
+    kind = _classify(p)
+    if kind == "run":
+        return Run(p)
+    if kind == "root":
+        return Runs.under(p)
+    runs = [Run(d, (p.name, d.parent.name, d.name)) for d in _run_dirs(p, 2)]
+    pick = _newest([r for r in runs if r.status == "complete"])
+    if pick is None:
+        states = ", ".join(f"{r.host}/{r.run_id}: {r.status}" for r in runs)
+        raise _user_error(DataError, f"{p}: no complete run to open ({states}); open one of them by its folder")
+    return pick
+
+
+def open_all(path=None, warmup: bool = False, failed: bool = False) -> pd.DataFrame:
+    """One tidy frame of the trials of every run under ``path`` (a results folder, an
+    experiment folder: all its runs, or one run folder): ``KEY_COLUMNS`` then every raw.csv
+    column; warm-ups and trials that are not ok only when asked."""
+    p = _resolve(path)
+    kind = _classify(p)
+    if kind == "run":
+        runs = Runs(p.parent, [Run(p)])
+    elif kind == "experiment":
+        runs = Runs(p, [Run(d, (p.name, d.parent.name, d.name)) for d in _run_dirs(p, 2)])
+    else:
+        runs = Runs.under(p)
+    return runs.trials(warmup=warmup, failed=failed)
+
+
+__all__ = ["ALLOWED", "KEY_COLUMNS", "FigureFile", "Run", "Runs", "open", "open_all", "record"]

@@ -1,0 +1,32 @@
+"""argv of the tool processes: a wrapper's own options before ``--`` and the command after
+it, and the shape of a measured command (what runs, not where its files lie)."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def split_at_dashes(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``[OPTIONS..., "--", COMMAND...]`` -> (OPTIONS, COMMAND); no ``--``: (argv, [])."""
+    argv = list(argv)
+    if "--" not in argv:
+        return argv, []
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+
+
+def command_shape(argv: list[str], measured_binary: str) -> list[str]:
+    """argv with the measured binary as ``<binary>`` and the Python interpreter as ``<python>``,
+    so that two configurations compare by what they run, not by where files lie."""
+    out = []
+    py = Path(sys.executable).name
+    for a in argv:
+        a = str(a)
+        if a == str(measured_binary):
+            out.append("<binary>")
+        elif Path(a).name in (py, "python", "python3") and os.sep in a:
+            out.append("<python>")
+        else:
+            out.append(a)
+    return out

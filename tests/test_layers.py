@@ -1,0 +1,44 @@
+"""The layers contract in pyproject.toml ([tool.importlinter]): each layer of ringlab imports only
+the layers below it.  The second test breaks the contract on a copy of the package on purpose."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("importlinter", reason="pip install import-linter (the test extra)")
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+
+
+def _lint(tree: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run([sys.executable, "-c", LINT, "--config", str(tree / "pyproject.toml"), "--no-cache"],
+                          cwd=tree, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _copy(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "ringlab", tmp_path / "ringlab", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def test_layers_contract_is_kept(tmp_path):
+    r = _lint(_copy(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 kept, 0 broken" in r.stdout
+
+
+def test_an_upward_import_breaks_the_contract(tmp_path):
+    tree = _copy(tmp_path)
+    sysfs = tree / "ringlab" / "system" / "sysfs.py"
+    sysfs.write_text(sysfs.read_text() + "\nimport ringlab.lab.notebook  # noqa: E402, F401\n")
+    r = _lint(tree)
+    assert r.returncode != 0
+    assert "ringlab.system is not allowed to import ringlab.lab" in r.stdout, r.stdout + r.stderr
+    assert "ringlab.system.sysfs -> ringlab.lab.notebook" in r.stdout
