@@ -50,6 +50,14 @@ class RunnerError(RinglabError, RuntimeError):
     exit_code = 1
 
 
+class InputFileError(RunnerError, ParamError):
+    """A file, folder, tree or module the user named cannot be used (missing, a directory, not
+    what it should be, a revision that does not exist).  A RunnerError for the code that
+    catches those, but the user's to fix: exit code 2."""
+
+    exit_code = 2
+
+
 class RunInterrupted(KeyboardInterrupt):
     """A signal (SIGTERM) stopped the run; ``exit_code`` is 128 + the signal number (143)."""
 
@@ -59,4 +67,5 @@ class RunInterrupted(KeyboardInterrupt):
         self.exit_code = 128 + signum
 
 
-__all__ = ["RunInterrupted", "RinglabError", "ParamError", "DataError", "RunLockedError", "CpuBusyError", "RunnerError"]
+__all__ = ["RunInterrupted", "RinglabError", "ParamError", "DataError", "RunLockedError", "CpuBusyError", "RunnerError",
+           "InputFileError"]

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ringlab import kmod
+from ringlab.errors import InputFileError
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -104,6 +105,25 @@ def parse_modules(text: str, tree: str = "") -> dict[str, str]:
             raise ParamError(f"parameter 'module': NAME {name!r} given twice; allowed: distinct NAMEs")
         out[name] = str(p.resolve() if p.exists() else p)
     return out
+
+
+def _check_module_file(p: Path) -> None:
+    """InputFileError (exit 2) when ``p`` is not a kernel module file: missing, a directory,
+    not named .ko or not an ELF object."""
+    allowed = "allowed: a built kernel module file (NAME.ko)"
+    if p.is_dir():
+        raise InputFileError(f"parameter 'module': {p} is a directory; {allowed}")
+    if not p.exists():
+        raise InputFileError(f"parameter 'module': module file {p} does not exist; {allowed}")
+    if not p.is_file() or p.suffix != ".ko":
+        raise InputFileError(f"parameter 'module': {p} is not a .ko file; {allowed}")
+    try:
+        with open(p, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise InputFileError(f"parameter 'module': cannot read {p} ({e.strerror}); {allowed}") from None
+    if magic != b"\x7fELF":
+        raise InputFileError(f"parameter 'module': {p} is not an ELF object (not a kernel module); {allowed}")
 
 
 class Kmod(Experiment):
@@ -179,6 +199,8 @@ class Kmod(Experiment):
         return kmod.refusal_reasons(list(parse_modules(values["module"], values["tree"]).values()))
 
     def plan(self, values: dict[str, Any], ctx: Any) -> list[TrialSpec]:
+        for path in parse_modules(values["module"], values["tree"]).values():
+            _check_module_file(Path(path))
         reasons = self.refusal(values)
         if reasons:
             raise _runner_error("kmod: refusing to load modules: " + "; ".join(reasons))

@@ -30,6 +30,7 @@ import re
 from typing import Any
 
 from ringlab import kernel_tests, kernel_tree
+from ringlab.errors import InputFileError
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
 
 DEFAULT_TREE = "debian:linux-source-6.1"
@@ -90,7 +91,11 @@ class Ringtest(Experiment):
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
-        parse_tree_param(values["tree"])
+        for t in parse_tree_param(values["tree"]):
+            # a Debian source package not installed is this machine's to fix (the run is skipped);
+            # a folder, tarball or git tree that is not there is a bad parameter
+            if t.kind != "debian" and (why := t.unavailable()) and "does not exist" in why:
+                raise ParamError(f"parameter 'tree': tree {t.name!r}: {why}; allowed: {kernel_tree.ALLOWED}")
         for r in values["rings"]:
             if not re.fullmatch(r"[A-Za-z0-9_]+", r):
                 raise ParamError(f"parameter 'rings': invalid program name {r!r}; allowed: "
@@ -141,7 +146,9 @@ class Ringtest(Experiment):
                     b = kernel_tests.build(prep, ring, make=values["make"], cflags=values["cflags"])
                     out[(t.name, ring)] = (str(b), prep.source_sha256)
             except kernel_tests.RingtestError as e:
-                raise _runner_error(f"ringtest: {e}") from None
+                if "failed to build" in str(e):   # the tree's code did not compile: a failed build
+                    raise _runner_error(f"ringtest: {e}") from None
+                raise InputFileError(f"parameter 'tree': ringtest: {e}") from None
         return out
 
     def plan(self, values: dict[str, Any], ctx: Any) -> list[TrialSpec]:

@@ -54,7 +54,8 @@ import pandas as pd
 from ringlab import schema
 from ringlab.errors import DataError, ParamError, RunLockedError, RunnerError
 from ringlab.rundir.envjson import ENV_VERSION, RunEnv, atomic_write_json, read_env
-from ringlab.rundir.rawcsv import CsvSink, count_file, count_trials, read_done, read_raw, repair_csv
+from ringlab.rundir.rawcsv import (CsvSink, count_file, count_trials, read_done, read_raw, repair_csv,
+                                  require_metric)
 
 #: a run in which more than this fraction of the trials failed (crash, error, timeout)
 #: ends ``failed`` and ``ringlab run`` exits non-zero; so does a run with no ok trial
@@ -365,6 +366,6 @@ def read_run(path: str | os.PathLike, need_env: bool = False) -> tuple[pd.DataFr
     return df, read_env(path, raw_experiment(df))
 
 
-__all__ = ["RunFolder", "RunEnv", "RunStatus", "read_raw", "read_env", "read_run", "raw_experiment", "CsvSink", "repair_csv", "read_done",
+__all__ = ["RunFolder", "RunEnv", "RunStatus", "read_raw", "read_env", "read_run", "raw_experiment", "require_metric", "CsvSink", "repair_csv", "read_done",
            "count_trials", "judge", "atomic_write_json", "sha256_file", "utc_now", "ENV_VERSION",
            "FAILED_MAX_FRACTION", "DataError"]

@@ -274,6 +274,20 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
     return df
 
 
+def require_metric(df: pd.DataFrame, metric: str, path: str | os.PathLike) -> None:
+    """DataError unless raw.csv (``df``, read from ``path``) has ``metric`` with a finite value
+    in at least one ok trial: a report never shows an empty table for a metric without data."""
+    if metric not in df.columns:
+        num = [c for c in df.columns if c in METRIC_COLUMNS]
+        raise DataError(f"{path}: no column '{metric}'; expected a metric column of this raw.csv "
+                        f"({', '.join(num) or 'none'})")
+    rows = df[df["status"].astype(str) == "ok"] if "status" in df.columns else df
+    vals = pd.to_numeric(rows[metric], errors="coerce")
+    if not vals.map(lambda x: math.isfinite(x)).any():
+        raise DataError(f"{path}: column '{metric}' has no finite value in an ok trial; expected the metric "
+                        "measured by the run (pass another --metric)")
+
+
 def _done_key(row: list[str], idx: dict[str, int], config_keys: list[str]) -> tuple:
     key = tuple(sorted((k, row[idx[k]]) for k in config_keys)) + (
         ("cpus", f"{row[idx['cpu_req_producer']]}:{row[idx['cpu_req_consumer']]}"),
