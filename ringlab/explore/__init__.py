@@ -98,7 +98,8 @@ def _classify(p: Path) -> str:
     """"run", "experiment" or "root"; a ringlab error naming ``p`` and what is allowed otherwise."""
     if (p / "raw.csv").is_file():
         return "run"
-    if p.is_dir() and p.absolute() != paths.results_dir().absolute() and not _under_results(p):
+    if p.is_dir() and p.absolute() != paths.results_dir().absolute() and not _under_results(p) \
+            and not (p / "env.json").is_file() and any(p.iterdir()):
         # outside the results folder only a run folder or a folder laid out as one is opened:
         # never a search through an unrelated tree (/, a home folder)
         if not (_laid_out(p, 2) or _laid_out(p, 3)):
