@@ -570,7 +570,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     run_dir = Path(run_dir)
     raw = run_dir / "raw.csv"
     if run_dir.is_dir() and not raw.exists() and not raw.is_symlink():
-        raise MailError(f"RUN: no raw.csv in {run_dir}; allowed: a run folder written by `ringlab run` "
+        raise MailError(f"RUN: no raw.csv in {run_dir} ({raw}: no such file); allowed: a run folder written by `ringlab run` "
                         "or a notebook")
     from ringlab.rundir import read_run, require_metric
     df, run_env = read_run(run_dir)   # DataError (exit 2) naming the file and line when one is corrupt

@@ -300,9 +300,18 @@ def _done_key(row: list[str], idx: dict[str, int], config_keys: list[str]) -> tu
 def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None]:
     """Keys (as TrialSpec.key()) of the trials already in raw.csv, and its header."""
     done: set = set()
-    if not path.exists() or path.stat().st_size == 0:
+    if path.is_symlink() and not path.exists():
+        raise DataError(f"{path}: a dangling or looping symlink; expected the raw.csv of the interrupted run")
+    if not path.exists():
         return done, None
-    text = _decode(path, path.read_bytes())
+    if not path.is_file():
+        raise DataError(f"{path}: not a regular file; expected the raw.csv of the interrupted run")
+    if path.stat().st_size == 0:
+        return done, None
+    try:
+        text = _decode(path, path.read_bytes())
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror}); expected the raw.csv of the interrupted run") from None
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None:
