@@ -91,11 +91,7 @@ class Ringtest(Experiment):
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
-        for t in parse_tree_param(values["tree"]):
-            # a Debian source package not installed is this machine's to fix (the run is skipped);
-            # a folder, tarball or git tree that is not there is a bad parameter
-            if t.kind != "debian" and (why := t.unavailable()) and "does not exist" in why:
-                raise ParamError(f"parameter 'tree': tree {t.name!r}: {why}; allowed: {kernel_tree.ALLOWED}")
+        parse_tree_param(values["tree"])
         for r in values["rings"]:
             if not re.fullmatch(r"[A-Za-z0-9_]+", r):
                 raise ParamError(f"parameter 'rings': invalid program name {r!r}; allowed: "
@@ -153,6 +149,12 @@ class Ringtest(Experiment):
 
     def plan(self, values: dict[str, Any], ctx: Any) -> list[TrialSpec]:
         trees = parse_tree_param(values["tree"])
+        for t in trees:
+            # a Debian source package not installed is this machine's to fix (the run is skipped);
+            # a folder, tarball or git tree that is not there is a bad parameter, refused before
+            # the run folder exists
+            if t.kind != "debian" and (why := t.unavailable()) and "does not exist" in why:
+                raise ParamError(f"parameter 'tree': tree {t.name!r}: {why}; allowed: {kernel_tree.ALLOWED}")
         built = {} if self.unavailable(values, ctx) else self.builds(values)
         self._built = built
         pairs = self._pairs(values, ctx)

@@ -356,9 +356,9 @@ def read_run(path: str | os.PathLike, need_env: bool = False) -> tuple[pd.DataFr
     consistent: env.json's experiment is the one raw.csv names.  A missing env.json gives None
     (an error with ``need_env``); every other problem is a DataError naming the file."""
     path = Path(path)
-    if not path.is_dir():
-        what = "no such folder" if not path.exists() and not path.is_symlink() else "not a folder"
-        raise DataError(f"{path}: {what}; expected a run folder (raw.csv + env.json) written by `ringlab run`")
+    if (path.exists() or path.is_symlink()) and not path.is_dir():
+        raise DataError(f"{path}: not a folder; expected a run folder (raw.csv + env.json) written by "
+                        "`ringlab run`")
     df = read_raw(path / "raw.csv")
     env_json = path / "env.json"
     if not need_env and not env_json.exists() and not env_json.is_symlink():
