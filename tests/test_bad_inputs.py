@@ -409,3 +409,30 @@ def test_open_refuses_a_corrupt_run(good_run, tmp_path):
     (run / "env.json").write_text("[1]")
     with pytest.raises(RinglabError, match="env.json"):
         ringlab.open(run).summary()
+
+
+# -- a tracefs this user may not read ----------------------------------------------------------------
+def test_unreadable_tracefs_is_a_missing_capability(monkeypatch):
+    from ringlab import perfrecord
+    real = Path.is_dir
+
+    def is_dir(self):
+        if "tracing/events" in str(self):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+    monkeypatch.setattr(Path, "is_dir", is_dir)
+    reason = perfrecord.tracefs_reason()
+    assert reason is not None and reason.startswith("tracepoints: not readable as this user")
+
+
+def test_unreadable_tracefs_is_reported_by_the_environment_probe(monkeypatch):
+    from ringlab.system import perfprobe
+    real = Path.is_dir
+
+    def is_dir(self):
+        if "tracing/events" in str(self):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+    monkeypatch.setattr(Path, "is_dir", is_dir)
+    tp = perfprobe.tracepoints()
+    assert tp["raw_syscalls"] is False and tp["reason"].startswith("tracepoints: not readable as this user")
