@@ -331,7 +331,7 @@ def prepare(kernel_header=None, derived_root: Path | None = None, out_dir: Path 
     ``kernel_header`` is a header, tree or headers package; None takes the newest
     ``/usr/src/linux-headers-*-common`` and, when there is none, builds only
     our rings.  ``derived_root`` and ``out_dir`` default to build/ (see
-    :func:`write_derived`, ringlab.build.build_all).  Raises
+    :func:`write_derived`, ringlab.build.driver.build_all).  Raises
     ringlab.kernel_header.KernelHeaderError, BuildError or DeriveError with a
     message for the user.
     """

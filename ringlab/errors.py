@@ -70,6 +70,14 @@ class DiskFullError(RinglabError):
     exit_code = 1
 
 
+class InputFileError(RunnerError, ParamError):
+    """A file, folder, tree or module the user named cannot be used (missing, a directory, not
+    what it should be, a revision that does not exist).  A RunnerError for the code that
+    catches those, but the user's to fix: exit code 2."""
+
+    exit_code = 2
+
+
 class RunInterrupted(KeyboardInterrupt):
     """A signal (SIGTERM, SIGHUP) stopped the run; ``exit_code`` is 128 + the signal number
     (143 for SIGTERM, 129 for SIGHUP)."""
@@ -87,4 +95,4 @@ def disk_full(path, e: OSError) -> DiskFullError:
 
 
 __all__ = ["RunInterrupted", "RinglabError", "ParamError", "DataError", "RunLockedError", "CpuBusyError", "RunnerError",
-           "UnsafeDirError", "DiskFullError", "DISK_FULL_ERRNOS", "disk_full"]
+           "UnsafeDirError", "DiskFullError", "DISK_FULL_ERRNOS", "disk_full", "InputFileError"]

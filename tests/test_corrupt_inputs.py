@@ -101,13 +101,16 @@ def test_corrupt_file_gives_one_clear_error(good_run, tmp_path, capsys, case, en
     assert "expected" in lines[0]
 
 
-def test_torn_last_line_is_left_out_by_readers(good_run, tmp_path):
+def test_torn_last_line_is_an_error_for_readers_and_left_out_for_the_run(good_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(good_run, run)
     with open(run / "raw.csv", "ab") as f:
         f.write(b"20261130T000000Z-abc,ptr_ring,host,batch,0,10")
-    df = rundir.read_raw(run / "raw.csv")
-    assert len(df) == len(_lines(good_run)) - 1
+    n = len(_lines(good_run))
+    with pytest.raises(DataError, match=rf"raw.csv: line {n + 1}: a torn last row"):
+        rundir.read_raw(run / "raw.csv")
+    df = rundir.read_raw(run / "raw.csv", torn_ok=True)
+    assert len(df) == n - 1
 
 
 def test_old_files_get_round_from_trial(good_run, tmp_path):

@@ -3,7 +3,7 @@
 * A results folder is data: ``ringlab run ptr_ring --resume --out DIR`` re-checks every
   parameter of DIR/env.json as ``-p NAME=VALUE`` would be checked, and takes programs and
   sources (a make or perf executable, a tree, a header, a module) from the command line only.
-* cflags are compiler options of a few shapes (``ringlab.build.validate_cflags``): no option
+* cflags are compiler options of a few shapes (``ringlab.build.driver.validate_cflags``): no option
   that runs a program, loads code or names a file, no shell or make metacharacter.
 * ringtest's CFLAGS reach make as one argv element; nothing in them is expanded.
 """

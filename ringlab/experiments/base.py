@@ -28,6 +28,15 @@ KINDS = ("int", "float", "bool", "str", "int_list", "str_list", "float_list")
 #: The most operations one timed loop may run: the C binaries refuse more (ptr_ring_test and
 #: syscall_loop ``-N``, page_frag_test ``nr_test``), so the count parameters stop here too.
 MAX_OPS = 10**12
+#: Bounds of the common numeric parameters (documented in ``ringlab run EXP --list-params``).
+MAX_TRIALS = 100_000          # measured trials (or rounds) per configuration
+MAX_WARMUP = 1_000            # warm-up trials per configuration
+MAX_TIMEOUT_S = 86_400.0      # one trial may run a day at most
+MAX_BUDGET_S = 30 * 86_400.0  # target_ci's budget: thirty days of trials
+MAX_SEED = 2**32 - 1
+#: A plan may hold at most this many trials (warm-ups and icount trials included): each is a
+#: process and at least one raw.csv row, and the plan is held in memory (about 2 KiB a trial).
+MAX_PLAN_TRIALS = 1_000_000
 
 
 def _num_text(x: float) -> str:
@@ -100,7 +109,7 @@ class Param:
                 raise fail("not an integer:")
             if isinstance(raw, int):
                 val = raw
-            elif isinstance(raw, float) and raw.is_integer():
+            elif isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
                 val = int(raw)
             elif isinstance(raw, str):
                 s = raw.strip().replace("_", "")
@@ -111,6 +120,8 @@ class Param:
                         f = float(s)  # accept 1e8
                     except ValueError:
                         raise fail("not an integer:") from None
+                    if not math.isfinite(f):
+                        raise fail("not a finite number:")
                     if not f.is_integer():
                         raise fail("not an integer:") from None
                     val = int(f)
@@ -154,13 +165,14 @@ class Param:
 COMMON_PARAMS = [
     Param("profile", "str", "quick", "smoke (seconds, tests) | quick (minutes) | full (committed runs)",
           choices=("smoke", "quick", "full"), column=False),
-    Param("trials", "int", 10, "measured trials per configuration", min=1, column=False),
-    Param("warmup", "int", 1, "warm-up trials per configuration (kept, marked warmup)", min=0, column=False),
+    Param("trials", "int", 10, "measured trials per configuration", min=1, max=MAX_TRIALS, column=False),
+    Param("warmup", "int", 1, "warm-up trials per configuration (kept, marked warmup)", min=0, max=MAX_WARMUP,
+          column=False),
     Param("repeats", "int", 1, "in-process timed loops per trial process (Kalibera & Jones)", min=1, max=1000,
           column=False),
     Param("timeout", "float", 120.0, "seconds before a trial is killed and recorded as timeout", min=0.1,
-          column=False),
-    Param("seed", "int", 1, "seed of the randomized interleaved trial order", min=0, column=False),
+          max=MAX_TIMEOUT_S, column=False),
+    Param("seed", "int", 1, "seed of the randomized interleaved trial order", min=0, max=MAX_SEED, column=False),
     Param("counters", "bool", True, "read perf_event_open counters inside the measured region", column=False),
     Param("governor", "bool", True, "set the performance governor on the CPUs in use, restore afterwards",
           column=False),
@@ -168,18 +180,18 @@ COMMON_PARAMS = [
     Param("icount", "bool", False, "also count instructions under callgrind (single-threaded trials only)",
           column=False),
     Param("icount_ops", "int", 1_000_000, "operations per callgrind trial (callgrind is 50-100x slower)",
-          min=1, column=False),
+          min=1, max=MAX_OPS, column=False),
     Param("icount_trials", "int", 2, "callgrind trials per single-threaded configuration", min=1,
-          column=False),
+          max=1_000, column=False),
     Param("quiet", "str", "warn", "other work on the measured CPUs at the start: warn, wait for quiet, or off",
           choices=("warn", "wait", "off"), column=False),
     Param("target_ci", "float", 0.0, "stop on a target: after a pilot, run the rounds that bring every "
           "95% CI half-width to this percent (two-stage design; 0: off, trials decides)", min=0.0, max=99.0,
           column=False),
     Param("budget", "float", 0.0, "seconds of trials target_ci may spend at most (0: no limit)", min=0.0,
-          column=False),
+          max=MAX_BUDGET_S, column=False),
     Param("quiet_timeout", "float", 60.0, "seconds to wait for quiet CPUs (quiet=wait) or for another "
-          "ringlab run to release them", min=0.0, column=False),
+          "ringlab run to release them", min=0.0, max=MAX_TIMEOUT_S, column=False),
 ]
 
 
@@ -332,7 +344,7 @@ class Experiment:
         return list(self.binaries)
 
     def build_args(self, values: dict[str, Any]) -> dict[str, Any]:
-        """Keyword arguments for ``ringlab.build.build_all`` (e.g. cflags, kernel_headers)."""
+        """Keyword arguments for ``ringlab.build.driver.build_all`` (e.g. cflags, kernel_headers)."""
         return {}
 
 

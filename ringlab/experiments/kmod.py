@@ -42,7 +42,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ringlab.errors import RunnerError
+from ringlab import schema
+from ringlab.errors import InputFileError, RunnerError
 from ringlab.tools import kmod
 from ringlab.system import modules
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
@@ -104,6 +105,25 @@ def parse_modules(text: str, tree: str = "") -> dict[str, str]:
     return out
 
 
+def _check_module_file(p: Path) -> None:
+    """InputFileError (exit 2) when ``p`` is not a kernel module file: missing, a directory,
+    not named .ko or not an ELF object."""
+    allowed = "allowed: a built kernel module file (NAME.ko)"
+    if p.is_dir():
+        raise InputFileError(f"parameter 'module': {p} is a directory; {allowed}")
+    if not p.exists():
+        raise InputFileError(f"parameter 'module': module file {p} does not exist; {allowed}")
+    if not p.is_file() or p.suffix != ".ko":
+        raise InputFileError(f"parameter 'module': {p} is not a .ko file; {allowed}")
+    try:
+        with open(p, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise InputFileError(f"parameter 'module': cannot read {p} ({e.strerror}); {allowed}") from None
+    if magic != b"\x7fELF":
+        raise InputFileError(f"parameter 'module': {p} is not an ELF object (not a kernel module); {allowed}")
+
+
 class Kmod(Experiment):
     name = "kmod"
     description = "in-kernel test modules (page_frag_test.ko ...): insmod per trial, result from the kernel log"
@@ -128,7 +148,7 @@ class Kmod(Experiment):
     }
     binaries: list[str] = []
     code_params = ("module", "tree")
-    extra_columns = ["elapsed_us", "kmod_label", "insmod_exit", "insmod_wall_s"]
+    extra_columns = list(schema.EXPERIMENT_COLUMNS["kmod"])
 
     @classmethod
     def param_columns(cls) -> list[str]:
@@ -178,6 +198,8 @@ class Kmod(Experiment):
         return modules.refusal_reasons(list(parse_modules(values["module"], values["tree"]).values()))
 
     def plan(self, values: dict[str, Any], ctx: Any) -> list[TrialSpec]:
+        for path in parse_modules(values["module"], values["tree"]).values():
+            _check_module_file(Path(path))
         reasons = self.refusal(values)
         if reasons:
             raise _runner_error("kmod: refusing to load modules: " + "; ".join(reasons))

@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from ringlab import schema
 from ringlab.experiments.base import MAX_OPS, Experiment, Param, ParamError, TrialSpec, parse_harness_json
 
 VARIANTS = ("before", "after")
@@ -26,8 +27,7 @@ PAGE_SIZE = 4096  # the binary's PAGE_SIZE: the module accepts 0 < alloc_len <= 
 _PAIR_RE = re.compile(r"^\d+:\d+$")
 
 #: Columns taken from the binary's JSON iteration as they are (counts, NaN if absent).
-_EXTRA_FROM_JSON = ("ring_full", "ring_empty", "page_refills", "page_refills_order0",
-                    "page_reuses", "page_abandons")
+_EXTRA_FROM_JSON = schema.EXPERIMENT_COLUMNS["page_frag"][1:]   # after elapsed_us
 
 
 class PageFrag(Experiment):
@@ -55,7 +55,7 @@ class PageFrag(Experiment):
         "full": {"trials": 10, "warmup": 1, "nr_test": 3_000_000, "timeout": 120.0},
     }
     binaries = [f"page_frag_test-{v}" for v in VARIANTS]
-    extra_columns = ["elapsed_us", *_EXTRA_FROM_JSON]
+    extra_columns = list(schema.EXPERIMENT_COLUMNS["page_frag"])
 
     @classmethod
     def param_columns(cls) -> list[str]:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ringlab import schema
 from ringlab.tools import perfrecord
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, parse_harness_json
 from ringlab.system.topology import Topology
@@ -88,8 +89,7 @@ class PerfRb(Experiment):
     }
     binaries = [BINARY]
     code_params = ("perf",)
-    extra_columns = ["elapsed_us", "perf_wakeups", "perf_captured_mb", "perf_samples", "perf_lost",
-                     "perf_cpu"]
+    extra_columns = list(schema.EXPERIMENT_COLUMNS["perf_rb"])
 
     @classmethod
     def param_columns(cls) -> list[str]:

@@ -57,8 +57,9 @@ def parse_kernel_headers(text: str | None) -> dict[str, str]:
         try:
             name, path = kh.parse_spec(part)
             header = kh.resolve_header(path)
-        except kh.KernelHeaderError as e:
-            why = str(e).removeprefix("--kernel-header: ")
+        except (kh.KernelHeaderError, OSError) as e:
+            why = str(e).removeprefix("--kernel-header: ") if isinstance(e, kh.KernelHeaderError) else \
+                f"{part[:80]!r}: {e.strerror or e}"
             raise ParamError(f"parameter 'kernel_headers': {why}; allowed: NAME=PATH[,NAME2=PATH2]") from None
         if name in out:
             raise ParamError(f"parameter 'kernel_headers': name {name!r} given twice; "

@@ -29,7 +29,8 @@ import math
 import re
 from typing import Any
 
-from ringlab.errors import RunnerError
+from ringlab import schema
+from ringlab.errors import InputFileError, RunnerError
 from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
@@ -81,7 +82,7 @@ class Ringtest(Experiment):
     }
     binaries: list[str] = []
     code_params = ("tree", "make")
-    extra_columns = ["cpu_user_s", "cpu_sys_s", "cpu_util", "source_sha256"]
+    extra_columns = list(schema.EXPERIMENT_COLUMNS["ringtest"])
 
     @classmethod
     def param_columns(cls) -> list[str]:
@@ -142,11 +143,19 @@ class Ringtest(Experiment):
                     b = kernel_tests.build(prep, ring, make=values["make"], cflags=values["cflags"])
                     out[(t.name, ring)] = (str(b), prep.source_sha256)
             except kernel_tests.RingtestError as e:
-                raise _runner_error(f"ringtest: {e}") from None
+                if "failed to build" in str(e):   # the tree's code did not compile: a failed build
+                    raise _runner_error(f"ringtest: {e}") from None
+                raise InputFileError(f"parameter 'tree': ringtest: {e}") from None
         return out
 
     def plan(self, values: dict[str, Any], ctx: Any) -> list[TrialSpec]:
         trees = parse_tree_param(values["tree"])
+        for t in trees:
+            # a Debian source package not installed is this machine's to fix (the run is skipped);
+            # a folder, tarball or git tree that is not there is a bad parameter, refused before
+            # the run folder exists
+            if t.kind != "debian" and (why := t.unavailable()) and "does not exist" in why:
+                raise ParamError(f"parameter 'tree': tree {t.name!r}: {why}; allowed: {kernel_tree.ALLOWED}")
         built = {} if self.unavailable(values, ctx) else self.builds(values)
         self._built = built
         pairs = self._pairs(values, ctx)

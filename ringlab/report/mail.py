@@ -33,6 +33,7 @@ from ringlab.stats.compare import method_text
 
 WIDTH = 72
 MIN_WIDTH = 60
+MAX_WIDTH = 1000
 INSTR = "instructions_per_op"
 #: ptr_ring's modes, as the harness names them
 MODE_NAMES = {"ptr_ring": {0: "one thread", 1: "SPSC", 2: "near-full SPSC"}}
@@ -554,16 +555,21 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     (papermill metadata) is used when there is one."""
     if not isinstance(width, int) or width < MIN_WIDTH:
         raise MailError(f"--width: {width!r} is too narrow; allowed: an integer >= {MIN_WIDTH} (default {WIDTH})")
+    if width > MAX_WIDTH:
+        raise MailError(f"--width: {width!r} is too wide; allowed: an integer in [{MIN_WIDTH}, {MAX_WIDTH}] "
+                        f"(default {WIDTH})")
     run_dir = Path(run_dir)
     raw = run_dir / "raw.csv"
-    if not raw.is_file():
-        raise MailError(f"RUN: no raw.csv in {run_dir}; allowed: a run folder written by `ringlab run` "
+    if run_dir.is_dir() and not raw.exists() and not raw.is_symlink():
+        raise MailError(f"RUN: no raw.csv in {run_dir} ({raw}: no such file); allowed: a run folder written by `ringlab run` "
                         "or a notebook")
-    df = pd.read_csv(raw)
-    env = read_env(run_dir)
+    from ringlab.rundir import read_run, require_metric
+    df, run_env = read_run(run_dir)   # DataError (exit 2) naming the file and line when one is corrupt
+    env = dict(run_env.doc) if run_env is not None else {}
     from ringlab.report import pick_metric
     try:
         metric = pick_metric(df, metric)
+        require_metric(df, metric, raw)
         measurements(df, metric)
     except StatsError as e:
         raise MailError(f"--metric: {e}") from None

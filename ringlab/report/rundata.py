@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab.errors import DataError
-from ringlab.rundir import RunFolder
+from ringlab.rundir import RunFolder, raw_experiment
 
 
 @dataclass
@@ -26,24 +26,28 @@ class RunData:
 
 
 def read_run(run_dir, require_raw: bool = True, load_raw: bool = True) -> RunData:
-    """raw.csv + env.json + status of ``run_dir``.  A missing raw.csv (when required) or a
-    corrupt one raises ``DataError`` naming the file; a missing or corrupt env.json reads as
-    {} with status "unknown" (a report still shows the trials).  ``load_raw=False`` reads
+    """raw.csv + env.json + status of ``run_dir``.  A missing raw.csv (when required), a
+    corrupt raw.csv or env.json, or an env.json of another experiment raises ``DataError``
+    naming the file; a missing env.json reads as {} with status "unknown".  ``load_raw=False`` reads
     env.json and the status only (``raw`` is None)."""
     folder = RunFolder(Path(run_dir))
-    try:
-        env = folder.read_env().doc
-        st = folder.status()
-        status, line = st.state, folder.status_line()
-    except DataError:
-        env, status, line = {}, "unknown", ""
-    if not load_raw:
-        return RunData(folder.path, None, env, status, line)
-    if not folder.raw_csv.is_file():
-        if require_raw:
-            raise DataError(f"run_dir: no raw.csv in {folder.path}")
-        return RunData(folder.path, None, env, status, line)
-    return RunData(folder.path, folder.read_raw(), env, status, line)
+    raw = None
+    if load_raw:
+        if not folder.raw_csv.is_file() and not folder.raw_csv.exists():
+            if require_raw:
+                raise DataError(f"run_dir: no raw.csv in {folder.path}")
+        else:
+            raw = folder.read_raw()
+    env, status, line = {}, "unknown", ""
+    if folder.env_json.exists() or folder.env_json.is_symlink():
+        # a corrupt env.json, or one of another experiment than raw.csv's: DataError naming it
+        env = folder.read_env(raw_experiment(raw) if raw is not None else None).doc
+        try:
+            st = folder.status()
+            status, line = st.state, folder.status_line()
+        except DataError:
+            pass
+    return RunData(folder.path, raw, env, status, line)
 
 
 __all__ = ["RunData", "read_run"]

@@ -106,6 +106,24 @@ def check_out_dir(out_dir: Path, resume: bool) -> None:
                          "allowed: a folder path you can write to") from None
 
 
+def check_plan_size(exp_cls, values: dict[str, Any]) -> None:
+    """ParamError before any trial is planned when (trials + warmup) x repeats x every list
+    parameter's length exceeds ``base.MAX_PLAN_TRIALS`` rows: the plan, and raw.csv, would not
+    fit in memory.  CPU pairs multiply it further; the plan itself is counted once made."""
+    n = (int(values.get("trials") or 0) + int(values.get("warmup") or 0)) * int(values.get("repeats") or 1)
+    biggest, size = "trials", 0
+    for pname, spec in exp_cls.all_params().items():
+        v = values.get(pname)
+        if spec.kind.endswith("_list") and isinstance(v, list) and v:
+            n *= len(v)
+            if len(v) > size:
+                biggest, size = pname, len(v)
+    if n > base.MAX_PLAN_TRIALS:
+        raise ParamError(f"parameter 'trials': (trials + warmup) x repeats x list lengths = {n} rows "
+                         f"(largest list: '{biggest}'), more than the limit of {base.MAX_PLAN_TRIALS}; "
+                         "allowed: a smaller plan")
+
+
 def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(values, default=str))
 
@@ -245,9 +263,13 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     exp = exp_cls()
     ctx = RunContext(name, values, run_id, out_dir, log, host=host)
     target = stopping.enabled(values)
+    check_plan_size(exp_cls, stopping.pilot_values(values) if target else values)
     specs = exp.plan(stopping.pilot_values(values) if target else values, ctx)
     if not specs:
         raise ParamError(f"experiment '{name}': the parameters select no trials; allowed: non-empty lists")
+    if len(specs) > base.MAX_PLAN_TRIALS:
+        raise ParamError(f"parameter 'trials': the plan holds {len(specs)} trials, more than the limit of "
+                         f"{base.MAX_PLAN_TRIALS}; allowed: fewer trials, warm-ups, list values or CPU pairs")
     # With a target the icount trials wait for the last round (stopping.extension).
     plan = order_plan(list(specs), values["seed"]) if target else full_plan(exp, values, specs, ctx)
     stop = None

@@ -53,7 +53,8 @@ import pandas as pd
 from ringlab import schema
 from ringlab.errors import DataError, DiskFullError, ParamError, RunLockedError, RunnerError
 from ringlab.rundir.envjson import ENV_VERSION, RunEnv, atomic_write_json, read_env
-from ringlab.rundir.rawcsv import CsvSink, count_file, count_trials, read_done, read_raw, repair_csv
+from ringlab.rundir.rawcsv import (CsvSink, count_file, count_trials, read_done, read_raw, repair_csv,
+                                  require_metric)
 
 #: a run in which more than this fraction of the trials failed (crash, error, timeout)
 #: ends ``failed`` and ``ringlab run`` exits non-zero; so does a run with no ok trial
@@ -267,10 +268,13 @@ class RunFolder:
 
     # -- reading ---------------------------------------------------------------------------------------
     def read_raw(self) -> pd.DataFrame:
+        """raw.csv; while this process holds the folder (a run), its own rows are read as written."""
+        if self.mode != "read":
+            return read_raw(self.raw_csv, torn_ok=True, strict=False)
         return read_raw(self.raw_csv)
 
-    def read_env(self) -> RunEnv:
-        return read_env(self.path)
+    def read_env(self, experiment: str | None = None) -> RunEnv:
+        return read_env(self.path, experiment)
 
     def is_locked(self) -> bool:
         try:
@@ -322,7 +326,29 @@ class RunFolder:
         return line + "."
 
 
+def raw_experiment(df: pd.DataFrame) -> str | None:
+    """The experiment named by raw.csv's ``experiment`` column (None when it has none, or several)."""
+    if "experiment" not in df.columns:
+        return None
+    names = {str(x) for x in df["experiment"].dropna().unique()}
+    return names.pop() if len(names) == 1 else None
 
-__all__ = ["RunFolder", "RunEnv", "RunStatus", "read_raw", "read_env", "CsvSink", "repair_csv", "read_done",
+
+def read_run(path: str | os.PathLike, need_env: bool = False) -> tuple[pd.DataFrame, RunEnv | None]:
+    """raw.csv and env.json of a run folder, both checked (``read_raw``, ``read_env``) and
+    consistent: env.json's experiment is the one raw.csv names.  A missing env.json gives None
+    (an error with ``need_env``); every other problem is a DataError naming the file."""
+    path = Path(path)
+    if (path.exists() or path.is_symlink()) and not path.is_dir():
+        raise DataError(f"{path}: not a folder; expected a run folder (raw.csv + env.json) written by "
+                        "`ringlab run`")
+    df = read_raw(path / "raw.csv")
+    env_json = path / "env.json"
+    if not need_env and not env_json.exists() and not env_json.is_symlink():
+        return df, None
+    return df, read_env(path, raw_experiment(df))
+
+
+__all__ = ["RunFolder", "RunEnv", "RunStatus", "read_raw", "read_env", "read_run", "raw_experiment", "require_metric", "CsvSink", "repair_csv", "read_done",
            "count_trials", "judge", "atomic_write_json", "utc_now", "ENV_VERSION",
            "FAILED_MAX_FRACTION", "DataError"]

@@ -15,6 +15,27 @@ from ringlab.rundir.rawcsv import _decode
 
 #: version of env.json's layout (see ringlab/rundir/__init__.py)
 ENV_VERSION = 2
+#: env.json layouts this ringlab reads
+KNOWN_ENV_VERSIONS = (1, 2)
+#: raw.csv layouts (``ringlab.schema.SCHEMA_VERSION``) this ringlab reads
+KNOWN_SCHEMA_VERSIONS = (1, 2)
+#: env.json larger than this is refused (a run's env.json is tens of kilobytes)
+MAX_ENV_BYTES = 16 << 20
+#: env.json nested deeper than this is refused (ringlab writes at most about 6 levels)
+MAX_ENV_DEPTH = 32
+#: kinds of env.json ("kind")
+ENV_KINDS = ("run", "environment", "compare-runs", "explore")
+#: top-level fields of env.json and the JSON types they may hold (null is always allowed)
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "env_version": (int,), "schema_version": (int,), "kind": (str,), "ringlab_version": (str,),
+    "run_id": (str,), "experiment": (str,), "host": (str,), "pid": (int,), "started_utc": (str,),
+    "ended_utc": (str,), "resumed_utc": (list,), "status": (str,), "status_reason": (str,),
+    "trials": (dict,), "parameters": (dict,), "command": (list,), "git": (dict,), "build": (dict,),
+    "binaries_used": (dict,), "plan": (dict,), "governor": (dict,), "cpu_lock": (dict,), "quiet": (dict,),
+    "c2c_latency_ns": (dict,), "warnings": (list,), "skipped_reason": (str,), "environment": (dict,),
+    "stopping": (dict,), "baseline": (str,), "measured_commands": (dict,),
+}
+_JSON_NAMES = {int: "an integer", str: "a string", list: "a list", dict: "an object", float: "a number"}
 
 
 def atomic_write_json(path: Path, doc: dict) -> None:
@@ -101,23 +122,89 @@ def _normalize(doc: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
     return 1, kind, dict(doc, env_version=1, kind=kind)
 
 
-def read_env(run_dir: str | os.PathLike) -> RunEnv:
-    """The one reader of env.json; ``DataError`` naming the file and line when it is not one."""
+def _depth(doc: Any) -> int:
+    """Nesting depth of a parsed JSON value (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            deepest = max(deepest, d)
+            if d <= MAX_ENV_DEPTH:
+                stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def _json_type(v: Any) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", int: "integer",
+            float: "number"}.get(type(v), type(v).__name__)
+
+
+def check_env_doc(p: Path, doc: Any, experiment: str | None = None) -> None:
+    """The schema of env.json: an object with the known versions and fields of the right types,
+    of ``experiment`` when given; ``DataError`` naming the file and the field otherwise."""
+    if not isinstance(doc, dict):
+        raise DataError(f"{p}: line 1: a JSON {_json_type(doc)}; expected a JSON object")
+    if _depth(doc) > MAX_ENV_DEPTH:
+        raise DataError(f"{p}: nested deeper than {MAX_ENV_DEPTH} levels; expected the env.json of a run "
+                        "folder written by `ringlab run`")
+    if "env_version" not in doc and "environment" not in doc and ("cpu" in doc or "topology" in doc):
+        return   # the flat environment layout before version 2 (envinfo.collect() at the top)
+    for key, types in FIELD_TYPES.items():
+        v = doc.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, types):
+            raise DataError(f"{p}: field '{key}' is a JSON {_json_type(v)} ({str(v)[:40]!r}); expected "
+                            f"{_JSON_NAMES[types[0]]} or null")
+    for key, known in (("env_version", KNOWN_ENV_VERSIONS), ("schema_version", KNOWN_SCHEMA_VERSIONS)):
+        if doc.get(key) is not None and doc[key] not in known:
+            raise DataError(f"{p}: field '{key}' is {doc[key]}; expected one of "
+                            f"{', '.join(map(str, known))} (written by another ringlab version?)")
+    if doc.get("kind") is not None and doc["kind"] not in ENV_KINDS:
+        raise DataError(f"{p}: field 'kind' is {doc['kind'][:40]!r}; expected one of {', '.join(ENV_KINDS)}")
+    st = doc.get("status")
+    if st is not None and st not in _RUN_STATUSES and not st.startswith("failed"):
+        raise DataError(f"{p}: field 'status' is {st[:40]!r}; expected one of {', '.join(_RUN_STATUSES)}")
+    if experiment is not None and doc.get("experiment") not in (None, experiment):
+        raise DataError(f"{p}: field 'experiment' is {doc['experiment'][:40]!r}; expected '{experiment}' "
+                        "(the experiment of this run's raw.csv)")
+
+
+#: statuses of a run (env.json "status"; the same as ringlab.rundir.RUN_STATUSES)
+_RUN_STATUSES = ("running", "complete", "failed", "interrupted", "skipped")
+
+
+def read_env(run_dir: str | os.PathLike, experiment: str | None = None) -> RunEnv:
+    """The one reader of env.json; ``DataError`` naming the file and line when it is not one:
+    not UTF-8, not JSON, not an object, larger than ``MAX_ENV_BYTES``, nested deeper than
+    ``MAX_ENV_DEPTH``, an unknown env/schema version, a field of the wrong type
+    (``FIELD_TYPES``), or another experiment than ``experiment`` (when given)."""
     p = Path(run_dir)
     if p.is_dir() or not p.name.endswith(".json"):
         p = p / "env.json"
     try:
-        text = p.read_bytes()
+        if p.is_dir():
+            raise DataError(f"{p}: a directory; expected the env.json file of a run folder")
+        if p.exists() and not p.is_file():
+            raise DataError(f"{p}: not a regular file; expected the env.json of a run folder")
+        with open(p, "rb") as f:
+            text = f.read(MAX_ENV_BYTES + 1)
     except FileNotFoundError:
         raise DataError(f"{p}: no such file; expected the env.json of a run folder written by "
                         "`ringlab run`") from None
     except OSError as e:
-        raise DataError(f"{p}: cannot read ({e.strerror})") from None
+        raise DataError(f"{p}: cannot read ({e.strerror}); expected a readable env.json") from None
+    if len(text) > MAX_ENV_BYTES:
+        raise DataError(f"{p}: larger than {MAX_ENV_BYTES >> 20} MiB; expected the env.json of a run folder")
+    if not text.strip():
+        raise DataError(f"{p}: line 1: empty file; expected a JSON object")
     try:
         doc = json.loads(_decode(p, text))
     except json.JSONDecodeError as e:
         raise DataError(f"{p}: line {e.lineno}, column {e.colno}: {e.msg}; expected a JSON object") from None
-    if not isinstance(doc, dict):
-        raise DataError(f"{p}: line 1: a JSON {type(doc).__name__}; expected a JSON object")
+    except RecursionError:
+        raise DataError(f"{p}: nested deeper than {MAX_ENV_DEPTH} levels; expected the env.json of a run "
+                        "folder written by `ringlab run`") from None
+    check_env_doc(p, doc, experiment)
     version, kind, doc = _normalize(doc)
     return RunEnv(p, version, kind, doc)

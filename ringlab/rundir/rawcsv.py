@@ -28,6 +28,20 @@ from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
 
 #: integer columns that every reader relies on
 INT_COLUMNS = ("trial", "round", "iteration", "order")
+#: metric columns whose values in an ok trial row must be finite numbers > 0 (an instruction-count
+#: trial, icount_source "callgrind", measures no time and leaves them empty)
+METRIC_COLUMNS = ("ns_per_op", "elapsed_ns", "elapsed_us")
+#: raw.csv columns after ``trial`` that an earlier ringlab wrote (still read)
+LEGACY_COLUMNS = ("elapsed_us",)
+
+
+def known_columns() -> set[str]:
+    """Every column a raw.csv may hold after the parameter columns: ``ringlab.schema``'s, with
+    every experiment's own (``schema.EXPERIMENT_COLUMNS``)."""
+    cols = set(schema.NON_PARAM_COLUMNS) | {"variant"} | set(LEGACY_COLUMNS)
+    for extra in schema.EXPERIMENT_COLUMNS.values():
+        cols |= set(extra)
+    return cols
 
 
 # -- raw.csv: writing ----------------------------------------------------------------------------
@@ -127,8 +141,28 @@ def _decode(path: Path, data: bytes) -> str:
                         "expected UTF-8 text as `ringlab run` writes it") from None
 
 
-def _check_rows(path: Path, text: str, required: tuple[str, ...]) -> tuple[list[str], int]:
-    """Validate the CSV structure; return the header and the number of a torn last line (0: none)."""
+def _bad_metric(v: str) -> str | None:
+    """Why a metric cell of an ok trial is not a finite number > 0 (None: it is)."""
+    t = v.strip()
+    if t == "" or t.lower() == "nan":
+        return "empty (NaN)"
+    try:
+        f = float(t)
+    except ValueError:
+        return "not a number"
+    if not math.isfinite(f):
+        return "not finite"
+    if f <= 0:
+        return "zero or negative"
+    return None
+
+
+def _check_rows(path: Path, text: str, required: tuple[str, ...], torn_ok: bool = False,
+                strict: bool = True) -> tuple[list[str], int]:
+    """Validate the CSV structure; return the header and the number of a torn last line (0: none).
+
+    A torn last line is a DataError unless ``torn_ok``.  ``strict`` also refuses unknown columns
+    after ``trial`` and metric cells of ok trials that are not finite numbers > 0."""
     lines = text.split("\n")
     reader = csv.reader(io.StringIO(text))
     try:
@@ -145,8 +179,20 @@ def _check_rows(path: Path, text: str, required: tuple[str, ...]) -> tuple[list[
         raise DataError(f"{path}: line 1: the header has no column {', '.join(repr(m) for m in missing)}; "
                         f"expected a raw.csv written by `ringlab run` (got: {', '.join(header[:8])}"
                         f"{' ...' if len(header) > 8 else ''})")
+    if strict and "trial" in header:
+        known = known_columns()
+        unknown = [c for c in header[header.index("trial"):] if c not in known]
+        if unknown:
+            raise DataError(f"{path}: line 1: unknown column {', '.join(repr(c) for c in unknown[:5])}; "
+                            "expected the columns of ringlab.schema (schema version "
+                            f"{schema.SCHEMA_VERSION}) and the experiment's own")
     torn, n_rows = 0, 0
     idx = {c: header.index(c) for c in INT_COLUMNS if c in header}
+    metrics = {c: header.index(c) for c in METRIC_COLUMNS if c in header} if strict else {}
+    si = header.index("status") if "status" in header else None
+    ic = header.index("icount_source") if "icount_source" in header else None
+    measured: set[str] = set()                       # metric columns with a value in some ok trial
+    first_nan: dict[str, tuple[int, str]] = {}       # ... and their first ok trial without one
     last_line = len(lines) - (1 if text.endswith("\n") else 0)
     try:
         for row in reader:
@@ -155,6 +201,10 @@ def _check_rows(path: Path, text: str, required: tuple[str, ...]) -> tuple[list[
                 continue
             if len(row) != len(header):
                 if lineno == last_line and not text.endswith("\n"):
+                    if not torn_ok:
+                        raise DataError(f"{path}: line {lineno}: a torn last row ({len(row)} of {len(header)} "
+                                        "fields, no newline), as a killed run leaves; expected complete rows "
+                                        "(`ringlab run --resume` repairs it)")
                     torn = lineno  # what a killed run leaves; --resume repairs it
                     break
                 raise DataError(f"{path}: line {lineno}: {len(row)} fields; expected {len(header)} "
@@ -169,33 +219,66 @@ def _check_rows(path: Path, text: str, required: tuple[str, ...]) -> tuple[list[
                 except ValueError:
                     raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i]!r}; expected an integer"
                                     ) from None
+            if metrics and (si is None or row[si].strip() == "ok") and (ic is None or row[ic] != "callgrind"):
+                for c, i in metrics.items():
+                    why = _bad_metric(row[i])
+                    if why is None:
+                        measured.add(c)
+                    elif why == "empty (NaN)":
+                        first_nan.setdefault(c, (lineno, row[i]))
+                    else:
+                        raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i][:40]!r} ({why}); "
+                                        "expected a finite number > 0 in an ok trial")
     except csv.Error as e:
         raise DataError(f"{path}: line {reader.line_num}: {e}; expected one CSV row per line") from None
     if n_rows == 0:
         raise DataError(f"{path}: line 1: a header and no rows; expected at least one trial row "
                         "(the run recorded no trial)")
+    for c in metrics:   # a column no ok trial fills is one this experiment does not measure
+        if c in measured and c in first_nan:
+            lineno, v = first_nan[c]
+            raise DataError(f"{path}: line {lineno}: column '{c}' is {v[:40]!r} (empty (NaN)); "
+                            "expected a finite number > 0 in an ok trial")
     return header, torn
 
 
-def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",)) -> pd.DataFrame:
+#: raw.csv larger than this is refused (a million trial rows are about 1 GiB)
+MAX_RAW_BYTES = 2 << 30
+
+
+def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), torn_ok: bool = False,
+             strict: bool = True) -> pd.DataFrame:
     """raw.csv as a DataFrame, or ``DataError`` naming the file, the line and what was expected.
 
-    Checks: UTF-8, a header with the ``required`` columns, at least one row, the same
-    number of fields in every row, integers in ``trial``/``round``/``iteration``/``order``.
-    A torn last line (a killed run) is left out.  Files written before the ``round``
-    column existed get ``round`` = ``trial``.
+    Checks: a regular file, UTF-8, a header with the ``required`` columns and no unknown
+    column after ``trial``, at least one row, the same number of fields in every row,
+    integers in ``trial``/``round``/``iteration``/``order``, finite metrics > 0 in ok trials
+    (``METRIC_COLUMNS``).  A torn last line (a killed run) is a DataError naming the line,
+    unless ``torn_ok`` (the run itself, --resume), which leaves it out; ``strict=False``
+    (the run reading its own rows) skips the column and metric checks.  Files written before
+    the ``round`` column existed get ``round`` = ``trial``.
     """
     path = Path(path)
     if path.is_dir():
         path = path / "raw.csv"
     try:
+        if path.is_dir():
+            raise DataError(f"{path}: a directory; expected a raw.csv file written by `ringlab run`")
+        if path.exists() and not path.is_file():
+            raise DataError(f"{path}: not a regular file; expected a raw.csv written by `ringlab run`")
+        if path.stat().st_size > MAX_RAW_BYTES:
+            raise DataError(f"{path}: larger than {MAX_RAW_BYTES >> 30} GiB; expected a raw.csv written by "
+                            "`ringlab run`")
         data = path.read_bytes()
     except FileNotFoundError:
         raise DataError(f"{path}: no such file; expected a raw.csv written by `ringlab run`") from None
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv") from None
     text = _decode(path, data)
-    _, torn = _check_rows(path, text, required)
+    if "\x00" in text:
+        line = text[:text.index("\x00")].count("\n") + 1
+        raise DataError(f"{path}: line {line}: a NUL byte; expected CSV text as `ringlab run` writes it")
+    _, torn = _check_rows(path, text, required, torn_ok, strict)
     if torn:
         text = text[:text.rfind("\n") + 1]
     try:
@@ -205,6 +288,20 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",)) 
     if "round" not in df.columns and "trial" in df.columns:
         df.insert(df.columns.get_loc("trial") + 1, "round", df["trial"])
     return df
+
+
+def require_metric(df: pd.DataFrame, metric: str, path: str | os.PathLike) -> None:
+    """DataError unless raw.csv (``df``, read from ``path``) has ``metric`` with a finite value
+    in at least one ok trial: a report never shows an empty table for a metric without data."""
+    if metric not in df.columns:
+        num = [c for c in df.columns if c in METRIC_COLUMNS]
+        raise DataError(f"{path}: no column '{metric}'; expected a metric column of this raw.csv "
+                        f"({', '.join(num) or 'none'})")
+    rows = df[df["status"].astype(str) == "ok"] if "status" in df.columns else df
+    vals = pd.to_numeric(rows[metric], errors="coerce")
+    if not vals.map(lambda x: math.isfinite(x)).any():
+        raise DataError(f"{path}: column '{metric}' has no finite value in an ok trial; expected the metric "
+                        "measured by the run (pass another --metric)")
 
 
 def _done_key(row: list[str], idx: dict[str, int], config_keys: list[str]) -> tuple:
@@ -219,9 +316,18 @@ def _done_key(row: list[str], idx: dict[str, int], config_keys: list[str]) -> tu
 def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None]:
     """Keys (as TrialSpec.key()) of the trials already in raw.csv, and its header."""
     done: set = set()
-    if not path.exists() or path.stat().st_size == 0:
+    if path.is_symlink() and not path.exists():
+        raise DataError(f"{path}: a dangling or looping symlink; expected the raw.csv of the interrupted run")
+    if not path.exists():
         return done, None
-    text = _decode(path, path.read_bytes())
+    if not path.is_file():
+        raise DataError(f"{path}: not a regular file; expected the raw.csv of the interrupted run")
+    if path.stat().st_size == 0:
+        return done, None
+    try:
+        text = _decode(path, path.read_bytes())
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror}); expected the raw.csv of the interrupted run") from None
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None:

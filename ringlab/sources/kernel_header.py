@@ -45,6 +45,8 @@ STUB_INCLUDE_DIR = COMPAT_DIR / "include"
 WRAPPER = "compat/kernel_ptr_ring.h"       # relative to csrc/, as the harness includes it
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: a NAME is a file name (build/bin/ptr_ring_test_NAME) and a raw.csv variant: short
+MAX_NAME_LEN = 64
 # Where the header lives below a tree root, in the order we try them.
 _TREE_CANDIDATES = ("include/linux/ptr_ring.h", "linux/ptr_ring.h", "ptr_ring.h")
 
@@ -97,10 +99,11 @@ def parse_spec(spec: str) -> tuple[str, Path]:
             f"--kernel-header: expected NAME=PATH (e.g. mine=~/linux), got {spec!r}")
     name, _, path = spec.partition("=")
     name, path = name.strip(), path.strip()
-    if not _NAME_RE.match(name):
+    if len(name) > MAX_NAME_LEN or not _NAME_RE.match(name) or name in (".", ".."):
+        shown = name if len(name) <= 40 else name[:40] + "..."
         raise KernelHeaderError(
-            f"--kernel-header: invalid NAME {name!r}; allowed: letters, digits, '_', '.', '-' "
-            "([A-Za-z0-9_.-]+)")
+            f"--kernel-header: invalid NAME {shown!r} ({len(name)} characters); allowed: 1 to {MAX_NAME_LEN} "
+            "letters, digits, '_', '.', '-' ([A-Za-z0-9_.-]+, not '.' or '..')")
     if name in BUILTIN_VARIANTS:
         raise KernelHeaderError(
             f"--kernel-header: NAME {name!r} clashes with a built-in variant; "

@@ -155,7 +155,15 @@ def tracepoints() -> dict:
     root = sysfs.sysfs_root()
     out = {"tracefs": None, "raw_syscalls": False, "reason": None}
     for d in (root / "kernel" / "tracing", root / "kernel" / "debug" / "tracing"):
-        if (d / "events").is_dir():
+        try:
+            found = (d / "events").is_dir()
+        except PermissionError:   # tracefs is root-only by default: a capability this user lacks
+            out["reason"] = f"tracepoints: not readable as this user ({d / 'events'}: permission denied)"
+            out["perf"] = perf_tool()
+            return out
+        except OSError:
+            continue
+        if found:
             out["tracefs"] = str(d)
             break
     if out["tracefs"] is None:

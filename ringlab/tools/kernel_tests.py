@@ -17,7 +17,7 @@ The programs print nothing: they are meant to be timed from outside.
   of an A/B compiled the same code.
 * ``build(prepared, program)`` runs ``make -C DIR PROGRAM``.  A program the
   Makefile does not know, or one that fails to build, is reported by name.
-  The user's CFLAGS (checked by ``ringlab.build.validate_cflags``: no ``$``,
+  The user's CFLAGS (checked by ``ringlab.build.driver.validate_cflags``: no ``$``,
   backquote or shell metacharacter) reach make as one argv element, never
   through the environment.
 * ``python -m ringlab.kernel_tests time --items N -- PROGRAM ARGS...`` is the
@@ -184,7 +184,7 @@ def build(prep: Prepared, program: str, make: str = "make", cflags: str = "",
           timeout: float = MAKE_TIMEOUT_S) -> Path:
     """``make -C build/ringtest/.../tools/virtio/ringtest PROGRAM``; the binary's path.
 
-    ``cflags`` must pass ``ringlab.build.validate_cflags`` (ParamError otherwise): only
+    ``cflags`` must pass ``ringlab.build.driver.validate_cflags`` (ParamError otherwise): only
     compiler options of the allowed shapes, with no ``$``, backquote, quote, ``#`` or shell
     metacharacter, so neither make (``$(shell ...)``) nor the recipe's shell (``;``) can
     run anything from them.  They reach make as the single argv element

@@ -262,14 +262,25 @@ def tracefs_reason() -> str | None:
     sys_root = _sysfs_root()
     mounts = [sys_root / "kernel/tracing", sys_root / "kernel/debug/tracing"]
     for m in mounts:
-        if (m / "events").is_dir():
-            if (m / "events/raw_syscalls").is_dir():
+        try:
+            found = (m / "events").is_dir() and (m / "events/raw_syscalls").is_dir()
+            events = found or (m / "events").is_dir()
+        except PermissionError:   # tracefs is root-only by default
+            return f"tracepoints: not readable as this user ({m}/events: permission denied)"
+        except OSError:
+            continue
+        if events:
+            if found:
                 return None
             return (f"tracefs at {m} has no raw_syscalls events "
                     "(kernel built without CONFIG_FTRACE_SYSCALLS?)")
     # Not mounted.  perf (as root) mounts tracefs itself on its usual mount
     # point when the kernel supports it, so an empty mount point is fine.
-    if mounts[0].is_dir() and _kernel_has_tracefs() and privilege_reason() is None:
+    try:
+        mounted = mounts[0].is_dir()
+    except OSError:
+        mounted = False
+    if mounted and _kernel_has_tracefs() and privilege_reason() is None:
         return None
     return (f"no tracefs: {mounts[0]}/events and {mounts[1]}/events not found "
             "(mount it: mount -t tracefs nodev /sys/kernel/tracing)")

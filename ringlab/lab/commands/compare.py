@@ -23,11 +23,17 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from ringlab.report.tables import comparison_rows, md_table
-    from ringlab.rundir import read_raw
+    from ringlab.errors import ParamError
+    from ringlab.rundir import read_raw, require_metric
     from ringlab.stats import StatsError, compare, to_records
     from ringlab.stats.compare import method_text
 
+    if not (math.isfinite(args.noise) and 0 <= args.noise < 1):
+        raise ParamError(f"parameter '--noise': {args.noise!r}; allowed: a fraction in [0, 1) (0.01 = +-1%)")
+    if not (math.isfinite(args.alpha) and 0 < args.alpha < 1):
+        raise ParamError(f"parameter '--alpha': {args.alpha!r}; allowed: a number in (0, 1) (default 0.05)")
     df = read_raw(args.raw)   # DataError (exit 2) naming the file and line when it is corrupt
+    require_metric(df, args.metric, args.raw)
     try:
         res = compare(df, args.baseline, metric=args.metric, by=args.by, noise=args.noise, alpha=args.alpha)
     except StatsError as e:

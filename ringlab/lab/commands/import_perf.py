@@ -20,6 +20,9 @@ def add_arguments(p) -> None:
     allow_dash_values(p)   # --csv -out.csv
 
 
+#: perf stat text larger than this is refused (a pasted block is a few kilobytes)
+MAX_INPUT_BYTES = 64 << 20
+
 #: columns shown in the table (the CSV has all of them)
 TABLE_COLUMNS = ["block", "label", "variant", "module", "args", "cpu_req_producer", "cpu_req_consumer",  # --kmod
                  "runs", "elapsed_s", "elapsed_var_pct", "task_clock", "cycles",
@@ -30,16 +33,31 @@ def run(args) -> int:
     from ringlab.tools import perfstat
     from ringlab.experiments.base import ParamError
 
+    import os
+
+    from ringlab.errors import DataError
+    allowed = "allowed: a readable text file with perf stat output, or '-' for stdin"
     try:
-        text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8", errors="replace").read()
+        if args.file == "-":
+            text = sys.stdin.read(MAX_INPUT_BYTES + 1)
+        else:
+            if os.path.exists(args.file) and not os.path.isfile(args.file):
+                raise ParamError(f"parameter 'FILE': {args.file!r} is not a regular file; {allowed}")
+            with open(args.file, encoding="utf-8", errors="replace") as f:
+                text = f.read(MAX_INPUT_BYTES + 1)
     except OSError as e:
-        raise ParamError(f"parameter 'FILE': cannot read {args.file!r}: {e.strerror}; "
-                         "allowed: a readable text file with perf stat output, or '-' for stdin") from None
+        raise ParamError(f"parameter 'FILE': cannot read {args.file!r}: {e.strerror}; {allowed}") from None
+    if len(text) > MAX_INPUT_BYTES:
+        raise DataError(f"{args.file}: larger than {MAX_INPUT_BYTES >> 20} MiB; expected pasted perf stat output")
+    if args.csv:
+        out = os.path.dirname(args.csv) or "."
+        if os.path.isdir(args.csv) or not os.path.isdir(out):
+            raise ParamError(f"parameter '--csv': {args.csv!r} is a directory or in a folder that does not exist; "
+                             "allowed: a file path in an existing folder")
     blocks = perfstat.parse(text)
     if not blocks:
-        print(f"ringlab import-perf: no perf stat output found in {args.file} (expected 'Performance counter "
-              "stats for ...' blocks or `perf stat -x,` lines)", file=sys.stderr)
-        return 1
+        raise DataError(f"{args.file}: no perf stat output found; expected 'Performance counter stats for ...' "
+                        "blocks or `perf stat -x,` lines")
     if args.kmod:
         from ringlab.tools import kmod_perf
         df = kmod_perf.perf_rows(text)

@@ -20,7 +20,21 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    import os
+    from pathlib import Path
+
+    from ringlab.errors import ParamError
     from ringlab.report.mail import MailError, mail_text
+    if args.output:
+        out = Path(args.output)
+        if out.is_dir():
+            raise ParamError(f"parameter '-o': {out} is a directory; allowed: a file path in an existing folder")
+        parent = out.parent if str(out.parent) else Path(".")
+        if not parent.is_dir():
+            raise ParamError(f"parameter '-o': {out}: folder {parent} does not exist; allowed: a file path in "
+                             "an existing folder")
+        if (out.exists() and not os.access(out, os.W_OK)) or not os.access(parent, os.W_OK | os.X_OK):
+            raise ParamError(f"parameter '-o': {out} is not writable; allowed: a file path you can write to")
     try:
         text = mail_text(args.run_dir, baseline=args.baseline, width=args.width, metric=args.metric,
                          candidates=args.candidate)
@@ -28,8 +42,12 @@ def run(args) -> int:
         print(f"ringlab mail: error: {e}", file=sys.stderr)
         return 2
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise ParamError(f"parameter '-o': {args.output}: {e.strerror}; allowed: a file path you can "
+                             "write to") from None
     else:
         sys.stdout.write(text)
     return 0

@@ -70,13 +70,14 @@ def run(args) -> int:
 
     from ringlab.report import provenance
     from ringlab.errors import ParamError
-    from ringlab.rundir import read_env, read_raw
+    from ringlab.rundir import read_env, read_run
     for d in [args.run_dir] + ([args.against] if args.against else []):
         # corrupt files: DataError (exit 2) naming the file and line
-        if (Path(d) / "env.json").is_file():
+        raw, env = Path(d) / "raw.csv", Path(d) / "env.json"
+        if not Path(d).is_dir() or raw.exists() or raw.is_symlink():
+            read_run(d)
+        elif env.exists() or env.is_symlink():
             read_env(d)
-        if (Path(d) / "raw.csv").is_file():
-            read_raw(Path(d) / "raw.csv")
     try:
         res = (provenance.compare_runs(args.run_dir, args.against) if args.against
                else provenance.check(args.run_dir))

@@ -19,7 +19,8 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from ringlab.report import write_report
-    from ringlab.rundir import RunFolder, read_env, read_raw
+    from ringlab.errors import DataError
+    from ringlab.rundir import RunFolder, read_run, require_metric
     from ringlab.stats import StatsError
 
     labels = {}
@@ -31,10 +32,15 @@ def run(args) -> int:
         labels[k] = v
     folder = RunFolder(args.dir)
     # corrupt files: DataError (exit 2) naming the file and line
-    read_raw(folder.raw_csv)
+    df, env = read_run(folder.path)
+    from ringlab.report import pick_metric
+    try:
+        metric = pick_metric(df, args.metric)
+    except StatsError as e:
+        raise DataError(f"{folder.raw_csv}: {e}") from None
+    require_metric(df, metric, folder.raw_csv)
     status = ""
-    if folder.env_json.is_file():
-        read_env(folder.path)
+    if env is not None:
         status = folder.status_line()
     if status:
         print(status)

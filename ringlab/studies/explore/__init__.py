@@ -68,10 +68,43 @@ def _resolve(path) -> Path:
     return p
 
 
+def _laid_out(p: Path, depth: int) -> bool:
+    """True when every folder ``depth`` levels under ``p`` (hidden ones aside) is a run folder
+    (raw.csv or env.json) and there is one: an experiment folder (2) or a results folder (3)."""
+    if depth == 0:
+        return (p / "raw.csv").is_file() or (p / "env.json").is_file()
+    found = False
+    try:
+        for s in p.iterdir():
+            if s.name.startswith(".") or not s.is_dir():
+                continue
+            if not _laid_out(s, depth - 1):
+                return False
+            found = True
+    except OSError:
+        return False
+    return found
+
+
+def _under_results(p: Path) -> bool:
+    try:
+        p.absolute().relative_to(paths.results_dir().absolute())
+        return True
+    except ValueError:
+        return False
+
+
 def _classify(p: Path) -> str:
     """"run", "experiment" or "root"; a ringlab error naming ``p`` and what is allowed otherwise."""
     if (p / "raw.csv").is_file():
         return "run"
+    if p.is_dir() and p.absolute() != paths.results_dir().absolute() and not _under_results(p) \
+            and not (p / "env.json").is_file() and any(p.iterdir()):
+        # outside the results folder only a run folder or a folder laid out as one is opened:
+        # never a search through an unrelated tree (/, a home folder)
+        if not (_laid_out(p, 2) or _laid_out(p, 3)):
+            raise _user_error(ParamError, f"parameter 'path': {p} is not a run folder, an experiment folder or "
+                                          f"a results folder; allowed: {ALLOWED}")
     if p.is_dir() and _run_dirs(p, 2):
         return "experiment"
     if p.is_dir() and _run_dirs(p, 3):
