@@ -171,3 +171,57 @@ def rounds_for_effect(effect_pct: float, d=None, x=None, y=None, alpha: float = 
             return float(math.ceil(n * ratio)) if z_got > 0 else math.nan
         n = nxt
     return float(n)
+
+
+#: rounds per layout pair the layout design plans with (doubling it hardly changes K)
+ROUNDS_PER_LAYOUT = 20
+MIN_LAYOUTS = 3
+MAX_LAYOUTS = 1000
+
+
+def layout_plan(effect_pct: float, sigma_layout: float, round_sd: float,
+                rounds_per_layout: int = ROUNDS_PER_LAYOUT, alpha: float = 0.05, power: float = 0.8) -> dict:
+    """Layouts K per arm and rounds R per layout pair for ``power`` against ``effect_pct`` percent.
+
+    The layout design's estimate is the mean over K layout pairs of per-pair estimates whose
+    variance is sigma_L^2 + s^2/R (``sigma_layout``, ``round_sd``: log scale, e.g. 0.02 = 2
+    points), tested with a t interval on K - 1 df, so K is the smallest K >= 3 with
+    K >= (t_{1-a/2,K-1} + t_{power,K-1})^2 (sigma_L^2 + s^2/R) / ln(1 + effect)^2.
+    Returns ``{"layouts", "rounds_per_layout", "rounds", "effect_pct", "sigma_layout",
+    "round_sd"}``; ``rounds`` = K x R (= trials per arm); layouts NaN when no K up to
+    ``MAX_LAYOUTS`` suffices or the inputs are not finite."""
+    if not (0 < alpha < 1):
+        raise ValueError(f"alpha: {alpha!r} not allowed; allowed: a number in (0, 1)")
+    if not (0 < power < 1):
+        raise ValueError(f"power: {power!r} not allowed; allowed: a number in (0, 1)")
+    if not (isinstance(rounds_per_layout, int) and rounds_per_layout >= 1):
+        raise ValueError(f"rounds_per_layout: {rounds_per_layout!r} not allowed; allowed: an integer >= 1")
+    out = {"layouts": math.nan, "rounds_per_layout": rounds_per_layout, "rounds": math.nan,
+           "effect_pct": effect_pct, "sigma_layout": sigma_layout, "round_sd": round_sd}
+    ok = all(math.isfinite(v) for v in (effect_pct, sigma_layout, round_sd))
+    if not ok or effect_pct == 0 or effect_pct <= -100 or sigma_layout < 0 or round_sd < 0:
+        return out
+    var = sigma_layout ** 2 + round_sd ** 2 / rounds_per_layout
+    shift2 = math.log1p(effect_pct / 100.0) ** 2
+    for k in range(MIN_LAYOUTS, MAX_LAYOUTS + 1):
+        q = sst.t.ppf(1 - alpha / 2, k - 1) + sst.t.ppf(power, k - 1)
+        if k >= q * q * var / shift2:
+            out.update(layouts=k, rounds=k * rounds_per_layout)
+            break
+    return out
+
+
+def trials_needed_calibrated(effect_pct: float, sigma_log: float, calibration: dict | None = None,
+                             alpha: float = 0.05, power: float = 0.8) -> dict:
+    """``trials_needed`` with this machine's calibration when there is one.
+
+    With a calibration (``ringlab.stats.calibration.find_calibration``): the layout design's
+    K x R (``layout_plan`` at the calibrated sigma_L and round noise).  Without: today's
+    one-build number, ``trials_needed(effect_pct, sigma_log)``, and a ``basis`` that says so."""
+    if calibration:
+        plan = layout_plan(effect_pct, float(calibration["sigma_layout"]), float(calibration["round_sd"]),
+                           alpha=alpha, power=power)
+        return {**plan, "trials": plan["rounds"],
+                "basis": f"calibration {calibration.get('path') or calibration.get('run_id') or ''}".strip()}
+    return {"trials": trials_needed(effect_pct, sigma_log, alpha, power), "layouts": 1,
+            "basis": "no calibration for this host: one build per arm, its layout spread not counted"}

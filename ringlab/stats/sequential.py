@@ -44,8 +44,11 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sst
 
 from ringlab import schema
+from ringlab.stats import calibration as _calibration
+from ringlab.stats import power as _power
 from ringlab.stats.compare import (EXACT_NOTE, _round_values, comparison_columns, round_key)
 from ringlab.stats.summary import StatsError, measurements
 
@@ -91,46 +94,30 @@ def _seconds_per_round(meas_all: pd.DataFrame) -> tuple[float, float]:
     return math.nan, math.nan
 
 
-def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric: str = schema.PRIMARY_METRIC,
-                  by=None, alpha: float = 0.05, budget_s: float | None = None,
-                  elapsed_s: float | None = None, max_rounds: int = MAX_ROUNDS) -> dict:
-    """The two-stage plan after a pilot (see the module docstring).
-
-    Returns ``{"pilot_rounds", "target_ci_pct", "rounds_for_target", "rounds",
-    "additional_rounds", "seconds_per_round", "elapsed_s", "budget_s", "affordable_rounds",
-    "stop_reason", "comparisons": [{"group", "candidate", "n_pairs", "half_width_pct",
-    "ci_level", "rounds"}]}``; half_width_pct is the pilot's w0 in percent.  Comparisons that cannot be paired or have no CI at the pilot
-    size ask for ``max_rounds``; exact (deterministic) comparisons ask for nothing.
-    """
+def _check_plan_args(df: pd.DataFrame, target_ci_pct, budget_s) -> None:
     if not (isinstance(target_ci_pct, (int, float)) and 0 < target_ci_pct < 100):
         raise StatsError(f"target_ci: {target_ci_pct!r} not allowed; allowed: a percentage in (0, 100), e.g. 2")
     if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0):
         raise StatsError(f"budget: {budget_s!r} not allowed; allowed: seconds > 0")
     if "variant" not in df.columns:
         raise StatsError("raw.csv has no 'variant' column; the stopping rule needs one")
-    meas, _ = measurements(df, metric)
-    variants = sorted(map(str, meas["variant"].dropna().unique()))
-    if str(baseline) not in variants:
-        raise StatsError(f"baseline: {baseline!r} is not a variant of this raw.csv; allowed: " + ", ".join(variants))
-    meas["variant"] = meas["variant"].astype(str)
-    cols = comparison_columns(meas, by)
-    rk = round_key(meas)
-    if rk is None:
-        raise StatsError("raw.csv has neither a 'round' nor a 'trial' column; the stopping rule pairs by round")
-    meas["_round"] = rk
-    n0 = int(meas["_round"].nunique())
+
+
+def _pilot_comparisons(meas: pd.DataFrame, cols: list[str], variants: list[str], baseline: str,
+                       metric: str, n0: int, max_rounds: int) -> list[dict]:
+    """One record per (configuration, candidate) with the pilot's paired log ratios in ``_d``."""
     comps = []
     groups = meas.groupby(cols, sort=True, dropna=False) if cols else [((), meas)]
     for key, sub in groups:
         key = key if isinstance(key, tuple) else (key,)
         label = ",".join(f"{c}={v}" for c, v in zip(cols, key)) or "all"
-        b = _round_values(sub[sub["variant"] == str(baseline)], metric)
+        b = _round_values(sub[sub["variant"] == baseline], metric)
         for cand in variants:
-            if cand == str(baseline):
+            if cand == baseline:
                 continue
             csub = sub[sub["variant"] == cand]
             c = _round_values(csub, metric)
-            bv, cv = sub.loc[sub["variant"] == str(baseline), metric], csub[metric]
+            bv, cv = sub.loc[sub["variant"] == baseline, metric], csub[metric]
             rec = {"group": label, "candidate": cand, "n_pairs": 0, "half_width_pct": math.nan,
                    "ci_level": math.nan, "rounds": max_rounds}
             if len(bv) and len(cv) and bv.nunique() == 1 and cv.nunique() == 1:
@@ -140,6 +127,11 @@ def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric:
                 rec["n_pairs"] = int(len(common))
                 rec["_d"] = np.log(c.loc[common].to_numpy()) - np.log(b.loc[common].to_numpy())
             comps.append(rec)
+    return comps
+
+
+def _size_comparisons(comps: list[dict], alpha: float, target_ci_pct: float, max_rounds: int) -> None:
+    """Stein's total rounds per comparison, at the candidate family's Bonferroni level."""
     for cand in sorted({r["candidate"] for r in comps}):
         fam = [r for r in comps if r["candidate"] == cand and "_d" in r]
         m = max(len(fam), 1)
@@ -153,8 +145,9 @@ def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric:
                 r["rounds"] = stein_rounds(w, len(d), target_ci_pct, max_rounds)
     for r in comps:
         r.pop("_d", None)
-    need = max([r["rounds"] for r in comps], default=n0)
-    need = max(need, n0)
+
+
+def _budget_plan(df, meas, n0: int, need: int, budget_s, elapsed_s) -> dict:
     spr, spent = _seconds_per_round(df if "warmup" in df.columns else meas)
     if elapsed_s is not None:
         spent = float(elapsed_s)
@@ -169,11 +162,74 @@ def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric:
         reason = "budget"
     else:
         reason = "target"
-    return {"pilot_rounds": n0, "target_ci_pct": float(target_ci_pct), "rounds_for_target": int(need),
-            "rounds": int(max(total, n0)), "additional_rounds": int(max(total, n0) - n0),
+    return {"rounds": int(max(total, n0)), "additional_rounds": int(max(total, n0) - n0),
             "seconds_per_round": spr, "elapsed_s": spent,
             "budget_s": float(budget_s) if budget_s is not None else math.nan,
-            "affordable_rounds": affordable, "stop_reason": reason, "comparisons": comps}
+            "affordable_rounds": affordable, "stop_reason": reason}
+
+
+def layouts_for_target(calibration: dict | None, target_ci_pct: float, alpha: float = 0.05,
+                       rounds_per_layout: int = _power.ROUNDS_PER_LAYOUT) -> dict:
+    """With a calibration: the layout pairs K whose t interval (df K-1) has a half-width of at
+    most ``target_ci_pct``, at the calibrated sigma_L and round noise s:
+    t_{1-a/2,K-1} sqrt((sigma_L^2 + s^2/R) / K) <= ln(1 + target).  Without one: today's
+    one-build plan, stated."""
+    if not calibration:
+        return {"calibration": None, "layouts_for_target": math.nan, "rounds_per_layout": math.nan,
+                "calibration_note": "no calibration for this host (`ringlab calibrate`): the plan is the "
+                                    "one-build rounds, and the layout spread is not counted"}
+    sl, s = float(calibration["sigma_layout"]), float(calibration["round_sd"])
+    var, h = sl ** 2 + s ** 2 / rounds_per_layout, math.log1p(target_ci_pct / 100.0)
+    k = next((k for k in range(_power.MIN_LAYOUTS, _power.MAX_LAYOUTS + 1)
+              if sst.t.ppf(1 - alpha / 2, k - 1) * math.sqrt(var / k) <= h), math.nan)
+    where = calibration.get("path") or calibration.get("run_id") or "given"
+    return {"calibration": where, "layouts_for_target": k, "rounds_per_layout": rounds_per_layout,
+            "calibration_note": f"calibration {where}: sigma_L {sl * 100:.2f} pts, round noise {s * 100:.2f} pts; "
+                                f"an honest ±{target_ci_pct:g}% across layouts needs {k} layout pairs x "
+                                f"{rounds_per_layout} rounds (the one-build rounds below do not see sigma_L)"}
+
+
+def _host_calibration(meas: pd.DataFrame, calibration):
+    if calibration != "auto":
+        return calibration
+    hosts = meas["host"].dropna().astype(str).unique() if "host" in meas.columns else []
+    return _calibration.find_calibration(hosts[0]) if len(hosts) == 1 else None
+
+
+def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric: str = schema.PRIMARY_METRIC,
+                  by=None, alpha: float = 0.05, budget_s: float | None = None,
+                  elapsed_s: float | None = None, max_rounds: int = MAX_ROUNDS, calibration="auto") -> dict:
+    """The two-stage plan after a pilot (see the module docstring).
+
+    Returns ``{"pilot_rounds", "target_ci_pct", "rounds_for_target", "rounds",
+    "additional_rounds", "seconds_per_round", "elapsed_s", "budget_s", "affordable_rounds",
+    "stop_reason", "comparisons": [{"group", "candidate", "n_pairs", "half_width_pct",
+    "ci_level", "rounds"}], "calibration", "layouts_for_target", "rounds_per_layout",
+    "calibration_note"}``; half_width_pct is the pilot's w0 in percent.  Comparisons that cannot
+    be paired or have no CI at the pilot size ask for ``max_rounds``; exact (deterministic)
+    comparisons ask for nothing.  ``calibration``: "auto" reads the raw.csv host's
+    results/calibration/<host>/calibration.json when there is one, None ignores it, or a dict;
+    it adds the layout plan (``layouts_for_target``) and never changes the rounds.
+    """
+    _check_plan_args(df, target_ci_pct, budget_s)
+    meas, _ = measurements(df, metric)
+    variants = sorted(map(str, meas["variant"].dropna().unique()))
+    if str(baseline) not in variants:
+        raise StatsError(f"baseline: {baseline!r} is not a variant of this raw.csv; allowed: " + ", ".join(variants))
+    meas["variant"] = meas["variant"].astype(str)
+    cols = comparison_columns(meas, by)
+    rk = round_key(meas)
+    if rk is None:
+        raise StatsError("raw.csv has neither a 'round' nor a 'trial' column; the stopping rule pairs by round")
+    meas["_round"] = rk
+    n0 = int(meas["_round"].nunique())
+    comps = _pilot_comparisons(meas, cols, variants, str(baseline), metric, n0, max_rounds)
+    _size_comparisons(comps, alpha, target_ci_pct, max_rounds)
+    need = max(max([r["rounds"] for r in comps], default=n0), n0)
+    plan = {"pilot_rounds": n0, "target_ci_pct": float(target_ci_pct), "rounds_for_target": int(need),
+            **_budget_plan(df, meas, n0, need, budget_s, elapsed_s), "comparisons": comps}
+    plan.update(layouts_for_target(_host_calibration(meas, calibration), target_ci_pct, alpha))
+    return plan
 
 
 def ci_half_width_pct(row) -> float:

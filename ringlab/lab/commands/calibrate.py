@@ -1,0 +1,64 @@
+"""Measure this machine's layout spread and states (an A/A of the layout design); planning uses it.
+
+    ringlab calibrate                      # into results/calibration/<host>/
+    ringlab calibrate --out DIR -p count 5000000
+    ringlab calibrate --from RUN_DIR       # analyse an A/A run folder already measured
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--out", metavar="DIR", help="where calibration.json and the A/A run folder go "
+                   "(default results/calibration/<host>/)")
+    p.add_argument("-p", "--parameter", action=NameValue, default=[], metavar="NAME VALUE",
+                   help="a ptr_ring parameter of the A/A run (not variants, kernel_headers or layouts)")
+    p.add_argument("--header", metavar="PATH", help="the ptr_ring.h source measured against itself "
+                   "(default: the newest found by `ringlab env --headers`)")
+    p.add_argument("--from", dest="from_run", metavar="RUN_DIR",
+                   help="analyse this A/A run folder instead of running one")
+    p.add_argument("--no-build", action="store_true", help="use the binaries already in build/bin")
+    allow_dash_values(p)
+
+
+def _pct(v) -> str:
+    return "n/a" if v is None or not math.isfinite(v) else f"{v * 100:.2f} pts"
+
+
+def show(path: Path, doc: dict) -> None:
+    lo, hi = (doc.get("sigma_layout_ci") or [None, None])[:2]
+    st = doc.get("states") or {}
+    print(f"calibration: {path}")
+    print(f"  A/A run:      {doc.get('run_id')} ({doc.get('layouts')} layout pairs, {doc.get('rounds')} rounds)")
+    print(f"  sigma_L:      {_pct(doc.get('sigma_layout'))} (95% interval {_pct(lo)} to {_pct(hi)})")
+    print(f"  round noise:  {_pct(doc.get('round_sd'))} per round (robust SD of the log ratios)")
+    if st.get("n_states") == 2:
+        lv, dur = st.get("levels") or [math.nan, math.nan], st.get("mean_duration") or [math.nan, math.nan]
+        print(f"  states:       2; slow level +{(math.exp(lv[1] - lv[0]) - 1) * 100:.1f}% over fast, "
+              f"slow share {st.get('slow_share', math.nan):.0%}, mean durations {dur[0]:.0f} / {dur[1]:.0f} trials")
+    else:
+        print(f"  states:       1 ({st.get('reason') or 'one state'})")
+
+
+def run(args) -> int:
+    from ringlab.errors import ParamError
+    from ringlab.studies import calibration as cal
+
+    params: dict[str, str] = {}
+    for name, value in args.parameter:
+        if name in params:
+            raise ParamError(f"parameter '{name}' given twice; allowed: each parameter once")
+        params[name] = value
+    if args.from_run:
+        if params or args.header:
+            raise ParamError("--from: analyses a run already measured; allowed without -p and --header")
+        path, doc = cal.calibrate_existing(Path(args.from_run), Path(args.out) if args.out else None)
+    else:
+        path, doc = cal.calibrate(Path(args.out) if args.out else None, params, args.header,
+                                  build=not args.no_build)
+    show(path, doc)
+    return 0

@@ -1,0 +1,178 @@
+"""`ringlab calibrate`: sigma_L and the machine states from an A/A run of the layout design.
+
+The A/A runs are simulated with ringlab.stats.noise (a known sigma_L, known states) and written
+as raw.csv run folders; the real run path is exercised by a smoke test that needs ptr_ring's
+``layouts`` parameter and a kernel header."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ringlab.lab import cli
+from ringlab.stats import calibration as cal
+from ringlab.stats import noise, power, sequential
+
+TRUE_SIGMA = 0.03
+
+
+def aa_frame(K=8, R=30, sigma_layout=TRUE_SIGMA, seed=0, effect=(0.0, 0.0), **kw) -> pd.DataFrame:
+    """A simulated A/A (or A/B) run as a raw.csv frame: arms a and b, column ``layout``."""
+    sim = noise.simulate_ab(K, R, effect, sigma_layout, rng=np.random.default_rng(seed), **kw)
+    n = len(sim["order"])
+    return pd.DataFrame({
+        "run_id": "20261201T000000Z-aa0000", "experiment": "ptr_ring", "host": "calhost",
+        "variant": np.where(sim["arm"] == 1, "b", "a"), "mode": 0, "layout": sim["layout"],
+        "trial": sim["round"], "round": sim["round"], "iteration": 0, "order": sim["order"],
+        "warmup": False, "status": "ok", "exit_code": 0, "stderr_tail": "",
+        "timestamp": "2026-12-01T00:00:00Z", "ns_per_op": np.exp(sim["log_y"]), "wall_s": np.full(n, 0.25)})
+
+
+def write_run(path, df):
+    path.mkdir(parents=True)
+    df.to_csv(path / "raw.csv", index=False)
+    return path
+
+
+def test_sigma_layout_recovered_and_covered():
+    """Over 12 simulated A/As of 8 layouts x 30 rounds the 95% interval of sigma_L holds the true
+    value in >= 9 (its coverage is 95%; P(<= 8 of 12) < 0.002), and the median estimate is
+    within 30% of the truth."""
+    got, hit = [], 0
+    for seed in range(12):
+        r = cal.calibrate_frame(aa_frame(seed=seed))
+        lo, hi = r["sigma_layout_ci"]
+        hit += lo <= TRUE_SIGMA <= hi
+        got.append(r["sigma_layout"])
+        assert r["layouts"] == 8 and r["rounds"] == 240
+    assert hit >= 9
+    assert abs(np.median(got) / TRUE_SIGMA - 1) < 0.30
+
+
+def test_no_layout_spread_reads_small():
+    r = cal.calibrate_frame(aa_frame(K=16, sigma_layout=0.0, seed=3))
+    assert r["sigma_layout"] < 0.01
+    assert r["sigma_layout_ci"][0] == 0.0
+
+
+def test_states_recovered():
+    """Known states: gap ln(5.3/3.8), mean durations 20 / 35 trials (slow share 0.64).  From a
+    long A/A (16 layouts x 60 rounds = 1920 trials) the two states are found, the gap within
+    15%, the slow share within 0.15 and each mean duration within a factor 1.7."""
+    r = cal.calibrate_frame(aa_frame(K=16, R=60, seed=5))
+    st = r["states"]
+    assert st["n_states"] == 2
+    gap = st["levels"][1] - st["levels"][0]
+    assert abs(gap / noise.STATE_GAP - 1) < 0.15
+    assert abs(st["slow_share"] - 35 / 55) < 0.15
+    for got, want in zip(st["mean_duration"], noise.DURATIONS):
+        assert want / 1.7 < got < want * 1.7
+
+
+def test_one_state_machine():
+    r = cal.calibrate_frame(aa_frame(seed=1, state_gap=0.0))
+    assert r["states"]["n_states"] == 1
+
+
+def test_round_sd_and_seconds():
+    r = cal.calibrate_frame(aa_frame(seed=2, state_gap=0.0))
+    # t4 noise of SD 2% per trial: the per-round log ratio's SD is 2% x sqrt(2), robust SD a bit less
+    assert 0.015 < r["round_sd"] < 0.035
+    assert r["seconds_per_round"] == pytest.approx(0.5)
+
+
+def test_calibration_json_layout(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RINGLAB_HOST", "calhost")
+    run = write_run(tmp_path / "aa", aa_frame(seed=4))
+    out = tmp_path / "cal" / "calibration" / "calhost"
+    assert cli.main(["calibrate", "--from", str(run), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "sigma_L:" in text and "states:" in text
+    doc = json.loads((out / "calibration.json").read_text())
+    assert set(cal.FIELDS) <= set(doc)
+    assert doc["host"] == "calhost" and doc["calibration_version"] == cal.CALIBRATION_VERSION
+    assert doc["run_dir"] == str(run) and doc["layouts"] == 8
+    lo, hi = doc["sigma_layout_ci"]
+    assert lo <= doc["sigma_layout"] <= hi
+    assert not list(out.glob("*.tmp*"))                      # written atomically: no leftovers
+    found = cal.find_calibration("calhost", tmp_path / "cal")
+    assert found["sigma_layout"] == doc["sigma_layout"] and found["path"].endswith("calibration.json")
+    assert cal.find_calibration("otherhost", tmp_path / "cal") is None
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["calibrate", "--from", "/nonexistent/run"], "raw.csv"),
+    (["calibrate", "--from", "RUN", "-p", "count", "5"], "--from"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, what):
+    argv = [str(tmp_path) if a == "RUN" else a for a in argv]
+    assert cli.main(argv + ["--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and what in err
+
+
+def test_run_without_layout_column_is_refused(tmp_path, capsys):
+    df = aa_frame(seed=0).drop(columns=["layout"])
+    run = write_run(tmp_path / "aa", df)
+    assert cli.main(["calibrate", "--from", str(run), "--out", str(tmp_path / "o")]) == 2
+    assert "layout" in capsys.readouterr().err
+
+
+def test_planning_more_layouts_for_larger_sigma_and_smaller_effect():
+    base = power.layout_plan(5.0, 0.02, 0.03)
+    assert base["layouts"] >= power.MIN_LAYOUTS
+    assert power.layout_plan(5.0, 0.05, 0.03)["layouts"] > base["layouts"]
+    assert power.layout_plan(2.0, 0.02, 0.03)["layouts"] > base["layouts"]
+    assert base["rounds"] == base["layouts"] * base["rounds_per_layout"]
+    # the smallest K: K - 1 does not satisfy the sizing inequality
+    from scipy import stats as sst
+    k, var = base["layouts"], 0.02 ** 2 + 0.03 ** 2 / 20
+    if k > power.MIN_LAYOUTS:
+        q = sst.t.ppf(0.975, k - 2) + sst.t.ppf(0.8, k - 2)
+        assert k - 1 < q * q * var / math.log(1.05) ** 2
+
+
+def test_trials_needed_with_and_without_calibration():
+    plain = power.trials_needed_calibrated(5.0, 0.05)
+    assert plain["trials"] == power.trials_needed(5.0, 0.05)          # today's number
+    assert plain["layouts"] == 1 and "no calibration" in plain["basis"]
+    c = {"sigma_layout": 0.02, "round_sd": 0.03, "path": "x/calibration.json"}
+    got = power.trials_needed_calibrated(5.0, 0.05, c)
+    assert got["layouts"] == power.layout_plan(5.0, 0.02, 0.03)["layouts"]
+    assert got["trials"] == got["layouts"] * got["rounds_per_layout"]
+
+
+def test_rounds_needed_uses_calibration(tmp_path, monkeypatch):
+    from tests.synth import make_raw
+    monkeypatch.setenv("RINGLAB_RESULTS", str(tmp_path))
+    df = make_raw(trials=10, warmup=0, rounds_col=True, cv=0.03, effects={"reorder": 0.0})
+    plain = sequential.rounds_needed(df, "batch", 2.0)                  # no calibration.json here
+    assert plain["calibration"] is None and "no calibration" in plain["calibration_note"]
+    c = {"sigma_layout": 0.02, "round_sd": 0.03, "path": "p/calibration.json"}
+    got = sequential.rounds_needed(df, "batch", 2.0, calibration=c)
+    assert got["rounds"] == plain["rounds"]                      # the one-build plan is unchanged
+    assert got["layouts_for_target"] >= power.MIN_LAYOUTS and "p/calibration.json" in got["calibration_note"]
+    wide = sequential.rounds_needed(df, "batch", 2.0, calibration={**c, "sigma_layout": 0.05})
+    assert wide["layouts_for_target"] > got["layouts_for_target"]
+    # "auto": the raw.csv host's results/calibration/<host>/calibration.json
+    d = cal.calibration_dir(str(df["host"].iloc[0]))
+    d.mkdir(parents=True)
+    (d / "calibration.json").write_text(json.dumps(c))
+    auto = sequential.rounds_needed(df, "batch", 2.0)
+    assert auto["layouts_for_target"] == got["layouts_for_target"] and str(d) in auto["calibration_note"]
+
+
+def test_real_calibration_run_smoke(tmp_path, monkeypatch):
+    """The wired run path: ptr_ring's A/A with layouts, if this checkout has them."""
+    from ringlab.sources import kernel_header
+    from ringlab.studies import calibration as study
+    if not study.layouts_supported():
+        pytest.skip("ptr_ring has no 'layouts' parameter in this checkout yet")
+    if not kernel_header.header_trees():
+        pytest.skip("no kernel header tree (`ringlab env --headers` finds none)")
+    monkeypatch.setenv("RINGLAB_HOST", "calhost")
+    path, doc = study.calibrate(tmp_path / "cal", {"profile": "smoke", "trials": "6"})
+    assert path.is_file() and doc["layouts"] >= 2
