@@ -12,6 +12,18 @@ Then prints whether each target is met (A/A <= 5%; power >= 80% for 5% at <= 60 
 paired CI <= half that of the ratio-of-medians verdict, which treats the arms as independent
 samples; the unpaired rank analysis of the same rounds is printed beside it); exits 1 when one
 is not.
+
+The A/A above swaps the two arms at random inside each resampled round of one build pair: its
+null is exactly true for that pair, so it cannot fail, whatever the layout does.  A second
+section therefore measures A/A across independent layouts (ringlab.stats.layoutsim): runs of
+the machine simulated with ringlab.stats.noise at this host's calibrated sigma_L (`ringlab
+calibrate`; default 2 points without one) and states, analysed with ringlab.stats.layouts (K
+layout pairs x R rounds, t interval across the pairs), beside the one-build design of the same
+machine time and the K layouts pooled into one signed-rank test.  It prints the K and R that
+80% power needs for a 5% and a 2% effect (ringlab.stats.power.layout_plan) and what they cost in
+machine time (K x R rounds x seconds per round, from the calibration run or the committed
+ptr_ring runs' trials), and checks that the layout design's A/A is consistent with <= 5%
+(one-sided binomial test at 1%).
 """
 from __future__ import annotations
 
@@ -27,6 +39,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--results", default=None, metavar="DIR",
                     help="folder holding the runs (default: the checkout's results/)")
     ap.add_argument("--metric", default="ns_per_op", help="metric column (default ns_per_op)")
+    ap.add_argument("--layout-reps", type=int, default=200,
+                    help="simulated runs of the layout design per check (default 200; 0: skip the section)")
+    ap.add_argument("--sigma-layout", type=float, default=None, metavar="PTS",
+                    help="layout spread in log points (default: this host's calibration, else 2)")
     ap.add_argument("--boot", type=int, default=200,
                     help="bootstrap resamples for the previous verdict's CI, shown for reference (0: skip)")
 
@@ -100,8 +116,73 @@ def run(a) -> int:
             continue
         ok &= met
         print(f"{'MET    ' if met else 'NOT MET'} {name}: {fig}")
+    print("INFO    the A/A above swaps the arms inside the rounds of one build pair, so it cannot fail: "
+          "it does not see the layout spread")
+    if a.layout_reps:
+        print()
+        ok &= layout_section(a, files)
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return 0 if ok else 1
+
+
+def _seconds_per_round(cal, files) -> tuple[float, str]:
+    import numpy as np
+    import pandas as pd
+
+    from ringlab.stats.layoutsim import seconds_per_round_of
+    if cal and isinstance(cal.get("seconds_per_round"), (int, float)) and cal["seconds_per_round"] > 0:
+        return float(cal["seconds_per_round"]), "the calibration run"
+    got = []
+    for f in files:
+        df = pd.read_csv(f)
+        if "experiment" in df.columns and set(df["experiment"].astype(str)) == {"ptr_ring"}:
+            got.append(seconds_per_round_of(df))
+    got = [g for g in got if np.isfinite(g)]
+    return (float(np.median(got)), f"the committed ptr_ring runs' trials ({len(got)} runs)") if got else \
+        (float("nan"), "no run with wall_s")
+
+
+def layout_section(a, files) -> bool:
+    """The layout design's A/A and power beside the one-build design's; True when its A/A passes."""
+    from ringlab.stats import power, layoutsim
+    from ringlab.stats.calibration import find_calibration
+    from ringlab.system.envinfo import host_id
+
+    cal = find_calibration(host_id())
+    sigma = a.sigma_layout / 100 if a.sigma_layout is not None else \
+        float(cal["sigma_layout"]) if cal else 0.02
+    s = float(cal["round_sd"]) if cal else 0.03
+    st = (cal or {}).get("states") or {}
+    kw = {}
+    if st.get("n_states") == 2 and len(st.get("mean_duration") or []) == 2 and len(st.get("levels") or []) == 2:
+        kw = {"durations": tuple(st["mean_duration"]), "state_gap": st["levels"][1] - st["levels"][0]}
+    src = f"calibration {cal['path']}" if cal else "no calibration for this host (`ringlab calibrate`): defaults"
+    spr, spr_src = _seconds_per_round(cal, files)
+    print(f"layout design ({src}): sigma_L {sigma * 100:.2f} pts, round noise {s * 100:.2f} pts"
+          + (f", states {kw['durations'][0]:.0f}/{kw['durations'][1]:.0f} trials" if kw else ""))
+    plan = power.layout_plan(5.0, sigma, s)
+    K, R = plan["layouts"], plan["rounds_per_layout"]
+    if not isinstance(K, int):
+        print("  no layout count up to 1000 reaches 80% power for 5%; section skipped")
+        return True
+    rates = layoutsim.layout_rates(K, R, sigma, reps=a.layout_reps, seed=a.seed, **kw)
+    print(f"  {a.layout_reps} simulated runs of K={K} layout pairs x R={R} rounds, new layouts each run; 95% CI")
+    print(" | ".join(f"{h:>13}" for h in ["design", "A/A rate", "power 2%", "power 5%"]))
+    for d, v in rates.items():
+        print(" | ".join(f"{c:>13}" for c in [d, *(f"{v['rate'][e]:.1%}" for e in (0.0, 0.02, 0.05))]))
+    print(f"  seconds per round (two trials): {spr:.3g} s, from {spr_src}")
+    for e in (5.0, 2.0):
+        p = power.layout_plan(e, sigma, s)
+        t = layoutsim.machine_time_s(p["layouts"], p["rounds_per_layout"], spr)
+        print(f"  80% power for a {e:g}% effect: K={p['layouts']} layouts x R={p['rounds_per_layout']} rounds "
+              f"= {p['rounds']} rounds, {t / 60:.1f} min of trials (builds not counted)")
+    met, pv = layoutsim.aa_check(rates["layouts"]["calls"][0.0], a.layout_reps)
+    print(f"{'MET    ' if met else 'NOT MET'} layout design A/A false positives consistent with <= 5% "
+          f"(binomial test): {rates['layouts']['rate'][0.0]:.1%}, p = {pv:.3g}")
+    one, pone = layoutsim.aa_check(rates["one-build"]["calls"][0.0], a.layout_reps)
+    print(f"INFO    one-build design, A/A across independent builds: {rates['one-build']['rate'][0.0]:.1%} "
+          f"({'consistent with' if one else 'above'} 5%, p = {pone:.3g})")
+    return met
 
 
 if __name__ == "__main__":
