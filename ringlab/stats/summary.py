@@ -5,10 +5,10 @@ A *group* is one configuration: ``variant`` x every parameter column
 ``status == "ok"`` and ``warmup == False`` are measurements; the others are
 counted and reported (``measurements()``), never silently lost.
 
-Bootstrap CIs use ``scipy.stats.bootstrap`` with a vectorised statistic that
-returns mean and median together (one resampling pass for both) and a
-``numpy.random.Generator`` seeded from ``seed`` and the group's data, so the same
-data gives the same CI every time.
+Bootstrap CIs draw the resamples ``scipy.stats.bootstrap`` would draw (percentile
+method), turn each into its mean and median together (one resampling pass for both),
+with a ``numpy.random.Generator`` seeded from ``seed`` and the group's data, so the
+same data gives the same CI every time.
 The percentile method is used: BCa needs a jackknife (O(n^2) per group), too
 slow for 10^5 rows, and for sample sizes >= 10 the two agree to well within
 the CI's own uncertainty for benchmark-like distributions.
@@ -99,7 +99,9 @@ def measurements(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC) -> tuple
         excluded["status_not_ok"] = int(bad.sum())
         keep &= ~bad
     if "warmup" in df.columns:
-        w = df["warmup"].map(lambda v: str(v).strip().lower() in ("true", "1", "yes")).astype(bool)
+        col = df["warmup"]
+        w = col if col.dtype == bool else \
+            col.astype(str).str.strip().str.lower().isin(("true", "1", "yes")).astype(bool)
         excluded["warmup"] = int((w & keep).sum())
         keep &= ~w
     vals = pd.to_numeric(df[metric], errors="coerce")
@@ -119,36 +121,33 @@ def _mean_median(x, axis=-1):
     return np.stack([np.mean(x, axis=axis), np.median(x, axis=axis)])
 
 
-class _RankMeanMedian:
-    """Vectorised statistic over resampled ranks of the sorted sample ``xs``.
+def _mean_median_of_draws(idx: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact mean and median of each resample ``xs[idx[b]]`` of the sorted sample ``xs``.
 
-    counts[b, k] = how often rank k was drawn in resample b; the mean is counts @ xs / n
-    and the median is the order statistic(s) where the cumulative count crosses n/2
-    (average of the two middle ones for even n), exactly what np.median would return.
+    counts[b, k] = how often rank k was drawn in resample b; the mean is counts @ xs / n and
+    the median is the order statistic(s) where the cumulative count crosses n/2 (average of
+    the two middle ones for even n), exactly what np.median would return.  The ranks drawn
+    are the indices themselves, so no resample is ever materialised.
     """
+    b, n = idx.shape
+    flat = idx + (np.arange(b, dtype=np.int64) * n)[:, None]
+    counts = np.bincount(flat.ravel(), minlength=b * n).reshape(b, n)
+    # First rank whose cumulative count passes n/2, for all rows at once: offset row i's
+    # cumulative counts by i*(n+1) so the flattened array stays sorted, then one searchsorted
+    # per threshold replaces two full boolean passes over (b, n).
+    cum = np.cumsum(counts, axis=1)
+    cum += (np.arange(b, dtype=cum.dtype) * (n + 1))[:, None]
+    flat_cum, row_base = cum.ravel(), np.arange(b, dtype=np.intp) * (n + 1)
+    row_start = np.arange(b, dtype=np.intp) * n
+    lo = np.searchsorted(flat_cum, row_base + (n - 1) // 2, side="right") - row_start
+    hi = np.searchsorted(flat_cum, row_base + n // 2, side="right") - row_start
+    med = (xs[lo] + xs[hi]) / 2
+    mean = counts.astype(np.float64) @ xs / n
+    return mean, med
 
-    def __init__(self, xs: np.ndarray):
-        self.xs = xs
 
-    def __call__(self, r, axis=-1):
-        r = np.moveaxis(np.asarray(r), axis, -1)
-        shape, n = r.shape[:-1], r.shape[-1]
-        flat = r.reshape(-1, n).astype(np.intp)
-        b = flat.shape[0]
-        flat += (np.arange(b, dtype=np.intp) * n)[:, None]
-        counts = np.bincount(flat.ravel(), minlength=b * n).reshape(b, n)
-        # First rank whose cumulative count passes n/2, for all rows at once: offset
-        # row i's cumulative counts by i*(n+1) so the flattened array stays sorted, then
-        # one searchsorted per threshold replaces two full boolean passes over (b, n).
-        cum = np.cumsum(counts, axis=1)
-        cum += (np.arange(b, dtype=cum.dtype) * (n + 1))[:, None]
-        flat_cum, row_base = cum.ravel(), np.arange(b, dtype=np.intp) * (n + 1)
-        row_start = np.arange(b, dtype=np.intp) * n
-        lo = np.searchsorted(flat_cum, row_base + (n - 1) // 2, side="right") - row_start
-        hi = np.searchsorted(flat_cum, row_base + n // 2, side="right") - row_start
-        med = (self.xs[lo] + self.xs[hi]) / 2
-        mean = counts.astype(np.float64) @ self.xs / n
-        return np.stack([mean.reshape(shape), med.reshape(shape)])
+#: values per batch of resamples (b x n); the batches follow scipy.stats.bootstrap's
+BATCH_VALUES = 4_000_000
 
 
 _CACHE: dict = {}
@@ -167,10 +166,11 @@ def _data_seed(v: np.ndarray, seed) -> np.random.Generator:
 def bootstrap_distribution(values, n_resamples: int = DEFAULT_RESAMPLES, seed=DEFAULT_SEED) -> np.ndarray:
     """Bootstrap distribution of (mean, median): array of shape (2, n_resamples).
 
-    ``scipy.stats.bootstrap`` does the resampling (vectorised, in batches of about 4e6
-    values).  It resamples the *ranks* of the sorted sample and ``_RankMeanMedian``
-    turns each resample into its exact mean and median through per-rank counts, which
-    avoids a partition (the dominant cost) per resample.  Distributions are
+    The resampling draws what ``scipy.stats.bootstrap`` (percentile method) draws for the
+    ranks of the sorted sample, in the same batches of about 4e6 values, from the same
+    generator: ``rng.integers(0, n, (batch, n))``.  ``_mean_median_of_draws`` turns each
+    resample of ranks into its exact mean and median through per-rank counts, which avoids a
+    partition (the dominant cost) per resample and never builds the resampled values.  Distributions are
     cached by (data, n_resamples, seed) so that ``compare`` reuses ``summarize``'s work.
     """
     v = np.asarray(values, dtype=float)
@@ -180,12 +180,15 @@ def bootstrap_distribution(values, n_resamples: int = DEFAULT_RESAMPLES, seed=DE
         hit = _CACHE.get(key)
         if hit is not None:
             return hit
-    batch = max(1, int(4_000_000 // len(v)))
+    n = len(v)
+    batch = min(max(1, int(BATCH_VALUES // n)), n_resamples)
     xs = np.sort(v)
-    ranks = np.arange(len(v), dtype=np.float32 if len(v) < 2 ** 24 else np.float64)
-    res = sst.bootstrap((ranks,), _RankMeanMedian(xs), vectorized=True, n_resamples=n_resamples,
-                        batch=min(batch, n_resamples), method="percentile", rng=_data_seed(v, seed))
-    dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    rng = _data_seed(v, seed)
+    dist = np.empty((2, n_resamples))
+    for k in range(0, n_resamples, batch):
+        m = min(batch, n_resamples - k)
+        # the draws scipy.stats.bootstrap makes for a sample of n ranks, batch by batch
+        dist[0, k:k + m], dist[1, k:k + m] = _mean_median_of_draws(rng.integers(0, n, (m, n)), xs)
     if key is not None:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
