@@ -63,6 +63,10 @@ def run(a) -> int:
     if a.reps < 20:
         print(f"ringlab bench power: error: --reps: {a.reps} not allowed; allowed: >= 20", file=sys.stderr)
         return 2
+    if a.layout_reps < 0 or 0 < a.layout_reps < 20:
+        print(f"ringlab bench power: error: --layout-reps: {a.layout_reps} not allowed; allowed: 0 or >= 20",
+              file=sys.stderr)
+        return 2
     root = Path(a.results) if a.results else paths.ROOT / "results"
     files = sorted(root.glob("*/*/*/raw.csv"))
     if not files:
@@ -94,20 +98,7 @@ def run(a) -> int:
         cells += [f"{d[f'power_{e * 100:g}pct']:.1%}" for e in EFFECTS]
         cells.append(f"{r.ci_width_pct:.2f} pts")
         print(" | ".join(f"{c:>13}" for c in cells))
-    print()
-    print("mean CI width / paired mean CI width, per run (how much pairing by round narrows the CI):")
-    for src, per in tab.attrs["width_ratio_by_source"].items():
-        for other in ("unpaired", "bootstrap"):
-            if other in next(iter(per.values())):
-                print(f"  {src}, {other}: " + ", ".join(
-                    f"{n} rounds {np.mean(w[other]) / np.mean(w['paired']):.2f}x" for n, w in sorted(per.items())))
-    med = tab.groupby("rounds")["width_ratio_median"].first()
-    print("  unpaired, median over units: " + ", ".join(f"{n} rounds {r:.2f}x" for n, r in med.items()))
-    if "bootstrap" in set(tab["design"]):
-        p = tab[tab["design"] == "paired"].set_index("rounds")["ci_width_pct"]
-        b = tab[tab["design"] == "bootstrap"].set_index("rounds")["ci_width_pct"]
-        print("  previous bootstrap CI / paired, all units: "
-              + ", ".join(f"{n} rounds {b[n] / p[n]:.2f}x" for n in p.index))
+    _print_width_ratios(tab)
     print()
     ok = True
     for name, met, fig in targets(tab):
@@ -123,6 +114,24 @@ def run(a) -> int:
         ok &= layout_section(a, files)
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return 0 if ok else 1
+
+
+def _print_width_ratios(tab) -> None:
+    import numpy as np
+    print()
+    print("mean CI width / paired mean CI width, per run (how much pairing by round narrows the CI):")
+    for src, per in tab.attrs["width_ratio_by_source"].items():
+        for other in ("unpaired", "bootstrap"):
+            if other in next(iter(per.values())):
+                print(f"  {src}, {other}: " + ", ".join(
+                    f"{n} rounds {np.mean(w[other]) / np.mean(w['paired']):.2f}x" for n, w in sorted(per.items())))
+    med = tab.groupby("rounds")["width_ratio_median"].first()
+    print("  unpaired, median over units: " + ", ".join(f"{n} rounds {r:.2f}x" for n, r in med.items()))
+    if "bootstrap" in set(tab["design"]):
+        p = tab[tab["design"] == "paired"].set_index("rounds")["ci_width_pct"]
+        b = tab[tab["design"] == "bootstrap"].set_index("rounds")["ci_width_pct"]
+        print("  previous bootstrap CI / paired, all units: "
+              + ", ".join(f"{n} rounds {b[n] / p[n]:.2f}x" for n in p.index))
 
 
 def _seconds_per_round(cal, files) -> tuple[float, str]:
