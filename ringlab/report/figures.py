@@ -46,7 +46,7 @@ from ringlab.stats.outliers import flag_outliers  # noqa: E402
 FIGSIZE = (7.0, 4.5)
 #: 8-byte pointers per 64-byte cache line: a ring moving whole lines needs one transfer per 8 items
 SLOTS_PER_LINE = 8
-DPI = 100
+DPI = rundir.files.FIGURE_DPI
 
 
 @contextlib.contextmanager
