@@ -85,7 +85,6 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 # without a distro headers package stops with a message that says what to pass.
 
 # %%
-from ringlab.report import mail
 from ringlab.sources import patches
 from ringlab.lab import notebook as rn
 from ringlab.report import vs_published as vp
@@ -160,6 +159,4 @@ rn.show_figures(R, "box", "ecdf", "order", "spsc", "cpu_pairs", "counters")
 NB_PARAMS = dict(profile=profile, base=AB.base, patch=patch, control=control, modes=modes, sizes=sizes, count=count,
                  trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, cflags=cflags,
                  icount=icount, seed=seed)
-text = mail.mail_text(RUN, baseline=AB.baseline, notebook=("12-patch-ab.ipynb", NB_PARAMS))
-(RUN / "mail.txt").write_text(text)
-print(text)
+print(rn.write_mail(RUN, baseline=AB.baseline, notebook=("12-patch-ab.ipynb", NB_PARAMS)))

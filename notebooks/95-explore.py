@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -30,14 +32,12 @@ out_dir: str = ""  # run folder; empty: scratch/explore/<host>/<run-id> (ringlab
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %%
-import matplotlib.pyplot as plt
 from IPython.display import display
 
 import ringlab
 from ringlab.studies import explore
 from ringlab.lab import notebook as rn
 from ringlab import paths
-from ringlab.report.figures import save_figure
 
 rn.check_choice("profile", profile, ["smoke", "quick", "full"])
 RUN = rn.run_dir(out_dir, "explore", host)
@@ -91,23 +91,10 @@ else:
 
 # %%
 figs = []
-ratios = run.round_ratios(candidate, baseline=baseline) if run is not None else None
-if ratios is not None and len(ratios):
-    x = "t_s" if ratios["t_s"].notna().all() else "round"
-    fig, ax = plt.subplots(figsize=(7.0, 4.0))
-    for cfg, d in ratios.groupby("config", sort=True):
-        ax.plot(d[x], d["ratio"], marker="o", ms=3, lw=1, label=cfg)
-    ax.axhline(1.0, color="grey", lw=1, ls="--")
-    ax.set_xlabel("seconds since the run's first trial" if x == "t_s" else "round")
-    ax.set_ylabel(f"{candidate} / {baseline}, {run.metric}")
-    ax.set_title(f"{run.name}: per-round ratio", fontsize=9)
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    figs = save_figure(fig, RUN / "figures", "round_ratio")
-    rn.figures(figs)
+if run is not None:
+    figs = rn.round_ratio_figure(RUN, run, candidate, baseline)
 else:
-    rn.not_available("the per-round ratio figure", f"there is no complete run of {experiment}" if run is None
-                     else f"{run.name} has no round with both {candidate} and {baseline}")
+    rn.not_available("the per-round ratio figure", f"there is no complete run of {experiment}")
 
 # %% [markdown]
 # ## This notebook's run folder

@@ -42,8 +42,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ringlab import schema
-from ringlab.errors import InputFileError, RunnerError
+from ringlab import rundir, schema
+from ringlab.errors import DataError, InputFileError, RunnerError
 from ringlab.tools import kmod
 from ringlab.system import modules
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
@@ -239,10 +239,10 @@ class Kmod(Experiment):
         out_dir = getattr(ctx, "out_dir", None)
         if out_dir:
             try:
-                with open(Path(out_dir) / "kmod-unload.log", "a") as f:
-                    f.write(f"{kmod._utc()} runner: {name} {'unloaded' if ok else 'NOT unloaded: ' + why} "
-                            f"after trial {spec.trial} ended early\n")
-            except OSError:
+                rundir.append_line(out_dir, "kmod-unload.log",
+                                   f"{kmod._utc()} runner: {name} {'unloaded' if ok else 'NOT unloaded: ' + why} "
+                                   f"after trial {spec.trial} ended early")
+            except (OSError, DataError):
                 pass
         if not ok:
             ctx.warn(f"kmod: {name} still loaded after a trial ended early ({why}); its guardian keeps "

@@ -12,7 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ringlab import fmt, paths
+from ringlab import fmt, paths, rundir
+from ringlab.report import mail
+from ringlab.report.figures import round_ratio
 from ringlab.errors import ParamError as _BaseParamError
 from ringlab.errors import RinglabError
 
@@ -176,6 +178,27 @@ def run_overview(run_dir: Path) -> str:
         lines.append(f"**{r['status']}** trial {r.get('variant')} #{r.get('trial')}: exit {r.get('exit_code')}, "
                      f"`{str(r.get('stderr_tail'))[-160:]}`")
     return "\n\n".join(lines)
+
+
+def write_mail(run_dir: Path, baseline: str | None = None, notebook: tuple[str, dict] | None = None) -> str:
+    """The run as a mailing-list reply (``ringlab mail RUN`` prints the same text), saved as the
+    run folder's mail.txt by ``ringlab.rundir``; returns the text."""
+    text = mail.mail_text(run_dir, baseline=baseline, notebook=notebook)
+    rundir.write_text(run_dir, "mail.txt", text)
+    return text
+
+
+def round_ratio_figure(run_dir: Path, run, candidate: str, baseline: str) -> list[Path]:
+    """Draw ``run``'s per-round ratio of ``candidate`` to ``baseline``
+    (``ringlab.report.figures.round_ratio``) into ``run_dir/figures/round_ratio.png|svg`` and
+    show it; [] with a visible "not available" when there is no round with both arms."""
+    ratios = run.round_ratios(candidate, baseline=baseline)
+    if not len(ratios):
+        not_available("the per-round ratio figure", f"{run.name} has no round with both {candidate} and {baseline}")
+        return []
+    figs = rundir.write_figure(run_dir, "round_ratio", round_ratio(ratios, candidate, baseline, run.metric, run.name))
+    figures(figs)
+    return figs
 
 
 def report(run_dir: Path, baseline: str | None = None, labels: dict | None = None, metric: str | None = None,

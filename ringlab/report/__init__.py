@@ -2,7 +2,9 @@
 the files summary.md / summary.csv / summary.tex / compare.csv and figures/.
 
 ``report(run_dir)`` reads the run through :func:`ringlab.report.rundata.read_run`, asks
-``ringlab.stats`` for every number, writes the files and returns a :class:`Report`:
+``ringlab.stats`` for every number (``compute``), renders tables, text and figures
+(``render_files``, :mod:`ringlab.report.figures`), has :mod:`ringlab.rundir` write them and
+returns a :class:`Report`:
 
 * ``r.tables``   {name: DataFrame}: "ab" (A/B verdicts), "summary", "variance", "counters"
 * ``r.figures``  {name: PNG path}: "box", "ecdf", "order", "cpu_pairs", "spsc", "counters",
@@ -10,6 +12,7 @@ the files summary.md / summary.csv / summary.tex / compare.csv and figures/.
 * ``r.missing``  {name: reason} for every known table or figure this run cannot have,
   so a notebook says "not available here because ..." instead of showing nothing
 * ``r.markdown`` the text of summary.md; ``r.status`` the run's status
+* ``r.files``    {file name: text} of summary.md/csv/tex and compare.csv, as written
 
 ``write_report()`` is the same, returning the paths (``ringlab summarize`` uses it).
 """
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab import fmt, schema
+from ringlab import fmt, rundir, schema
 from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
 from ringlab.report.baseline import pick_baseline
@@ -45,6 +48,7 @@ class Report:
     figures: dict[str, Path] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     paths: dict = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)   # {file name: rendered text}, as written
 
     def why_missing(self, name: str) -> str:
         """Why table or figure ``name`` is not in this report (a sentence; "" when it is)."""
@@ -120,11 +124,30 @@ def _why_no_figure(name: str, meas: pd.DataFrame, metric: str) -> str:
     return "not applicable to this run"
 
 
-def build(run_dir, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
-          figures: bool = True, patched: str | None = None) -> Report:
-    """Compute, write and return the report of ``run_dir`` (see the module docstring)."""
+@dataclass
+class _Computed:
+    """What the report is rendered from: the run and every statistic of it."""
+    run: object
+    df: pd.DataFrame
+    env: dict
+    metric: str
+    base: str | None
+    labels: dict | None
+    patched: str | None
+    meas: pd.DataFrame
+    excluded: dict
+    params: list
+    summ: pd.DataFrame
+    cmp: pd.DataFrame | None
+    diags: list
+    ab: list
+
+
+def compute(run_dir, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
+            patched: str | None = None) -> _Computed:
+    """Read ``run_dir`` and compute every statistic of its report (nothing is written)."""
     run = read_run(run_dir)
-    run_dir, df, env = run.path, run.raw, run.env
+    df, env = run.raw, run.env
     # How the run's notebook asked for its report (env.json "report"), unless told otherwise:
     # `ringlab summarize` then renders the same summary.md.
     asked = env.get("report") if isinstance(env.get("report"), dict) else {}
@@ -142,8 +165,12 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
     if base and "instructions_per_op" in df.columns:
         for cand in sorted(set(df["variant"].astype(str)) - {base}):
             ab += diagnose_ab(df, base, cand, time_metric=metric)
+    return _Computed(run, df, env, metric, base, labels, patched, meas, excluded, params, summ, cmp, diags, ab)
 
-    rep = Report(run_dir, metric, base, run.status, "")
+
+def _head(c: _Computed) -> list[str]:
+    """summary.md's title and the sentences above its tables."""
+    run, df, env, metric, meas, excluded, params = c.run, c.df, c.env, c.metric, c.meas, c.excluded, c.params
     title = df['experiment'].iloc[0] if 'experiment' in df.columns and len(df) else 'run'
     md = [f"# {title}: {metric}", ""]
     if run.status_line:
@@ -158,6 +185,15 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
     if const:
         md.append(f"Same in every trial (left out of the tables): {const}.")
     md.append("")
+    return md
+
+
+def _render(c: _Computed) -> tuple[Report, list]:
+    """The Report (tables, markdown, what is missing) and the sections of summary.tex."""
+    df, metric, base, labels, meas, summ, cmp, diags, ab = (c.df, c.metric, c.base, c.labels, c.meas,
+                                                            c.summ, c.cmp, c.diags, c.ab)
+    rep = Report(c.run.path, metric, base, c.run.status, "")
+    md = _head(c)
     sections = []
     if cmp is not None and len(cmp):
         h, r = _tab.comparison_rows(cmp, labels)
@@ -182,17 +218,7 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
     rep.tables["summary"] = _frame(h, r)
     md += ["## Summary", "", fmt.md_table(h, r), ""]
     sections.append(("summary", h, r))
-    if "var_process" in summ.columns:
-        vc = summ[[c for c in summ.columns if c in group_columns(df) or c in
-                   ("var_process", "var_iteration", "process_share")]]
-        vrows = [[fmt.NA if isinstance(v, float) and math.isnan(v) else
-                  (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row]
-                 for row in vc.itertuples(index=False)]
-        rep.tables["variance"] = _frame(list(vc.columns), vrows)
-        md += ["Variance components (Kalibera & Jones; process = one trial process, iteration = "
-               "in-process repeat):", "", fmt.md_table(list(vc.columns), vrows), ""]
-    else:
-        rep.missing["variance"] = "one iteration per trial process: no within-process repeats to split variance"
+    md += _variance(rep, df, summ)
     h, r = _tab.counter_rows(meas, group_columns(df), icount=_ok_rows(df))
     rep.tables["counters"] = _frame(h, r)
     md += ["## Counters (medians)", ""]
@@ -207,33 +233,66 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
     if ab:
         md += ["## Instructions vs time", ""] + [f"- {a['text']}" for a in ab] + [""]
     rep.markdown = "\n".join(md)
+    return rep, sections
 
-    paths = rep.paths
-    (run_dir / "summary.md").write_text(rep.markdown, encoding="utf-8")
-    paths["summary.md"] = run_dir / "summary.md"
-    csv = summ.copy()
-    csv.insert(0, "metric", metric)
-    csv.to_csv(run_dir / "summary.csv", index=False)
-    paths["summary.csv"] = run_dir / "summary.csv"
-    if cmp is not None and len(cmp):
-        cmp.to_csv(run_dir / "compare.csv", index=False)
-        paths["compare.csv"] = run_dir / "compare.csv"
-    _tab.write_tex(run_dir / "summary.tex", sections)
-    paths["summary.tex"] = run_dir / "summary.tex"
-    if figures and len(meas):
-        drawn = _fig.render_all(meas, metric, params, run_dir / "figures")
-        if _fig.wants_size_sweep(meas):
-            drawn["size_sweep"] = _fig.size_sweep(meas, metric, run_dir / "figures", baseline=base,
-                                                  patched=patched, labels=labels)
-        paths["figures"] = drawn
-        rep.figures = {k: next(p for p in v if p.suffix == ".png") for k, v in drawn.items()}
-        for name in _fig.FIGURES:
-            if name not in rep.figures:
-                rep.missing[name] = _why_no_figure(name, meas, metric)
-        if "size_sweep" not in rep.figures:
-            rep.missing["size_sweep"] = "this run measured one ring size: there is no sweep to draw"
+
+def _variance(rep: Report, df: pd.DataFrame, summ: pd.DataFrame) -> list[str]:
+    """The variance components table (rep.tables["variance"]) and its lines of summary.md."""
+    if "var_process" in summ.columns:
+        vc = summ[[c for c in summ.columns if c in group_columns(df) or c in
+                   ("var_process", "var_iteration", "process_share")]]
+        vrows = [[fmt.NA if isinstance(v, float) and math.isnan(v) else
+                  (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row]
+                 for row in vc.itertuples(index=False)]
+        rep.tables["variance"] = _frame(list(vc.columns), vrows)
+        return ["Variance components (Kalibera & Jones; process = one trial process, iteration = "
+                "in-process repeat):", "", fmt.md_table(list(vc.columns), vrows), ""]
+    rep.missing["variance"] = "one iteration per trial process: no within-process repeats to split variance"
+    return []
+
+
+def render_files(rep: Report, c: _Computed, sections: list) -> dict[str, str]:
+    """The text of every file of the report: summary.md, summary.csv, compare.csv (when there
+    is a comparison) and summary.tex; {file name: text}."""
+    csv = c.summ.copy()
+    csv.insert(0, "metric", c.metric)
+    files = {"summary.md": rep.markdown, "summary.csv": csv.to_csv(index=False)}
+    if c.cmp is not None and len(c.cmp):
+        files["compare.csv"] = c.cmp.to_csv(index=False)
+    files["summary.tex"] = _tab.tex_text(sections)
+    return files
+
+
+def _draw(rep: Report, c: _Computed) -> None:
+    """Render every applicable figure into run_dir/figures/ (through rundir.write_figure)."""
+    meas, metric, base = c.meas, c.metric, c.base
+    figdir = rep.run_dir / "figures"
+    drawn = _fig.render_all(meas, metric, c.params, figdir)
+    if _fig.wants_size_sweep(meas):
+        drawn["size_sweep"] = _fig.size_sweep(meas, metric, figdir, baseline=base,
+                                              patched=c.patched, labels=c.labels)
+    rep.paths["figures"] = drawn
+    rep.figures = {k: next(p for p in v if p.suffix == ".png") for k, v in drawn.items()}
+    for name in _fig.FIGURES:
+        if name not in rep.figures:
+            rep.missing[name] = _why_no_figure(name, meas, metric)
+    if "size_sweep" not in rep.figures:
+        rep.missing["size_sweep"] = "this run measured one ring size: there is no sweep to draw"
+
+
+def build(run_dir, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
+          figures: bool = True, patched: str | None = None) -> Report:
+    """Compute, render, write (through ``ringlab.rundir``) and return the report of ``run_dir``
+    (see the module docstring)."""
+    c = compute(run_dir, metric, baseline, labels, patched)
+    rep, sections = _render(c)
+    rep.files = render_files(rep, c, sections)
+    for name, text in rep.files.items():
+        rep.paths[name] = rundir.write_text(rep.run_dir, name, text)
+    if figures and len(c.meas):
+        _draw(rep, c)
     else:
-        why = "figures were not requested" if not figures else f"no {metric} measurement to draw"
+        why = "figures were not requested" if not figures else f"no {c.metric} measurement to draw"
         rep.missing.update({n: why for n in list(_fig.FIGURES) + ["size_sweep"]})
     return rep
 

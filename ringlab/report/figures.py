@@ -1,5 +1,6 @@
 """Deterministic seaborn figures for a run (PNG + SVG, byte-identical on re-render).
 
+Every figure is saved by :func:`ringlab.rundir.write_figure` (atomic, no symlink followed).
 Determinism: Agg backend, fixed figsize and
 dpi, no bbox_inches="tight" (its result depends on font metrics at render time only,
 but a fixed canvas is simpler to diff), ``svg.hashsalt`` = the figure id, PNG
@@ -23,6 +24,7 @@ Figures (file stem = id):
   size_sweep median metric (95% CI) against ring size, one panel per mode and CPU pair,
             the mode named and the baseline / patched variants labelled
   forest    (compare-runs) per host and run, each configuration's delta with its CI
+  round_ratio (notebook 95) candidate / baseline per round over time, per configuration
 """
 from __future__ import annotations
 
@@ -38,12 +40,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from ringlab import rundir  # noqa: E402
 from ringlab.stats.outliers import flag_outliers  # noqa: E402
 
 FIGSIZE = (7.0, 4.5)
 #: 8-byte pointers per 64-byte cache line: a ring moving whole lines needs one transfer per 8 items
 SLOTS_PER_LINE = 8
-DPI = 100
+DPI = rundir.files.FIGURE_DPI
 
 
 @contextlib.contextmanager
@@ -57,13 +60,10 @@ def _seeded(name: str):
 
 
 def _save(fig, out_dir: Path, name: str) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
-    with matplotlib.rc_context({"svg.hashsalt": f"ringlab-{name}", "svg.fonttype": "none"}):
-        fig.savefig(png, dpi=DPI, metadata={"Software": None})
-        fig.savefig(svg, metadata={"Date": None, "Creator": None})
-    plt.close(fig)
-    return [png, svg]
+    """``out_dir/NAME.png`` and ``.svg``, written by :func:`ringlab.rundir.write_figure`
+    (``out_dir`` is a run folder's ``figures/``: the run folder is its parent)."""
+    out_dir = Path(out_dir)
+    return rundir.write_figure(out_dir.parent, name, fig, folder=out_dir.name)
 
 
 def _variant_order(df):
@@ -355,6 +355,24 @@ def cross_run_forest(runs, out_dir, baseline: str = "batch", patched: str = "reo
              "(95% CI; left of 0: patched faster)")
     with sns.axes_style("whitegrid"):
         return forest(pd.DataFrame(rows), Path(out_dir), "forest", title)
+
+
+def round_ratio(ratios: pd.DataFrame, candidate: str, baseline: str, metric: str, title: str = ""):
+    """Per configuration, ``candidate / baseline`` of each round's medians against the time the
+    round started (``t_s``; the round number when a row has no time), a dashed line at 1:
+    drift or a slow phase of the machine shows as a trend.  ``ratios`` is
+    ``ringlab.open(...).round_ratios(...)``.  Returns the Figure (rundir.write_figure saves it)."""
+    x = "t_s" if ratios["t_s"].notna().all() else "round"
+    fig, ax = plt.subplots(figsize=(7.0, 4.0))
+    for cfg, d in ratios.groupby("config", sort=True):
+        ax.plot(d[x], d["ratio"], marker="o", ms=3, lw=1, label=cfg)
+    ax.axhline(1.0, color="grey", lw=1, ls="--")
+    ax.set_xlabel("seconds since the run's first trial" if x == "t_s" else "round")
+    ax.set_ylabel(f"{candidate} / {baseline}, {metric}")
+    ax.set_title(f"{title}: per-round ratio" if title else "per-round ratio", fontsize=9)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
 
 
 #: Public name for other report modules (topology picture, size sweep): same deterministic save.

@@ -178,8 +178,8 @@ def counter_rows(df: pd.DataFrame, group_cols: list[str],
     return header, rows
 
 
-def write_tex(path, sections: list[tuple[str, list[str], list[list[str]]]]) -> None:
-    """Plain LaTeX tabulars (booktabs), one per section; no jinja2 needed."""
+def tex_text(sections: list[tuple[str, list[str], list[list[str]]]]) -> str:
+    """Plain LaTeX tabulars (booktabs), one per section; no jinja2 needed (summary.tex)."""
     def esc(s: str) -> str:
         for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
                      ("#", r"\#"), ("$", r"\$"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}")):
@@ -191,5 +191,4 @@ def write_tex(path, sections: list[tuple[str, list[str], list[list[str]]]]) -> N
                 " & ".join(esc(h) for h in header) + " \\\\", "\\midrule"]
         out += [" & ".join(esc(str(c)) for c in r) + " \\\\" for r in rows]
         out += ["\\bottomrule", "\\end{tabular}", ""]
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(out))
+    return "\n".join(out)

@@ -5,7 +5,12 @@ A run folder holds
 * ``raw.csv``: one row per trial (``ringlab.schema`` is the column contract), written
   by ``RunFolder.append`` and read by ``read_raw``;
 * ``env.json``: what ran, where and how it ended, written by ``RunFolder.write_env``
-  and read by ``read_env``.
+  and read by ``read_env``;
+* ``summary.md``, ``summary.csv``, ``summary.tex``, ``compare.csv``, ``mail.txt``, logs,
+  the patch under test and ``figures/``: rendered by the report and the studies, written
+  by ``files.py`` (``write_text``, ``write_csv``, ``write_figure``, ``append_line``).
+
+No other module writes into a run folder (tests/test_run_folder_owner.py checks it).
 
 env.json (``ENV_VERSION`` 2) is nested: run metadata at the top, the machine
 (``ringlab.system.envinfo.collect()``) under ``"environment"``::
@@ -52,6 +57,8 @@ import pandas as pd
 
 from ringlab import schema
 from ringlab.errors import DataError, DiskFullError, ParamError, RunLockedError, RunnerError
+from ringlab.rundir.files import (LOG_FILES, TEXT_FILES, append_line, write_bytes, write_csv, write_figure,
+                                  write_text)
 from ringlab.rundir.envjson import ENV_VERSION, RunEnv, atomic_write_json, read_env
 from ringlab.rundir.rawcsv import (CsvSink, count_file, count_trials, read_done, read_raw, repair_csv,
                                   require_metric)
@@ -351,4 +358,5 @@ def read_run(path: str | os.PathLike, need_env: bool = False) -> tuple[pd.DataFr
 
 __all__ = ["RunFolder", "RunEnv", "RunStatus", "read_raw", "read_env", "read_run", "raw_experiment", "require_metric", "CsvSink", "repair_csv", "read_done",
            "count_trials", "judge", "atomic_write_json", "utc_now", "ENV_VERSION",
-           "FAILED_MAX_FRACTION", "DataError"]
+           "FAILED_MAX_FRACTION", "DataError", "TEXT_FILES", "LOG_FILES", "write_text", "write_bytes",
+           "write_csv", "write_figure", "append_line"]

@@ -44,6 +44,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ringlab import rundir
 from ringlab.rundir import read_raw
 
 PREFIX = "builtin:"
@@ -344,9 +345,9 @@ def keep_patch(plan: ABPlan, run_dir) -> Path | None:
     """Copy the patch file into the run folder (committed with the results); its path."""
     if plan.patch_file is None:
         return None
-    dst = Path(run_dir) / (f"{plan.builtin.name}.patch" if plan.builtin else plan.patch_file.name)
-    dst.write_bytes(plan.patch_file.read_bytes())
-    return dst
+    name = f"{plan.builtin.name}.patch" if plan.builtin else plan.patch_file.name
+    name = name if rundir.files.PATCH_NAME.fullmatch(name) else f"{name}.patch"
+    return rundir.write_bytes(run_dir, name, plan.patch_file.read_bytes())
 
 
 # -- what the patch changed ----------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab import fmt, paths
+from ringlab import fmt, paths, rundir
 from ringlab.report import provenance
 from ringlab.errors import DataError
 from ringlab.report.figures import cross_run_forest
@@ -161,20 +161,25 @@ def stale_checks(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def summary_text(runs: list[Run], t_cross: pd.DataFrame, t_stale: pd.DataFrame, t_runs: pd.DataFrame) -> str:
+    """summary.md of the compare-runs folder."""
+    md = ["# Runs compared", "", f"{len(runs)} runs under results/.", "",
+          "## Cross-machine (ptr_ring, seed 000 shape)", "",
+          fmt.df_to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
+          "## Stale-data checks", "", fmt.df_to_markdown(t_stale), "", "## Runs", "", fmt.df_to_markdown(t_runs), ""]
+    return "\n".join(md)
+
+
 def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched: str = "reorder") -> list[Path]:
-    """The merged tables as files: runs.csv, cross_machine.csv, stale.csv, summary.md, env.json."""
+    """The merged tables as files: runs.csv, cross_machine.csv, stale.csv, summary.md, env.json
+    (written by ringlab.rundir)."""
     run_dir = Path(run_dir)
     t_runs, t_cross, t_stale = runs_table(runs), cross_machine_table(runs, baseline, patched), stale_checks(runs)
     out = []
     with RunFolder(run_dir, mode="write", kind="compare-runs") as f:
         for name, t in (("runs.csv", t_runs), ("cross_machine.csv", t_cross), ("stale.csv", t_stale)):
-            t.to_csv(run_dir / name, index=False)
-            out.append(run_dir / name)
-        md = ["# Runs compared", "", f"{len(runs)} runs under results/.", "",
-              "## Cross-machine (ptr_ring, seed 000 shape)", "",
-              fmt.df_to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
-              "## Stale-data checks", "", fmt.df_to_markdown(t_stale), "", "## Runs", "", fmt.df_to_markdown(t_runs), ""]
-        (run_dir / "summary.md").write_text("\n".join(md))
+            out.append(rundir.write_csv(run_dir, name, t))
+        rundir.write_text(run_dir, "summary.md", summary_text(runs, t_cross, t_stale, t_runs))
         out += cross_run_forest(runs, run_dir / "figures", baseline, patched)
         f.write_env(environment=envinfo.collect(probe_counters=False), git=checkout.git_info(),
                     inputs=[f"{r.experiment}/{r.host}/{r.run_id}" for r in runs])

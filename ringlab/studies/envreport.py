@@ -2,7 +2,8 @@
 
 ``write_environment_run(run_dir)`` collects ``ringlab.system.envinfo`` and writes
 ``env.json``, ``summary.md`` (machine, capabilities with reasons, pair classes)
-and ``figures/topology.png|svg`` (packages, LLC groups, cores, SMT siblings).
+and ``figures/topology.png|svg`` (packages, LLC groups, cores, SMT siblings), all
+through ``ringlab.rundir``.
 The tables are built from the collected dict only, so they can be re-rendered
 from a committed env.json.
 """
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab import fmt
+from ringlab import fmt, rundir
 from ringlab.tools import icount
 from ringlab.system.checkout import git_info
 from ringlab.rundir import RunFolder
@@ -92,14 +93,13 @@ def pair_classes_table(env: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["pair class", "status", "cpus=auto pair"])
 
 
-def topology_figure(env: dict, out_dir: Path) -> list[Path]:
-    """Packages > LLC groups > cores > CPUs, drawn as nested boxes (deterministic files)."""
+def topology_figure(env: dict):
+    """Packages > LLC groups > cores > CPUs, drawn as nested boxes: a matplotlib Figure
+    (``rundir.write_figure(run_dir, "topology", fig)`` saves it, deterministically)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
-
-    from ringlab.report.figures import save_figure
 
     cpus = (env.get("topology") or {}).get("cpus") or []
     by_pkg: dict = {}
@@ -132,7 +132,17 @@ def topology_figure(env: dict, out_dir: Path) -> list[Path]:
     ax.set_ylim(-0.1, 0.55 * max_cores + 1.1)
     ax.set_axis_off()
     ax.set_title("CPU topology (sysfs)", fontsize=10)
-    return save_figure(fig, out_dir, "topology")
+    return fig
+
+
+def summary_text(env: dict) -> str:
+    """summary.md of the environment run: capabilities, machine, pair classes, advice."""
+    md = ["# Environment", "", f"Host `{env['host']['host_id']}`.", "",
+          "## Capabilities", "", fmt.df_to_markdown(capabilities_table(env)), "",
+          "## Machine", "", fmt.df_to_markdown(machine_table(env)), "",
+          "## CPU-pair classes", "", fmt.df_to_markdown(pair_classes_table(env)), "",
+          "## Advice", ""] + [f"- {a}" for a in env.get("advice", [])] + [""]
+    return "\n".join(md)
 
 
 def text(env: dict) -> str:
@@ -151,12 +161,7 @@ def write_environment_run(run_dir: Path | str, probe_counters: bool = True) -> d
     env["icount"] = {"ok": av.ok, "reason": av.reason, "version": av.version}
     with RunFolder(run_dir, mode="write", kind="environment") as f:
         f.write_env(host=env["host"]["host_id"], git=git_info(), environment=env)
-        topology_figure(env, run_dir / "figures")
-        md = ["# Environment", "", f"Host `{env['host']['host_id']}`.", "",
-              "## Capabilities", "", fmt.df_to_markdown(capabilities_table(env)), "",
-              "## Machine", "", fmt.df_to_markdown(machine_table(env)), "",
-              "## CPU-pair classes", "", fmt.df_to_markdown(pair_classes_table(env)), "",
-              "## Advice", ""] + [f"- {a}" for a in env.get("advice", [])] + [""]
-        (run_dir / "summary.md").write_text("\n".join(md))
+        rundir.write_figure(run_dir, "topology", topology_figure(env))
+        rundir.write_text(run_dir, "summary.md", summary_text(env))
         f.finish("complete")
     return env

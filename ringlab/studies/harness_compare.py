@@ -19,21 +19,26 @@ either.
   ``ci_level``; the two runs share no rounds, so unpaired) from
   ``ringlab.stats.compare.compare_arrays``.  Too few trials for a CI at that
   level (fewer than 4 per harness at 95%) leave the CI empty with a ``note``.
-* ``figure(...)`` every trial of both, per CPU pair (PNG + SVG, deterministic).
+* ``harness_figure(...)`` every trial of both, per CPU pair (a Figure); ``figure(...)``
+  has ``ringlab.rundir`` save it as PNG + SVG (deterministic).
 """
 from __future__ import annotations
 
-import json
 import math
 import zlib
 from pathlib import Path
 
 import pandas as pd
 
+from ringlab import rundir
 from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
 
 KEYS = ["size", "cpu_req_producer", "cpu_req_consumer", "pair_class"]
+#: columns the side-by-side reads from each run's raw.csv
+_COMMON = ("status", "warmup", "cpu_req_producer", "cpu_req_consumer", "pair_class", "ns_per_op")
+RINGTEST_COLUMNS = _COMMON + ("ring", "ring_size")
+SPSC_COLUMNS = _COMMON + ("mode", "size")
 
 
 def tree_header(tree: str) -> tuple[str, Path]:
@@ -50,8 +55,8 @@ def tree_header(tree: str) -> tuple[str, Path]:
 
 
 def run_status(run_dir) -> tuple[str, str | None]:
-    """(status, skipped_reason) from a run folder's env.json."""
-    env = json.loads((Path(run_dir) / "env.json").read_text())
+    """(status, skipped_reason) from a run folder's env.json (``rundir.read_env``)."""
+    env = rundir.read_env(run_dir)
     return str(env.get("status")), env.get("skipped_reason")
 
 
@@ -61,9 +66,9 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _measured(ringtest_run, spsc_run) -> tuple[pd.DataFrame, pd.DataFrame]:
-    rt = _ok(pd.read_csv(Path(ringtest_run) / "raw.csv"))
+    rt = _ok(rundir.read_raw(Path(ringtest_run) / "raw.csv", required=RINGTEST_COLUMNS))
     rt = rt[rt["ring"] == "ptr_ring"].rename(columns={"ring_size": "size"})
-    sp = _ok(pd.read_csv(Path(spsc_run) / "raw.csv"))
+    sp = _ok(rundir.read_raw(Path(spsc_run) / "raw.csv", required=SPSC_COLUMNS))
     sp = sp[sp["mode"] == 1]
     return rt, sp
 
@@ -101,7 +106,18 @@ def side_by_side(ringtest_run, spsc_run) -> pd.DataFrame:
 
 
 def figure(ringtest_run, spsc_run, out_dir) -> list[Path]:
-    """Every measured trial of both harnesses, one panel per ring size, CPU pairs along x."""
+    """``out_dir/harnesses.png|svg`` (``out_dir``: the run folder's ``figures/``), written by
+    ``rundir.write_figure``; [] when either run measured nothing."""
+    fig = harness_figure(ringtest_run, spsc_run)
+    if fig is None:
+        return []
+    out = Path(out_dir)
+    return rundir.write_figure(out.parent, "harnesses", fig, folder=out.name)
+
+
+def harness_figure(ringtest_run, spsc_run):
+    """Every measured trial of both harnesses, one panel per ring size, CPU pairs along x:
+    a matplotlib Figure, or None when either run measured nothing."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -109,7 +125,7 @@ def figure(ringtest_run, spsc_run, out_dir) -> list[Path]:
 
     rt, sp = _measured(ringtest_run, spsc_run)
     if rt.empty or sp.empty:
-        return []
+        return None
     sizes = sorted(set(rt["size"]) & set(sp["size"]))
     fig, axes = plt.subplots(1, len(sizes), figsize=(4.5 * len(sizes), 3.6), squeeze=False)
     rng = np.random.default_rng(zlib.crc32(b"harness-compare"))
@@ -131,20 +147,18 @@ def figure(ringtest_run, spsc_run, out_dir) -> list[Path]:
         ax.set_title(f"ring size {size}")
         ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    png, svg = out / "harnesses.png", out / "harnesses.svg"
-    with matplotlib.rc_context({"svg.hashsalt": "ringlab-harnesses", "svg.fonttype": "none"}):
-        fig.savefig(png, dpi=100, metadata={"Software": None})
-        fig.savefig(svg, metadata={"Date": None, "Creator": None})
-    plt.close(fig)
-    return [png, svg]
+    return fig
+
+
+def skipped_summary(reason: str) -> str:
+    """summary.md of a run that could not measure anything here."""
+    return f"# Not measured on this machine\n\n{reason}\n"
 
 
 def write_skipped_summary(run_dir, reason: str) -> Path:
-    """summary.md (and an empty figures/) for a run that could not measure anything here."""
+    """summary.md (and an empty figures/) for a run that could not measure anything here,
+    written by ``ringlab.rundir``."""
     run_dir = Path(run_dir)
-    (run_dir / "figures").mkdir(parents=True, exist_ok=True)
-    p = run_dir / "summary.md"
-    p.write_text(f"# Not measured on this machine\n\n{reason}\n")
+    p = rundir.write_text(run_dir, "summary.md", skipped_summary(reason))
+    (run_dir / "figures").mkdir(exist_ok=True)
     return p

@@ -45,8 +45,8 @@ import sys
 import time
 from pathlib import Path
 
-from ringlab import paths
-from ringlab.errors import UnsafeDirError
+from ringlab import paths, rundir
+from ringlab.errors import DataError, UnsafeDirError
 from ringlab.system import modules
 from ringlab.system.modules import module_state, state_dir
 from ringlab.tools.argv import split_at_dashes
@@ -170,9 +170,8 @@ def _log(path: str | None, msg: str) -> None:
     if not path:
         return
     try:
-        with open(path, "a") as f:
-            f.write(f"{_utc()} {msg}\n")
-    except OSError:
+        rundir.append_line(Path(path).parent, Path(path).name, f"{_utc()} {msg}")
+    except (OSError, DataError):
         pass
 
 

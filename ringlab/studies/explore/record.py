@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab import fmt
+from ringlab import fmt, rundir
 from ringlab.system import checkout, envinfo
 from ringlab.studies.explore.run import Run
 from ringlab.rundir import RunFolder
@@ -16,7 +16,7 @@ def record(run_dir, opened: Iterable[Run], parameters: dict, tables: dict[str, p
            figures: Iterable[Path] = (), note: str = "") -> list[Path]:
     """Write an analysis notebook's run folder: summary.md (the runs it opened, its tables and
     figures, or ``note``) and env.json (``kind`` "explore", ``inputs``, ``parameters``, machine
-    and git commit) through :class:`RunFolder`; returns the paths written."""
+    and git commit) through :mod:`ringlab.rundir`; returns the paths written."""
     run_dir = Path(run_dir)
     opened = list(opened)
     md = ["# Explore", ""]
@@ -31,7 +31,7 @@ def record(run_dir, opened: Iterable[Run], parameters: dict, tables: dict[str, p
         rel = f.relative_to(run_dir) if f.is_relative_to(run_dir) else f
         md += [f"![{f.stem}]({rel})", ""]
     with RunFolder(run_dir, mode="write", kind="explore") as folder:
-        (run_dir / "summary.md").write_text("\n".join(md), encoding="utf-8")
+        rundir.write_text(run_dir, "summary.md", "\n".join(md))
         folder.write_env(environment=envinfo.collect(probe_counters=False), git=checkout.git_info(),
                          inputs=[r.name for r in opened], parameters=dict(parameters))
         folder.finish("complete")
