@@ -205,6 +205,11 @@ def test_run_records_layout_columns(fakebin, tmp_path):
     assert all("@p" in n for n in env["binaries_used"])
     shapes = env["measured_commands"]["batch"][0]["shape"]
     assert shapes[shapes.index("--ring-offset") + 1] == "<ring-offset>"
+    # provenance: one binary per layout pair by design, not a rebuild during the run
+    from ringlab.report import provenance
+    c = provenance.check(res.out_dir)
+    assert not [x for x in c["problems"] if "dirty" not in x]
+    assert set(c["variants"]["batch"]["programs"]) == {"0", "1"}
 
 
 # -- real builds: the layout moves code, not one instruction -------------------------------------
