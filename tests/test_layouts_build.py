@@ -24,10 +24,6 @@ from ringlab.experiments.ptr_ring import PtrRing
 from ringlab.run import plan as P
 from ringlab.run import process
 
-FAKES = Path(__file__).resolve().parent / "fakes"
-sys.path.insert(0, str(FAKES))
-import fake_ptr_ring_test as fake  # noqa: E402
-
 
 # -- layout specs ----------------------------------------------------------------------------
 def test_layout_spec_is_deterministic_and_in_range():
