@@ -21,10 +21,14 @@ History of SCHEMA_VERSION:
   2  ``round`` (after ``trial``), ``procs_running`` and ``load1`` (system block).
      Readers of version-1 files use the trial index as the round
      (``ringlab.rundir.read_raw`` fills it in).
+  3  ``layout`` (after ``round``: the code layout pair of the trial's round, 0 with one
+     fixed build), ``ring_offset`` and ``env_pad`` (placement block: the trial's seeded
+     data layout).  Files of versions 1 and 2 have none of them: one fixed build, the ring
+     where the harness put it and the environment as it was (readers treat ``layout`` as 0).
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Identification columns, always first.
 ID_COLUMNS = [
@@ -39,6 +43,8 @@ TRIAL_COLUMNS = [
     "trial",        # int: trial index within its configuration (0-based, warm-ups included)
     "round",        # int: round (block) the trial ran in; every arm of a configuration runs
                     #      once per round, back to back (ringlab.run.plan)
+    "layout",       # int: code layout pair of the round (ringlab.build.layouts): the baseline's
+                    #      build k against the candidate's build k; 0 when layouts=1 (one build)
     "iteration",    # int: in-process repeat index (0 when repeats=1)
     "order",        # int: global execution sequence number in the run
     "warmup",       # bool: warm-up trials are kept but excluded from statistics
@@ -66,6 +72,9 @@ PLACEMENT_COLUMNS = [
     "cpu_consumer_end",
     "pair_class",          # str: same-cpu | smt-sibling | same-llc | cross-llc | cross-numa | unpinned
     "actual_pair_class",   # str: class of the CPUs the threads really ran on
+    "ring_offset",         # int: bytes from the ring's page start (--ring-offset, seeded per trial;
+                           #      empty when the binary places no ring)
+    "env_pad",             # int: length of RINGLAB_ENV_PAD in the trial's environment (seeded per trial)
 ]
 
 #: perf_event_open counters read around the measured region, summed over threads.

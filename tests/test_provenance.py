@@ -27,7 +27,7 @@ def run_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
     res = runner.run_experiment("ptr_ring", {"profile": "smoke", "cpus": "none", "governor": "false",
                                              "variants": "batch,reorder", "modes": "0", "trials": 1,
-                                             "warmup": 0}, tmp_path / "run", build=False, progress=False,
+                                             "warmup": 0, "layouts": 1}, tmp_path / "run", build=False, progress=False,
                                 log=lambda m: None)
     return res.out_dir
 
@@ -93,8 +93,8 @@ def test_same_binary_flagged(tmp_path, monkeypatch):
     binaries.declare_built(["ptr_ring_test-reorder"], out_dir=build / "bin")
     monkeypatch.setenv("RINGLAB_BUILD", str(build))
     res = runner.run_experiment("ptr_ring", {"profile": "smoke", "cpus": "none", "governor": "false",
-                                             "variants": "batch,reorder", "modes": "0", "trials": 1, "warmup": 0},
-                                tmp_path / "run", build=False, progress=False, log=lambda m: None)
+                                             "variants": "batch,reorder", "modes": "0", "trials": 1, "warmup": 0,
+                                             "layouts": 1}, tmp_path / "run", build=False, progress=False, log=lambda m: None)
     c = provenance.check(res.out_dir)
     assert c["pairs"][0]["different_binaries"] is False
     assert any("same binary" in x for x in c["problems"])

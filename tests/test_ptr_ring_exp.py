@@ -10,6 +10,7 @@ import pytest
 
 from ringlab import paths
 from ringlab import run as runner
+from ringlab.build.layouts import PLAIN
 from ringlab.experiments.base import ParamError, parse_harness_json
 from ringlab.experiments.ptr_ring import PtrRing, parse_kernel_headers
 from ringlab.system.topology import Topology
@@ -53,11 +54,16 @@ def test_kernel_header_variant(tmp_path):
     h = tmp_path / "my dir; $(x)" / "ptr_ring.h"
     h.parent.mkdir()
     h.write_text("")
-    v = PtrRing.resolve({"kernel_headers": f"deb={h}", "variants": "batch,deb"})
+    v = PtrRing.resolve({"kernel_headers": f"deb={h}", "variants": "batch,deb", "layouts": 1})
     assert parse_kernel_headers(v["kernel_headers"]) == {"deb": str(h)}
     exp = PtrRing()
     assert exp.needed_binaries(v) == ["ptr_ring_test-batch", "ptr_ring_test-deb"]
-    assert exp.build_args(v) == {"kernel_headers": {"deb": str(h)}, "cflags": ""}
+    assert exp.build_args(v) == {"kernel_headers": {"deb": str(h)}, "cflags": "",
+                                 "layouts": {"ptr_ring_test-batch": [PLAIN], "ptr_ring_test-deb": [PLAIN]}}
+    v = PtrRing.resolve({"kernel_headers": f"deb={h}", "variants": "batch,deb"})   # quick: 4 layouts
+    names = exp.needed_binaries(v)
+    assert len(names) == 8 and len(set(names)) == 8
+    assert sum(n.startswith("ptr_ring_test-deb@p") for n in names) == 4
 
 
 def test_plan_auto_on_fake_topology():
@@ -97,9 +103,13 @@ def test_command_argv():
     specs = PtrRing().plan(v, ctx)
     s = next(s for s in specs if s.config["mode"] == 1)
     argv = PtrRing().command(s, ctx)
-    assert argv[0].endswith(f"ptr_ring_test-{s.config['variant']}")
+    # smoke builds 2 layouts; no layout given: layout 0
+    assert f"ptr_ring_test-{s.config['variant']}@p" in argv[0]
     assert argv[1:] == ["-s", "1000", "-m", "1", "-N", "100000", "-p", "2", "-c", "5", "-b", "8", "-l",
                         "-r", "3", "--counters", "none", "--json"]
+    s.extra.update(layout=1, ring_offset=192)
+    argv1 = PtrRing().command(s, ctx)
+    assert argv1[0] != argv[0] and argv1[-3:] == ["--ring-offset", "192", "--json"]
     s0 = next(s for s in specs if s.config["mode"] == 0)
     assert "-c" not in PtrRing().command(s0, ctx)
     vn = PtrRing.resolve({"cpus": "none"})
@@ -131,7 +141,8 @@ REAL = paths.bin_dir() / "ptr_ring_test-batch"
 def test_real_binary_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
     res = runner.run_experiment("ptr_ring", {"profile": "smoke", "variants": "batch,reorder", "governor": "false",
-                                             "count": 20000, "trials": 1, "warmup": 1, "repeats": 2},
+                                             "count": 20000, "trials": 1, "warmup": 1, "repeats": 2,
+                                             "layouts": 1},
                                 tmp_path / "run", build=False, progress=False, log=lambda m: None)
     df = pd.read_csv(res.raw_csv)
     assert df["status"].eq("ok").all(), df["stderr_tail"].dropna().tolist()

@@ -50,7 +50,7 @@ def test_cleanup_runs_when_interrupted_and_its_errors_are_warnings(fakebin, tmp_
     calls = []
     monkeypatch.setattr(PtrRing, "cleanup", lambda self, spec, ctx: calls.append(spec.trial), raising=False)
 
-    def interrupted(argv, timeout):
+    def interrupted(argv, timeout, env=None):
         raise KeyboardInterrupt
     monkeypatch.setattr(process, "run_process", interrupted)
     with pytest.raises(KeyboardInterrupt):
@@ -85,7 +85,7 @@ def test_kmod_module_is_unloaded_by_the_runner_after_a_timeout(fk, monkeypatch):
 def test_build_info_is_merged_into_env_build(fakebin, tmp_path, monkeypatch):
     extra = {"binaries": {"helper": {"name": "helper", "path": "/x", "sha256": "ab" * 32}}, "tool": "v1"}
     monkeypatch.setattr(PtrRing, "build_info", lambda self, values: extra, raising=False)
-    res = run({"variants": "batch", "trials": 1}, tmp_path / "r")
+    res = run({"variants": "batch", "trials": 1, "layouts": 1}, tmp_path / "r")
     build = rundir.read_env(res.out_dir).doc["build"]
     assert build["tool"] == "v1" and build["binaries"]["helper"]["sha256"] == "ab" * 32
     assert "ptr_ring_test-batch" in build["binaries"], "the checked binaries stay"

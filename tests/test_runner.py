@@ -60,6 +60,7 @@ def test_order_plan_is_seeded_and_in_rounds():
 def test_run_order_deterministic_and_interleaved(fakebin, tmp_path):
     params = {"variants": "batch,reorder,spsc", "modes": "0", "sizes": "16,1000", "trials": 2, "warmup": 1,
               "seed": 5}
+    fake.install(str(fakebin), sys.executable, seeds=(5, 6), layouts=2)   # smoke: 2 layouts
     run(params, tmp_path / "a")
     run(params, tmp_path / "b")
     run({**params, "seed": 6}, tmp_path / "c")
@@ -76,6 +77,9 @@ def test_run_order_deterministic_and_interleaved(fakebin, tmp_path):
     # warm-ups are trial 0, all run before any measured trial
     assert da["warmup"].tolist() == [t == 0 for t in da["trial"]]
     assert da[da.warmup]["order"].max() < da[~da.warmup]["order"].min()
+    # smoke builds 2 code layouts: each round runs one layout pair, each arm in its own binary
+    assert da.groupby("round")["layout"].nunique().eq(1).all() and set(da["layout"]) <= {0, 1}
+    assert da.groupby("variant")["binary_sha256"].nunique().eq(2).all()
 
 
 # -- failures -------------------------------------------------------------------------------
@@ -170,8 +174,9 @@ def test_counters_off_passes_none(fakebin, tmp_path):
 
 
 def test_env_json_contents(fakebin, tmp_path):
-    res = run({"variants": "batch,spsc", "modes": "0", "trials": 1, "warmup": 0}, tmp_path / "r")
+    res = run({"variants": "batch,spsc", "modes": "0", "trials": 1, "warmup": 0, "layouts": 1}, tmp_path / "r")
     env = json.loads(res.env_json.read_text())
+    assert env["parameters"]["layouts"] == 1 and env["plan"]["layouts"] == 1   # one fixed build
     for k in ("schema_version", "run_id", "experiment", "host", "started_utc", "ended_utc", "parameters",
               "git", "build", "environment", "governor", "binaries_used", "plan", "status"):
         assert k in env, k
@@ -267,8 +272,9 @@ def test_missing_binary_is_error_without_folder(tmp_path, monkeypatch, capsys):
 
 def test_no_build_refuses_a_binary_changed_after_its_record(fakebin, tmp_path, capsys):
     """A binary replaced after it was built (or declared) is never measured: exit 2 naming
-    the variant and both hashes."""
-    exe = fakebin / "ptr_ring_test-batch"
+    the variant and both hashes (here: a code layout of it; smoke builds 2)."""
+    from ringlab.build.layouts import layout_spec
+    exe = fakebin / layout_spec(1, "batch", 1).binary_name("ptr_ring_test-batch")
     exe.write_text(exe.read_text() + "# edited\n")
     out = tmp_path / "out"
     assert cli.main(["run", "ptr_ring", "-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",

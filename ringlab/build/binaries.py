@@ -14,14 +14,16 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.digest import sha256_file
-from ringlab.build.driver import (BinaryInfo, BuildError, BuildInfo, StaleBinaryError, _plan, binary_size)
+from ringlab.build.driver import (BinaryInfo, BuildError, BuildInfo, StaleBinaryError, _Job, _plan, binary_size)
+from ringlab.build.layouts import Layout, base_name
 from ringlab.build.sourceset import (hashed_flags, label_path, source_label, source_record_path, source_set,
                                write_json)
 
 
 def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: str | list[str] = "",
                    sanitize: str | None = None, out_dir: Path | None = None,
-                   only: list[str] | None = None) -> BuildInfo:
+                   only: list[str] | None = None,
+                   layouts: dict[str, list[Layout]] | None = None) -> BuildInfo:
     """Without building: check that each binary on disk was built from the source set
     this request names (same arguments as :func:`build_all`), and describe them.
 
@@ -31,14 +33,15 @@ def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: 
     source_sha256, and the binary must still be the one recorded.  Raises
     :class:`StaleBinaryError` naming the variant and both hashes otherwise, and
     :class:`BuildError` when a binary or its record is missing.  No compiler is run.
+    A binary of a code layout (``layouts``) must also record the pad and alignment asked for.
     """
-    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only)
+    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only, layouts)
     out_dir = st["out_dir"]
     info = BuildInfo(compiler="", compiler_version="", cflags=st["common"], user_cflags=st["user"],
                      sanitize=sanitize or None, out_dir=str(out_dir), skipped=skipped)
     for job in jobs_list:
         out = out_dir / job.name
-        variant = job.name.removeprefix("ptr_ring_test-")
+        variant = base_name(job.name).removeprefix("ptr_ring_test-")
         hint = ("rebuild it: run without --no-build, or `ringlab build"
                 + (f" --kernel-header {variant}=...`" if job.header is not None else "`"))
         if not out.is_file():
@@ -68,6 +71,7 @@ def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: 
                 + f", but this run asks for source set {wanted}"
                 + (f" (kernel header {job.header_record.get('spec')})" if job.header_record else "")
                 + (f"; differing: {', '.join(changed[:6])}" if changed else "") + f"; {hint}")
+        _check_layout(job, rec, out, hint)
         digest = sha256_file(out)
         if digest != rec.get("binary_sha256"):
             raise StaleBinaryError(f"variant {variant}: {out} (sha256 {digest}) is not the binary "
@@ -78,7 +82,7 @@ def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: 
         info.binaries[job.name] = BinaryInfo(
             name=job.name, path=str(out), sha256=digest, size=size, size_error=size_err, inputs={},
             command=[], rebuilt=False, source_sha256=recorded, source_files=rec.get("files") or {},
-            source_flags=rec.get("flags") or [], header=job.header_record)
+            source_flags=rec.get("flags") or [], header=job.header_record, layout=rec.get("layout"))
         info.source_sha256[job.name] = recorded
         if job.header is not None:
             info.kernel_headers[variant] = str(job.header)
@@ -86,14 +90,26 @@ def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: 
     return info
 
 
+def _check_layout(job: _Job, rec: dict, out: Path, hint: str) -> None:
+    """StaleBinaryError unless the record's layout (pad, alignment, flags) is the job's."""
+    want = None if job.layout.plain else job.layout.record()
+    got = rec.get("layout") if isinstance(rec.get("layout"), dict) else None
+    keys = ("pad", "align", "flags")
+    if (want is None) != (got is None) or (want and any(want[k] != got.get(k) for k in keys)):
+        show = (lambda d: "the plain build" if not d else f"pad {d.get('pad')}, align {d.get('align')}")
+        raise StaleBinaryError(f"{job.name}: {out} was built as {show(got)}, but this run asks for "
+                               f"{show(want)}; {hint}")
+
+
 def declare_built(names: list[str], kernel_headers: dict[str, str | Path] | None = None,
-                  cflags: str | list[str] = "", out_dir: Path | None = None) -> None:
+                  cflags: str | list[str] = "", out_dir: Path | None = None,
+                  layouts: dict[str, list[Layout]] | None = None) -> None:
     """Write source records for binaries that ringlab did not compile (test doubles, a
     packager's build), so that :func:`check_binaries` accepts them.
 
     The record lists the target's declared sources (not every header the compiler
     would read) and says ``"declared": true``; provenance shows it as such."""
-    jobs_list, _, st = _plan(kernel_headers, cflags, None, out_dir, names)
+    jobs_list, _, st = _plan(kernel_headers, cflags, None, out_dir, names, layouts)
     for job in jobs_list:
         out = st["out_dir"] / job.name
         if not out.is_file():
@@ -104,5 +120,5 @@ def declare_built(names: list[str], kernel_headers: dict[str, str | Path] | None
         files = {source_label(p, job.header): sha256_file(p) for p in [*job.sources, *extra]}
         rec = {"binary": job.name, "binary_sha256": sha256_file(out), "compiler": None,
                "compiler_version": None, "declared": True, **source_set(files, hashed_flags(job.flags)),
-               "header": job.header_record}
+               "header": job.header_record, "layout": None if job.layout.plain else job.layout.record()}
         write_json(source_record_path(out), rec)

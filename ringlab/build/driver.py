@@ -21,6 +21,10 @@ Rules:
   content) is written next to it as ``NAME.source.json``; a failed build removes
   the binary of that NAME, so no older one can be measured in its place
   (ringlab.binaries checks a binary against what a run asks for).
+* ``layouts`` (ringlab.build.layouts) builds a binary K times, each with its pad of unused
+  code and function alignment, as ``NAME@p<pad>-a<align>``; the layout's flags are recorded
+  under ``layout`` in the source record, not in the source set (they move code, change none).
+  Compiler options are checked in ringlab.build.cflags.
 * The table :data:`TARGETS` says which sources make which binary; optional
   targets (page_frag, syscall_loop, c2c_latency) are built only if their
   sources exist, so another engineer's layout change is a one-line edit.
@@ -28,11 +32,11 @@ Rules:
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import hashlib
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
@@ -40,6 +44,10 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.digest import sha256_file
+from ringlab.build.cflags import (CFLAG_CHARS, CFLAG_SHAPES, BuildError, cflags_allowed,  # noqa: F401
+                                  split_cflags, validate_cflags)
+from ringlab.build.binutils import binary_size, compiler_version, first_error_line, parse_size_output  # noqa: F401
+from ringlab.build.layouts import PLAIN, Layout, base_name
 from ringlab.build.sourceset import (KERNEL_HEADER_LABEL, hashed_flags, parse_depfile,  # noqa: F401
                                source_label, source_record_path, source_set, write_json)
 
@@ -93,10 +101,6 @@ TARGETS: list[Target] = [
 ]
 
 
-class BuildError(RuntimeError):
-    """A compile failed; the message names the file and the first compiler error line."""
-
-
 class StaleBinaryError(BuildError):
     """A binary on disk was not built from the source set a run asks for."""
 
@@ -109,6 +113,11 @@ class _Job:
     what: str                       # for messages
     header: Path | None = None      # kernel-header variants: the header compiled
     header_record: dict | None = None
+    layout: Layout = PLAIN          # code layout (ringlab.build.layouts): flags after all others
+
+    def argv_flags(self) -> list[str]:
+        """Every compile flag: the job's, then the layout's (not part of the source set)."""
+        return [*self.flags, *self.layout.flags()]
 
 
 @dataclass
@@ -125,6 +134,7 @@ class BinaryInfo:
     source_files: dict[str, str] = field(default_factory=dict)  # label -> sha256 (content)
     source_flags: list[str] = field(default_factory=list)       # flags as hashed
     header: dict | None = None          # kernel-header variants: where the header came from
+    layout: dict | None = None          # code layout: Layout.record() (None: the plain build)
 
 
 @dataclass
@@ -165,142 +175,6 @@ def default_cflags() -> list[str]:
 def binary_path(name: str) -> Path:
     """Where ``ringlab build`` puts binary ``name`` (e.g. ``ptr_ring_test-batch``)."""
     return paths.bin_dir() / name
-
-
-def compiler_version(cc: str) -> str:
-    try:
-        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise BuildError(f"C compiler {cc!r} not found or not runnable ({e}); set $CC") from None
-    lines = (out.stdout or out.stderr).splitlines()
-    return lines[0].strip() if lines else "unknown"
-
-
-def split_cflags(cflags: str | list[str] | None) -> list[str]:
-    """User flags as an argv list.  A string is split like a POSIX shell would
-    split it, but nothing is expanded or executed: ``$(rm -rf /)`` stays text."""
-    if not cflags:
-        return []
-    if isinstance(cflags, str):
-        try:
-            return shlex.split(cflags)
-        except ValueError as e:
-            raise BuildError(f"--cflags {cflags!r}: cannot split ({e})") from None
-    return [str(c) for c in cflags]
-
-
-#: The shapes a user compiler option may have (``ringlab build --cflags``, ``-p cflags``).
-CFLAG_SHAPES = ("-O*", "-f*", "-m*", "-D*", "-U*", "-g*", "-W*", "-std=*")
-#: Characters a user compiler option may hold: no shell or make metacharacter (``$``, backquote,
-#: ``;&|<>()'"\\``, ``#``, globs, whitespace) and no ``/``, so no option names a file by path.
-CFLAG_CHARS = "letters, digits and _ = + , . : -"
-_CFLAG_CHAR_RE = re.compile(r"[A-Za-z0-9_=+,.:-]")
-_CFLAG_RE = re.compile(r"-O(?:[0-3sgz]|fast)?|-f[a-z0-9][A-Za-z0-9_=+,.:-]*|-m[a-z0-9][A-Za-z0-9_=+,.:-]*"
-                       r"|-D[A-Za-z_][A-Za-z0-9_]*(?:=[A-Za-z0-9_=+,.:-]*)?|-U[A-Za-z_][A-Za-z0-9_]*"
-                       r"|-g[a-z0-9=,-]*|-W[A-Za-z0-9][A-Za-z0-9_=+,.:-]*|-std=[a-z0-9+]+")
-#: Options of an allowed shape that still load code, name a program or read/write a file
-#: the user did not name as an output of this build (prefixes, matched after the shape).
-_CFLAG_REFUSED = (
-    ("-fplugin", "loads a compiler plugin"),
-    ("-wrapper", "runs a program around the compiler"),
-    ("-Wl,", "passes options to the linker"),
-    ("-Wp,", "passes options to the preprocessor"),
-    ("-Wa,", "passes options to the assembler"),
-    ("-fprofile-use=", "reads a profile file"),
-    ("-fprofile-generate=", "names where the binary writes profiles"),
-    ("-fprofile-dir=", "names where the binary writes profiles"),
-    ("-fauto-profile", "reads a profile file"),
-    ("-fdump-", "writes compiler dump files"),
-    ("-fcallgraph-info", "writes files next to the build"),
-    ("-fsave-optimization-record", "writes files next to the build"),
-    ("-fstack-usage", "writes files next to the build"),
-    ("-fcompare-debug", "runs the compiler a second time with other options"),
-)
-_FUSE_LD = ("-fuse-ld=bfd", "-fuse-ld=gold", "-fuse-ld=lld", "-fuse-ld=mold")
-
-
-def cflags_allowed() -> str:
-    """The 'allowed:' text of a refused compiler option."""
-    return (f"compiler options shaped {', '.join(CFLAG_SHAPES)}, made of {CFLAG_CHARS} "
-            f"(no -wrapper, -B, -specs, @file, -fplugin, -Wl,/-Wp,/-Wa, pass-through, "
-            f"-o, -x, -I or -include, and no path)")
-
-
-def validate_cflags(cflags: str | list[str] | None, name: str = "cflags") -> list[str]:
-    """User compiler options as an argv list, each checked against :data:`CFLAG_SHAPES`.
-
-    Raises ParamError naming ``name`` (``cflags``, ``--cflags``) and the allowed shapes for an
-    option that could run a program, load code or name a file (``-wrapper``, ``-B``,
-    ``-specs``, ``@file``, ``-fplugin``, ``-Wl,...``, ``-o``, ``-x``, ``-I``, ``-include``), or
-    that holds a shell or make metacharacter (``$``, backquote, ``;&|<>()'"\\``, ``#``,
-    whitespace inside an option) or a ``/``.  The accepted options are safe as argv elements
-    and, joined by spaces, as one ``make`` variable (nothing in them is expanded)."""
-    from ringlab.errors import ParamError
-    label = f"parameter '{name}'" if not name.startswith("-") else name
-    if cflags is not None and not isinstance(cflags, (str, list, tuple)):
-        raise ParamError(f"{label}: not a string of compiler options: {cflags!r}; allowed: {cflags_allowed()}")
-    if isinstance(cflags, str):
-        # Checked as typed, before any splitting: a quote or backslash is refused, not unquoted.
-        bad = next((c for c in cflags if c not in " \t" and not _CFLAG_CHAR_RE.fullmatch(c)), None)
-        if bad is not None:
-            raise ParamError(f"{label}: character {bad!r} in {cflags!r} is not allowed; "
-                             f"allowed: {cflags_allowed()}")
-        words = cflags.split()
-    else:
-        words = list(cflags or [])
-    for w in words:
-        if not isinstance(w, str):
-            raise ParamError(f"{label}: {w!r} is not an option; allowed: {cflags_allowed()}")
-        bad = next((c for c in w if not _CFLAG_CHAR_RE.fullmatch(c)), None)
-        if bad is not None:
-            raise ParamError(f"{label}: character {bad!r} in {w!r} is not allowed; allowed: {cflags_allowed()}")
-        why = next((why for pre, why in _CFLAG_REFUSED if w.startswith(pre)), None)
-        if why is None and w.startswith("-fuse-ld") and w not in _FUSE_LD:
-            why = "chooses the linker program (allowed: " + ", ".join(_FUSE_LD) + ")"
-        if why is None and "-wrapper" in w:
-            why = "runs a program around the compiler"
-        if why is None and not _CFLAG_RE.fullmatch(w):
-            why = "is not of an allowed shape"
-        if why is not None:
-            raise ParamError(f"{label}: option {w!r} {why}; allowed: {cflags_allowed()}")
-    return words
-
-
-def parse_size_output(text: str) -> dict[str, int]:
-    """Parse Berkeley-format ``size FILE`` output into text/data/bss/dec."""
-    lines = [ln.split() for ln in text.strip().splitlines() if ln.strip()]
-    if len(lines) < 2 or lines[0][:3] != ["text", "data", "bss"]:
-        raise ValueError(f"unexpected `size` output: {text.strip()[:200]!r}")
-    vals = lines[1]
-    try:
-        return {"text": int(vals[0]), "data": int(vals[1]), "bss": int(vals[2]), "dec": int(vals[3])}
-    except (IndexError, ValueError):
-        raise ValueError(f"unexpected `size` output: {text.strip()[:200]!r}") from None
-
-
-def binary_size(path: Path) -> tuple[dict | None, str | None]:
-    exe = shutil.which("size")
-    if exe is None:
-        return None, "`size` (binutils) not found on PATH"
-    try:
-        out = subprocess.run([exe, str(path)], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as e:
-        return None, f"`size` failed: {e}"
-    if out.returncode != 0:
-        return None, f"`size` failed: {out.stderr.strip()[:200]}"
-    try:
-        return parse_size_output(out.stdout), None
-    except ValueError as e:
-        return None, str(e)
-
-
-def first_error_line(stderr: str) -> str:
-    """The first diagnostic marked ``error`` (else the first non-empty line)."""
-    lines = [ln.rstrip() for ln in stderr.splitlines() if ln.strip()]
-    for ln in lines:
-        if re.search(r"\b(fatal )?error\b", ln):
-            return ln.strip()
-    return lines[0].strip() if lines else "(no compiler output)"
 
 
 def _sanitize_flags(sanitize: str | None) -> list[str]:
@@ -356,7 +230,7 @@ def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo
 
 
 def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
-    name, sources, flags, what = job.name, job.sources, job.flags, job.what
+    name, sources, flags, what = job.name, job.sources, job.argv_flags(), job.what
     out = out_dir / name
     obj_dir = out_dir / ".obj" / name
     stamp = out_dir / ".stamps" / f"{name}.json"
@@ -387,23 +261,25 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:
             raise BuildError(f"{what}: linking {name} failed: {first_error_line(proc.stderr)}")
+        # The layout's flags move code, they change none of it: not part of the source set.
         src_set = source_set({source_label(Path(f), job.header): h for f, h in inputs.items()},
-                             hashed_flags(flags))
+                             hashed_flags(job.flags))
         os.replace(tmp, out)          # atomic: a concurrent run never sees half a binary
         digest = sha256_file(out)
         data = {"key": key, "sha256": digest, "inputs": dict(sorted(inputs.items())),
                 "command": first_cmd, "source": src_set}
         stamp.write_text(json.dumps(data, indent=1))
     src_set = data["source"]
+    layout = None if job.layout.plain else job.layout.record()
     record = {"binary": name, "binary_sha256": data["sha256"], "compiler": cc, "compiler_version": ccver,
-              **src_set, "header": job.header_record}
+              **src_set, "header": job.header_record, "layout": layout}
     write_json(source_record_path(out), record)
     size, size_err = binary_size(out)
     return BinaryInfo(name=name, path=str(out), sha256=data["sha256"], size=size,
                       size_error=size_err, inputs=data["inputs"], command=data.get("command") or [],
                       rebuilt=rebuilt, source_sha256=src_set["source_sha256"],
                       source_files=src_set["files"], source_flags=src_set["flags"],
-                      header=job.header_record)
+                      header=job.header_record, layout=layout)
 
 
 def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) -> list[_Job]:
@@ -429,8 +305,20 @@ def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) 
     return out
 
 
-def _plan(kernel_headers, cflags, sanitize, out_dir, only) -> tuple[list[_Job], dict, dict]:
-    """(jobs, skipped, settings) shared by build_all and check_binaries."""
+def _with_layouts(jobs: list[_Job], layouts: dict[str, list[Layout]] | None) -> list[_Job]:
+    """Each job whose binary ``layouts`` names, once per layout (``NAME@p<pad>-a<align>``)."""
+    out = []
+    for job in jobs:
+        for lay in (layouts or {}).get(job.name) or [PLAIN]:
+            out.append(dataclasses.replace(job, name=lay.binary_name(job.name), layout=lay,
+                                           what=job.what + ("" if lay.plain else f" (layout {lay.index})")))
+    return out
+
+
+def _plan(kernel_headers, cflags, sanitize, out_dir, only, layouts=None) -> tuple[list[_Job], dict, dict]:
+    """(jobs, skipped, settings) shared by build_all and check_binaries.  ``only`` names binaries
+    with or without their layout suffix; ``layouts`` {binary name: [Layout]} builds those K times."""
+    only = None if only is None else {base_name(n) for n in only}
     user = validate_cflags(cflags, "--cflags")
     san = _sanitize_flags(sanitize)
     if out_dir is None:
@@ -455,13 +343,15 @@ def _plan(kernel_headers, cflags, sanitize, out_dir, only) -> tuple[list[_Job], 
     wanted = {k: v for k, v in dict(kernel_headers or {}).items()
               if only is None or f"ptr_ring_test-{k}" in only}
     jobs += _kernel_targets(wanted, common, out_dir)
-    return jobs, skipped, {"user": user, "common": common, "out_dir": out_dir}
+    return _with_layouts(jobs, layouts), skipped, {"user": user, "common": common, "out_dir": out_dir}
 
 
 def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str | list[str] = "",
               sanitize: str | None = None, out_dir: Path | None = None,
-              only: list[str] | None = None, jobs: int | None = None) -> BuildInfo:
-    """Build every binary (only the ones named in ``only``, if given).
+              only: list[str] | None = None, jobs: int | None = None,
+              layouts: dict[str, list[Layout]] | None = None) -> BuildInfo:
+    """Build every binary (only the ones named in ``only``, if given); a binary that
+    ``layouts`` names is built once per layout (ringlab.build.layouts), in parallel too.
 
     ``out_dir`` defaults to ``build/bin`` (``build/bin-<sanitizer>`` for
     sanitizer builds, so they never replace the benchmark binaries).
@@ -469,7 +359,7 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
     """
     cc = compiler()
     ccver = compiler_version(cc)
-    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only)
+    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only, layouts)
     out_dir = st["out_dir"]
     out_dir.mkdir(parents=True, exist_ok=True)
     info = BuildInfo(compiler=shutil.which(cc) or cc, compiler_version=ccver, cflags=st["common"],
@@ -477,7 +367,7 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
                      skipped=skipped)
     for job in jobs_list:
         if job.header is not None:
-            variant = job.name.removeprefix("ptr_ring_test-")
+            variant = base_name(job.name).removeprefix("ptr_ring_test-")
             info.kernel_headers[variant] = str(job.header)
             info.header_sources[variant] = job.header_record
 

@@ -7,6 +7,10 @@ its content, plus the compile flags with checkout paths and the variant's name
 left out.  ``source_sha256`` hashes the whole set: two binaries with the same
 one were built from the same code, whatever their paths or names.
 
+A code layout's flags (``-DRINGLAB_LAYOUT_PAD``, ``-falign-functions``: ringlab.build.layouts)
+are left out of the set: they move code and change none of it, so the K layouts of one arm
+share one source set.  The record next to the binary names them under ``layout``.
+
 ringlab.build writes the set next to each binary (``NAME.source.json``);
 ringlab.binaries checks a binary against the set a run asks for; provenance
 compares them between variants and runs.

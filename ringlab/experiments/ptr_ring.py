@@ -9,6 +9,12 @@ A user's own kernel ``ptr_ring.h`` becomes an extra variant through
 ``kernel_headers=NAME=SOURCE`` (a file, tree or headers package, ``git:TREE@REV``,
 ``BASE+PATCH``, ``BASE+lore:MSGID``): ringlab builds ``ptr_ring_test-NAME`` from it, and NAME must
 then be listed in ``variants`` (a header no variant uses is refused, not silently dropped).
+
+Code and data layouts: with ``layouts`` K > 1 each variant is built K times (ringlab.build.layouts:
+a seeded pad of unused code and function alignment per build, ``ptr_ring_test-<variant>@p<pad>-a<align>``)
+and a trial runs the layout its round was given (``spec.extra["layout"]``, ringlab.run.plan);
+``layouts`` 1 is one fixed build.  Every trial also places the ring at a seeded offset in its
+page (``--ring-offset``, ``spec.extra["ring_offset"]``, ringlab.run.process).
 """
 from __future__ import annotations
 
@@ -16,7 +22,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ringlab.experiments.base import MAX_OPS, Experiment, Param, ParamError, TrialSpec, parse_harness_json
+from ringlab.build.layouts import MAX_LAYOUTS, Layout, arm_layouts
+from ringlab.experiments.base import (MAX_OPS, Experiment, Param, ParamError, TrialSpec, last_json_object,
+                                      parse_harness_json)
 
 BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
 
@@ -88,15 +96,20 @@ class PtrRing(Experiment):
         Param("kernel_headers", "str", "", "extra variants from real kernel headers: NAME=SOURCE[,NAME2=SOURCE2], "
               "SOURCE a file, tree or headers package, git:TREE@REV, BASE+PATCH or BASE+lore:MSGID; "
               "each NAME must also be listed in variants", column=False),
+        Param("layouts", "int", 1, "code layouts per variant: builds with seeded pads and function "
+              "alignments, paired by index and cycled over the rounds (1: one fixed build)",
+              min=1, max=MAX_LAYOUTS, column=False),
     ]
     # Sized for this project's 2-CPU VM: smoke is seconds (tests), quick about a minute,
     # full about five minutes (what we commit).
     profiles = {
         "smoke": {"trials": 2, "warmup": 1, "count": 100_000, "modes": [0, 1], "sizes": [1000],
-                  "timeout": 30.0},
-        "quick": {"trials": 8, "warmup": 1, "count": 10_000_000, "modes": [0, 1], "sizes": [1000]},
+                  "timeout": 30.0, "layouts": 2},
+        "quick": {"trials": 8, "warmup": 1, "count": 10_000_000, "modes": [0, 1], "sizes": [1000],
+                  "layouts": 4},
         # many short trials beat a few long ones: the CI narrows with trials, not with N
-        "full": {"trials": 30, "warmup": 2, "count": 20_000_000, "modes": [0, 1, 2], "sizes": [64, 1000]},
+        "full": {"trials": 30, "warmup": 2, "count": 20_000_000, "modes": [0, 1, 2], "sizes": [64, 1000],
+                 "layouts": 8},
     }
     binaries = [f"ptr_ring_test-{v}" for v in BUILTIN_VARIANTS]
     code_params = ("kernel_headers",)
@@ -131,12 +144,24 @@ class PtrRing(Experiment):
                                  "or pairs PRODUCER:CONSUMER like 1:2,3:4")
         values["cpus"] = cpus
 
+    @staticmethod
+    def layouts_of(values) -> dict[str, list[Layout]]:
+        """{ptr_ring_test-VARIANT: its layouts} (``[PLAIN]`` each when ``layouts`` is 1)."""
+        return {f"ptr_ring_test-{v}": arm_layouts(values["seed"], v, values.get("layouts", 1))
+                for v in values["variants"]}
+
     def needed_binaries(self, values):
-        return [f"ptr_ring_test-{v}" for v in values["variants"]]
+        return [lay.binary_name(base) for base, lays in self.layouts_of(values).items() for lay in lays]
 
     def build_args(self, values):
         return {"kernel_headers": parse_kernel_headers(values.get("kernel_headers")) or None,
-                "cflags": values.get("cflags", "")}
+                "cflags": values.get("cflags", ""), "layouts": self.layouts_of(values)}
+
+    def binary_name(self, spec, values) -> str:
+        """The binary of this trial: its variant in the layout of its round (``extra["layout"]``)."""
+        base = f"ptr_ring_test-{spec.config['variant']}"
+        lays = arm_layouts(values["seed"], str(spec.config["variant"]), values.get("layouts", 1))
+        return lays[int(spec.extra.get("layout", 0))].binary_name(base)
 
     # -- placement -------------------------------------------------------------------------
     def _placements(self, values, ctx) -> tuple[list, list]:
@@ -188,7 +213,7 @@ class PtrRing(Experiment):
 
     def command(self, spec, ctx) -> list[str]:
         cfg, values = spec.config, ctx.values
-        argv = [str(ctx.binary(f"ptr_ring_test-{cfg['variant']}")),
+        argv = [str(ctx.binary(self.binary_name(spec, values))),
                 "-s", str(cfg["size"]), "-m", str(cfg["mode"]), "-N", str(spec.extra.get("ops", cfg["count"]))]
         p, c = spec.cpus
         if p >= 0:
@@ -203,8 +228,15 @@ class PtrRing(Experiment):
             argv += ["-r", str(values["repeats"])]
         if not values.get("counters", True):
             argv += ["--counters", "none"]
+        if spec.extra.get("ring_offset") is not None:
+            argv += ["--ring-offset", str(int(spec.extra["ring_offset"]))]
         argv.append("--json")
         return argv
 
     def parse(self, spec, stdout, stderr, ctx) -> list[dict[str, Any]]:
-        return parse_harness_json(stdout)
+        rows = parse_harness_json(stdout)
+        doc = last_json_object(stdout) or {}
+        if isinstance(doc.get("ring_offset"), int):   # where the binary placed the ring
+            for row in rows:
+                row["ring_offset"] = doc["ring_offset"]
+        return rows

@@ -215,8 +215,9 @@ def _show(shape: list[str], limit: int = 160) -> str:
 
 #: raw.csv columns that pick a different program for each value, by design: a multi-ring
 #: ringtest run measures one binary per ring (``ring``), so a variant there has one binary per
-#: ring, and only two binaries for the same ring mean a rebuild during the run.
-PROGRAM_COLUMNS = ("ring",)
+#: ring, and only two binaries for the same ring mean a rebuild during the run; a run with code
+#: layouts measures one binary per layout pair (``layout``, ringlab.build.layouts).
+PROGRAM_COLUMNS = ("ring", "layout")
 
 
 def check(run_dir: str | Path) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ringlab.digest import sha256_file
 from ringlab.rundir import read_done, read_env
 from ringlab.run.context import RunContext
 from ringlab.run import stopping
-from ringlab.run.plan import ORDER_DESCRIPTION, full_plan, order_plan
+from ringlab.run.plan import LAYOUT_DESCRIPTION, ORDER_DESCRIPTION, full_plan, order_plan
 from ringlab.system import envinfo
 
 
@@ -271,7 +271,8 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         raise ParamError(f"parameter 'trials': the plan holds {len(specs)} trials, more than the limit of "
                          f"{base.MAX_PLAN_TRIALS}; allowed: fewer trials, warm-ups, list values or CPU pairs")
     # With a target the icount trials wait for the last round (stopping.extension).
-    plan = order_plan(list(specs), values["seed"]) if target else full_plan(exp, values, specs, ctx)
+    layouts = int(values.get("layouts", 1) or 1)
+    plan = order_plan(list(specs), values["seed"], layouts) if target else full_plan(exp, values, specs, ctx)
     stop = None
     if target:
         stop = prev.get("stopping") if isinstance(prev.get("stopping"), dict) else stopping.opening(values, specs)
@@ -299,7 +300,8 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     env.update(
         ringlab_version=__version__, parameters=_jsonable(values), command=argv, git=checkout.git_info(),
         build=build_info,
-        plan={"trials_total": len(plan), "seed": values["seed"], "order": ORDER_DESCRIPTION},
+        plan={"trials_total": len(plan), "seed": values["seed"], "order": ORDER_DESCRIPTION,
+              "layouts": layouts, **({"layout_order": LAYOUT_DESCRIPTION} if layouts > 1 else {})},
         environment=envinfo.collect(),
         # What will actually run, hashed here whatever the build step said.
         binaries_used={b: {"path": str(ctx.binary(b)), "sha256": sha256_file(ctx.binary(b))}

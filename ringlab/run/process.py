@@ -4,10 +4,18 @@
 a crash, a timeout or unparsable output is a row with that status and the stderr tail.
 Each trial runs in a fresh process in its own session; on timeout the whole process
 group is killed, and PR_SET_PDEATHSIG kills the trial if ringlab itself is killed.
+
+Each trial also gets a seeded data layout, drawn from the run's seed and the trial's place in
+the plan (``order``), so a resumed run draws the same: a ring offset (``extra["ring_offset"]``,
+a multiple of 64 in [0, 4032], which experiments that place a ring pass on, ptr_ring as
+``--ring-offset``) and an environment of random size (``RINGLAB_ENV_PAD``, 0..4095 characters,
+which moves the initial stack; Mytkowicz et al. 2009).  raw.csv records ``layout`` (the round's
+layout pair), ``ring_offset`` (as the binary reports it; empty when it reports none) and ``env_pad``.
 """
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import math
 import os
 import shutil
@@ -19,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ringlab.build import layouts as _layouts
 from ringlab.tools import icount
 from ringlab.experiments.base import TrialSpec
 from ringlab.digest import sha256_file
@@ -49,7 +58,7 @@ class TrialOutcome:
     wall_s: float
 
 
-def run_process(argv: list[str], timeout: float) -> TrialOutcome:
+def run_process(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> TrialOutcome:
     """Run argv (never a shell) in its own session; kill the whole group on timeout.
 
     ``start_new_session`` puts the trial and anything it forks in a new process group,
@@ -62,7 +71,7 @@ def run_process(argv: list[str], timeout: float) -> TrialOutcome:
     else:
         extra = {"preexec_fn": _child_setup}
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, **extra)
+                            start_new_session=True, env=env, **extra)
 
     def kill_group():
         try:
@@ -150,8 +159,36 @@ def actual_class(ctx, row) -> str:
     return ctx.pair_class(ps, cs)
 
 
+#: the environment variable whose size each trial draws
+ENV_PAD_VAR = "RINGLAB_ENV_PAD"
+#: options whose value is drawn per trial: their value is not part of the measured command's shape
+_PER_TRIAL_OPTIONS = ("--ring-offset",)
+
+
+def trial_layout(spec: TrialSpec, order: int, seed: int) -> TrialSpec:
+    """``spec`` with its data layout in ``extra``: ``ring_offset`` and ``env_pad`` drawn from
+    (seed, order), so the same run and trial always get the same."""
+    return dataclasses.replace(spec, extra={**spec.extra, "ring_offset": _layouts.ring_offset(seed, order),
+                                            "env_pad": _layouts.env_pad(seed, order)})
+
+
+def trial_env(pad: int) -> dict[str, str]:
+    """The runner's environment with ``RINGLAB_ENV_PAD`` of ``pad`` characters."""
+    return {**os.environ, ENV_PAD_VAR: "x" * int(pad)}
+
+
+def _shape_argv(argv: list[str]) -> list[str]:
+    """argv with the values of per-trial options as ``<ring-offset>``: one shape per configuration."""
+    out = list(argv)
+    for i, a in enumerate(out[:-1]):
+        if a in _PER_TRIAL_OPTIONS:
+            out[i + 1] = f"<{a.lstrip('-')}>"
+    return out
+
+
 def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
     """Run one trial and return its raw.csv rows (one per in-process iteration)."""
+    spec = trial_layout(spec, order, int(ctx.values.get("seed", 0)))
     argv = [str(a) for a in exp.command(spec, ctx)]
     measured = exp.measured_binary(spec, argv, ctx)
     try:
@@ -159,19 +196,20 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
     except OSError:
         sha = ""
     if spec.kind == "timing":
-        ctx.record_command(spec, argv, measured)
+        ctx.record_command(spec, _shape_argv(argv), measured)
     p, c = spec.cpus
     base_row: dict[str, Any] = {
         "run_id": ctx.run_id, "experiment": ctx.experiment, "host": ctx.host, **spec.config,
         "trial": spec.trial, "round": spec.trial, "iteration": 0, "order": order, "warmup": spec.warmup,
         "cpu_req_producer": p, "cpu_req_consumer": c, "pair_class": spec.pair_class,
         "binary_sha256": sha, "c2c_latency_ns": ctx.c2c_of(p, c),
+        "layout": int(spec.extra.get("layout", 0)), "ring_offset": "", "env_pad": spec.extra["env_pad"],
     }
     if spec.kind == "icount":
         return [_icount_row(exp, ctx, spec, argv, base_row)]
     before = system_before()
     try:
-        out = run_process(argv, ctx.timeout)
+        out = run_process(argv, ctx.timeout, trial_env(spec.extra["env_pad"]))
     except BaseException:       # Ctrl-C, SIGTERM: the group is killed; undo what the trial left
         _cleanup(exp, spec, ctx)
         raise
@@ -226,7 +264,8 @@ def _icount_row(exp, ctx, spec: TrialSpec, argv: list[str], row: dict) -> dict:
     with tempfile.TemporaryDirectory(prefix="ringlab-cg-") as tmp:
         out_file = Path(tmp) / "callgrind.out"
         # callgrind is 50-100x slower than native: scale the trial timeout
-        out = run_process(icount.callgrind_argv(argv, out_file), max(600.0, 100 * ctx.timeout))
+        out = run_process(icount.callgrind_argv(argv, out_file), max(600.0, 100 * ctx.timeout),
+                          trial_env(spec.extra["env_pad"]))
         row.update(wall_s=out.wall_s, exit_code=out.exit_code)
         if out.status != "ok":
             row.update(status=out.status, stderr_tail=out.stderr[-STDERR_TAIL:])
@@ -241,7 +280,7 @@ def _icount_row(exp, ctx, spec: TrialSpec, argv: list[str], row: dict) -> dict:
         row.update(status="error", stderr_tail="icount: callgrind counted 0 instructions in rl_measured_*")
         return row
     # placement of the counted run; its timings and counters are not kept
-    for k in ("cpu_producer_start", "cpu_producer_end", "cpu_consumer_start", "cpu_consumer_end"):
+    for k in ("cpu_producer_start", "cpu_producer_end", "cpu_consumer_start", "cpu_consumer_end", "ring_offset"):
         if k in parsed:
             row[k] = parsed[k]
     row.update(status="ok", stderr_tail="", instructions=float(ir),

@@ -18,7 +18,7 @@ ENV_VERSION = 2
 #: env.json layouts this ringlab reads
 KNOWN_ENV_VERSIONS = (1, 2)
 #: raw.csv layouts (``ringlab.schema.SCHEMA_VERSION``) this ringlab reads
-KNOWN_SCHEMA_VERSIONS = (1, 2)
+KNOWN_SCHEMA_VERSIONS = (1, 2, 3)
 #: env.json larger than this is refused (a run's env.json is tens of kilobytes)
 MAX_ENV_BYTES = 16 << 20
 #: env.json nested deeper than this is refused (ringlab writes at most about 6 levels)

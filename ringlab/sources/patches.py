@@ -422,7 +422,7 @@ def run_binaries(run_dir, plan: ABPlan) -> dict[str, str]:
     used = read_env(run_dir).get("binaries_used") or {}
     out = {}
     for n in plan.names:
-        d = used.get(f"ptr_ring_test-{n}") or {}
+        d = next((v for k, v in sorted(used.items()) if k.split("@")[0] == f"ptr_ring_test-{n}"), {})
         if d.get("path"):
             out[n] = d["path"]
     return out

@@ -2,10 +2,11 @@
 """Mock executor: a stand-in for build/bin/ptr_ring_test-<variant>.
 
 It speaks the real binary's command line (``-s SIZE -m MODE -N COUNT [-p CPU] [-c CPU]
-[-b BATCH] [-l] [-r REPEATS] [--counters LIST|none] [--json]``) and prints the JSON of
+[-b BATCH] [-l] [-r REPEATS] [--counters LIST|none] [--ring-offset BYTES] [--json]``) and prints the JSON of
 docs/architecture.md, with made-up but deterministic timings, so the runner's tests do not
 depend on the C build, on timing noise or on perf.  The variant comes from the program
-name (``ptr_ring_test-batch`` -> ``batch``), as with the real binaries.
+name (``ptr_ring_test-batch`` -> ``batch``, ``ptr_ring_test-batch@p12-a4`` -> ``batch``: a code
+layout of it), as with the real binaries.
 
 Behaviour knobs (environment variables, so a test can steer one variant):
   FAKE_CRASH=VARIANT[,VARIANT]   abort() those variants (SIGABRT) after writing to stderr
@@ -30,9 +31,9 @@ BASE_NS = {"prebatch": 12.0, "batch": 10.0, "reorder": 9.0, "spsc": 6.0}
 
 
 def main(argv):
-    variant = os.path.basename(argv[0]).split("-", 1)[-1]
+    variant = os.path.basename(argv[0]).split("-", 1)[-1].split("@", 1)[0]
     opts = {"-s": "1000", "-m": "0", "-N": "1000", "-p": None, "-c": None, "-b": "0",
-            "-r": "1", "--counters": "cycles,instructions"}
+            "-r": "1", "--counters": "cycles,instructions", "--ring-offset": "0"}
     flags = set()
     i = 1
     while i < len(argv):
@@ -108,6 +109,7 @@ def main(argv):
             "counters": counters})
     doc = {"schema": 1, "binary": "ptr_ring_test", "variant": variant, "mode": mode, "size": size,
            "batch": int(opts["-b"]) or 16, "count": count, "lock": "-l" in flags,
+           "ring_offset": int(opts["--ring-offset"]),
            "ctx_voluntary": 1, "ctx_involuntary": 0, "iterations": iterations}
     print(json.dumps(doc))
     return 0
@@ -132,27 +134,35 @@ def _noise(variant):
         yield 2.718281828459045 ** (sd * rng.gauss(0, 1)) if sd else 1.0
 
 
-def install(bin_dir, python, variants=tuple(BASE_NS), kernel_headers=None, cflags=""):
-    """Write build/bin/ptr_ring_test-<variant> mock executables into bin_dir.
+def install(bin_dir, python, variants=tuple(BASE_NS), kernel_headers=None, cflags="", seeds=(1, 11), layouts=4):
+    """Write build/bin/ptr_ring_test-<variant> mock executables into bin_dir, and the first
+    ``layouts`` code layouts of each variant for each run seed in ``seeds`` (the default seed, and
+    the one of tests/fakes/cli_runs.py)
+    (``ptr_ring_test-<variant>@p<pad>-a<align>``, ringlab.build.layouts), so that runs with
+    those seeds and up to ``layouts`` layouts find their binaries.
 
-    Each copy gets its own trailing comment, so the variants are different files with
-    different sha256 (as real per-variant binaries are).  Their source records are
-    declared (``ringlab.binaries.declare_built``) for ``kernel_headers`` and ``cflags``,
-    so a run without a build accepts them as built from the source set it asks for."""
+    Each copy gets its own trailing comment, so the variants and layouts are different files
+    with different sha256 (as real builds are).  Their source records are declared
+    (``ringlab.binaries.declare_built``) for ``kernel_headers`` and ``cflags``, so a run
+    without a build accepts them as built from the source set it asks for."""
+    from pathlib import Path
+    from ringlab.build import binaries, layouts as L   # here: the mock itself runs on the stdlib alone
     src = open(os.path.abspath(__file__)).read()
     os.makedirs(bin_dir, exist_ok=True)
     out = []
-    for v in variants:
-        path = os.path.join(bin_dir, f"ptr_ring_test-{v}")
-        with open(path, "w") as f:
-            f.write(f"#!{python}\n{src}\n# variant {v}\n")
-        os.chmod(path, 0o755)
-        out.append(path)
-    from pathlib import Path
-    from ringlab.build import binaries   # imported here: the mock itself runs on the stdlib alone
+    lays = {f"ptr_ring_test-{v}": [L.PLAIN] + [L.layout_spec(s, v, k) for s in seeds for k in range(layouts)]
+            for v in variants}
+    for base, arm in lays.items():
+        for lay in arm:
+            path = os.path.join(bin_dir, lay.binary_name(base))
+            with open(path, "w") as f:
+                f.write(f"#!{python}\n{src}\n# variant {base} {lay.suffix()}\n")
+            os.chmod(path, 0o755)
+            out.append(path)
     names = [os.path.basename(p) for p in out]
     headers = {k: v for k, v in dict(kernel_headers or {}).items() if f"ptr_ring_test-{k}" in names}
-    binaries.declare_built(names, kernel_headers=headers or None, cflags=cflags, out_dir=Path(bin_dir))
+    binaries.declare_built(names, kernel_headers=headers or None, cflags=cflags, out_dir=Path(bin_dir),
+                           layouts=lays)
     return out
 
 

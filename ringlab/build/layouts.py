@@ -1,0 +1,134 @@
+"""Code layouts: K seeded builds of one arm, so that a verdict is about the code, not one binary.
+
+A compiled binary is one sample from the space of program layouts (Curtsinger & Berger 2013):
+the same source with its functions a few bytes further on can run several percent faster or
+slower.  An A/B run with ``layouts`` K > 1 therefore builds every arm K times, each build
+(``Layout``) with
+
+* ``pad``: bytes of code that never runs, emitted ahead of the measured functions
+  (``-DRINGLAB_LAYOUT_PAD=N``, csrc/harness/ptr_ring_bench.c), drawn uniformly from 0..4095,
+  any size, not only multiples of 64, so the measured code lands at every cache-line and
+  page offset;
+* ``align``: the function alignment ``-falign-functions=N``, N drawn from :data:`ALIGNS`.
+
+Neither changes one executed instruction, so callgrind's instruction counts of an arm are the
+same in all its layouts (tests/test_layouts_build.py checks it with real gcc and valgrind).
+
+What is not randomized, and why:
+
+* loop and jump alignment: ``-falign-loops``/``-falign-jumps`` insert NOPs that are executed,
+  which would change the exact instruction counts per arm (``ringlab.tools.icount``);
+* function order: GNU ld cannot reorder the functions of an object without a linker script,
+  so the order stays the compiler's.
+
+Each layout is derived from (run seed, arm name, k) with sha256 (never Python's ``hash()``,
+which changes between processes), so the same seed gives the same layouts, hence the same
+binaries.  With ``layouts`` 1 the one layout is :data:`PLAIN`: today's build, no pad, no flag.
+A layout's binary is named by what it holds (``ptr_ring_test-batch@p1234-a16``), so the
+builds of two seeds never overwrite each other, and the same build is reused across runs.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+
+#: function alignments a layout draws from (bytes; ``-falign-functions=N``)
+ALIGNS = (1, 2, 4, 8, 16, 32, 64)
+#: pads are drawn from 0..PAD_RANGE-1 bytes
+PAD_RANGE = 4096
+#: the most layouts per arm (``-p layouts``)
+MAX_LAYOUTS = 64
+#: what separates a binary's name from its layout (a variant name never holds it)
+SEPARATOR = "@"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One build of an arm: layout index ``index``, ``pad`` bytes of unused code ahead of the
+    measured functions, function alignment ``align`` (0: the compiler's default) and the seed
+    it was drawn from (0 for :data:`PLAIN`)."""
+    index: int
+    pad: int
+    align: int
+    seed: int
+
+    @property
+    def plain(self) -> bool:
+        return self.pad == 0 and self.align == 0
+
+    def flags(self) -> list[str]:
+        """Compiler options of this layout, added after the user's cflags."""
+        if self.plain:
+            return []
+        return [f"-DRINGLAB_LAYOUT_PAD={self.pad}", f"-falign-functions={self.align}"]
+
+    def suffix(self) -> str:
+        """``@p<pad>-a<align>``; empty for the plain build."""
+        return "" if self.plain else f"{SEPARATOR}p{self.pad}-a{self.align}"
+
+    def binary_name(self, base: str) -> str:
+        """``ptr_ring_test-batch`` -> ``ptr_ring_test-batch@p1234-a16``."""
+        return base + self.suffix()
+
+    def record(self) -> dict:
+        """What the build record (``NAME.source.json`` ``layout``) says of this layout."""
+        return {"index": self.index, "pad": self.pad, "align": self.align, "seed": self.seed,
+                "flags": self.flags()}
+
+
+#: The one build of ``layouts`` 1: no pad, no extra flag.
+PLAIN = Layout(index=0, pad=0, align=0, seed=0)
+
+
+def layout_seed(seed: int, arm: str, k: int) -> int:
+    """A 64-bit seed for layout ``k`` of ``arm`` in a run with ``seed`` (sha256, stable)."""
+    text = f"ringlab-layout\0{int(seed)}\0{arm}\0{int(k)}".encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
+
+
+def layout_spec(seed: int, arm: str, k: int) -> Layout:
+    """Layout ``k`` of ``arm`` (a variant name) in a run with ``seed``: the same arguments
+    always give the same layout; each arm's layouts are drawn independently."""
+    s = layout_seed(seed, arm, k)
+    rng = random.Random(s)
+    return Layout(index=int(k), pad=rng.randrange(PAD_RANGE), align=rng.choice(ALIGNS), seed=s)
+
+
+def arm_layouts(seed: int, arm: str, count: int) -> list[Layout]:
+    """The ``count`` layouts of one arm: ``[PLAIN]`` for 1, else ``layout_spec(seed, arm, k)``."""
+    count = int(count)
+    if not 1 <= count <= MAX_LAYOUTS:
+        raise ValueError(f"layouts {count}: allowed: 1..{MAX_LAYOUTS}")
+    if count == 1:
+        return [PLAIN]
+    return [layout_spec(seed, arm, k) for k in range(count)]
+
+
+def base_name(name: str) -> str:
+    """A binary's name without its layout suffix (``ptr_ring_test-batch@p12-a4`` -> ``ptr_ring_test-batch``)."""
+    return name.split(SEPARATOR, 1)[0]
+
+
+def per_trial_seed(seed: int, order: int, what: str) -> int:
+    """A 64-bit seed for one trial's data layout (``what``: ring_offset, env_pad), from the run's
+    seed and the trial's place in the plan, so a resumed run draws the same values."""
+    text = f"ringlab-trial\0{int(seed)}\0{int(order)}\0{what}".encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
+
+
+#: ``--ring-offset`` of the ptr_ring harness: a multiple of 64 in [0, RING_OFFSET_MAX]
+RING_OFFSET_MAX = 4032
+#: RINGLAB_ENV_PAD holds 0..ENV_PAD_RANGE-1 characters
+ENV_PAD_RANGE = 4096
+
+
+def ring_offset(seed: int, order: int) -> int:
+    """The trial's ring offset: a multiple of 64 in [0, 4032], uniform."""
+    return 64 * (per_trial_seed(seed, order, "ring_offset") % (RING_OFFSET_MAX // 64 + 1))
+
+
+def env_pad(seed: int, order: int) -> int:
+    """The trial's environment pad length: 0..4095 characters, uniform (moves the initial
+    stack; Mytkowicz et al. 2009)."""
+    return per_trial_seed(seed, order, "env_pad") % ENV_PAD_RANGE

@@ -1,0 +1,247 @@
+"""Code and data layouts: seeded layout specs, K builds per arm, their records, the round plan,
+per-trial ring offsets and environment sizes, and (real gcc) equal instruction counts."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ringlab import paths
+from ringlab import run as runner
+from ringlab.build import binaries, driver
+from ringlab.build import layouts as L
+from ringlab.build.sourceset import source_record_path
+from ringlab.errors import ParamError
+from ringlab.experiments.base import TrialSpec
+from ringlab.experiments.ptr_ring import PtrRing
+from ringlab.run import plan as P
+from ringlab.run import process
+
+
+# -- layout specs ----------------------------------------------------------------------------
+def test_layout_spec_is_deterministic_and_in_range():
+    a = [L.layout_spec(7, "batch", k) for k in range(64)]
+    assert a == [L.layout_spec(7, "batch", k) for k in range(64)]
+    assert all(0 <= x.pad < 4096 for x in a) and all(x.align in L.ALIGNS for x in a)
+    assert [x.index for x in a] == list(range(64))
+    assert len({x.pad for x in a}) > 40                 # pads of any size, not a few
+    assert any(x.pad % 64 for x in a)                   # not only multiples of 64
+    assert len({x.align for x in a}) > 3
+    # each arm and each seed draws its own layouts
+    assert a != [L.layout_spec(7, "reorder", k) for k in range(64)]
+    assert a != [L.layout_spec(8, "batch", k) for k in range(64)]
+
+
+def test_layout_spec_does_not_depend_on_the_hash_seed():
+    code = ("from ringlab.build.layouts import layout_spec as s; "
+            "print([(s(3, 'batch', k).pad, s(3, 'batch', k).align) for k in range(4)])")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONPATH": str(paths.ROOT), "PYTHONHASHSEED": h}).stdout
+            for h in ("1", "2")}
+    assert len(outs) == 1
+    assert outs.pop().strip() == str([(L.layout_spec(3, "batch", k).pad, L.layout_spec(3, "batch", k).align)
+                                      for k in range(4)])
+
+
+def test_one_layout_is_the_plain_build_and_names():
+    assert L.arm_layouts(5, "batch", 1) == [L.PLAIN]
+    assert L.PLAIN.flags() == [] and L.PLAIN.binary_name("ptr_ring_test-batch") == "ptr_ring_test-batch"
+    lays = L.arm_layouts(5, "batch", 8)
+    names = [x.binary_name("ptr_ring_test-batch") for x in lays]
+    assert len(set(names)) == 8
+    for x, n in zip(lays, names):
+        assert n == f"ptr_ring_test-batch@p{x.pad}-a{x.align}" and L.base_name(n) == "ptr_ring_test-batch"
+        assert x.flags() == [f"-DRINGLAB_LAYOUT_PAD={x.pad}", f"-falign-functions={x.align}"]
+        assert not any("loops" in f or "jumps" in f for f in x.flags())   # executed NOPs: never
+    with pytest.raises(ValueError):
+        L.arm_layouts(5, "batch", 0)
+
+
+@pytest.mark.parametrize("raw", ["0", "65", "two"])
+def test_layouts_parameter_bounds(raw):
+    with pytest.raises(ParamError, match="parameter 'layouts'.*allowed"):
+        PtrRing.resolve({"layouts": raw})
+
+
+def test_profile_defaults():
+    assert [PtrRing.resolve({"profile": p})["layouts"] for p in ("smoke", "quick", "full")] == [2, 4, 8]
+    assert PtrRing.resolve({"profile": "full", "layouts": 1})["layouts"] == 1
+
+
+# -- builds and their records ----------------------------------------------------------------
+def _layouts(seed=3, k=3):
+    return {"ptr_ring_test-batch": L.arm_layouts(seed, "batch", k)}
+
+
+def test_build_plan_names_and_flags(tmp_path):
+    lays = _layouts()
+    jobs, _, _ = driver._plan(None, "-O3 -DX=1", None, tmp_path, ["ptr_ring_test-batch", "c2c_latency"], lays)
+    by = {j.name: j for j in jobs}
+    assert "c2c_latency" in by and "ptr_ring_test-batch" not in by
+    for lay in lays["ptr_ring_test-batch"]:
+        job = by[lay.binary_name("ptr_ring_test-batch")]
+        flags = job.argv_flags()
+        # the user's validated cflags, then the layout's
+        assert flags[-2:] == lay.flags() and flags.index("-O3") < flags.index(lay.flags()[0])
+        assert job.layout == lay
+    # layout names in ``only`` select their base target
+    jobs2, _, _ = driver._plan(None, "", None, tmp_path, [lays["ptr_ring_test-batch"][1].binary_name(
+        "ptr_ring_test-batch")], lays)
+    assert len(jobs2) == 3
+
+
+def _declare(out: Path, lays):
+    out.mkdir(parents=True)
+    for lay in lays["ptr_ring_test-batch"]:
+        p = out / lay.binary_name("ptr_ring_test-batch")
+        p.write_text(f"#!/bin/sh\n# {lay}\n")
+        p.chmod(0o755)
+    binaries.declare_built(["ptr_ring_test-batch"], out_dir=out, layouts=lays)
+
+
+def test_records_hold_the_layout_and_no_build_checks_it(tmp_path):
+    lays, out = _layouts(), tmp_path / "bin"
+    _declare(out, lays)
+    info = binaries.check_binaries(only=["ptr_ring_test-batch"], out_dir=out, layouts=lays)
+    srcs = set()
+    for lay in lays["ptr_ring_test-batch"]:
+        name = lay.binary_name("ptr_ring_test-batch")
+        rec = json.loads(source_record_path(out / name).read_text())
+        assert rec["layout"] == {"index": lay.index, "pad": lay.pad, "align": lay.align, "seed": lay.seed,
+                                 "flags": lay.flags()}
+        assert not any("RINGLAB_LAYOUT_PAD" in f for f in rec["flags"])   # moves code, changes none
+        assert info.binaries[name].layout == rec["layout"]
+        srcs.add(rec["source_sha256"])
+    assert len(srcs) == 1      # one arm's layouts: one source set
+    # a record that says another pad: refused, naming both
+    name = lays["ptr_ring_test-batch"][0].binary_name("ptr_ring_test-batch")
+    rec = json.loads(source_record_path(out / name).read_text())
+    rec["layout"]["pad"] += 1
+    source_record_path(out / name).write_text(json.dumps(rec))
+    with pytest.raises(driver.StaleBinaryError, match=f"pad {rec['layout']['pad']}"):
+        binaries.check_binaries(only=["ptr_ring_test-batch"], out_dir=out, layouts=lays)
+
+
+# -- the plan ----------------------------------------------------------------------------------
+def _specs(rounds=12, arms=("a", "b"), sizes=(1, 2)):
+    return [TrialSpec({"variant": v, "size": s}, t, t < 1) for v in arms for s in sizes for t in range(rounds)]
+
+
+def test_plan_blocks_cycle_over_layout_pairs():
+    K, rounds = 4, 12
+    plan = P.order_plan(_specs(rounds), 9, K)
+    assert [(s.config, s.trial, s.extra) for s in plan] == \
+           [(s.config, s.trial, s.extra) for s in P.order_plan(_specs(rounds), 9, K)]
+    by_round = {}
+    for s in plan:
+        by_round.setdefault(s.trial, []).append(s)
+    for r, trials in by_round.items():
+        assert len({s.extra["layout"] for s in trials}) == 1                 # one pair a round
+        assert Counter((s.config["variant"], s.config["size"]) for s in trials) == \
+            Counter({(v, z): 1 for v in "ab" for z in (1, 2)})               # each arm once
+    for b in range(rounds // K):                                             # every pair once a block
+        assert sorted(by_round[r][0].extra["layout"] for r in range(b * K, b * K + K)) == list(range(K))
+    seq = [by_round[r][0].extra["layout"] for r in range(rounds)]
+    assert seq != sorted(seq) and seq != [P.round_layout(10, r, K) for r in range(rounds)]
+
+
+def test_one_layout_is_todays_plan():
+    old = P.order_plan(_specs(), 9)
+    new = P.order_plan(_specs(), 9, 1)
+    assert [(s.config, s.trial) for s in old] == [(s.config, s.trial) for s in new]
+    assert {s.extra["layout"] for s in new} == {0}
+    v = PtrRing.resolve({"layouts": 1, "variants": "batch,reorder"})
+    assert PtrRing().needed_binaries(v) == ["ptr_ring_test-batch", "ptr_ring_test-reorder"]
+
+
+def test_icount_trials_count_two_layouts():
+    class Ctx:
+        values = PtrRing.resolve({"profile": "smoke", "cpus": "none", "icount": "true", "variants": "batch"})
+
+        def warn(self, m):
+            raise AssertionError(m)
+    exp = PtrRing()
+    plan = P.full_plan(exp, Ctx.values, exp.plan(Ctx.values, Ctx()), Ctx())
+    ic = [s for s in plan if s.kind == "icount"]
+    assert sorted(s.extra["layout"] for s in ic) == [0, 1]
+
+
+# -- per-trial data layout ---------------------------------------------------------------------
+def test_per_trial_offsets_are_seeded():
+    offs = [L.ring_offset(4, o) for o in range(500)]
+    assert offs == [L.ring_offset(4, o) for o in range(500)]
+    assert all(o % 64 == 0 and 0 <= o <= 4032 for o in offs) and len(set(offs)) > 40
+    pads = [L.env_pad(4, o) for o in range(500)]
+    assert all(0 <= p < 4096 for p in pads) and len(set(pads)) > 400
+    assert offs != [L.ring_offset(5, o) for o in range(500)]
+    s = process.trial_layout(TrialSpec({"variant": "a"}, 0, False), 17, 4)
+    assert s.extra == {"ring_offset": L.ring_offset(4, 17), "env_pad": L.env_pad(4, 17)}
+    assert len(process.trial_env(37)[process.ENV_PAD_VAR]) == 37
+
+
+def test_run_records_layout_columns(fakebin, tmp_path):
+    res = runner.run_experiment("ptr_ring", {"profile": "smoke", "cpus": "none", "governor": "false",
+                                             "variants": "batch,reorder", "modes": "0", "trials": 3},
+                                tmp_path / "r", build=False, progress=False, log=lambda m: None)
+    df = pd.read_csv(res.raw_csv).sort_values("order")
+    env = json.loads(res.env_json.read_text())
+    assert env["parameters"]["layouts"] == 2 and env["plan"]["layouts"] == 2 and env["schema_version"] == 3
+    assert df["ring_offset"].tolist() == [L.ring_offset(1, o) for o in df["order"]]   # as the binary says
+    assert df["env_pad"].tolist() == [L.env_pad(1, o) for o in df["order"]]
+    assert df["layout"].tolist() == [P.round_layout(1, r, 2) for r in df["round"]]
+    # each arm ran its two layouts, one binary each; the binaries of the run are the layout builds
+    assert df.groupby("variant")["binary_sha256"].nunique().eq(2).all()
+    assert all("@p" in n for n in env["binaries_used"])
+    shapes = env["measured_commands"]["batch"][0]["shape"]
+    assert shapes[shapes.index("--ring-offset") + 1] == "<ring-offset>"
+    # provenance: one binary per layout pair by design, not a rebuild during the run
+    from ringlab.report import provenance
+    c = provenance.check(res.out_dir)
+    assert not [x for x in c["problems"] if "dirty" not in x]
+    assert set(c["variants"]["batch"]["programs"]) == {"0", "1"}
+
+
+# -- real builds: the layout moves code, not one instruction -------------------------------------
+@pytest.fixture(scope="module")
+def two_layouts(tmp_path_factory):
+    if shutil.which(driver.compiler()) is None:
+        pytest.skip(f"no C compiler ({driver.compiler()}) on PATH")
+    a, b = L.Layout(0, 40, 1, 1), L.Layout(1, 2903, 64, 2)
+    out = tmp_path_factory.mktemp("bin")
+    info = driver.build_all(only=["ptr_ring_test-batch"], out_dir=out, jobs=2,
+                            layouts={"ptr_ring_test-batch": [a, b]})
+    return [Path(info.binaries[x.binary_name("ptr_ring_test-batch")].path) for x in (a, b)]
+
+
+def _address(binary: Path, symbol: str) -> int:
+    if shutil.which("nm") is None:
+        pytest.skip("nm (binutils) not on PATH")
+    out = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
+    return next(int(line.split()[0], 16) for line in out.splitlines() if line.split()[-1] == symbol)
+
+
+def test_layouts_move_the_measured_code(two_layouts):
+    a, b = (_address(p, "rl_measured_simple") for p in two_layouts)
+    assert a != b
+
+
+def test_layouts_count_the_same_instructions(two_layouts, tmp_path):
+    from ringlab.tools import icount
+    av = icount.availability()
+    if not av.ok:
+        pytest.skip(f"callgrind: {av.reason}")
+    counts = []
+    for i, exe in enumerate(two_layouts):
+        cg = tmp_path / f"cg{i}.out"
+        argv = [str(exe), "-m", "0", "-s", "64", "-N", "20000", "--counters", "none", "--json",
+                "--ring-offset", str(64 * i)]
+        subprocess.run(icount.callgrind_argv(argv, cg), capture_output=True, check=True, timeout=300)
+        counts.append(icount.parse_callgrind_out(cg.read_text()))
+    assert counts[0] > 0 and counts[0] == counts[1]
