@@ -29,6 +29,7 @@ from ringlab.stats.summary import format_value
 from ringlab.stats.compare import method_text
 from ringlab.report.mail_reproduce import reproduce_lines
 from ringlab.report.mail_run import _PLACEMENT_COLS, _icount_note, _machine, _method_lines, _placement, _variant_lines
+from ringlab.report.tables import layout_texts
 from ringlab.report.mailfmt import _field, _fmt, _num, _ok, _para
 
 WIDTH = 72
@@ -196,6 +197,8 @@ def _results(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int
             if "design" in r and isinstance(r["design"], str) and r["design"]:
                 dz = r["design"] + (f", {int(_num(r['n_pairs']))} pairs" if _ok(r.get("n_pairs")) else "")
                 out += _field("design" + tag, dz, width, 4, 12)
+            for label, text in layout_texts(r):
+                out += _field(label + tag, text, width, 4, 12)
             out += _field("verdict" + tag, _verdict(r), width, 4, 12)
             for src, ir in instr.get((ck, cand), []):
                 txt = (f"{baseline} {_num(ir['median_baseline']):.2f}, {cand} {_num(ir['median_candidate']):.2f}"

@@ -21,7 +21,7 @@ def _direction(sign: float, metric: str) -> str:
 def _state_note(r: dict, metric: str) -> str:
     fast, slow = _direction(r["delta_fast_pct"], metric), _direction(r["delta_slow_pct"], metric)
     return (f"{fast} in the fast state ({r['delta_fast_pct']:+.1f}%), {slow} in the slow state "
-            f"({r['delta_slow_pct']:+.1f}%); the headline weights the states equally")
+            f"({r['delta_slow_pct']:+.1f}%)")
 
 
 def _decide(r: dict, metric: str, noise: float, level: float, unit: str, n_run: int) -> bool:

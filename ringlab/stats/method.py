@@ -15,6 +15,12 @@ def method_text(res: pd.DataFrame) -> str:
                      "signed-rank test")
     if "unpaired" in designs:
         parts.append("unpaired rows (incomplete rounds): CI and p from Mann-Whitney")
+    if "layouts" in designs:
+        parts.append("layouts rows: per layout pair the Hodges-Lehmann estimate of the per-round log "
+                     "ratios, CI and p from a t test across the layout pairs (K - 1 df)")
+    if "states" in res.columns and (pd.to_numeric(res["states"], errors="coerce") == 2).any():
+        parts.append("two machine states: rounds that straddle a switch left out of the per-state "
+                     "effects, the headline weights the states equally")
     if "exact" in designs:
         parts.append("exact rows: deterministic metric, no CI or p")
     fams = []
