@@ -303,7 +303,9 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
     Returns dicts: label, group, icount_baseline, icount_candidate, icount_delta_pct,
     time_verdict, time_delta_pct, time_p, finding ("same instructions, different time" |
     "different instructions" | "same instructions, same time" | "no instruction counts"),
-    text, and for the first case ``causes`` and ``checks``.
+    text, and for the first case ``causes`` and ``checks``; for "different instructions"
+    ``layout_suspected`` (time moves against the counts beyond its CI: more instructions and
+    faster, or fewer and slower; the text then says "layout suspected").
     """
     if "variant" not in df.columns:
         raise ValueError("raw.csv has no 'variant' column")
@@ -365,5 +367,11 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
             rec["finding"] = "different instructions"
             rec["text"] = (f"{label}: different instructions: {ic_txt} "
                            f"({rec['icount_delta_pct']:+.2f}%); {time_txt}")
+            # the time CI excludes 0 on the side opposite to the instruction count
+            rec["layout_suspected"] = bool((mc > mb and tv["verdict"] == "faster")
+                                           or (mc < mb and tv["verdict"] == "slower"))
+            if rec["layout_suspected"]:
+                rec["text"] += (f"; layout suspected: {'more' if mc > mb else 'fewer'} instructions but "
+                                f"{tv['verdict']} beyond the CI (measure several layouts of each arm)")
         out.append(rec)
     return out
