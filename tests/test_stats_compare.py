@@ -232,7 +232,9 @@ def test_layout_suspected_when_time_moves_against_the_counts():
                   deterministic_icount={"batch": 110.0, "reorder": 120.0})
     (d,) = diagnose_ab(df, "batch", "reorder")
     assert d["finding"] == "different instructions" and d["layout_suspected"]
-    assert "layout suspected" in d["text"]
+    assert d["layout_text"].startswith("layout suspected") and "layout suspected" not in d["text"]
+    (dl,) = diagnose_ab(df.assign(layout=0), "batch", "reorder")
+    assert "layout suspected" in dl["text"]
     # fewer instructions and faster: what the counts predict
     df2 = make_raw(trials=40, seed=6, effects={"reorder": -0.06},
                    deterministic_icount={"batch": 120.0, "reorder": 110.0})

@@ -305,7 +305,8 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
     "different instructions" | "same instructions, same time" | "no instruction counts"),
     text, and for the first case ``causes`` and ``checks``; for "different instructions"
     ``layout_suspected`` (time moves against the counts beyond its CI: more instructions and
-    faster, or fewer and slower; the text then says "layout suspected").
+    faster, or fewer and slower) with ``layout_text`` saying "layout suspected", which the
+    text carries for runs with a ``layout`` column (older runs keep the text of their summaries).
     """
     if "variant" not in df.columns:
         raise ValueError("raw.csv has no 'variant' column")
@@ -371,7 +372,9 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
             rec["layout_suspected"] = bool((mc > mb and tv["verdict"] == "faster")
                                            or (mc < mb and tv["verdict"] == "slower"))
             if rec["layout_suspected"]:
-                rec["text"] += (f"; layout suspected: {'more' if mc > mb else 'fewer'} instructions but "
-                                f"{tv['verdict']} beyond the CI (measure several layouts of each arm)")
+                rec["layout_text"] = (f"layout suspected: {'more' if mc > mb else 'fewer'} instructions but "
+                                      f"{tv['verdict']} beyond the CI (measure several layouts of each arm)")
+                if "layout" in df.columns:   # older runs keep the text their summaries were made with
+                    rec["text"] += "; " + rec["layout_text"]
         out.append(rec)
     return out
