@@ -145,6 +145,40 @@ def _config_title(r, vary: list[str], experiment: str) -> str:
     return ", ".join(bits + ([place] if place else [])) or "all trials"
 
 
+def _row_lines(r, baseline: str, instr_rows: list, multi: bool, width: int) -> list[str]:
+    """delta, design, layouts/states, verdict and instructions/op lines of one candidate's row."""
+    out: list[str] = []
+    cand = str(r["candidate"])
+    tag = f" {cand}" if multi else ""
+    d = fmt.pct(r["delta_pct"])
+    if _ok(r["ci_low_pct"]):
+        d += f", {_ci_label(r)} {fmt.ci(r['ci_low_pct'], r['ci_high_pct'])}"
+    if _ok(r.get("p_holm")):
+        pv = fmt.p(r["p_holm"])
+        d += f", p {pv}" if pv.startswith("<") else f", p = {pv}"
+    if isinstance(r.get("note"), str) and "exact" in r["note"]:
+        d += ", exact (every trial gave the same value)"
+    out += _field("delta" + tag, d, width, 4, 12)
+    if "design" in r and isinstance(r["design"], str) and r["design"]:
+        dz = r["design"] + (f", {int(_num(r['n_pairs']))} pairs" if _ok(r.get("n_pairs")) else "")
+        out += _field("design" + tag, dz, width, 4, 12)
+    for label, text in layout_texts(r):
+        out += _field(label + tag, text, width, 4, 12)
+    out += _field("verdict" + tag, _verdict(r), width, 4, 12)
+    for src, ir in instr_rows:
+        txt = (f"{baseline} {_num(ir['median_baseline']):.2f}, {cand} {_num(ir['median_candidate']):.2f}"
+               f" ({_num(ir['median_candidate']) - _num(ir['median_baseline']):+.2f}, "
+               f"{fmt.pct(ir['delta_pct'])}): {_verdict(ir, instr=True)}")
+        if isinstance(ir.get("note"), str) and "exact" in ir["note"]:
+            txt += f", exact ({src}: identical counts in every run)"
+        elif _ok(ir["ci_low_pct"]):
+            txt += f", {_ci_label(ir)} {fmt.ci(ir['ci_low_pct'], ir['ci_high_pct'])} ({src})"
+        else:
+            txt += f" ({src})"
+        out += _field("instr/op" + tag, txt, width, 4, 12)
+    return out
+
+
 def _results(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
              candidates: list[str] | None) -> list[str]:
     cmp = compare(df, baseline, metric)
@@ -183,34 +217,7 @@ def _results(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int
                           + (f", CV {c * 100:.1f}%" if math.isfinite(c) else "") + ")", width, 4, 12)
         multi = len(grp) > 1
         for _, r in grp.iterrows():
-            cand = str(r["candidate"])
-            tag = f" {cand}" if multi else ""
-            d = fmt.pct(r["delta_pct"])
-            if _ok(r["ci_low_pct"]):
-                d += f", {_ci_label(r)} {fmt.ci(r['ci_low_pct'], r['ci_high_pct'])}"
-            if _ok(r.get("p_holm")):
-                pv = fmt.p(r["p_holm"])
-                d += f", p {pv}" if pv.startswith("<") else f", p = {pv}"
-            if isinstance(r.get("note"), str) and "exact" in r["note"]:
-                d += ", exact (every trial gave the same value)"
-            out += _field("delta" + tag, d, width, 4, 12)
-            if "design" in r and isinstance(r["design"], str) and r["design"]:
-                dz = r["design"] + (f", {int(_num(r['n_pairs']))} pairs" if _ok(r.get("n_pairs")) else "")
-                out += _field("design" + tag, dz, width, 4, 12)
-            for label, text in layout_texts(r):
-                out += _field(label + tag, text, width, 4, 12)
-            out += _field("verdict" + tag, _verdict(r), width, 4, 12)
-            for src, ir in instr.get((ck, cand), []):
-                txt = (f"{baseline} {_num(ir['median_baseline']):.2f}, {cand} {_num(ir['median_candidate']):.2f}"
-                       f" ({_num(ir['median_candidate']) - _num(ir['median_baseline']):+.2f}, "
-                       f"{fmt.pct(ir['delta_pct'])}): {_verdict(ir, instr=True)}")
-                if isinstance(ir.get("note"), str) and "exact" in ir["note"]:
-                    txt += f", exact ({src}: identical counts in every run)"
-                elif _ok(ir["ci_low_pct"]):
-                    txt += f", {_ci_label(ir)} {fmt.ci(ir['ci_low_pct'], ir['ci_high_pct'])} ({src})"
-                else:
-                    txt += f" ({src})"
-                out += _field("instr/op" + tag, txt, width, 4, 12)
+            out += _row_lines(r, baseline, instr.get((ck, str(r["candidate"])), []), multi, width)
     return out
 
 

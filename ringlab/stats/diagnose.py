@@ -294,6 +294,18 @@ SAME_ICOUNT_CHECKS = ("diff `size` and `objdump -d` of the two binaries around t
                       "check cache-line sharing with `perf c2c` where supported")
 
 
+def _layout_suspected(rec: dict, mb: float, mc: float, time_verdict: str, has_layout: bool) -> None:
+    """Time moves against the instruction counts beyond its CI (the time CI excludes 0 on the
+    side opposite to the counts): the layout, not the code, is the likely cause."""
+    rec["layout_suspected"] = bool((mc > mb and time_verdict == "faster")
+                                   or (mc < mb and time_verdict == "slower"))
+    if rec["layout_suspected"]:
+        rec["layout_text"] = (f"layout suspected: {'more' if mc > mb else 'fewer'} instructions but "
+                              f"{time_verdict} beyond the CI (measure several layouts of each arm)")
+        if has_layout:   # older runs keep the text their summaries were made with
+            rec["text"] += "; " + rec["layout_text"]
+
+
 def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: str = schema.PRIMARY_METRIC,
                 icount_metric: str = "instructions_per_op", tolerance: float = 0.001,
                 alpha: float = 0.05, by=None) -> list[dict]:
@@ -368,13 +380,6 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
             rec["finding"] = "different instructions"
             rec["text"] = (f"{label}: different instructions: {ic_txt} "
                            f"({rec['icount_delta_pct']:+.2f}%); {time_txt}")
-            # the time CI excludes 0 on the side opposite to the instruction count
-            rec["layout_suspected"] = bool((mc > mb and tv["verdict"] == "faster")
-                                           or (mc < mb and tv["verdict"] == "slower"))
-            if rec["layout_suspected"]:
-                rec["layout_text"] = (f"layout suspected: {'more' if mc > mb else 'fewer'} instructions but "
-                                      f"{tv['verdict']} beyond the CI (measure several layouts of each arm)")
-                if "layout" in df.columns:   # older runs keep the text their summaries were made with
-                    rec["text"] += "; " + rec["layout_text"]
+            _layout_suspected(rec, mb, mc, tv["verdict"], "layout" in df.columns)
         out.append(rec)
     return out
