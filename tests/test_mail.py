@@ -226,3 +226,18 @@ def test_numbers_formatted_like_the_report_tables(text):
         pv = fmt.p(r["p_holm"])
         line += f", p {pv}" if pv.startswith("<") else f", p = {pv}"
         assert line in text, line
+
+
+def test_layout_runs_show_layouts_states_and_the_fixed_build_caveat():
+    import math as _m
+    from layout_runs import layout_frame
+    df, env = layout_frame(8, effect=(_m.log(1.05),) * 2, sigma_layout=0.02, seed=3)
+    text = " ".join(mail._results(df, env, "base", "ns_per_op", 72, None))
+    text = " ".join(text.split())
+    assert "design layouts" in text and "8 layout pairs, layout spread" in text
+    assert "of the CI width squared" in text and "one fixed build" not in text
+    df1, env1 = layout_frame(1, rounds_per_layout=120, effect=(-0.035, 0.087), sigma_layout=0.0, seed=4)
+    text1 = " ".join(" ".join(mail._results(df1, env1, "base", "ns_per_op", 72, None)).split())
+    assert ("one fixed build (layouts=1): the CI describes this binary pair, not the code change") in text1
+    assert "two machine states" in text1 and "verdict depends on machine state" in text1
+    assert all(len(ln) <= 72 for ln in mail._results(df1, env1, "base", "ns_per_op", 72, None))

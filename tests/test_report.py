@@ -355,3 +355,24 @@ def test_summarize_renders_what_the_notebook_asked_for(run_dir):
     (run_dir / "summary.md").unlink()
     assert cli.main(["summarize", str(run_dir), "--no-figures"]) == 0
     assert (run_dir / "summary.md").read_text() == by_notebook
+
+
+def test_ab_table_shows_layouts_only_for_layout_runs():
+    from layout_runs import tidy_frame
+    from ringlab.report.tables import FIXED_BUILD, LAYOUT_HEADER, comparison_rows
+    from ringlab.stats import compare as stats_compare
+    from ringlab.stats import noise
+    import numpy as np
+    sim = noise.simulate_ab(8, 20, effect=(0.0, 0.0), sigma_layout=0.034, rng=np.random.default_rng(5))
+    h, rows = comparison_rows(stats_compare(tidy_frame(sim), "base"))
+    cell = rows[0][h.index(LAYOUT_HEADER)]
+    assert "8 layout pairs" in cell and "of the CI width squared" in cell
+    res = stats_compare(tidy_frame(sim), "base")
+    sensitive = bool(res["layout_sensitive"].iloc[0])
+    assert ("layout-sensitive" in cell) is sensitive
+    one = noise.simulate_ab(1, 40, rng=np.random.default_rng(6))
+    h1, rows1 = comparison_rows(stats_compare(tidy_frame(one), "base"))
+    assert FIXED_BUILD in rows1[0][h1.index(LAYOUT_HEADER)]
+    # without a layout column: the table of before
+    h0, _ = comparison_rows(stats_compare(tidy_frame(one).drop(columns="layout"), "base"))
+    assert LAYOUT_HEADER not in h0

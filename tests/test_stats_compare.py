@@ -5,13 +5,15 @@ import sys
 
 import numpy as np
 import pytest
+from scipy import stats as sst
 
-
-from ringlab.stats import (JSON_FIELDS, StatsError, check_rule, compare, diagnose, diagnose_ab, holm, to_records,
-                           verdict_one)
+from ringlab.stats import (JSON_FIELDS, StatsError, check_rule, compare, compare_arrays, diagnose, diagnose_ab, holm,
+                           to_records, verdict_one)
+from ringlab.stats import noise
 from ringlab.stats import ranktests as rt
 from ringlab.stats.compare import holm_levels
 from ringlab.stats.diagnose import busy_rounds
+from layout_runs import tidy_frame
 from synth import make_raw
 
 
@@ -125,13 +127,25 @@ def test_family_is_one_candidate_and_ci_level_follows_holm():
     res = compare(df, "batch")
     assert set(res["family_size"]) == {4}
     assert len(res) == 8
+    for _, fam in res.groupby("candidate"):
+        # the levels compare() printed are Holm's steps of the p-values it printed
+        p = fam["p_value"].to_numpy()
+        order = np.argsort(p, kind="stable")
+        m = len(p)
+        rejected = 0
+        while rejected < m and p[order[rejected]] <= 0.05 / (m - rejected):
+            rejected += 1
+        for rank, i in enumerate(order):
+            step = min(rank, rejected)
+            assert fam["ci_level"].iloc[i] == pytest.approx(1 - 0.05 / (m - step))
+            assert fam["p_holm"].iloc[i] >= fam["p_value"].iloc[i]
+        excl = (fam["ci_low_pct"] > 0) | (fam["ci_high_pct"] < 0)
+        assert ((fam["p_holm"] <= 0.05) == excl).all()   # rejected by Holm <=> its printed CI excludes 0
+    assert (res[res["candidate"] == "reorder"]["verdict"] == "faster").all()
     p = [0.001, 0.04, 0.012, 0.3]  # Holm rejects 0.001 (<= .05/4) and 0.012 (<= .05/3), stops at 0.04
     lv = holm_levels(p, 0.05)
-    adj = holm(p)
     assert lv[0] == pytest.approx(1 - 0.05 / 4) and lv[2] == pytest.approx(1 - 0.05 / 3)
     assert lv[1] == pytest.approx(1 - 0.05 / 2) and lv[3] == pytest.approx(1 - 0.05 / 2)
-    for pi, li, ai in zip(p, lv, adj):
-        assert (ai <= 0.05) == (pi <= 1 - li)  # rejected by Holm <=> its own CI excludes 0
 
 
 def test_identical_arms_get_an_interval_of_real_width():
@@ -156,11 +170,16 @@ def test_single_threaded_arm_shares_its_placement_group():
 
 
 def test_mail_sign_convention_matches_seed000():
-    # thread 000: unpatched -> patched ms and the mail's "delta"
+    # thread 000: unpatched -> patched ms and the mail's "gain", which the mail truncated to one
+    # decimal; compare()'s gain_pct of the same two numbers must give it
     for base, cand, mail in [(4648, 4464, 3.9), (2562, 2401, 6.2), (3624, 3462, 4.4), (2758, 2547, 7.6)]:
-        gain = (base - cand) / base * 100  # = -delta_pct
+        r = compare_arrays([base] * 5, [cand] * 5)     # constant arms: compared exactly
+        assert r["design"] == "exact"
+        gain = -r["delta_pct"]
         assert math.floor(gain * 10) / 10 == mail
-        assert abs((base - cand) / cand * 100 - mail) > 0.1 or mail == 3.9
+        frame = make_raw(trials=6, seed=1, cv=0.0, base_ns=base, effects={"reorder": cand / base - 1})
+        row = compare(frame, "batch").iloc[0]
+        assert math.floor(row["gain_pct"] * 10) / 10 == mail and row["gain_pct"] == pytest.approx(-row["delta_pct"])
 
 
 def test_holm():
@@ -194,15 +213,33 @@ def test_inconclusive_trials_needed_never_below_what_was_run():
 
 def test_trials_needed_reaches_its_power_when_resampled():
     # the run's rounds are the only information: draw the recommended number of rounds from a
-    # population like them, with the observed effect, and the test must call it ~80% of the time
+    # population like them, with the observed effect; power must not be significantly below the
+    # promised 80% (one-sided binomial test at 1%)
     rng = np.random.default_rng(9)
     d = rng.standard_t(3, 12) * 0.04 + 0.02
     r = verdict_one(np.ones(12), np.exp(d), paired=True)
     assert r["verdict"] == "inconclusive"
     n = int(r["trials_needed"])
-    pop = rng.standard_t(3, (400, n)) * 0.04 + math.log1p(r["delta_pct"] / 100)
-    called = rt.signed_rank_reject_batch(pop, 0.05).mean()
-    assert called >= 0.7, (n, called)
+    runs = 1000
+    pop = rng.standard_t(3, (runs, n)) * 0.04 + math.log1p(r["delta_pct"] / 100)
+    called = int(rt.signed_rank_reject_batch(pop, 0.05).sum())
+    assert sst.binomtest(called, runs, 0.8, alternative="less").pvalue > 0.01, (n, called)
+
+
+def test_layout_suspected_when_time_moves_against_the_counts():
+    # more instructions, yet faster beyond the CI: the layout, not the code
+    df = make_raw(trials=40, seed=6, effects={"reorder": -0.06},
+                  deterministic_icount={"batch": 110.0, "reorder": 120.0})
+    (d,) = diagnose_ab(df, "batch", "reorder")
+    assert d["finding"] == "different instructions" and d["layout_suspected"]
+    assert d["layout_text"].startswith("layout suspected") and "layout suspected" not in d["text"]
+    (dl,) = diagnose_ab(df.assign(layout=0), "batch", "reorder")
+    assert "layout suspected" in dl["text"]
+    # fewer instructions and faster: what the counts predict
+    df2 = make_raw(trials=40, seed=6, effects={"reorder": -0.06},
+                   deterministic_icount={"batch": 120.0, "reorder": 110.0})
+    (d2,) = diagnose_ab(df2, "batch", "reorder")
+    assert not d2["layout_suspected"] and "layout suspected" not in d2["text"]
 
 
 def test_deterministic_metric_is_exact():
@@ -279,3 +316,62 @@ def test_cli_compare_json_and_table(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "ringlab", "compare", str(p), "--baseline", "nope"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "allowed: batch, reorder" in bad.stderr
+
+
+# -- layouts and machine states ----------------------------------------------------------------
+
+def _layout_frame(K, R, effect, sigma_layout, seed, **kw):
+    sim = noise.simulate_ab(K, R, effect=effect, sigma_layout=sigma_layout, rng=np.random.default_rng(seed), **kw)
+    return tidy_frame(sim, ("base", "cand"))
+
+
+def test_layouts_design_fields_and_json():
+    res = compare(_layout_frame(8, 20, (math.log(1.05),) * 2, 0.02, seed=1), "base")
+    r = res.iloc[0]
+    assert r["design"] == "layouts" and r["layouts"] == 8 and not r["fixed_build"]
+    assert "layout" not in res.attrs["group_columns"]
+    assert r["verdict"] == "slower" and r["ci_low_pct"] > 0
+    assert 0 <= r["layout_share"] <= 1 and r["sigma_layout_pct"] >= 0
+    assert r["states"] in (1, 2)
+    (rec,) = to_records(res)
+    assert list(rec) == JSON_FIELDS
+    assert rec["layouts"] == 8 and rec["fixed_build"] is False and isinstance(rec["layout_sensitive"], bool)
+    check_rule(res)
+
+
+def test_layouts_p_and_ci_follow_the_t_test_across_layout_pairs():
+    from ringlab.stats import layouts
+    df = _layout_frame(6, 20, (0.02, 0.02), 0.02, seed=2, state_gap=0.0)
+    r = compare(df, "base").iloc[0]
+    lay = df.pivot_table(index=["round", "layout"], columns="variant", values="ns_per_op").reset_index()
+    d = np.log(lay["cand"] / lay["base"]).to_numpy()
+    e = [layouts.hodges_lehmann(d[lay["layout"] == k]) for k in range(6)]
+    t = sst.ttest_1samp(e, 0.0)
+    assert r["states"] == 1
+    assert r["p_value"] == pytest.approx(t.pvalue)
+    assert r["delta_pct"] == pytest.approx(math.expm1(np.mean(e)) * 100)
+    lo, hi = sst.t.interval(0.95, 5, loc=np.mean(e), scale=sst.sem(e))
+    assert (r["ci_low_pct"], r["ci_high_pct"]) == pytest.approx((math.expm1(lo) * 100, math.expm1(hi) * 100))
+
+
+def test_one_fixed_build_with_opposite_state_effects_depends_on_the_state():
+    res = compare(_layout_frame(1, 120, (-0.035, 0.087), 0.0, seed=4), "base")
+    r = res.iloc[0]
+    assert r["design"] == "paired" and r["fixed_build"] and r["layouts"] == 1 and r["states"] == 2
+    assert r["verdict"] == "depends on machine state"
+    assert r["ci_fast_high_pct"] < 0 < r["ci_slow_low_pct"] and r["heterogeneity_p"] < 1e-3
+    assert r["delta_pct"] == pytest.approx((r["delta_fast_pct"] + r["delta_slow_pct"]) / 2, abs=0.2)
+    check_rule(res)
+    bad = res.copy()
+    bad["ci_fast_high_pct"] = 1.0
+    with pytest.raises(StatsError, match="per-state CIs"):
+        check_rule(bad)
+
+
+def test_runs_without_a_layout_column_have_null_layout_fields():
+    res = compare(make_raw(effects={"reorder": -0.05}, trials=30, seed=1), "batch")
+    (rec,) = to_records(res)
+    assert rec["design"] == "paired"
+    assert all(rec[k] is None for k in ("layouts", "states", "fixed_build", "layout_sensitive", "delta_fast_pct"))
+    # a frame made before the layout fields existed still has every JSON field
+    assert list(to_records(res.drop(columns=["layouts", "states"]))[0]) == JSON_FIELDS

@@ -17,10 +17,7 @@ env.json is read through :func:`read_env` only.
 """
 from __future__ import annotations
 
-import json
 import math
-import shlex
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +27,10 @@ from ringlab import fmt, schema
 from ringlab.stats import StatsError, compare, measurements, summarize
 from ringlab.stats.summary import format_value
 from ringlab.stats.compare import method_text
+from ringlab.report.mail_reproduce import reproduce_lines
+from ringlab.report.mail_run import _PLACEMENT_COLS, _icount_note, _machine, _method_lines, _placement, _variant_lines
+from ringlab.report.tables import layout_texts
+from ringlab.report.mailfmt import _field, _fmt, _num, _ok, _para
 
 WIDTH = 72
 MIN_WIDTH = 60
@@ -37,8 +38,6 @@ MAX_WIDTH = 1000
 INSTR = "instructions_per_op"
 #: ptr_ring's modes, as the harness names them
 MODE_NAMES = {"ptr_ring": {0: "one thread", 1: "SPSC", 2: "near-full SPSC"}}
-# columns shown elsewhere (placement) or not a configuration
-_PLACEMENT_COLS = ("cpu_req_producer", "cpu_req_consumer", "pair_class")
 _INSTR_VERDICT = {"faster": "fewer instructions", "slower": "more instructions",
                   "no significant difference": "same instructions"}
 
@@ -53,52 +52,7 @@ def read_env(run_dir) -> dict[str, Any]:
     return _read(run_dir)
 
 
-# -- small formatting helpers --------------------------------------------------------------
-def _num(x) -> float:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return math.nan
-    return x
-
-
-def _ok(x) -> bool:
-    return math.isfinite(_num(x))
-
-
-def _int(v) -> str:
-    """12 345 678: thin groups that cannot be misread as a decimal point."""
-    return f"{int(v):,}".replace(",", " ")
-
-
-def _count(n, what: str) -> str:
-    return f"{int(n)} {what}" + ("" if int(n) == 1 else "s")
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
-def _field(label: str, text: str, width: int, indent: int = 2, label_w: int = 10) -> list[str]:
-    """``  label     text`` wrapped with a hanging indent under the text."""
-    first = " " * indent + f"{label:<{label_w}}" + " "
-    hang = " " * len(first)
-    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=hang,
-                         break_on_hyphens=False) or [first.rstrip()]
-
-
-def _para(text: str, width: int, indent: int = 0) -> list[str]:
-    return textwrap.wrap(text, width=width, initial_indent=" " * indent,
-                         subsequent_indent=" " * indent, break_on_hyphens=False)
-
-
-def _short(sha: str | None) -> str:
-    return (sha or "")[:12] or "n/a"
-
-
-# -- what the run was -----------------------------------------------------------------------
+# -- what the run was-----------------------------------------------------------------------------------------
 def pick_baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
     """The run's baseline by the one rule of :mod:`ringlab.report.baseline` (the one summary.md
     names); a run with a single variant compares nothing and names that variant."""
@@ -110,187 +64,6 @@ def pick_baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
         raise MailError(f"--baseline: {baseline!r} is not a variant of this run; allowed: "
                         + ", ".join(sorted(variants)))
     return rule(df, env, baseline) or variants[0]
-
-
-def _machine(env: dict) -> list[tuple[str, str]]:
-    e = env.get("environment") or {}
-    host, cpu, topo = e.get("host") or {}, e.get("cpu") or {}, e.get("topology") or {}
-    virt = (host.get("virtualization") or {}).get("type") if isinstance(host, dict) else None
-    parts = [cpu.get("model") or "unknown CPU"]
-    if topo.get("n_cpus"):
-        llc = len(topo.get("llc_groups") or []) or None
-        numa = len(topo.get("numa_nodes") or {}) or None
-        extra = ", ".join(_count(n, what) for n, what in ((topo.get("n_packages"), "package"), (llc, "LLC"),
-                                                          (numa, "NUMA node")) if n)
-        parts.append(f"{topo['n_cpus']} CPUs" + (f" ({extra})" if extra else ""))
-    if isinstance(host, dict) and host.get("machine"):
-        parts.append(host["machine"])
-    parts.append(f"{virt} guest" if virt and virt != "none" else "bare metal" if virt == "none" else "")
-    hid = (host.get("host_id") if isinstance(host, dict) else None) or env.get("host")
-    if hid:
-        parts.append(f"host id {hid}")
-    rows = [("Machine", ", ".join(p for p in parts if p))]
-    kernel = host.get("kernel") if isinstance(host, dict) else None
-    rows.append(("Kernel", kernel or "unknown"))
-    b = env.get("build") or {}
-    sw = (e.get("software") or {}).get("compiler") or {}
-    rows.append(("Compiler", b.get("compiler_version") or sw.get("version") or b.get("compiler") or "unknown"))
-    flags = b.get("cflags") or b.get("flags") or []
-    rows.append(("Flags", " ".join(flags) if isinstance(flags, list) else str(flags) or "unknown"))
-    git = env.get("git") or {}
-    rl = f"{env.get('ringlab_version') or '?'}, commit {_short(git.get('commit'))}"
-    if git.get("dirty") is not None:
-        rl += " (uncommitted changes)" if git.get("dirty") else " (clean tree)"
-    rows.append(("ringlab", rl))
-    return rows
-
-
-def _header_source(name: str, env: dict) -> str | None:
-    """What a kernel-header variant was built from (build.kernel_headers, str or dict)."""
-    kh = (env.get("build") or {}).get("kernel_headers") or {}
-    entry = kh.get(name) if isinstance(kh, dict) else None
-    if entry is None:
-        return None
-    if isinstance(entry, str):
-        return f"header {entry}"
-    if isinstance(entry, dict):
-        bits = []
-        for k in ("source", "spec", "header", "path", "tree", "rev", "sha", "commit"):
-            if entry.get(k):
-                bits.append(f"{k} {entry[k]}")
-        patch = entry.get("patch") or entry.get("patches")
-        for p in (patch if isinstance(patch, list) else [patch] if patch else []):
-            if isinstance(p, dict):
-                desc = ", ".join(f"{k} {p[k]}" for k in ("subject", "message_id", "from", "date", "sha256")
-                                 if p.get(k))
-                bits.append(f"patch ({desc})" if desc else "patch")
-            else:
-                bits.append(f"patch {p}")
-        return "; ".join(bits) or json.dumps(entry, sort_keys=True)
-    return str(entry)
-
-
-def _variant_lines(variants: list[str], df: pd.DataFrame, env: dict, width: int) -> list[str]:
-    out = []
-    used = env.get("binaries_used") or {}
-    for v in variants:
-        src = _header_source(v, env)
-        desc = src or ("ringlab's own ring (csrc/rings)" if env.get("experiment") == "ptr_ring" else "")
-        shas = sorted(set(df.loc[df["variant"].astype(str) == v, "binary_sha256"].dropna().astype(str))) \
-            if "binary_sha256" in df.columns else []
-        if not shas:
-            shas = [d.get("sha256") for k, d in used.items() if isinstance(d, dict) and k.endswith(f"-{v}")]
-        binary = "binary sha256 " + (", ".join(_short(s) for s in shas if s) or "not recorded")
-        out += _field(v, "; ".join(x for x in (desc, binary) if x), width)
-    if "binary_sha256" in df.columns and len(variants) > 1:
-        sets = {v: set(df.loc[df["variant"].astype(str) == v, "binary_sha256"].dropna()) for v in variants}
-        for i, a in enumerate(variants):
-            for b in variants[i + 1:]:
-                if sets[a] & sets[b]:
-                    out += _para(f"WARNING: {a} and {b} ran the same binary: any difference between "
-                                 "them comes from how they were run, not from their code.", width, 2)
-    return out
-
-
-def _placement(r: pd.Series | dict) -> str:
-    p, c = _num(r.get("cpu_req_producer")), _num(r.get("cpu_req_consumer"))
-    cls = r.get("pair_class")
-    cls = "" if cls is None or (isinstance(cls, float) and math.isnan(cls)) else str(cls)
-    mode = _num(r.get("mode"))
-    if cls == "unpinned" or (math.isfinite(p) and p < 0):
-        return "unpinned"
-    if math.isfinite(p) and (mode == 0 or not math.isfinite(c) or c < 0 or cls == "same-cpu" and p == c):
-        return f"CPU {int(p)}" + (f" ({cls})" if cls and cls != "same-cpu" else "")
-    if math.isfinite(p) and math.isfinite(c):
-        return f"producer CPU {int(p)}, consumer CPU {int(c)}" + (f" ({cls})" if cls else "")
-    return cls or "not recorded"
-
-
-def _method_lines(df: pd.DataFrame, env: dict, meas: pd.DataFrame, width: int) -> list[str]:
-    out = []
-    params = env.get("parameters") or {}
-    # pinning, per configuration, and whether the threads stayed there
-    if "pair_class" in meas.columns:
-        keys = [c for c in ("mode",) + _PLACEMENT_COLS if c in meas.columns]
-        places = []
-        for key, _ in meas.groupby(keys, sort=True, dropna=False):
-            r = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-            places.append((f"mode {_fmt(r['mode'])}: " if "mode" in r else "") + _placement(r))
-        text = "; ".join(dict.fromkeys(places))
-        if "actual_pair_class" in meas.columns:
-            timed = meas[meas["actual_pair_class"].notna()] if "icount_source" not in meas.columns else \
-                meas[meas["actual_pair_class"].notna() & meas["icount_source"].isna()]
-            if len(timed):
-                same = int((timed["actual_pair_class"].astype(str) == timed["pair_class"].astype(str)).sum())
-                text += (f"; the threads ran on the requested CPUs in {same} of {len(timed)} "
-                         "measured trials")
-        out += _field("Pinning", text, width)
-    # governor
-    gov = ((env.get("governor") or {}).get("governor") or {})
-    if not gov:
-        gov = (env.get("environment") or {}).get("governor") or {}
-    status = gov.get("status") or ("available" if gov.get("available") else None)
-    if status in ("set", "applied", "ok", "performance"):
-        g = f"performance, set for the run and restored afterwards ({status})"
-    elif status:
-        g = "not set: " + (gov.get("reason") or status)
-    else:
-        g = "not recorded"
-    if params.get("governor") is False:
-        g = "left alone (governor=false)" + (f"; {gov.get('reason')}" if gov.get("reason") else "")
-    out += _field("Governor", g, width)
-    # rounds
-    trials, warm = params.get("trials"), params.get("warmup")
-    if trials is not None:
-        rounds = int(trials) + int(warm or 0)
-        text = (f"{rounds} ({int(warm or 0)} warm-up, {int(trials)} measured); each round runs the "
-                "arms of each configuration back to back in a fresh random order, the configurations' "
-                "blocks shuffled"
-                + (f" (seed {params['seed']})" if "seed" in params else "")
-                + ", each trial in a fresh process")
-        if params.get("count"):
-            text += f"; {_int(params['count'])} operations per trial"
-        out += _field("Rounds", text, width)
-    # failed trials
-    if "status" in df.columns:
-        bad = df[df["status"].astype(str) != "ok"]
-        if len(bad):
-            c = bad.groupby(["variant", "status"]).size()
-            text = ", ".join(f"{v} {s} {n}" for (v, s), n in c.items()) + " (excluded from the statistics)"
-        else:
-            text = f"none ({len(df)} of {len(df)} trials ok)"
-        out += _field("Failures", text, width)
-    # counters
-    e = (env.get("environment") or {}).get("perf") or {}
-    missing = sorted(k for k, v in (e.get("counters") or {}).items() if isinstance(v, dict) and not v.get("ok"))
-    if missing:
-        reason = next((v.get("reason") for k, v in e["counters"].items() if k in missing and v.get("reason")), "")
-        out += _field("Counters", f"{', '.join(missing)} not available here" + (f" ({reason})" if reason else "")
-                      + "; those columns are empty, never 0", width)
-    return out
-
-
-def _icount_note(df: pd.DataFrame, env: dict) -> str:
-    """Where the instruction counts come from, with the numbers of raw.csv (not the requested ones)."""
-    params = env.get("parameters") or {}
-    if INSTR in df.columns and pd.to_numeric(df[INSTR], errors="coerce").notna().any():
-        srcs = sorted(set(df.loc[pd.to_numeric(df[INSTR], errors="coerce").notna(), "icount_source"]
-                          .fillna("perf").astype(str))) if "icount_source" in df.columns else ["perf"]
-        txt = "counted by " + " and ".join(srcs)
-        if "callgrind" in srcs:
-            cg = df[df["icount_source"].astype(str) == "callgrind"]
-            ops = sorted(set(pd.to_numeric(cg.get("icount_ops"), errors="coerce").dropna().astype(int))) \
-                if "icount_ops" in cg.columns else []
-            keys = [c for c in ("variant", "mode", "size") if c in cg.columns]
-            runs = sorted(set(cg.groupby(keys).size())) if keys else []
-            txt += " in the measured region only, single-threaded configurations"
-            if runs and ops:
-                rr = str(runs[0]) if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
-                txt += f", {rr} runs of {' or '.join(_int(o) for o in ops)} operations each"
-        return txt
-    if params.get("icount") is False:
-        return "not counted (icount=false, and no hardware counters recorded)"
-    return "not counted (no hardware counters and no callgrind rows)"
 
 
 # -- the results ----------------------------------------------------------------------------
@@ -372,6 +145,40 @@ def _config_title(r, vary: list[str], experiment: str) -> str:
     return ", ".join(bits + ([place] if place else [])) or "all trials"
 
 
+def _row_lines(r, baseline: str, instr_rows: list, multi: bool, width: int) -> list[str]:
+    """delta, design, layouts/states, verdict and instructions/op lines of one candidate's row."""
+    out: list[str] = []
+    cand = str(r["candidate"])
+    tag = f" {cand}" if multi else ""
+    d = fmt.pct(r["delta_pct"])
+    if _ok(r["ci_low_pct"]):
+        d += f", {_ci_label(r)} {fmt.ci(r['ci_low_pct'], r['ci_high_pct'])}"
+    if _ok(r.get("p_holm")):
+        pv = fmt.p(r["p_holm"])
+        d += f", p {pv}" if pv.startswith("<") else f", p = {pv}"
+    if isinstance(r.get("note"), str) and "exact" in r["note"]:
+        d += ", exact (every trial gave the same value)"
+    out += _field("delta" + tag, d, width, 4, 12)
+    if "design" in r and isinstance(r["design"], str) and r["design"]:
+        dz = r["design"] + (f", {int(_num(r['n_pairs']))} pairs" if _ok(r.get("n_pairs")) else "")
+        out += _field("design" + tag, dz, width, 4, 12)
+    for label, text in layout_texts(r):
+        out += _field(label + tag, text, width, 4, 12)
+    out += _field("verdict" + tag, _verdict(r), width, 4, 12)
+    for src, ir in instr_rows:
+        txt = (f"{baseline} {_num(ir['median_baseline']):.2f}, {cand} {_num(ir['median_candidate']):.2f}"
+               f" ({_num(ir['median_candidate']) - _num(ir['median_baseline']):+.2f}, "
+               f"{fmt.pct(ir['delta_pct'])}): {_verdict(ir, instr=True)}")
+        if isinstance(ir.get("note"), str) and "exact" in ir["note"]:
+            txt += f", exact ({src}: identical counts in every run)"
+        elif _ok(ir["ci_low_pct"]):
+            txt += f", {_ci_label(ir)} {fmt.ci(ir['ci_low_pct'], ir['ci_high_pct'])} ({src})"
+        else:
+            txt += f" ({src})"
+        out += _field("instr/op" + tag, txt, width, 4, 12)
+    return out
+
+
 def _results(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
              candidates: list[str] | None) -> list[str]:
     cmp = compare(df, baseline, metric)
@@ -410,138 +217,7 @@ def _results(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int
                           + (f", CV {c * 100:.1f}%" if math.isfinite(c) else "") + ")", width, 4, 12)
         multi = len(grp) > 1
         for _, r in grp.iterrows():
-            cand = str(r["candidate"])
-            tag = f" {cand}" if multi else ""
-            d = fmt.pct(r["delta_pct"])
-            if _ok(r["ci_low_pct"]):
-                d += f", {_ci_label(r)} {fmt.ci(r['ci_low_pct'], r['ci_high_pct'])}"
-            if _ok(r.get("p_holm")):
-                pv = fmt.p(r["p_holm"])
-                d += f", p {pv}" if pv.startswith("<") else f", p = {pv}"
-            if isinstance(r.get("note"), str) and "exact" in r["note"]:
-                d += ", exact (every trial gave the same value)"
-            out += _field("delta" + tag, d, width, 4, 12)
-            if "design" in r and isinstance(r["design"], str) and r["design"]:
-                dz = r["design"] + (f", {int(_num(r['n_pairs']))} pairs" if _ok(r.get("n_pairs")) else "")
-                out += _field("design" + tag, dz, width, 4, 12)
-            out += _field("verdict" + tag, _verdict(r), width, 4, 12)
-            for src, ir in instr.get((ck, cand), []):
-                txt = (f"{baseline} {_num(ir['median_baseline']):.2f}, {cand} {_num(ir['median_candidate']):.2f}"
-                       f" ({_num(ir['median_candidate']) - _num(ir['median_baseline']):+.2f}, "
-                       f"{fmt.pct(ir['delta_pct'])}): {_verdict(ir, instr=True)}")
-                if isinstance(ir.get("note"), str) and "exact" in ir["note"]:
-                    txt += f", exact ({src}: identical counts in every run)"
-                elif _ok(ir["ci_low_pct"]):
-                    txt += f", {_ci_label(ir)} {fmt.ci(ir['ci_low_pct'], ir['ci_high_pct'])} ({src})"
-                else:
-                    txt += f" ({src})"
-                out += _field("instr/op" + tag, txt, width, 4, 12)
-    return out
-
-
-# -- how to reproduce ------------------------------------------------------------------------
-def _executed_notebook(run_dir: Path) -> tuple[str, dict] | None:
-    """(notebook file name, papermill parameters) of the executed notebook in the run folder."""
-    for nb in sorted(run_dir.glob("*.ipynb")):
-        try:
-            meta = json.loads(nb.read_text()).get("metadata", {}).get("papermill", {})
-        except (OSError, ValueError):
-            continue
-        if isinstance(meta.get("parameters"), dict):
-            return nb.name, meta["parameters"]
-    return None
-
-
-def _cmd_lines(words: list[str], width: int) -> list[str]:
-    """A shell command in lines of at most ``width`` columns, joined by backslash continuations.
-
-    A word too long for a line is split with backslash-newline, which the shell
-    removes, so the continuation starts in column 0 and the word stays whole."""
-    groups: list[str] = []
-    i = 0
-    while i < len(words):
-        n = 3 if words[i] == "-p" else 2 if words[i] == "-k" else 1
-        groups.append(" ".join(words[i:i + n]))
-        i += n
-    out: list[str] = []
-    line = "  "
-    for g in groups:
-        if line.strip() and len(line) + 1 + len(g) + 2 > width:
-            out.append(line + " \\")
-            line = "    "
-        line = line + (" " if line.strip() else "") + g
-        while len(line) + 2 > width and "'" not in line:   # a word longer than a line
-            out.append(line[:width - 1] + "\\")
-            line = line[width - 1:]
-    out.append(line)
-    return out
-
-
-def _patch_copies(kernel_headers: str, run_dir: Path) -> list[str]:
-    """For each ``+PATCH`` file of kernel_headers, the copy kept in the run folder (same sha256)."""
-    import hashlib
-    from ringlab import paths
-
-    def sha(p: Path) -> str | None:
-        try:
-            return hashlib.sha256(p.read_bytes()).hexdigest()
-        except OSError:
-            return None
-    kept = {sha(f): f.name for f in sorted(run_dir.iterdir())
-            if f.is_file() and f.suffix in (".patch", ".mbox", ".diff", ".eml")}
-    notes = []
-    for part in kernel_headers.split(","):
-        if "+" not in part:
-            continue
-        ref = part.split("+", 1)[1]
-        h = sha(Path(ref)) if not ref.startswith(("lore:", "builtin:")) else None
-        if h and h in kept:
-            notes.append(f"{_relative(ref, paths.ROOT)} is the file {kept[h]} in the run folder "
-                         f"(sha256 {h[:12]}).")
-    return notes
-
-
-def _relative(value: str, root: Path) -> str:
-    prefix = str(root).rstrip("/") + "/"
-    return value.replace(prefix, "")
-
-
-def reproduce_lines(run_dir: Path, env: dict, width: int,
-                    notebook: tuple[str, dict] | None = None) -> list[str]:
-    from ringlab import paths
-    out = ["How to reproduce (from a ringlab checkout at commit "
-           f"{_short((env.get('git') or {}).get('commit'))}):"]
-    out = _para(out[0], width)
-    params = env.get("parameters") or {}
-    experiment = env.get("experiment")
-    if experiment and params:
-        try:
-            from ringlab.experiments import get
-            spec = get(experiment).all_params()
-        except Exception:  # an unknown or renamed experiment: plain formatting
-            spec = {}
-        words = ["ringlab", "run", str(experiment)]
-        for k, v in params.items():
-            txt = spec[k].format(v) if k in spec else (",".join(map(str, v)) if isinstance(v, list)
-                                                       else str(v).lower() if isinstance(v, bool) else str(v))
-            words += ["-p", k, shlex.quote(_relative(txt, paths.ROOT))]
-        out += ["", *_para("The measurement, every parameter spelled out:", width, 2)]
-        out += _cmd_lines(words, width)
-        for note in _patch_copies(str(params.get("kernel_headers") or ""), run_dir):
-            out += _para(note, width, 2)
-    nb = notebook or _executed_notebook(run_dir)
-    if nb:
-        name, nbp = nb
-        words = ["papermill", f"notebooks/{name}", "out.ipynb", "-k", "python3"]
-        for k, v in nbp.items():
-            if k in ("out_dir", "host"):
-                continue
-            words += ["-p", k, shlex.quote(_relative(str(v), paths.ROOT))]
-        out += ["", *_para(f"The whole notebook ({Path(name).stem}), with the parameters it "
-                           "was given:", width, 2)]
-        out += _cmd_lines(words, width)
-    if not (experiment and params) and not nb:
-        out += _para("not recorded (env.json has no parameters)", width, 2)
+            out += _row_lines(r, baseline, instr.get((ck, str(r["candidate"])), []), multi, width)
     return out
 
 

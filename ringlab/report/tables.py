@@ -28,6 +28,8 @@ CALLGRIND_MARK = "(callgrind)"
 COUNTER_TABLE = [("ipc", "IPC", "{:.3g}"), ("branch_miss_rate", "branch-miss rate", "{:.3%}"),
                  ("instructions_per_op", "instructions/op", "{:.4g}")]
 GAIN_HEADER = "gain (mail sign: + = candidate faster)"
+FIXED_BUILD = "one fixed build (layouts=1): the CI describes this binary pair, not the code change"
+LAYOUT_HEADER = "layouts and machine states"
 
 
 def _label(name: str, labels: dict | None) -> str:
@@ -60,6 +62,46 @@ def _num(r, col) -> float:
         return math.nan
 
 
+def _flag(v) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v)) and bool(v)
+
+
+def _p_text(p) -> str:
+    t = fmt.p(p)
+    return t if t.startswith("<") else f"= {t}"
+
+
+def has_layouts(cmp: pd.DataFrame) -> bool:
+    """True when compare() saw a ``layout`` column (runs without one render as before)."""
+    return "layouts" in cmp.columns and pd.to_numeric(cmp["layouts"], errors="coerce").notna().any()
+
+
+def layout_texts(r) -> list[tuple[str, str]]:
+    """(label, text) lines about the layouts and machine states of a compare() row; none for a
+    row made without a ``layout`` column."""
+    k = _num(r, "layouts")
+    if not math.isfinite(k):
+        return []
+    if k <= 1:
+        out = [("layouts", FIXED_BUILD)]
+    else:
+        txt = f"{int(k)} layout pairs"
+        sl, sh = _num(r, "sigma_layout_pct"), _num(r, "layout_share")
+        if math.isfinite(sl):
+            txt += f", layout spread {sl:.1f} points"
+            txt += f" ({sh:.0%} of the CI width squared)" if math.isfinite(sh) else ""
+        if _flag(r.get("layout_sensitive")):
+            txt += "; layout-sensitive: the layout spread exceeds the effect"
+        out = [("layouts", txt)]
+    if _num(r, "states") == 2:
+        per = [f"{name} {fmt.pct(r[f'delta_{name}_pct'])} {fmt.ci(r[f'ci_{name}_low_pct'], r[f'ci_{name}_high_pct'])}"
+               for name in ("fast", "slow")]
+        txt = (f"two machine states (slow in {_num(r, 'slow_share'):.0%} of the trials): " + ", ".join(per)
+               + f", heterogeneity p {_p_text(r.get('heterogeneity_p'))}; the headline weights them equally")
+        out.append(("states", txt))
+    return out
+
+
 def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the mail-style comparison table; each CI follows its number."""
     metric = cmp.attrs.get("metric", "ns_per_op")
@@ -80,7 +122,9 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list
     header += design + ["delta", f"{cih} of delta"]
     if lib:
         header += [GAIN_HEADER, f"{cih} of gain"]
-    header += ["p (Holm)"] + (["family size"] if "family_size" in cmp.columns else []) + ["verdict"]
+    header += ["p (Holm)"] + (["family size"] if "family_size" in cmp.columns else [])
+    lay = has_layouts(cmp)
+    header += ([LAYOUT_HEADER] if lay else []) + ["verdict"]
     rows = []
     for _, r in cmp.iterrows():
         row = [str(r[c]) for c in gcols]
@@ -103,6 +147,8 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list
         if "family_size" in cmp.columns:
             fs = _num(r, "family_size")
             row.append(str(int(fs)) if math.isfinite(fs) else "n/a")
+        if lay:
+            row.append("; ".join(t for _, t in layout_texts(r)) or "n/a")
         verdict = str(r["verdict"])
         if isinstance(r.get("note"), str) and r["note"]:
             verdict += f" ({r['note']})"

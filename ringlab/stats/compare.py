@@ -19,7 +19,23 @@ Design (``design`` column):
 * ``unpaired`` when rounds are incomplete: Hodges-Lehmann shift of the log per-round values
   with the CI from inverting Mann-Whitney, ``p_value`` from the same Mann-Whitney test.
   ``n_pairs`` = 0.
+* ``layouts`` when raw.csv has a ``layout`` column with more than one value in the
+  configuration (K seeded builds of each arm, paired): per layout pair the paired
+  Hodges-Lehmann estimate of the per-round log ratios; the CI is the t interval across the K
+  estimates (K - 1 df) and ``p_value`` the same t test.  A t interval rather than a
+  hierarchical bootstrap: at K = 6-16 a bootstrap over layouts is too narrow, the t interval
+  is exact for normal layout effects (``ringlab.stats.layouts`` has the argument).
+  ``sigma_layout_pct``, ``layout_share`` and ``layout_sensitive`` say how much of the CI the
+  layout spread makes.  One value (``fixed_build``) keeps ``paired``: the CI then describes
+  that binary pair, not the code change.
 * ``exact``: a deterministic metric (see below), no CI, no p.
+
+Machine states (with a ``layout`` column, ``ringlab.stats.designs``): trials are classified
+by a two-state Markov model on the trial-ordered log metric; rounds that straddle a switch
+are kept out of the per-state estimates.  With two states the headline weights the states
+equally (so it does not drift with the slow share of a run), the per-state effects and a
+heterogeneity test are reported, and the verdict is ``depends on machine state`` when the
+per-state CIs lie on opposite sides of 0.  One state reads as the designs above.
 
 ``ringlab.stats.ranktests`` builds CI and p from one statistic, so at any level
 ``p <= 1 - level`` exactly when the CI excludes 0.  Values must be positive for the log
@@ -33,11 +49,8 @@ column (the statistic earlier versions reported as delta_pct).
 
 Multiplicity: the **family** is one candidate against the baseline over the configurations of
 the frame (one run).  ``p_holm`` is Holm-adjusted within the family (``family_size`` rows with
-a p-value).  Each row's CI is printed at the Holm step's level, ``ci_level`` =
-1 - alpha / (m - j + 1), where j is the row's rank among the family's p-values, or, for rows
-Holm does not reject, the rank of the first non-rejected row.  Hence a row is significant
-(``p_holm <= alpha``) exactly when its printed CI excludes 0, and every printed CI has at least
-1 - alpha (95%) coverage on its own.
+a p-value); each row's CI is printed at its Holm step's level ``ci_level``
+(``ringlab.stats.holm``), so a row is significant exactly when its printed CI excludes 0.
 
 Verdict (``LOWER_IS_BETTER`` decides the direction), decided from the printed CI alone:
   faster / slower            the CI excludes 0 (note added when it also lies within +-noise)
@@ -46,8 +59,9 @@ Verdict (``LOWER_IS_BETTER`` decides the direction), decided from the printed CI
                              ``trials_needed`` rounds (= trials per arm) would resolve an
                              effect of the observed size (or 2% when the observed one is
                              below the noise threshold), see ``ringlab.stats.power``.
-``check_rule`` enforces that no row says inconclusive while its CI excludes 0, nor
-faster/slower while it includes 0; ``compare`` calls it on every result.
+  depends on machine state   two states, per-state CIs on opposite sides of 0
+``check_rule`` (``ringlab.stats.contract``) enforces that no row says inconclusive while its
+CI excludes 0, nor faster/slower while it includes 0; ``compare`` calls it on every result.
 
 Instruction counts (``INSTRUCTION_METRICS``) say "fewer instructions" / "more instructions"
 instead of faster/slower.  Deterministic metrics (each arm has one repeated value, or every
@@ -71,77 +85,19 @@ import pandas as pd
 from scipy import stats as sst
 
 from ringlab import schema
-from ringlab.stats import power as _power
+from ringlab.stats import designs as _designs
 from ringlab.stats import ranktests as _rt
-from ringlab.stats.summary import DEFAULT_RESAMPLES, DEFAULT_SEED, StatsError, group_columns, measurements
+from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, LAYOUT_FIELDS, SIGNIFICANT, STATE_DEPENDENT,
+                                    VERDICTS, check_rule, to_records)
+from ringlab.stats.decide import (INSTRUCTION_METRICS, TINY_EFFECT_PCT, _decide, _direction, _plan,
+                                  _state_note)
+from ringlab.stats.grouping import _round_values, comparison_columns, round_key
+from ringlab.stats.holm import holm, holm_levels
+from ringlab.stats.method import method_text
+from ringlab.stats.summary import DEFAULT_RESAMPLES, DEFAULT_SEED, StatsError, measurements
 
-#: The ``--json`` fields, in order.  Meanings:
-#:   group             configuration label "col=value,..." ("all" without parameters)
-#:   baseline, candidate  variant names
-#:   n_baseline, n_candidate  measurements (rows: trials x iterations) of each arm
-#:   median_baseline, median_candidate  medians of those measurements
-#:   delta_pct         (exp(HL estimate of ln(candidate/baseline)) - 1) * 100; exact rows: ratio of medians
-#:   ci_low_pct, ci_high_pct  the CI of delta_pct at ``ci_level`` (null when none)
-#:   p_value           two-sided p of the signed-rank (paired) / Mann-Whitney (unpaired) test
-#:   p_holm            p_value Holm-adjusted within the family (candidate over configurations)
-#:   verdict           one of VERDICTS
-#:   trials_needed     inconclusive rows only: rounds (= trials per arm) for 80% power
-#:   design            paired | unpaired | exact
-#:   n_pairs           rounds paired (0 when unpaired or exact)
-#:   ci_level          confidence level of the printed CI (>= 0.95; family-adjusted)
-#:   family_size       comparisons in this row's family (candidate over configurations)
-JSON_FIELDS = ["group", "baseline", "candidate", "n_baseline", "n_candidate", "median_baseline",
-               "median_candidate", "delta_pct", "ci_low_pct", "ci_high_pct", "p_value", "p_holm",
-               "verdict", "trials_needed", "design", "n_pairs", "ci_level", "family_size"]
-VERDICTS = ("faster", "slower", "fewer instructions", "more instructions", "same instructions",
-            "no significant difference", "inconclusive")
-SIGNIFICANT = ("faster", "slower", "fewer instructions", "more instructions")
-EXACT_NOTE = "exact (deterministic metric)"
-TINY_EFFECT_PCT = 2.0
-INSTRUCTION_METRICS = {"instructions_per_op", "instructions"}
 #: paired when the common rounds are at least this share of either arm's rounds
 PAIRED_MIN_SHARE = 0.5
-
-
-def _holm_order(p_values) -> tuple[np.ndarray, np.ndarray, int]:
-    """(p as floats, the finite p's indices from smallest p up, how many there are): Holm's set-up."""
-    p = np.asarray(p_values, dtype=float)
-    ok = np.flatnonzero(np.isfinite(p))
-    return p, ok[np.argsort(p[ok], kind="stable")], len(ok)
-
-
-def holm(p_values) -> np.ndarray:
-    """Holm-Bonferroni adjusted p-values (NaN stays NaN and does not count)."""
-    p, order, m = _holm_order(p_values)
-    out = np.full(len(p), np.nan)
-    if m == 0:
-        return out
-    adj = np.maximum.accumulate([(m - i) * p[j] for i, j in enumerate(order)])
-    out[order] = np.minimum(adj, 1.0)
-    return out
-
-
-def holm_levels(p_values, alpha: float) -> np.ndarray:
-    """The CI level that agrees with Holm for each p (NaN for NaN p), see the module doc."""
-    p, order, m = _holm_order(p_values)
-    out = np.full(len(p), np.nan)
-    if m == 0:
-        return out
-    stop = m  # 0-based rank of the first row Holm does not reject (m: all rejected)
-    for i, j in enumerate(order):
-        if p[j] > alpha / (m - i):
-            stop = i
-            break
-    for i, j in enumerate(order):
-        out[j] = 1 - alpha / (m - min(i, stop))
-    return out
-
-
-def _direction(sign: float, metric: str) -> str:
-    lib = metric in schema.LOWER_IS_BETTER
-    if metric in INSTRUCTION_METRICS:
-        return "fewer instructions" if sign < 0 else "more instructions"
-    return "faster" if (sign < 0) == lib else "slower"
 
 
 def _is_exact(b: np.ndarray, c: np.ndarray, exact_source: bool) -> bool:
@@ -168,13 +124,6 @@ class _Scale:
         if self.log:
             return math.expm1(v) * 100
         return v / abs(self.ref) * 100 if self.ref else math.nan
-
-
-def _round_values(frame: pd.DataFrame, metric: str) -> pd.Series:
-    """One value per round: the median of the arm's rows in that round."""
-    if "_round" not in frame.columns:
-        return pd.Series(frame[metric].to_numpy(), index=pd.RangeIndex(len(frame)), dtype=float)
-    return frame.groupby("_round", sort=True)[metric].median()
 
 
 def compare_rounds(base_rounds: pd.Series, cand_rounds: pd.Series, metric: str = schema.PRIMARY_METRIC,
@@ -242,52 +191,27 @@ def finish(r: dict, level: float, noise: float, alpha_planning: float, seed=DEFA
     metric = r.pop("_metric")
     sc = r.pop("_scale", None)
     d, x, y = r.pop("_d", None), r.pop("_x", None), r.pop("_y", None)
+    rd = r.pop("_rounds", None)
     n_run = r.pop("_n_run", 0)
     if r["design"] == "exact" or sc is None:
         return
     r["ci_level"] = float(level)
-    res = _rt.signed_rank(d, level) if d is not None else _rt.rank_sum(x, y, level)
+    if rd is not None:
+        res = _designs.verdict(rd, level)
+        r.update(_designs.fields(res, sc.pct))
+    else:
+        res = _rt.signed_rank(d, level) if d is not None else _rt.rank_sum(x, y, level)
     r["delta_pct"] = sc.pct(res["estimate"])
     r["ci_low_pct"], r["ci_high_pct"] = sc.pct(res["ci_low"]), sc.pct(res["ci_high"])
-    lo, hi, nz = r["ci_low_pct"], r["ci_high_pct"], noise * 100
-    if not math.isfinite(lo):
-        unit = "rounds" if d is not None else "trials per arm"
-        r["note"] = f"too few {unit} ({n_run}) for a {level:.4g} CI"
-    elif lo > 0 or hi < 0:
-        r["verdict"] = _direction(lo if lo > 0 else hi, metric)
-        if -nz <= lo and hi <= nz:
-            r["note"] = f"significant but within the +-{nz:g}% noise threshold"
+    if rd is not None and res["state_dependent"]:
+        r["verdict"], r["note"] = STATE_DEPENDENT, _state_note(r, metric)
         return
-    elif -nz <= lo and hi <= nz:
-        r["verdict"] = "no significant difference"
+    unit = ("layout pairs" if r["design"] == "layouts" else "rounds") if d is not None or rd is not None \
+        else "trials per arm"
+    if _decide(r, metric, noise, level, unit, n_run):
         return
-    r["verdict"] = "inconclusive"
-    effect = r["delta_pct"]
-    if not math.isfinite(effect) or abs(effect) < nz:
-        effect = TINY_EFFECT_PCT if not (math.isfinite(effect) and effect < 0) else -TINY_EFFECT_PCT
-        what = f"a {TINY_EFFECT_PCT:g}% effect (observed effect is tiny)"
-    else:
-        what = f"the observed {abs(effect):.2g}% effect"
-    plan = _power.rounds_for_effect(effect, d=d, x=x, y=y, alpha=alpha_planning, power=0.8,
-                                    log_scale=sc.log, ref=sc.ref, seed=seed, n_resamples=n_resamples)
-    # never fewer than were just run: this run did not resolve its own effect
-    r["trials_needed"] = float(max(plan, n_run + 1)) if math.isfinite(plan) else math.nan
-    if not r["note"]:
-        r["note"] = f"trials_needed for {what}"
-
-
-def check_rule(result) -> None:
-    """Raise StatsError when a verdict contradicts its printed CI (see the module doc)."""
-    rows = result.to_dict("records") if isinstance(result, pd.DataFrame) else list(result)
-    for r in rows:
-        lo, hi = r.get("ci_low_pct", math.nan), r.get("ci_high_pct", math.nan)
-        excl = isinstance(lo, float) and math.isfinite(lo) and (lo > 0 or hi < 0)
-        if r.get("design") == "exact" or r.get("note") == EXACT_NOTE:
-            continue
-        if excl and r["verdict"] not in SIGNIFICANT:
-            raise StatsError(f"{r.get('group')}: verdict {r['verdict']!r} but CI [{lo}, {hi}] excludes 0")
-        if not excl and r["verdict"] in SIGNIFICANT:
-            raise StatsError(f"{r.get('group')}: verdict {r['verdict']!r} but CI [{lo}, {hi}] includes 0")
+    r["_noise_pct"] = noise * 100
+    _plan(r, sc, d, x, y, rd, res, n_run, alpha_planning, seed, n_resamples)
 
 
 def compare_arrays(base, cand, metric: str = schema.PRIMARY_METRIC, noise: float = 0.01,
@@ -319,50 +243,43 @@ def _check_args(noise, alpha):
         raise StatsError(f"alpha: {alpha!r} not allowed; allowed: a number in (0, 1), e.g. 0.05")
 
 
-def round_key(frame: pd.DataFrame) -> pd.Series | None:
-    """The round of each row: ``round`` (or ``trial`` in older files), per ``run_id``."""
-    col = next((c for c in ("round", "trial") if c in frame.columns
-                and pd.to_numeric(frame[c], errors="coerce").notna().any()), None)
-    if col is None:
-        return None
-    key = pd.to_numeric(frame[col], errors="coerce")
-    if "run_id" in frame.columns and frame["run_id"].nunique(dropna=False) > 1:
-        return frame["run_id"].astype(str) + "/" + key.astype("Int64").astype(str)
-    return key
+def _layout_analysis(r: dict, bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, has_layout: bool) -> None:
+    """The layout fields of a row, and for a paired row of a raw.csv with a ``layout`` column the
+    layout / machine-state design (``ringlab.stats.designs``), whose p replaces the signed-rank p."""
+    r.update(_designs.defaults(has_layout, _designs.n_layouts(bsub, csub)))
+    sc = r.get("_scale")
+    if not (has_layout and r["design"] == "paired" and sc is not None and sc.log):
+        return
+    rd = _designs.round_data(bsub, csub, metric)
+    if rd is None:
+        return
+    v = _designs.verdict(rd, 0.95)    # p does not depend on the level
+    r.update(p_value=float(v["p"]), design=v["design"], _rounds=rd)
+    r.update(_designs.fields(v, sc.pct))
+    if v["design"] == "layouts":
+        r["_n_run"] = int(v["layouts"])
 
 
-def comparison_columns(meas: pd.DataFrame, by=None) -> list[str]:
-    """Configuration key of a comparison: the parameters and requested placement, except
-    placement columns on which the arms disagree while each arm's value follows from the
-    other columns (a single-threaded arm records no consumer CPU, -1 or NaN: its ``base``
-    must still meet the two-thread arms of the same placement)."""
-    cols = group_columns(meas, by, include_variant=False)
-    if by is not None or "variant" not in meas.columns or not len(meas):
-        return cols
-    place = [c for c in cols if c in schema.CONFIG_PLACEMENT_COLUMNS]
-    other = [c for c in cols if c not in place]
-    drop = []
-    for c in place:
-        determined, per_variant = True, {}
-        for v, sub in meas.groupby("variant", sort=True):
-            if other:
-                g = sub.groupby(other, dropna=False, sort=True)[c]
-                if (g.nunique(dropna=False) > 1).any():
-                    determined = False
-                    break
-                per_variant[v] = g.first().astype(str).to_dict()
-            else:
-                if sub[c].nunique(dropna=False) > 1:
-                    determined = False
-                    break
-                per_variant[v] = {(): str(sub[c].iloc[0])}
-        if not determined:
+def _group_rows(sub: pd.DataFrame, cols: list[str], key: tuple, baseline: str, variants: list[str],
+                metric: str, exact_src: bool, paired, has_layout: bool) -> list[dict]:
+    label = ",".join(f"{c}={v}" for c, v in zip(cols, key)) or "all"
+    bsub = sub[sub["variant"] == str(baseline)]
+    rows = []
+    for cand in variants:
+        if cand == str(baseline):
             continue
-        maps = list(per_variant.values())
-        disagree = any(m.get(k) != maps[0].get(k) for m in maps[1:] for k in set(m) & set(maps[0]))
-        if disagree:
-            drop.append(c)
-    return [c for c in cols if c not in drop]
+        csub = sub[sub["variant"] == cand]
+        if len(csub) == 0 and len(bsub) == 0:
+            continue
+        ex = bool(exact_src and len(bsub) and len(csub)
+                  and (pd.concat([bsub, csub])["icount_source"].astype(str) == "callgrind").all())
+        r = compare_rounds(_round_values(bsub, metric), _round_values(csub, metric), metric,
+                           bsub[metric].to_numpy(), csub[metric].to_numpy(), exact_source=ex, paired=paired)
+        _layout_analysis(r, bsub, csub, metric, has_layout)
+        r.update(group=label, baseline=str(baseline), candidate=cand)
+        r.update(dict(zip(cols, key)))
+        rows.append(r)
+    return rows
 
 
 def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC, by=None,
@@ -376,6 +293,16 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     delta_abs, ratio_medians_pct, note, lower_is_better, metric.  ``attrs``: metric,
     group_columns, alpha.  ``n_resamples`` is accepted for compatibility: the CIs are exact
     rank-test inversions and need no resampling; ``seed`` seeds the trials_needed check.
+
+    A ``layout`` column with more than one value in a configuration makes the design
+    ``layouts``: per layout pair the paired Hodges-Lehmann estimate of the per-round log
+    ratios, the verdict from the t interval across the K estimates (K - 1 df) at the row's
+    Holm-matched ``ci_level``, p from the same t test.  A t interval rather than a hierarchical
+    bootstrap, because at K = 6-16 a bootstrap over layouts is too narrow (see
+    ``ringlab.stats.layouts``).  With a ``layout`` column, machine states are looked for as well
+    (``ringlab.stats.designs``): with two, the headline weights the states equally and the
+    verdict is ``depends on machine state`` when the per-state CIs lie on opposite sides of 0.
+    The ``layout`` columns never define a configuration.
     """
     _check_args(noise, alpha)
     if "variant" not in df.columns:
@@ -386,33 +313,26 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
         raise StatsError(f"baseline: {baseline!r} is not a variant of this raw.csv; allowed: "
                          + ", ".join(variants))
     meas["variant"] = meas["variant"].astype(str)
-    cols = comparison_columns(meas, by)
+    cols = [c for c in comparison_columns(meas, by) if by is not None or c not in _designs.LAYOUT_COLUMNS]
     rk = round_key(meas)
     if rk is not None:
         meas["_round"] = rk
     exact_src = metric in INSTRUCTION_METRICS and "icount_source" in meas.columns
+    has_layout = _designs.LAYOUT_COLUMN in meas.columns
     rows = []
     groups = meas.groupby(cols, sort=True, dropna=False) if cols else [((), meas)]
     for key, sub in groups:
         key = key if isinstance(key, tuple) else (key,)
-        label = ",".join(f"{c}={v}" for c, v in zip(cols, key)) or "all"
-        bsub = sub[sub["variant"] == str(baseline)]
-        for cand in variants:
-            if cand == str(baseline):
-                continue
-            csub = sub[sub["variant"] == cand]
-            if len(csub) == 0 and len(bsub) == 0:
-                continue
-            ex = bool(exact_src and len(bsub) and len(csub)
-                      and (pd.concat([bsub, csub])["icount_source"].astype(str) == "callgrind").all())
-            r = compare_rounds(_round_values(bsub, metric), _round_values(csub, metric), metric,
-                               bsub[metric].to_numpy(), csub[metric].to_numpy(), exact_source=ex,
-                               paired=None if rk is not None else False)
-            r.update(group=label, baseline=str(baseline), candidate=cand)
-            r.update(dict(zip(cols, key)))
-            rows.append(r)
+        rows += _group_rows(sub, cols, key, baseline, variants, metric, exact_src,
+                            None if rk is not None else False, has_layout)
     if not rows:
         return pd.DataFrame(columns=JSON_FIELDS)
+    return _finish_family(rows, cols, metric, noise, alpha, seed)
+
+
+def _finish_family(rows: list[dict], cols: list[str], metric: str, noise: float, alpha: float,
+                   seed) -> pd.DataFrame:
+    """Holm per candidate, each row's CI at its Holm level, then the frame (checked by check_rule)."""
     lib = metric in schema.LOWER_IS_BETTER
     for cand in sorted({r["candidate"] for r in rows}):
         fam = [r for r in rows if r["candidate"] == cand]
@@ -436,46 +356,6 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     return out
 
 
-def method_text(res: pd.DataFrame) -> str:
-    """One paragraph saying how a compare() result was made: designs, tests, the real family
-    sizes and CI levels (for `ringlab compare` and summary.md)."""
-    metric = res.attrs.get("metric", "the metric")
-    designs = sorted(set(res["design"].astype(str)))
-    parts = [f"delta = estimated candidate/baseline ratio - 1 of {metric} (Hodges-Lehmann on the log scale)"]
-    if "paired" in designs:
-        parts.append("paired rows: per-round ln(candidate/baseline), CI and p from the Wilcoxon "
-                     "signed-rank test")
-    if "unpaired" in designs:
-        parts.append("unpaired rows (incomplete rounds): CI and p from Mann-Whitney")
-    if "exact" in designs:
-        parts.append("exact rows: deterministic metric, no CI or p")
-    fams = []
-    for cand, sub in res.groupby("candidate", sort=True):
-        m = int(sub["family_size"].max()) if len(sub) else 0
-        if m:
-            lv = sub["ci_level"].dropna()
-            lvl = (f"{lv.min() * 100:.4g}%" if lv.min() == lv.max()
-                   else f"{lv.min() * 100:.4g}-{lv.max() * 100:.4g}%")
-            fams.append(f"{cand}: {m} comparison(s), CI level {lvl}")
-    if fams:
-        parts.append("p Holm-corrected per candidate over its configurations, CI level matched to it ("
-                     + "; ".join(fams) + ")")
-    return "; ".join(parts) + "."
-
-
-def to_records(result: pd.DataFrame) -> list[dict]:
-    """The JSON form: a list of objects with exactly ``JSON_FIELDS`` (NaN -> null)."""
-    recs = []
-    for row in result[JSON_FIELDS].itertuples(index=False):
-        d = {}
-        for k, v in zip(JSON_FIELDS, row):
-            if isinstance(v, (float, np.floating)):
-                v = None if math.isnan(v) else float(v)
-            elif isinstance(v, (np.integer, np.bool_)):
-                v = v.item()
-            d[k] = v
-        for k in ("trials_needed", "n_pairs", "family_size"):
-            if d[k] is not None:
-                d[k] = int(d[k])
-        recs.append(d)
-    return recs
+__all__ = ["EXACT_NOTE", "INSTRUCTION_METRICS", "TINY_EFFECT_PCT", "JSON_FIELDS", "LAYOUT_FIELDS", "SIGNIFICANT", "STATE_DEPENDENT", "VERDICTS", "check_rule",
+           "compare", "compare_arrays", "compare_rounds", "comparison_columns", "finish", "holm", "holm_levels",
+           "method_text", "round_key", "to_records", "verdict_one"]

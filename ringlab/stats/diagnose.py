@@ -294,6 +294,18 @@ SAME_ICOUNT_CHECKS = ("diff `size` and `objdump -d` of the two binaries around t
                       "check cache-line sharing with `perf c2c` where supported")
 
 
+def _layout_suspected(rec: dict, mb: float, mc: float, time_verdict: str, has_layout: bool) -> None:
+    """Time moves against the instruction counts beyond its CI (the time CI excludes 0 on the
+    side opposite to the counts): the layout, not the code, is the likely cause."""
+    rec["layout_suspected"] = bool((mc > mb and time_verdict == "faster")
+                                   or (mc < mb and time_verdict == "slower"))
+    if rec["layout_suspected"]:
+        rec["layout_text"] = (f"layout suspected: {'more' if mc > mb else 'fewer'} instructions but "
+                              f"{time_verdict} beyond the CI (measure several layouts of each arm)")
+        if has_layout:   # older runs keep the text their summaries were made with
+            rec["text"] += "; " + rec["layout_text"]
+
+
 def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: str = schema.PRIMARY_METRIC,
                 icount_metric: str = "instructions_per_op", tolerance: float = 0.001,
                 alpha: float = 0.05, by=None) -> list[dict]:
@@ -303,7 +315,10 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
     Returns dicts: label, group, icount_baseline, icount_candidate, icount_delta_pct,
     time_verdict, time_delta_pct, time_p, finding ("same instructions, different time" |
     "different instructions" | "same instructions, same time" | "no instruction counts"),
-    text, and for the first case ``causes`` and ``checks``.
+    text, and for the first case ``causes`` and ``checks``; for "different instructions"
+    ``layout_suspected`` (time moves against the counts beyond its CI: more instructions and
+    faster, or fewer and slower) with ``layout_text`` saying "layout suspected", which the
+    text carries for runs with a ``layout`` column (older runs keep the text of their summaries).
     """
     if "variant" not in df.columns:
         raise ValueError("raw.csv has no 'variant' column")
@@ -365,5 +380,6 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
             rec["finding"] = "different instructions"
             rec["text"] = (f"{label}: different instructions: {ic_txt} "
                            f"({rec['icount_delta_pct']:+.2f}%); {time_txt}")
+            _layout_suspected(rec, mb, mc, tv["verdict"], "layout" in df.columns)
         out.append(rec)
     return out

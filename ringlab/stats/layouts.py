@@ -178,3 +178,18 @@ def rounds_from_trials(order, round_id, layout, arm, log_y, classify: bool = Tru
     st = np.empty(len(rounds), dtype=int)
     st[inv] = np.where(cross, -1, fit.states)
     return {"d": d, "layout": rl, "state": st, "fit": fit}
+
+
+def layouts_needed(var_estimate: float, effect: float, alpha: float = 0.05, power: float = 0.8,
+                   k_max: int = 200) -> float:
+    """Layout pairs for ``power`` against ``effect`` (log scale) with the t interval across
+    layouts, given the variance of one layout pair's estimate (``var_estimate``, at the run's
+    rounds per layout): the least K with (t_{1-alpha/2,K-1} + t_{power,K-1})^2 var / effect^2 <= K.
+    NaN when no K up to ``k_max`` is enough or the variance is unknown."""
+    if not (math.isfinite(var_estimate) and math.isfinite(effect)) or effect == 0:
+        return math.nan
+    for k in range(3, k_max + 1):
+        q = float(sst.t.ppf(1 - alpha / 2, k - 1) + sst.t.ppf(power, k - 1))
+        if q * q * var_estimate / (effect * effect) <= k:
+            return float(k)
+    return math.nan

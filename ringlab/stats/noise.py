@@ -70,3 +70,28 @@ def simulate_ab(K: int = 8, rounds_per_layout: int = 20, effect=(0.0, 0.0), sigm
 def long_run_effect(effect) -> float:
     """The effect with the states weighted equally (log scale): what the headline estimates."""
     return float(np.mean(effect))
+
+
+def paired_rounds(runs: int, n: int, effect: float = 0.0, rng: np.random.Generator | None = None,
+                  durations=DURATIONS, state_gap: float = STATE_GAP, noise_sd: float = NOISE_SD):
+    """(baseline, candidate) log values of ``runs`` one-build runs of ``n`` rounds each, arrays
+    (runs, n): the machine state is the persistent Markov process of ``simulate_ab`` on the
+    trial sequence (2 trials per round, arms in a random order), so states last many rounds and
+    switch inside rounds; trial noise t4; the candidate adds ``effect`` (log scale) in every state."""
+    rng = rng or np.random.default_rng()
+    if n == 0:
+        return np.empty((runs, 0)), np.empty((runs, 0))
+    p_leave = 1.0 / np.asarray(durations, dtype=float)
+    share_slow = durations[1] / (durations[0] + durations[1])
+    s = np.empty((runs, 2 * n), dtype=int)
+    s[:, 0] = rng.random(runs) < share_slow
+    u = rng.random((runs, 2 * n))
+    for t in range(1, 2 * n):
+        prev = s[:, t - 1]
+        s[:, t] = np.where(u[:, t] < p_leave[prev], 1 - prev, prev)
+    y = state_gap * s + rng.standard_t(4, size=(runs, 2 * n)) * noise_sd / math.sqrt(2.0)
+    first, second = y[:, 0::2], y[:, 1::2]
+    base_first = rng.random((runs, n)) < 0.5
+    b = np.where(base_first, first, second)
+    c = np.where(base_first, second, first) + effect
+    return b, c

@@ -1,0 +1,113 @@
+"""How to reproduce a run, for ``ringlab mail``: the command lines, wrapped for a mail."""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from ringlab.report.mailfmt import _para, _short
+
+
+def _executed_notebook(run_dir: Path) -> tuple[str, dict] | None:
+    """(notebook file name, papermill parameters) of the executed notebook in the run folder."""
+    for nb in sorted(run_dir.glob("*.ipynb")):
+        try:
+            meta = json.loads(nb.read_text()).get("metadata", {}).get("papermill", {})
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta.get("parameters"), dict):
+            return nb.name, meta["parameters"]
+    return None
+
+
+def _cmd_lines(words: list[str], width: int) -> list[str]:
+    """A shell command in lines of at most ``width`` columns, joined by backslash continuations.
+
+    A word too long for a line is split with backslash-newline, which the shell
+    removes, so the continuation starts in column 0 and the word stays whole."""
+    groups: list[str] = []
+    i = 0
+    while i < len(words):
+        n = 3 if words[i] == "-p" else 2 if words[i] == "-k" else 1
+        groups.append(" ".join(words[i:i + n]))
+        i += n
+    out: list[str] = []
+    line = "  "
+    for g in groups:
+        if line.strip() and len(line) + 1 + len(g) + 2 > width:
+            out.append(line + " \\")
+            line = "    "
+        line = line + (" " if line.strip() else "") + g
+        while len(line) + 2 > width and "'" not in line:   # a word longer than a line
+            out.append(line[:width - 1] + "\\")
+            line = line[width - 1:]
+    out.append(line)
+    return out
+
+
+def _patch_copies(kernel_headers: str, run_dir: Path) -> list[str]:
+    """For each ``+PATCH`` file of kernel_headers, the copy kept in the run folder (same sha256)."""
+    import hashlib
+    from ringlab import paths
+
+    def sha(p: Path) -> str | None:
+        try:
+            return hashlib.sha256(p.read_bytes()).hexdigest()
+        except OSError:
+            return None
+    kept = {sha(f): f.name for f in sorted(run_dir.iterdir())
+            if f.is_file() and f.suffix in (".patch", ".mbox", ".diff", ".eml")}
+    notes = []
+    for part in kernel_headers.split(","):
+        if "+" not in part:
+            continue
+        ref = part.split("+", 1)[1]
+        h = sha(Path(ref)) if not ref.startswith(("lore:", "builtin:")) else None
+        if h and h in kept:
+            notes.append(f"{_relative(ref, paths.ROOT)} is the file {kept[h]} in the run folder "
+                         f"(sha256 {h[:12]}).")
+    return notes
+
+
+def _relative(value: str, root: Path) -> str:
+    prefix = str(root).rstrip("/") + "/"
+    return value.replace(prefix, "")
+
+
+def reproduce_lines(run_dir: Path, env: dict, width: int,
+                    notebook: tuple[str, dict] | None = None) -> list[str]:
+    from ringlab import paths
+    out = ["How to reproduce (from a ringlab checkout at commit "
+           f"{_short((env.get('git') or {}).get('commit'))}):"]
+    out = _para(out[0], width)
+    params = env.get("parameters") or {}
+    experiment = env.get("experiment")
+    if experiment and params:
+        try:
+            from ringlab.experiments import get
+            spec = get(experiment).all_params()
+        except Exception:  # an unknown or renamed experiment: plain formatting
+            spec = {}
+        words = ["ringlab", "run", str(experiment)]
+        for k, v in params.items():
+            txt = spec[k].format(v) if k in spec else (",".join(map(str, v)) if isinstance(v, list)
+                                                       else str(v).lower() if isinstance(v, bool) else str(v))
+            words += ["-p", k, shlex.quote(_relative(txt, paths.ROOT))]
+        out += ["", *_para("The measurement, every parameter spelled out:", width, 2)]
+        out += _cmd_lines(words, width)
+        for note in _patch_copies(str(params.get("kernel_headers") or ""), run_dir):
+            out += _para(note, width, 2)
+    nb = notebook or _executed_notebook(run_dir)
+    if nb:
+        name, nbp = nb
+        words = ["papermill", f"notebooks/{name}", "out.ipynb", "-k", "python3"]
+        for k, v in nbp.items():
+            if k in ("out_dir", "host"):
+                continue
+            words += ["-p", k, shlex.quote(_relative(str(v), paths.ROOT))]
+        out += ["", *_para(f"The whole notebook ({Path(name).stem}), with the parameters it "
+                           "was given:", width, 2)]
+        out += _cmd_lines(words, width)
+    if not (experiment and params) and not nb:
+        out += _para("not recorded (env.json has no parameters)", width, 2)
+    return out

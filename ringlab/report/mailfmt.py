@@ -1,0 +1,50 @@
+"""Plain-text formatting for ``ringlab mail``: fields, paragraphs, numbers (lines of at most
+a given width)."""
+from __future__ import annotations
+
+import math
+import textwrap
+
+# -- small formatting helpers --------------------------------------------------------------
+def _num(x) -> float:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return x
+
+
+def _ok(x) -> bool:
+    return math.isfinite(_num(x))
+
+
+def _int(v) -> str:
+    """12 345 678: thin groups that cannot be misread as a decimal point."""
+    return f"{int(v):,}".replace(",", " ")
+
+
+def _count(n, what: str) -> str:
+    return f"{int(n)} {what}" + ("" if int(n) == 1 else "s")
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _field(label: str, text: str, width: int, indent: int = 2, label_w: int = 10) -> list[str]:
+    """``  label     text`` wrapped with a hanging indent under the text."""
+    first = " " * indent + f"{label:<{label_w}}" + " "
+    hang = " " * len(first)
+    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=hang,
+                         break_on_hyphens=False) or [first.rstrip()]
+
+
+def _para(text: str, width: int, indent: int = 0) -> list[str]:
+    return textwrap.wrap(text, width=width, initial_indent=" " * indent,
+                         subsequent_indent=" " * indent, break_on_hyphens=False)
+
+
+def _short(sha: str | None) -> str:
+    return (sha or "")[:12] or "n/a"

@@ -1,0 +1,45 @@
+"""Holm's step-down correction and the CI levels that agree with it.
+
+The family is one candidate against the baseline over the configurations of a run.  Each row's
+CI is printed at the Holm step's level, ``1 - alpha / (m - j + 1)``, where j is the row's rank
+among the family's p-values, or, for rows Holm does not reject, the rank of the first
+non-rejected row.  A row is then significant (``p_holm <= alpha``) exactly when its printed CI
+excludes 0, and every printed CI has at least 1 - alpha coverage on its own.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _holm_order(p_values) -> tuple[np.ndarray, np.ndarray, int]:
+    """(p as floats, the finite p's indices from smallest p up, how many there are): Holm's set-up."""
+    p = np.asarray(p_values, dtype=float)
+    ok = np.flatnonzero(np.isfinite(p))
+    return p, ok[np.argsort(p[ok], kind="stable")], len(ok)
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN and does not count)."""
+    p, order, m = _holm_order(p_values)
+    out = np.full(len(p), np.nan)
+    if m == 0:
+        return out
+    adj = np.maximum.accumulate([(m - i) * p[j] for i, j in enumerate(order)])
+    out[order] = np.minimum(adj, 1.0)
+    return out
+
+
+def holm_levels(p_values, alpha: float) -> np.ndarray:
+    """The CI level that agrees with Holm for each p (NaN for NaN p), see the module doc."""
+    p, order, m = _holm_order(p_values)
+    out = np.full(len(p), np.nan)
+    if m == 0:
+        return out
+    stop = m  # 0-based rank of the first row Holm does not reject (m: all rejected)
+    for i, j in enumerate(order):
+        if p[j] > alpha / (m - i):
+            stop = i
+            break
+    for i, j in enumerate(order):
+        out[j] = 1 - alpha / (m - min(i, stop))
+    return out

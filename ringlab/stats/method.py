@@ -1,0 +1,37 @@
+"""How a compare() result was made, in one paragraph (for `ringlab compare` and summary.md)."""
+from __future__ import annotations
+
+import pandas as pd
+
+
+def method_text(res: pd.DataFrame) -> str:
+    """One paragraph saying how a compare() result was made: designs, tests, the real family
+    sizes and CI levels (for `ringlab compare` and summary.md)."""
+    metric = res.attrs.get("metric", "the metric")
+    designs = sorted(set(res["design"].astype(str)))
+    parts = [f"delta = estimated candidate/baseline ratio - 1 of {metric} (Hodges-Lehmann on the log scale)"]
+    if "paired" in designs:
+        parts.append("paired rows: per-round ln(candidate/baseline), CI and p from the Wilcoxon "
+                     "signed-rank test")
+    if "unpaired" in designs:
+        parts.append("unpaired rows (incomplete rounds): CI and p from Mann-Whitney")
+    if "layouts" in designs:
+        parts.append("layouts rows: per layout pair the Hodges-Lehmann estimate of the per-round log "
+                     "ratios, CI and p from a t test across the layout pairs (K - 1 df)")
+    if "states" in res.columns and (pd.to_numeric(res["states"], errors="coerce") == 2).any():
+        parts.append("two machine states: rounds that straddle a switch left out of the per-state "
+                     "effects, the headline weights the states equally")
+    if "exact" in designs:
+        parts.append("exact rows: deterministic metric, no CI or p")
+    fams = []
+    for cand, sub in res.groupby("candidate", sort=True):
+        m = int(sub["family_size"].max()) if len(sub) else 0
+        if m:
+            lv = sub["ci_level"].dropna()
+            lvl = (f"{lv.min() * 100:.4g}%" if lv.min() == lv.max()
+                   else f"{lv.min() * 100:.4g}-{lv.max() * 100:.4g}%")
+            fams.append(f"{cand}: {m} comparison(s), CI level {lvl}")
+    if fams:
+        parts.append("p Holm-corrected per candidate over its configurations, CI level matched to it ("
+                     + "; ".join(fams) + ")")
+    return "; ".join(parts) + "."
