@@ -257,7 +257,7 @@ def _layout_analysis(r: dict, bsub: pd.DataFrame, csub: pd.DataFrame, metric: st
     r.update(p_value=float(v["p"]), design=v["design"], _rounds=rd)
     r.update(_designs.fields(v, sc.pct))
     if v["design"] == "layouts":
-        r["_n_run"] = int(v["layouts"])
+        r["_n_run"] = int(v["layouts_estimated"])
 
 
 def _group_rows(sub: pd.DataFrame, cols: list[str], key: tuple, baseline: str, variants: list[str],

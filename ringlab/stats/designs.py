@@ -125,7 +125,8 @@ def verdict(rd: dict, level: float) -> dict:
     layout spread of a comparison's ``round_data``."""
     if rd["n_layouts"] > 1:
         v = _lay.layout_verdict(rd["d"], rd["layout"], rd["state"], level)
-        v["design"] = "layouts"
+        # K is the run's layout pairs; the CI's df come from those with an estimate
+        v.update(design="layouts", layouts_estimated=v["layouts"], layouts=rd["n_layouts"])
     else:
         v = one_build(rd["d"], rd["state"], level)
         v.update(design="paired", layouts=1, sigma_layout=math.nan, layout_share=math.nan,
