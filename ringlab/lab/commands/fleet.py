@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 
@@ -31,18 +32,23 @@ def add_arguments(p):
         c.add_argument("fleet_id", metavar="FLEET-ID")
 
 
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
 def _submit(args) -> int:
     from ringlab.errors import ParamError
     from ringlab.lab import fleet
     if args.resume:
         if args.cmd and args.cmd != ["--"]:
             raise ParamError("parameter '--resume': re-queues the fleet's own command; allowed: no command after --")
-        fleet.resume(args.resume)
+        fleet.resume(args.resume, log=_log)
         return 0
     if not args.cmd or args.cmd == ["--"]:
         raise ParamError("parameter 'COMMAND': missing; allowed: -- reproduce ... or -- run EXPERIMENT ...")
     nodes = fleet.choose_nodes(args.nodes, args.partition, args.constraint)
-    doc = fleet.submit(nodes, args.cmd, args.time, args.partition, args.constraint, args.allow_dirty)
+    doc = fleet.submit(nodes, args.cmd, args.time, args.partition, args.constraint, args.allow_dirty,
+                       log=_log)
     print(doc["fleet_id"])
     return 0
 
@@ -50,9 +56,7 @@ def _submit(args) -> int:
 def _status(args) -> int:
     from ringlab.lab import fleet
     doc, states = fleet.status(args.fleet_id)
-    print(f"fleet {doc['fleet_id']} at {doc['commit'][:12]}: {' '.join(doc['command'])}"
-          if doc["kind"] == "run" else f"fleet {doc['fleet_id']} at {doc['commit'][:12]}: reproduce "
-          + " ".join(doc["command"]))
+    print(f"fleet {doc['fleet_id']} at {doc['commit'][:12]}: ringlab {doc['kind']} {' '.join(doc['command'])}")
     for node, entry in doc["nodes"].items():
         job = entry["jobs"][-1] if entry["jobs"] else "-"
         st = states.get(job)
