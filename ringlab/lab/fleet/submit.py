@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.errors import ParamError
-from ringlab.lab.fleet import collect, record, slurm
+from ringlab.lab.fleet import record, slurm
+from ringlab.lab.fleet.collect import verdicts
 from ringlab.lab.reproduce import PROFILES, _resolve_only
 from ringlab.rundir import utc_now
 from ringlab.run import new_run_id
@@ -63,7 +64,7 @@ def reproduce_args(argv: list[str]) -> tuple[str, list[str]]:
 
 def choose_nodes(nodes: str | None, partition: str | None, constraint: str | None) -> list[str]:
     """The nodes to run on: ``--nodes a,b`` (each known to Slurm) or the partition's nodes."""
-    if bool(nodes) == bool(partition):
+    if (nodes is None) == (partition is None):
         raise ParamError("parameters '--nodes'/'--partition': give exactly one (--nodes a,b,c or "
                          "--partition P [--constraint C])")
     if partition:
@@ -160,7 +161,7 @@ def resume(fleet_id: str, log=print) -> dict:
     record.git_commit(paths.ROOT, allow_dirty=bool(doc.get("dirty")))
     states = slurm.job_states([n["jobs"][-1] for n in doc["nodes"].values() if n["jobs"]])
     jobs = {}
-    for v in collect.verdicts(doc, states):
+    for v in verdicts(doc, states):
         if v.verdict == "complete" or v.verdict in ("pending", "running"):
             log(f"fleet {fleet_id}: node {v.node}: {v.verdict}, not re-queued")
             continue
