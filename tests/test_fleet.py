@@ -12,7 +12,7 @@ import pytest
 from ringlab.errors import ParamError
 from ringlab.lab import cli, fleet
 from ringlab.lab.fleet import record, slurm
-from ringlab.lab.fleet import submit as fsubmit
+from ringlab.lab.fleet.submit import host_of
 
 FAKES = Path(__file__).resolve().parent / "fakes" / "fake_slurm"
 
@@ -183,4 +183,4 @@ def test_resume_requeues_only_the_missing_work(fake_slurm):
 
 
 def test_host_of_makes_node_names_host_ids():
-    assert fsubmit.host_of("Node_07.cluster.lab") == "node-07"
+    assert host_of("Node_07.cluster.lab") == "node-07"
