@@ -92,6 +92,51 @@ def test_json_shape(bins, variant):
     assert c["task_clock"]["value"] > 0
 
 
+@pytest.mark.parametrize("offset", [0, 64, 4032])
+def test_ring_offset_is_placed_and_reported(bins, offset):
+    r = run(bins["before"], f"test_push_cpu={PUSH}", f"test_pop_cpu={POP}", "nr_test=20000", "--json",
+            "--counters", "none", "--ring-offset", str(offset))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["ring_offset"] == offset and d["pages_leaked"] == 0
+    assert json.loads(run(bins["before"], "nr_test=1000", "--json", "--counters", "none").stdout)["ring_offset"] == 0
+
+
+# -- code layouts: the pad moves the measured code, the build machinery names and records it --
+@pytest.fixture(scope="module")
+def two_layouts(tmp_path_factory):
+    from ringlab.build import driver
+    from ringlab.build.layouts import Layout
+    a, b = Layout(0, 40, 1, 1), Layout(1, 2903, 64, 2)
+    out = tmp_path_factory.mktemp("layouts")
+    info = driver.build_all(only=["page_frag_test-after"], out_dir=out, jobs=2,
+                            layouts={"page_frag_test-after": [a, b]})
+    return [info.binaries[x.binary_name("page_frag_test-after")] for x in (a, b)], (a, b)
+
+
+def _symbols(binary: str) -> dict[str, tuple[int, int]]:
+    """{name: (address, size)} of the binary's defined symbols."""
+    if shutil.which("nm") is None:
+        pytest.skip("nm (binutils) not on PATH")
+    out = subprocess.run(["nm", "-S", binary], capture_output=True, text=True, check=True).stdout
+    return {f[-1]: (int(f[0], 16), int(f[1], 16)) for f in map(str.split, out.splitlines()) if len(f) == 4}
+
+
+def test_layouts_move_the_measured_code(two_layouts):
+    (ia, ib), (a, b) = two_layouts
+    sa, sb = _symbols(ia.path), _symbols(ib.path)
+    assert sa["rl_layout_pad"][1] >= a.pad and sb["rl_layout_pad"][1] >= b.pad   # the pad is there
+    for fn in ("rl_measured_push", "rl_measured_pop"):
+        assert sa[fn][0] != sb[fn][0]                                             # and moved them
+        assert sb[fn][0] % 64 == 0                                                # -falign-functions=64
+    assert ia.layout["pad"] == a.pad and ib.layout["flags"] == b.flags()
+    assert ia.source_sha256 == ib.source_sha256                                   # one source set
+    for info in (ia, ib):
+        r = run(Path(info.path), f"test_push_cpu={PUSH}", f"test_pop_cpu={POP}", "nr_test=20000", "--json",
+                "--counters", "none")
+        assert r.returncode == 0 and json.loads(r.stdout)["variant"] == "after", r.stderr
+
+
 def test_counters_none_and_unknown(bins):
     r = run(bins["after"], "nr_test=1000", f"test_push_cpu={PUSH}", f"test_pop_cpu={POP}",
             "--json", "--counters", "none")
@@ -124,6 +169,10 @@ def test_forced_order0_fallback(bins):
     (["test_cpu=1"], "test_cpu"),
     (["--frobnicate"], "--frobnicate"),
     (["--stall-timeout", "-1"], "--stall-timeout"),
+    (["--ring-offset", "100"], "--ring-offset"),
+    (["--ring-offset=4096"], "--ring-offset"),
+    (["--ring-offset", "-64"], "--ring-offset"),
+    (["--ring-offset"], "--ring-offset"),
 ])
 def test_validation(bins, args, needle):
     r = run(bins["after"], *args)
@@ -154,8 +203,9 @@ def test_selftest_asan_ubsan(tmp_path, variant):
     exe = compile_(tmp_path / f"asan-{variant}", variant,
                    ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
     for align in (0, 1):
+        # the largest ring offset too: the ring struct still lies inside its allocation
         r = run(exe, "--selftest", f"test_push_cpu={PUSH}", f"test_pop_cpu={POP}", "nr_test=50000",
-                "test_alloc_len=12", f"test_align={align}",
+                "test_alloc_len=12", f"test_align={align}", "--ring-offset", str(4032 * align),
                 env={"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "print_stacktrace=1"},
                 timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr

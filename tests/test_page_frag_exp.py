@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ringlab.build import layouts as L
 from ringlab.experiments import base
 from ringlab.experiments.base import ParamError, TrialSpec
 from ringlab.experiments.page_frag import PageFrag
@@ -96,13 +97,41 @@ def test_plan_explicit_and_none():
 
 
 def test_command_is_argv():
-    v = PageFrag.resolve({"counters": "false"})
+    v = PageFrag.resolve({"counters": "false", "layouts": 1})
     spec = TrialSpec(config={"variant": "after", "align": 1, "alloc_len": 12, "nr_test": 51200000},
                      trial=0, warmup=False, cpus=(16, 17), pair_class="same-llc")
     argv = PageFrag().command(spec, FakeCtx(v))
     assert argv == ["/bin/dir/page_frag_test-after", "test_push_cpu=16", "test_pop_cpu=17",
                     "test_alloc_len=12", "nr_test=51200000", "test_align=1", "--json",
                     "--counters", "none"]
+
+
+def test_layouts_parameter_and_profiles():
+    assert [PageFrag.resolve({"profile": p})["layouts"] for p in ("smoke", "quick", "full")] == [2, 4, 8]
+    assert PageFrag.resolve({"profile": "full", "layouts": 1})["layouts"] == 1
+    for raw in ("0", "65", "two"):
+        with pytest.raises(ParamError, match="parameter 'layouts'.*allowed"):
+            PageFrag.resolve({"layouts": raw})
+
+
+def test_layout_builds_binaries_and_command():
+    v = PageFrag.resolve({"layouts": 3, "variants": "before,after", "seed": 11, "counters": "false"})
+    exp = PageFrag()
+    lays = {b: L.arm_layouts(11, b.split("-")[-1], 3) for b in ("page_frag_test-before", "page_frag_test-after")}
+    assert exp.build_args(v) == {"layouts": lays}
+    names = exp.needed_binaries(v)
+    assert names == [x.binary_name(b) for b, xs in lays.items() for x in xs] and len(set(names)) == 6
+    assert {L.base_name(n) for n in names} == set(lays)
+    assert all(not x.plain and x.flags()[0].startswith("-DRINGLAB_LAYOUT_PAD=") for xs in lays.values() for x in xs)
+    cfg = {"variant": "after", "align": 0, "alloc_len": 12, "nr_test": 100}
+    for k in range(3):
+        spec = TrialSpec(config=dict(cfg), trial=0, warmup=False, cpus=(0, 1),
+                         extra={"layout": k, "ring_offset": 64 * k})
+        argv = exp.command(spec, FakeCtx(v))
+        assert argv[0] == f"/bin/dir/{lays['page_frag_test-after'][k].binary_name('page_frag_test-after')}"
+        assert argv[argv.index("--ring-offset") + 1] == str(64 * k)
+    one = PageFrag.resolve({"layouts": 1})
+    assert exp.needed_binaries(one) == ["page_frag_test-before", "page_frag_test-after"]
 
 
 def _doc(variant="before", **it):
@@ -129,6 +158,9 @@ def test_parse_rows():
     assert math.isnan(row["cycles"]) and row["task_clock"] == 950.0   # unsupported: NaN, never 0
     assert "cycles: not supported" in row["counter_errors"]
     assert row["ring_full"] == 3 and row["page_reuses"] == 1 and row["ctx_involuntary"] == 4
+    assert "ring_offset" not in row            # the binary reported none
+    [row] = PageFrag().parse(spec, json.dumps(dict(json.loads(_doc()), ring_offset=448)), "", FakeCtx({}))
+    assert row["ring_offset"] == 448
     with pytest.raises(ValueError):
         PageFrag().parse(spec, _doc(variant="after"), "", FakeCtx({}))
     with pytest.raises(ValueError):
@@ -154,3 +186,9 @@ def test_smoke_run_end_to_end(tmp_path):
     assert "same-cpu" in set(df["pair_class"])
     assert (df["ns_per_op"] > 0).all()
     assert df["elapsed_us"].round(3).equals((df["elapsed_ns"] / 1e3).round(3))
+    # smoke: two layouts per variant, the round's pair per trial, ring offsets as drawn
+    from ringlab.run import plan as P
+    assert df["layout"].tolist() == [P.round_layout(1, r, 2) for r in df["round"]]
+    assert set(df["layout"]) == {0, 1}
+    assert df.groupby("variant")["binary_sha256"].nunique().eq(2).all()
+    assert df["ring_offset"].tolist() == [L.ring_offset(1, o) for o in df["order"]]

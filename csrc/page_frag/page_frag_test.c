@@ -22,7 +22,7 @@
  *
  *   page_frag_test-VARIANT test_push_cpu=16 test_pop_cpu=17 test_alloc_len=12 \
  *                          nr_test=51200000 [test_align=1] [--json]
- *                          [--counters LIST|none] [--selftest]
+ *                          [--counters LIST|none] [--ring-offset BYTES] [--selftest]
  *   -> "51200000 of iterations for aligned testing took: 935300us"
  *
  * Timing: CLOCK_MONOTONIC around the measured region only; the threads are
@@ -30,6 +30,13 @@
  * A side that makes no progress for --stall-timeout seconds (10, as the
  * module's completion timeout) aborts the run (exit 3) instead of hanging.
  * Exit codes: 0 ok, 1 failure (pinning, leak, selftest), 2 usage, 3 stall.
+ *
+ * Layouts (ringlab.build.layouts): -DRINGLAB_LAYOUT_PAD=N emits N bytes of
+ * code that never runs ahead of the measured functions (code layout, one per
+ * build); --ring-offset BYTES places the ring struct BYTES into its own page
+ * and a spacer of the same size moves its slot array through the heap (data
+ * layout, one per trial).  Neither changes an executed instruction of the
+ * measured loops.
  *
  * Test knobs: RINGLAB_PAGE_FRAG_ORDER0=1 (or --order0) forces the 4 KiB
  * fallback; RINGLAB_PAGE_FRAG_PFMEMALLOC=1 flags every page pfmemalloc;
@@ -64,6 +71,7 @@
 #define RING_SLOTS      512     /* the module's nr_objs */
 #define TEST_ALIGN      64      /* SMP_CACHE_BYTES */
 #define RL_MAX_NR_TEST  1000000000000LL /* 1e12, as ptr_ring_test -N and syscall_loop -N */
+#define RL_MAX_RING_OFFSET 4032 /* --ring-offset: a multiple of 64 in [0, 4032], as ptr_ring_test */
 
 /* ------------------------------------------------------------------------ */
 /* options                                                                   */
@@ -76,6 +84,7 @@ struct opts {
 	const char *counters;           /* NULL: all */
 	double stall_timeout;
 	int inject_stall;               /* 0 none, 1 push, 2 pop */
+	int ring_offset;                /* bytes of the ring struct into its page */
 };
 
 static void usage(FILE *f)
@@ -84,12 +93,15 @@ static void usage(FILE *f)
 		"usage: page_frag_test-%s [test_push_cpu=N] [test_pop_cpu=N] [test_alloc_len=N]\n"
 		"         [nr_test=N] [test_align=0|1] [--json] [--counters LIST|none]\n"
 		"         [--selftest | --selftest-threads] [--order0] [--stall-timeout SEC] [--inject-stall push|pop]\n"
+		"         [--ring-offset BYTES]\n"
 		"  test_push_cpu, test_pop_cpu  CPU of the push/pop thread, online and allowed [0]\n"
 		"                               (-1: not pinned)\n"
 		"  test_alloc_len               fragment size in (0, %lu] [2048]\n"
 		"  nr_test                      fragments to pass, 1..1000000000000 [2000000]\n"
-		"  test_align                   1: 64-byte aligned fragments [0]\n",
-		page_frag_variant, RL_PAGE_SIZE);
+		"  test_align                   1: 64-byte aligned fragments [0]\n"
+		"  --ring-offset BYTES          the ring struct BYTES into its page, a multiple of 64\n"
+		"                               in [0, %d] [0]\n",
+		page_frag_variant, RL_PAGE_SIZE, RL_MAX_RING_OFFSET);
 }
 
 static _Noreturn void bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -163,7 +175,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			if (!strcmp(name, "--order0")) { o->order0 = true; continue; }
 			if (!strcmp(name, "--help") || !strcmp(name, "-h")) { usage(stdout); exit(0); }
 			if (strcmp(name, "--counters") && strcmp(name, "--stall-timeout") &&
-			    strcmp(name, "--inject-stall"))
+			    strcmp(name, "--inject-stall") && strcmp(name, "--ring-offset"))
 				bad_arg("unknown option '%s'", a);
 			val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!val)
@@ -174,6 +186,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				if (rl_counters_check_list(val, err, sizeof(err)))
 					bad_arg("--counters: %s", err);
 				o->counters = val;
+			} else if (!strcmp(name, "--ring-offset")) {
+				long long off;
+
+				if (!parse_ll(val, &off) || off < 0 || off > RL_MAX_RING_OFFSET || off % 64)
+					bad_arg("--ring-offset: invalid value '%s'; allowed: a multiple of 64 "
+						"in [0, %d]", val, RL_MAX_RING_OFFSET);
+				o->ring_offset = (int)off;
 			} else if (!strcmp(name, "--stall-timeout")) {
 				char *end;
 
@@ -267,7 +286,8 @@ struct side {
 };
 
 static struct test {
-	struct ptr_ring ring;
+	struct ptr_ring *ring;          /* ring_offset bytes into ring_page */
+	void *ring_page, *ring_spacer;
 	struct page_frag_cache *nc;
 	struct rl_page_pool *pool;
 	const struct opts *o;
@@ -293,6 +313,22 @@ static void check_fail(const char *msg, const void *va)
 		snprintf(T.fail_msg, sizeof(T.fail_msg), "%s (fragment %p)", msg, va);
 	atomic_store(&T.force_exit, 1);
 }
+
+/*
+ * Code layout of this build: RINGLAB_LAYOUT_PAD bytes of code that never runs.
+ * It is cold, so it lands in .text.unlikely, which the linker places ahead of
+ * .text: the measured functions below, and the page_frag and pool code they
+ * call, move by the pad without one executed instruction changing.
+ * 0 or undefined: no pad.
+ */
+#if defined(RINGLAB_LAYOUT_PAD) && RINGLAB_LAYOUT_PAD > 0
+#define RL_STR_(x) #x
+#define RL_STR(x) RL_STR_(x)
+__attribute__((used, noinline, cold)) void rl_layout_pad(void)
+{
+	__asm__ volatile(".skip " RL_STR(RINGLAB_LAYOUT_PAD));
+}
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* the measured loops.  always_inline + a constant `check` gives one plain
@@ -325,7 +361,7 @@ static inline __attribute__((always_inline)) void push_loop(bool check)
 			/* sequence number for the pop side's FIFO/visibility check */
 			memcpy(va, &pushed, len < sizeof(pushed) ? len : sizeof(pushed));
 		}
-		if (__ptr_ring_produce(&T.ring, va)) {
+		if (__ptr_ring_produce(T.ring, va)) {
 			page_frag_free(va);
 			full++;
 			sched_yield();          /* stands in for cond_resched() */
@@ -347,7 +383,7 @@ static inline __attribute__((always_inline)) void pop_loop(bool check)
 	uint64_t empty = 0;
 
 	while (popped < nr) {
-		void *obj = __ptr_ring_consume(&T.ring);
+		void *obj = __ptr_ring_consume(T.ring);
 
 		if (likely(obj)) {
 			if (check) {
@@ -505,6 +541,23 @@ static int run_pair(const struct opts *o, uint64_t *elapsed_ns, uint64_t *t0_out
 static void free_frag(void *va)
 {
 	page_frag_free(va);
+}
+
+/*
+ * The ring struct gets its own cache lines, offset bytes into a page; a spacer
+ * of the same size is allocated just before ptr_ring_init, so the slot array
+ * moves through the heap too.  Neither is touched inside the measured loops.
+ */
+static int alloc_ring(int offset)
+{
+	if (posix_memalign(&T.ring_page, 4096, (size_t)offset + sizeof(*T.ring)))
+		return -1;
+	T.ring_spacer = malloc((size_t)offset + 1);
+	if (!T.ring_spacer)
+		return -1;
+	T.ring = (struct ptr_ring *)((char *)T.ring_page + offset);
+	memset(T.ring, 0, sizeof(*T.ring));
+	return ptr_ring_init(T.ring, RING_SLOTS, 0);
 }
 
 static struct rl_page_pool *make_pool(bool order0)
@@ -696,7 +749,7 @@ static void print_json(const struct opts *o, uint64_t elapsed, uint64_t t0,
 
 	/* One line: parse_harness_json reads the last line that parses. */
 	printf("{\"schema\": 1, \"binary\": \"page_frag_test\", \"variant\": \"%s\", "
-	       "\"count\": %llu, \"alloc_len\": %ld, \"align\": %d, \"ring_size\": %d, "
+	       "\"count\": %llu, \"alloc_len\": %ld, \"align\": %d, \"ring_size\": %d, \"ring_offset\": %d, "
 	       "\"push_cpu\": %ld, \"pop_cpu\": %ld, \"force_order0\": %s, "
 	       "\"ctx_voluntary\": %ld, \"ctx_involuntary\": %ld, \"pages_leaked\": %" PRIu64 ", "
 	       "\"iterations\": [{\"ns_producer\": %" PRIu64 ", \"ns_consumer\": %" PRIu64 ", "
@@ -708,7 +761,7 @@ static void print_json(const struct opts *o, uint64_t elapsed, uint64_t t0,
 	       "\"page_refills\": %" PRIu64 ", \"page_refills_order0\": %" PRIu64 ", "
 	       "\"page_reuses\": %" PRIu64 ", \"page_abandons\": %" PRIu64 ", \"alloc_failed\": %" PRIu64 ", "
 	       "\"counters\": ",
-	       page_frag_variant, o->nr_test, o->alloc_len, o->align ? 1 : 0, RING_SLOTS,
+	       page_frag_variant, o->nr_test, o->alloc_len, o->align ? 1 : 0, RING_SLOTS, o->ring_offset,
 	       o->push_cpu, o->pop_cpu, o->order0 ? "true" : "false",
 	       T.push.nvcsw + T.pop.nvcsw, T.push.nivcsw + T.pop.nivcsw, leaked,
 	       T.push.t_end_ns - t0, T.pop.t_end_ns - t0, elapsed, (double)elapsed / n,
@@ -743,7 +796,7 @@ int main(int argc, char **argv)
 
 	T.pool = make_pool(o.order0);
 	T.nc = T.pool ? page_frag_cache_new(T.pool) : NULL;
-	if (!T.nc || ptr_ring_init(&T.ring, RING_SLOTS, 0)) {
+	if (!T.nc || alloc_ring(o.ring_offset)) {
 		fprintf(stderr, "page_frag_test: out of memory\n");
 		return 1;
 	}
@@ -752,7 +805,9 @@ int main(int argc, char **argv)
 		return rc;
 	page_frag_cache_stats(T.nc, &st);
 	/* Like the module's cleanup: drain the ring, then the cache. */
-	ptr_ring_cleanup(&T.ring, free_frag);
+	ptr_ring_cleanup(T.ring, free_frag);
+	free(T.ring_spacer);
+	free(T.ring_page);
 	page_frag_cache_delete(T.nc);
 	leaked = rl_pool_check(T.pool);
 	rl_pool_get_stats(T.pool, &ps);

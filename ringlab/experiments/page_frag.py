@@ -12,6 +12,17 @@ elapsed / nr_test; ``elapsed_us`` is the seed's unit (the module prints microsec
 Extra columns explain the mechanism: how often the ring was full (push freed and
 yielded) or empty (pop yielded), and how the cache got its pages (refills, order-0
 fallbacks, reuses of an idle page, pages abandoned to fragments still in flight).
+
+Code and data layouts, as ptr_ring: with ``layouts`` K > 1 each variant is built K times
+(ringlab.build.layouts: a seeded pad of code that never runs ahead of the measured push/pop
+functions, ``-DRINGLAB_LAYOUT_PAD``, and a seeded ``-falign-functions``;
+``page_frag_test-<variant>@p<pad>-a<align>``), and a trial runs the layout pair of its round
+(``spec.extra["layout"]``, ringlab.run.plan; raw.csv ``layout``); ``layouts`` 1 is one fixed
+build.  Every trial also places the 512-slot ring at a seeded offset in its page
+(``--ring-offset``, a multiple of 64; a spacer of that size moves the slot array through the
+heap), recorded in ``ring_offset`` as the binary reports it.  The page_frag cache's pages come
+from the pool's size-aligned regions and are not offset: the fragments' place within a page is
+what the test measures.  No callgrind counts here (``icount`` is refused: two threads).
 """
 from __future__ import annotations
 
@@ -20,6 +31,7 @@ import re
 from typing import Any
 
 from ringlab import schema
+from ringlab.build.layouts import MAX_LAYOUTS, Layout, arm_layouts
 from ringlab.experiments.base import MAX_OPS, Experiment, Param, ParamError, TrialSpec, parse_harness_json
 
 VARIANTS = ("before", "after")
@@ -45,14 +57,18 @@ class PageFrag(Experiment):
         Param("cpus", "str", "auto", "auto (one pair per topology class, same-cpu included) | all (every "
               "ordered pair, plus same-cpu) | none (unpinned) | explicit PUSH:POP pairs like 0:1,0:0",
               column=False),
+        Param("layouts", "int", 1, "code layouts per variant: builds with seeded pads and function "
+              "alignments, paired by index and cycled over the rounds (1: one fixed build)",
+              min=1, max=MAX_LAYOUTS, column=False),
     ]
     # Sized for the project's 2-CPU VM (2 variants x 2 aligns x 3 lengths x 2 placements
     # = 24 configurations): smoke is seconds (tests), quick about a minute, full a few
     # minutes (what we commit).
     profiles = {
-        "smoke": {"trials": 2, "warmup": 0, "nr_test": 20_000, "alloc_lens": [12], "timeout": 30.0},
-        "quick": {"trials": 5, "warmup": 1, "nr_test": 500_000, "timeout": 60.0},
-        "full": {"trials": 10, "warmup": 1, "nr_test": 3_000_000, "timeout": 120.0},
+        "smoke": {"trials": 2, "warmup": 0, "nr_test": 20_000, "alloc_lens": [12], "timeout": 30.0,
+                  "layouts": 2},
+        "quick": {"trials": 5, "warmup": 1, "nr_test": 500_000, "timeout": 60.0, "layouts": 4},
+        "full": {"trials": 10, "warmup": 1, "nr_test": 3_000_000, "timeout": 120.0, "layouts": 8},
     }
     binaries = [f"page_frag_test-{v}" for v in VARIANTS]
     extra_columns = list(schema.EXPERIMENT_COLUMNS["page_frag"])
@@ -79,8 +95,23 @@ class PageFrag(Experiment):
                                  "or pairs PUSH:POP like 0:1,0:0")
         values["cpus"] = cpus
 
+    @staticmethod
+    def layouts_of(values: dict[str, Any]) -> dict[str, list[Layout]]:
+        """{page_frag_test-VARIANT: its layouts} (``[PLAIN]`` each when ``layouts`` is 1)."""
+        return {f"page_frag_test-{v}": arm_layouts(values["seed"], v, values.get("layouts", 1))
+                for v in values["variants"]}
+
     def needed_binaries(self, values: dict[str, Any]) -> list[str]:
-        return [f"page_frag_test-{v}" for v in values["variants"]]
+        return [lay.binary_name(base) for base, lays in self.layouts_of(values).items() for lay in lays]
+
+    def build_args(self, values: dict[str, Any]) -> dict[str, Any]:
+        return {"layouts": self.layouts_of(values)}
+
+    def binary_name(self, spec: TrialSpec, values: dict[str, Any]) -> str:
+        """The binary of this trial: its variant in the layout of its round (``extra["layout"]``)."""
+        variant = str(spec.config["variant"])
+        lays = arm_layouts(values["seed"], variant, values.get("layouts", 1))
+        return lays[int(spec.extra.get("layout", 0))].binary_name(f"page_frag_test-{variant}")
 
     # -- placement -------------------------------------------------------------------------
     def placements(self, values: dict[str, Any], ctx) -> list[tuple[int, int, str]]:
@@ -120,12 +151,14 @@ class PageFrag(Experiment):
     def command(self, spec: TrialSpec, ctx) -> list[str]:
         cfg = spec.config
         p, c = spec.cpus
-        argv = [str(ctx.binary(f"page_frag_test-{cfg['variant']}")),
+        argv = [str(ctx.binary(self.binary_name(spec, ctx.values))),
                 f"test_push_cpu={int(p)}", f"test_pop_cpu={int(c)}",
                 f"test_alloc_len={int(cfg['alloc_len'])}", f"nr_test={int(cfg['nr_test'])}",
                 f"test_align={int(cfg['align'])}", "--json"]
         if not ctx.values.get("counters", True):
             argv += ["--counters", "none"]
+        if spec.extra.get("ring_offset") is not None:
+            argv += ["--ring-offset", str(int(spec.extra["ring_offset"]))]
         return argv
 
     def parse(self, spec: TrialSpec, stdout: str, stderr: str, ctx) -> list[dict[str, Any]]:
@@ -143,4 +176,6 @@ class PageFrag(Experiment):
             for col in _EXTRA_FROM_JSON:
                 v = it.get(col)
                 row[col] = float("nan") if v is None else int(v)
+            if isinstance(doc.get("ring_offset"), int):   # where the binary placed the ring
+                row["ring_offset"] = doc["ring_offset"]
         return rows
