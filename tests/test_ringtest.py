@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ringlab.build import layouts as L
 from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
 from ringlab.experiments import get
@@ -118,7 +119,7 @@ def test_trials_are_pinned_timed_and_written(tmp_path, build_dir, monkeypatch):
     monkeypatch.setenv("FAKE_RINGTEST_ARGV", str(log))
     res = _run({"tree": f"mine={tree}", "rings": "ptr_ring,noring", "ring_sizes": "64", "run_cycles": 1000,
                 "batch": 4, "param": 2, "cpus": f"{cpus[0]}:{cpus[1]}", "trials": 2, "warmup": 0,
-                "profile": "smoke"}, tmp_path / "run")
+                "profile": "smoke", "layouts": 1}, tmp_path / "run")
     assert res.counts == {"ok": 4}
     df = pd.read_csv(res.raw_csv)
     assert set(df["variant"]) == {"mine"} and set(df["ring"]) == {"ptr_ring", "noring"}
@@ -155,7 +156,7 @@ def test_ab_between_two_trees_and_two_git_revisions(tmp_path, build_dir):
     a = write_fake_ringtest_tree(tmp_path / "a", generation=1)
     b = write_fake_ringtest_tree(tmp_path / "b", generation=2)
     res = _run({"tree": f"A={a},B={b}", "cpus": "none", "run_cycles": 100, "trials": 3, "warmup": 0,
-                "profile": "smoke"}, tmp_path / "run1")
+                "profile": "smoke", "layouts": 1}, tmp_path / "run1")
     df = pd.read_csv(res.raw_csv)
     assert set(df["variant"]) == {"A", "B"}
     sha = df.groupby("variant")["source_sha256"].unique()
@@ -176,7 +177,7 @@ def test_ab_between_two_trees_and_two_git_revisions(tmp_path, build_dir):
     (repo / "include/linux/ptr_ring.h").write_text("uncommitted edits are not exported\n")
     before = _snapshot(repo)
     res = _run({"tree": f"old=git:{repo}@HEAD~1,new=git:{repo}@HEAD", "cpus": "none", "run_cycles": 100,
-                "trials": 2, "warmup": 0, "profile": "smoke"}, tmp_path / "run2")
+                "trials": 2, "warmup": 0, "profile": "smoke", "layouts": 1}, tmp_path / "run2")
     df2 = pd.read_csv(res.raw_csv)
     assert res.counts == {"ok": 4}
     sha2 = df2.groupby("variant")["source_sha256"].first()
@@ -187,6 +188,74 @@ def test_ab_between_two_trees_and_two_git_revisions(tmp_path, build_dir):
     assert _snapshot(repo) == before
     with pytest.raises(RunnerError, match="tree 'x'"):
         _run({"tree": f"x=git:{repo}@no-such-rev", "profile": "smoke"}, tmp_path / "run3")
+
+
+# -- code layouts: function alignment only -----------------------------------------------------
+def test_layouts_parameter_and_aligns():
+    cls = get("ringtest")
+    assert [cls.resolve({"tree": "/x", "profile": p})["layouts"] for p in ("smoke", "quick", "full")] == [2, 4, 8]
+    with pytest.raises(ParamError, match="parameter 'layouts'.*allowed"):
+        cls.resolve({"tree": "/x", "layouts": "65"})
+    v = cls.resolve({"tree": "/x", "layouts": 8, "seed": 5})
+    aligns = cls.layout_aligns(v, "mine")
+    assert aligns == [L.layout_spec(5, "mine", k).align for k in range(8)]
+    assert set(aligns) <= {1, 2, 4, 8, 16, 32, 64} and len(set(aligns)) > 1
+    assert aligns != cls.layout_aligns(v, "theirs")                  # each tree draws its own
+    assert cls.layout_aligns(dict(v, layouts=1), "mine") == [0]     # one layout: no flag
+
+
+def _seed_with_distinct_aligns(k: int) -> int:
+    """A seed whose first ``k`` layouts of tree 'mine' have ``k`` different alignments."""
+    return next(s for s in range(1, 500) if len({L.layout_spec(s, "mine", i).align for i in range(k)}) == k)
+
+
+@needs_cc
+def test_prepare_per_alignment_keeps_the_source_hash(tmp_path, build_dir):
+    tree = write_fake_ringtest_tree(tmp_path / "linux")
+    (spec,) = kernel_tree.parse_trees(f"mine={tree}")
+    plain, a64 = kernel_tests.prepare(spec, "-O2"), kernel_tests.prepare(spec, "-O2", align=64)
+    assert plain.source_sha256 == a64.source_sha256 and plain.build_root != a64.build_root
+    assert a64.build_root.name == plain.build_root.name + "-a64"
+    binary = kernel_tests.build(a64, "ptr_ring", cflags="-O2")
+    log = (a64.ringtest_dir / ".make-ptr_ring.log").read_text()
+    assert "--eval=CFLAGS += -O2 -falign-functions=64" in log.splitlines()[0]
+    kernel_tests.build(plain, "ptr_ring", cflags="-O2")
+    assert "-falign-functions" not in (plain.ringtest_dir / ".make-ptr_ring.log").read_text()
+    if shutil.which("nm"):
+        nm = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
+        assert all(int(ln.split()[0], 16) % 64 == 0 for ln in nm.splitlines()
+                   if ln.split()[-1] in ("main", "fake_main") and ln.split()[1] in "tT")
+    for bad in (3, -1, 8192):
+        with pytest.raises(ValueError, match="align"):
+            kernel_tests.prepare(spec, align=bad)
+
+
+@needs_cc
+def test_layouts_build_each_alignment_and_run_the_rounds_pair(tmp_path, build_dir):
+    import json
+    from ringlab.run import plan as P
+    tree = write_fake_ringtest_tree(tmp_path / "linux")
+    seed = _seed_with_distinct_aligns(3)
+    aligns = [L.layout_spec(seed, "mine", k).align for k in range(3)]
+    res = _run({"tree": f"mine={tree}", "rings": "ptr_ring,noring", "cpus": "none", "run_cycles": 100,
+                "trials": 6, "warmup": 0, "layouts": 3, "seed": seed, "profile": "smoke"}, tmp_path / "run")
+    df = pd.read_csv(res.raw_csv)
+    assert res.counts == {"ok": 12}
+    assert df["layout"].tolist() == [P.round_layout(seed, r, 3) for r in df["round"]]
+    assert sorted(df["layout"].unique()) == [0, 1, 2]
+    # one binary per (ring, layout); the layouts of one ring differ; the source hash does not
+    per = df.groupby(["ring", "layout"])["binary_sha256"].nunique()
+    assert per.eq(1).all() and df.groupby("ring")["binary_sha256"].nunique().eq(3).all()
+    assert df["source_sha256"].nunique() == 1
+    env = json.loads(res.env_json.read_text())
+    bins = env["build"]["binaries"]
+    for ring in ("ptr_ring", "noring"):
+        for a in aligns:
+            b = bins[f"ringtest-mine-{ring}@a{a}"]
+            assert b["layout"]["flags"] == [f"-falign-functions={a}"] and f"-a{a}/" in b["path"]
+    used = {(r.ring, r.layout): r.binary_sha256 for r in df.itertuples()}
+    for (ring, k), sha in used.items():
+        assert bins[f"ringtest-mine-{ring}@a{aligns[k]}"]["sha256"] == sha
 
 
 @needs_cc

@@ -22,6 +22,16 @@ The work differs from ringlab's ptr_ring mode 1: ringtest's guest also polls
 for completions that the host signals back, so one item is a round trip
 through two rings' worth of cache lines.  Compare the two side by side
 (notebook 21), not as one number.
+
+Code layouts (``layouts`` K > 1): ringtest's sources are the user's tree, so no pad of unused
+code can be put ahead of its functions without editing them.  Its layouts vary function
+alignment only: layout k of a tree builds every ring with ``-falign-functions=N``, N drawn
+from 1..64 (powers of two) by ``ringlab.build.layouts.layout_spec(seed, TREE NAME, k)``,
+added through the validated CFLAGS path (``make --eval=CFLAGS += ...``) in a build folder of
+its own (``build/ringtest/<hash>-a<N>/``; ``source_sha256`` stays the sources' hash).  A
+trial runs the ring built in the layout pair of its round (``spec.extra["layout"]``,
+ringlab.run.plan; raw.csv ``layout``).  Seven alignments exist, so two layouts of one tree
+may be the same build.  ``layouts`` 1 is the Makefile's build with no alignment flag.
 """
 from __future__ import annotations
 
@@ -30,6 +40,7 @@ import re
 from typing import Any
 
 from ringlab import schema
+from ringlab.build.layouts import MAX_LAYOUTS, layout_spec
 from ringlab.errors import InputFileError, RunnerError
 from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
@@ -73,12 +84,15 @@ class Ringtest(Experiment):
         Param("cflags", "str", "", "extra CFLAGS for the ringtest build (added to the Makefile's), "
               "each shaped -O*, -f*, -m*, -D*, -U*, -g*, -W* or -std=*", column=False),
         Param("make", "str", "make", "make executable", column=False),
+        Param("layouts", "int", 1, "code layouts per tree: builds with seeded function alignments "
+              "(-falign-functions only: no pad can enter the tree's sources), paired by index and "
+              "cycled over the rounds (1: the Makefile's build)", min=1, max=MAX_LAYOUTS, column=False),
     ]
     # 2-CPU VM sizes: a ptr_ring run of 1e7 items takes ~0.25 s here.
     profiles = {
-        "smoke": {"run_cycles": 200_000, "trials": 2, "warmup": 1, "timeout": 60.0},
-        "quick": {"run_cycles": 2_000_000, "trials": 8, "warmup": 1},
-        "full": {"run_cycles": 10_000_000, "trials": 30, "warmup": 2, "timeout": 300.0},
+        "smoke": {"run_cycles": 200_000, "trials": 2, "warmup": 1, "timeout": 60.0, "layouts": 2},
+        "quick": {"run_cycles": 2_000_000, "trials": 8, "warmup": 1, "layouts": 4},
+        "full": {"run_cycles": 10_000_000, "trials": 30, "warmup": 2, "timeout": 300.0, "layouts": 8},
     }
     binaries: list[str] = []
     code_params = ("tree", "make")
@@ -131,22 +145,37 @@ class Ringtest(Experiment):
                 pairs = [(-1, -1, "unpinned")]
         return pairs
 
-    def builds(self, values: dict[str, Any]) -> dict[tuple[str, str], tuple[str, str]]:
-        """Build every (tree, ring): {(tree name, ring): (binary, source_sha256)}.
+    @staticmethod
+    def layout_aligns(values: dict[str, Any], tree: str) -> list[int]:
+        """The ``-falign-functions`` of each layout of ``tree`` ([0]: no flag, when ``layouts`` is 1)."""
+        k = int(values.get("layouts", 1) or 1)
+        return [0] if k == 1 else [layout_spec(values["seed"], tree, i).align for i in range(k)]
 
-        Raises (before any trial) naming the program and tree that is missing or fails."""
-        out = {}
+    def layout_builds(self, values: dict[str, Any]) -> dict[tuple[str, str], list[tuple[str, str, int]]]:
+        """Build every (tree, ring) in each layout: {(tree name, ring): [(binary, source_sha256,
+        align) per layout]}.  Raises (before any trial) naming the program and tree that is
+        missing or fails."""
+        out: dict[tuple[str, str], list[tuple[str, str, int]]] = {}
         for t in parse_tree_param(values["tree"]):
+            done: dict[int, dict[str, tuple[str, str, int]]] = {}
             try:
-                prep = kernel_tests.prepare(t, values["cflags"])
-                for ring in values["rings"]:
-                    b = kernel_tests.build(prep, ring, make=values["make"], cflags=values["cflags"])
-                    out[(t.name, ring)] = (str(b), prep.source_sha256)
+                for align in self.layout_aligns(values, t.name):
+                    if align not in done:
+                        prep = kernel_tests.prepare(t, values["cflags"], align=align)
+                        done[align] = {ring: (str(kernel_tests.build(prep, ring, make=values["make"],
+                                                                     cflags=values["cflags"])),
+                                              prep.source_sha256, align) for ring in values["rings"]}
+                    for ring in values["rings"]:
+                        out.setdefault((t.name, ring), []).append(done[align][ring])
             except kernel_tests.RingtestError as e:
                 if "failed to build" in str(e):   # the tree's code did not compile: a failed build
                     raise _runner_error(f"ringtest: {e}") from None
                 raise InputFileError(f"parameter 'tree': ringtest: {e}") from None
         return out
+
+    def builds(self, values: dict[str, Any]) -> dict[tuple[str, str], tuple[str, str]]:
+        """{(tree name, ring): (binary, source_sha256)} of layout 0 (see :meth:`layout_builds`)."""
+        return {k: v[0][:2] for k, v in self.layout_builds(values).items()}
 
     def plan(self, values: dict[str, Any], ctx: Any) -> list[TrialSpec]:
         trees = parse_tree_param(values["tree"])
@@ -156,14 +185,15 @@ class Ringtest(Experiment):
             # the run folder exists
             if t.kind != "debian" and (why := t.unavailable()) and "does not exist" in why:
                 raise ParamError(f"parameter 'tree': tree {t.name!r}: {why}; allowed: {kernel_tree.ALLOWED}")
-        built = {} if self.unavailable(values, ctx) else self.builds(values)
+        built = {} if self.unavailable(values, ctx) else self.layout_builds(values)
         self._built = built
         pairs = self._pairs(values, ctx)
         n = values["warmup"] + values["trials"]
         specs = []
         for t in trees:
             for ring in values["rings"]:
-                binary, sha = built.get((t.name, ring), ("", ""))
+                lays = built.get((t.name, ring)) or [("", "", 0)]
+                extra = {"binary": lays[0][0], "source_sha256": lays[0][1], "binaries": [b for b, _, _ in lays]}
                 for size in values["ring_sizes"]:
                     for g, h, cls in pairs:
                         config = {"variant": t.name, "ring": ring, "ring_size": size,
@@ -173,7 +203,7 @@ class Ringtest(Experiment):
                         for k in range(n):
                             specs.append(TrialSpec(config=dict(config), trial=k, warmup=k < values["warmup"],
                                                    cpus=(g, h), pair_class=cls,
-                                                   extra={"binary": binary, "source_sha256": sha}))
+                                                   extra=dict(extra)))
         return specs
 
     def build_info(self, values: dict[str, Any]) -> dict[str, Any]:
@@ -182,29 +212,38 @@ class Ringtest(Experiment):
         from ringlab.digest import sha256_file
         built = getattr(self, "_built", None)
         if built is None:
-            built = {} if self.unavailable(values) else self.builds(values)
+            built = {} if self.unavailable(values) else self.layout_builds(values)
         bins = {}
-        for (tree, ring), (binary, source_sha) in built.items():
-            try:
-                digest = sha256_file(binary)
-            except OSError:
-                continue
-            bins[f"ringtest-{tree}-{ring}"] = {"name": f"ringtest-{tree}-{ring}", "path": str(binary),
-                                               "sha256": digest, "source_sha256": source_sha,
-                                               "tree": tree, "ring": ring}
+        for (tree, ring), lays in built.items():
+            for binary, source_sha, align in lays:
+                try:
+                    digest = sha256_file(binary)
+                except OSError:
+                    continue
+                name = f"ringtest-{tree}-{ring}" + (f"@a{align}" if align else "")
+                bins[name] = {"name": name, "path": str(binary), "sha256": digest, "source_sha256": source_sha,
+                              "tree": tree, "ring": ring,
+                              **({"layout": {"align": align, "flags": [f"-falign-functions={align}"]}}
+                                 if align else {})}
         return {"binaries": bins} if bins else {}
+
+    @staticmethod
+    def trial_binary(spec: TrialSpec) -> str:
+        """The ring program of this trial: its tree's build in the layout of its round."""
+        lays = spec.extra.get("binaries") or [spec.extra["binary"]]
+        return lays[int(spec.extra.get("layout", 0))]
 
     def command(self, spec: TrialSpec, ctx: Any) -> list[str]:
         c = spec.config
         g, h = spec.cpus
-        prog = kernel_tests.ringtest_argv(spec.extra["binary"], ring_size=c["ring_size"],
+        prog = kernel_tests.ringtest_argv(self.trial_binary(spec), ring_size=c["ring_size"],
                                           run_cycles=c["run_cycles"], batch=c["batch"],
                                           outstanding=c["outstanding"], param=c["param"], sleep=c["sleep"],
                                           relax=c["relax"], host_cpu=h, guest_cpu=g)
         return kernel_tests.time_argv(c["run_cycles"], prog)
 
     def measured_binary(self, spec: TrialSpec, argv: list[str], ctx: Any) -> str:
-        return spec.extra["binary"]
+        return self.trial_binary(spec)
 
     def parse(self, spec: TrialSpec, stdout: str, stderr: str, ctx: Any) -> list[dict[str, Any]]:
         doc = last_json_object(stdout)

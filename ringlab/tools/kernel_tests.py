@@ -14,7 +14,10 @@ The programs print nothing: they are meant to be timed from outside.
   Makefile builds there, unchanged, and the user's tree is never written.  The
   folder is named by the sha256 of the copied sources (and CFLAGS), which is
   also recorded per trial (``source_sha256``): equal hashes mean the two sides
-  of an A/B compiled the same code.
+  of an A/B compiled the same code.  ``prepare(tree, cflags, align=N)`` copies into
+  ``build/ringtest/<hash>-a<N>/`` instead, where ``build`` adds ``-falign-functions=N``
+  (a code layout, ringlab.build.layouts): the folder differs, ``source_sha256`` does
+  not, since the alignment moves code and changes none of it.
 * ``build(prepared, program)`` runs ``make -C DIR PROGRAM``.  A program the
   Makefile does not know, or one that fails to build, is reported by name.
   The user's CFLAGS (checked by ``ringlab.build.driver.validate_cflags``: no ``$``,
@@ -72,6 +75,11 @@ class Prepared:
     build_root: Path           # build/ringtest/<hash>/ (mirrors the tree's layout)
     source_sha256: str
     programs: list[str] = field(default_factory=list)
+    align: int = 0             # -falign-functions of this build folder (0: the compiler's default)
+
+    def align_flags(self) -> list[str]:
+        """The code layout's compiler options (none for align 0)."""
+        return [f"-falign-functions={self.align}"] if self.align else []
 
     @property
     def ringtest_dir(self) -> Path:
@@ -153,8 +161,11 @@ def _locked(folder: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def prepare(tree: kernel_tree.TreeSpec, cflags: str = "") -> Prepared:
-    """Export the tree and copy its ringtest (and includes) into build/ringtest/."""
+def prepare(tree: kernel_tree.TreeSpec, cflags: str = "", align: int = 0) -> Prepared:
+    """Export the tree and copy its ringtest (and includes) into build/ringtest/: one folder per
+    source set, CFLAGS and function alignment ``align`` (0, or a power of two up to 4096)."""
+    if not isinstance(align, int) or align < 0 or align > 4096 or align & (align - 1):
+        raise ValueError(f"align {align!r}: allowed: 0 or a power of two up to 4096")
     try:
         root, prov = kernel_tree.export(tree, EXPORT_PREFIXES)
     except kernel_tree.TreeError as e:
@@ -169,7 +180,7 @@ def prepare(tree: kernel_tree.TreeSpec, cflags: str = "") -> Prepared:
     sha = _hash_files(root, files, cflags)
     # Named by the sources' hash alone: two trees (or revisions) with the same ringtest
     # sources build in the same folder, to the same bytes, and provenance says so.
-    dest = paths.build_dir() / "ringtest" / sha[:16]
+    dest = paths.build_dir() / "ringtest" / (sha[:16] + (f"-a{align}" if align else ""))
     stamp = dest / ".ringlab-sources"
     with _locked(dest):
         if not stamp.is_file():
@@ -177,7 +188,7 @@ def prepare(tree: kernel_tree.TreeSpec, cflags: str = "") -> Prepared:
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(root / rel, dest / rel)   # keeps mtimes: make rebuilds only what changed
             stamp.write_text(f"{prov}\nsha256 {sha}\n")
-    return Prepared(tree, root, prov, dest, sha, list_programs(dest / RINGTEST_DIR))
+    return Prepared(tree, root, prov, dest, sha, list_programs(dest / RINGTEST_DIR), align)
 
 
 def build(prep: Prepared, program: str, make: str = "make", cflags: str = "",
@@ -190,9 +201,10 @@ def build(prep: Prepared, program: str, make: str = "make", cflags: str = "",
     run anything from them.  They reach make as the single argv element
     ``--eval=CFLAGS += OPTIONS``: read before the Makefile, so the Makefile's own
     ``CFLAGS +=`` still applies after them (a ``CFLAGS=OPTIONS`` argument would replace
-    it).  CFLAGS from ringlab's environment is not passed on."""
+    it).  CFLAGS from ringlab's environment is not passed on.  The folder's function
+    alignment (``prepare(..., align=N)``) is added last, through the same argument."""
     from ringlab.build.driver import validate_cflags
-    words = validate_cflags(cflags, "cflags")
+    words = validate_cflags(cflags, "cflags") + validate_cflags(prep.align_flags(), "layouts")
     if program not in prep.programs:
         raise RingtestError(f"ringtest program {program!r} not found in tree {prep.tree.name!r} "
                             f"({prep.source_root / RINGTEST_DIR}/Makefile); it has: "
