@@ -323,6 +323,11 @@ def test_real_ptr_ring_trials_run(tmp_path):
     assert res.counts == {"ok": len(df)} and len(df) >= 2
     assert (df["ns_per_op"] > 0).all() and (df["count"] == 100_000).all()
     assert (df["variant"] == "linux-source-6.1").all()
+    # smoke: two layouts; the alignment reaches the LTO build (different aligns, different bytes)
+    aligns = [L.layout_spec(1, "linux-source-6.1", k).align for k in range(2)]
+    per = df.groupby("layout")["binary_sha256"].unique()
+    assert set(per.index) == {0, 1} and per.map(len).eq(1).all()
+    assert (per[0][0] != per[1][0]) == (aligns[0] != aligns[1])
 
 
 # -- ringtest beside ringlab's SPSC (notebook 21) ---------------------------------------------------
