@@ -132,6 +132,9 @@ def test_layout_builds_binaries_and_command():
         assert argv[argv.index("--ring-offset") + 1] == str(64 * k)
     one = PageFrag.resolve({"layouts": 1})
     assert exp.needed_binaries(one) == ["page_frag_test-before", "page_frag_test-after"]
+    # no callgrind counts to keep equal across layouts: two threads, icount is refused
+    with pytest.raises(ParamError, match="parameter 'icount'"):
+        PageFrag.resolve({"icount": "true", "layouts": 3})
 
 
 def _doc(variant="before", **it):
