@@ -59,7 +59,7 @@ def _series(tmp_path, n_before=3, n_after=2, extra=()):
 
 def _bisect(tree, out, good, bad, *more):
     return main(["bisect", "ptr_ring", "-p", "tree", str(tree), "-p", "good", good, "-p", "bad", bad,
-                 "-p", "layouts", "2" if "smoke" in more else "4", *more, "--out", str(out)])
+                 "-p", "layouts", "4", *more, "--out", str(out)])
 
 
 def test_finds_the_first_bad_commit(tmp_path, monkeypatch, capsys):
@@ -191,7 +191,7 @@ def test_mail_matches_golden(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_real_smoke_bisect_finds_the_flush_delay(tmp_path):
-    """End to end on three commits (profile smoke, layouts 2): the built-in flush-delay commit."""
+    """End to end on three commits (profile smoke, layouts 4: with 2 the t interval has 1 df): the built-in flush-delay commit."""
     from bisect_fakes import git
     from ringlab.sources import patches
     shas = make_repo(tmp_path / "tree", [("ptr_ring: comment 1", comment_edit(base_header(), 1))])
