@@ -28,6 +28,7 @@ COMMANDS = {
     "bench": ("ringlab.lab.commands.bench", "ringlab's own benchmarks (harness fidelity, overhead)"),
     "calibrate": ("ringlab.lab.commands.calibrate", "measure this machine's layout spread and states (planning uses it)"),
     "reproduce": ("ringlab.lab.commands.reproduce", "run the notebooks through papermill into results/"),
+    "bisect": ("ringlab.lab.commands.bisect", "the first commit of a kernel tree that made an experiment slower"),
     "fleet": ("ringlab.lab.commands.fleet", "run on many machines through Slurm, one exclusive node per host"),
 }
 

@@ -24,6 +24,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from ringlab.errors import ParamError
+    from ringlab.report.bisect_mail import bisect_mail_text, is_bisect_folder
     from ringlab.report.mail import MailError, mail_text
     if args.output:
         out = Path(args.output)
@@ -36,8 +37,11 @@ def run(args) -> int:
         if (out.exists() and not os.access(out, os.W_OK)) or not os.access(parent, os.W_OK | os.X_OK):
             raise ParamError(f"parameter '-o': {out} is not writable; allowed: a file path you can write to")
     try:
-        text = mail_text(args.run_dir, baseline=args.baseline, width=args.width, metric=args.metric,
-                         candidates=args.candidate)
+        if is_bisect_folder(args.run_dir):   # a `ringlab bisect` folder: the regression report
+            text = bisect_mail_text(args.run_dir, width=args.width)
+        else:
+            text = mail_text(args.run_dir, baseline=args.baseline, width=args.width, metric=args.metric,
+                             candidates=args.candidate)
     except MailError as e:
         print(f"ringlab mail: error: {e}", file=sys.stderr)
         return 2

@@ -1,0 +1,122 @@
+"""One bisection step: a normal run with the arms ``good``, ``bad`` and ``candidate`` (each a
+``git:TREE@SHA`` kernel header, measured in the same rounds), and its classification.
+
+Classification of a candidate (``s`` = the regression's direction, +1 when bad is slower for a
+lower-is-better metric; G = candidate vs good, B = candidate vs bad, each with the CI of
+``ringlab.stats.compare``, Holm within the run):
+
+* ``looks_bad``:  G's CI excludes 0 on the regression's side (the candidate carries the change);
+* ``looks_good``: B's CI excludes 0 on the other side (the candidate lacks it);
+* **good** = looks_good and not looks_bad; **bad** = looks_bad and not looks_good;
+  **unclear** = neither (too few rounds to tell) or both (the candidate sits between the
+  endpoints: part of the change).
+
+The endpoint check (step 0) is the same run with two arms: bad against good.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from ringlab.build.cflags import BuildError
+from ringlab.rundir import read_raw, write_text
+from ringlab.run import run_experiment
+from ringlab.sources import kernel_header as kh
+from ringlab.stats import StatsError, compare
+
+ARMS = ("good", "bad", "candidate")
+BUILD_ERROR_FILE = "build_error.txt"
+
+
+class StepBuildError(Exception):
+    """A revision's header does not compile; the message is the compiler's error."""
+
+
+def header_spec(tree: Path, sha: str) -> str:
+    return f"git:{tree}@{sha}"
+
+
+def step_params(base: dict[str, str], tree: Path, arms: dict[str, str], seed: int) -> dict[str, str]:
+    """The run parameters of one step: the user's pass-through parameters, the arms as
+    ``kernel_headers``/``variants`` and the step's seed."""
+    p = dict(base)
+    p["variants"] = ",".join(arms)
+    p["kernel_headers"] = ",".join(f"{name}={header_spec(tree, sha)}" for name, sha in arms.items())
+    p["seed"] = str(seed)
+    return p
+
+
+def check_builds(tree: Path, sha: str) -> None:
+    """StepBuildError with the compiler's message when the header at ``sha`` does not compile."""
+    try:
+        kh.check_compiles(kh.resolve_header(header_spec(tree, sha)))
+    except kh.KernelHeaderError as e:
+        raise StepBuildError(str(e)) from None
+
+
+def run_step(out_dir: Path, experiment: str, params: dict[str, str], resume: bool,
+             log: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """Run (or resume) one step's run folder and return its raw.csv.  StepBuildError when a
+    header does not build (the compiler's message goes to the step's folder)."""
+    resume = resume and (out_dir / "env.json").is_file()
+    try:
+        res = run_experiment(experiment, params, out_dir, resume=resume, progress=False, log=log)
+    except BuildError as e:
+        raise StepBuildError(str(e)) from None
+    return read_raw(res.raw_csv)
+
+
+def record_build_error(out_dir: Path, message: str) -> None:
+    write_text(out_dir, BUILD_ERROR_FILE, message.rstrip("\n") + "\n")
+
+
+def _sig(row: dict, side: int) -> bool:
+    """The CI excludes 0 on ``side`` (+1: above, -1: below)."""
+    lo, hi = row.get("ci_low_pct"), row.get("ci_high_pct")
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return False
+    return lo > 0 if side > 0 else hi < 0
+
+
+def effect(df: pd.DataFrame, baseline: str, candidate: str, metric: str, group: str | None) -> dict[str, Any]:
+    """``candidate`` vs ``baseline`` in configuration ``group`` (None: the only or the first one):
+    the compare() row's numbers, JSON-ready."""
+    sub = df[df["variant"].astype(str).isin([baseline, candidate])]
+    try:
+        res = compare(sub, baseline, metric=metric)
+    except StatsError as e:
+        return {"error": str(e)}
+    res = res[res["candidate"] == candidate]
+    if group is not None and (res["group"] == group).any():
+        res = res[res["group"] == group]
+    if not len(res):
+        return {"error": f"no comparison of {candidate} against {baseline}"}
+    r = res.iloc[0]
+    out = {k: r[k] for k in ("group", "delta_pct", "ci_low_pct", "ci_high_pct", "p_holm", "verdict",
+                             "design", "n_pairs", "ci_level", "layouts")}
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else
+                (v.item() if hasattr(v, "item") else v)) for k, v in out.items()}
+
+
+def classify(vs_good: dict, vs_bad: dict, direction: int) -> str:
+    """good | bad | unclear (module docstring)."""
+    looks_bad = _sig(vs_good, direction)
+    looks_good = _sig(vs_bad, -direction)
+    if looks_good and not looks_bad:
+        return "good"
+    if looks_bad and not looks_good:
+        return "bad"
+    return "unclear"
+
+
+def groups_regressed(df: pd.DataFrame, metric: str) -> list[dict]:
+    """Every configuration's bad-vs-good row (the endpoint check)."""
+    try:
+        res = compare(df, "good", metric=metric)
+    except StatsError:
+        return []
+    res = res[res["candidate"] == "bad"]
+    return [effect(df, "good", "bad", metric, g) for g in res["group"]]

@@ -1,0 +1,85 @@
+"""Find the commit of a kernel tree that changed what an experiment measures.
+
+    ringlab bisect ptr_ring -p tree ~/linux -p good v6.1 -p bad v6.2 --out scratch/bisect/x
+    ringlab bisect ptr_ring -p tree ~/linux -p good v6.1 -p bad v6.2 -p profile quick -p layouts 4
+    ringlab bisect ptr_ring --out scratch/bisect/x --resume
+
+``-p metric``, ``-p threshold PCT`` (default 2) and ``-p step_budget ROUNDS`` are the bisect's own;
+every other -p goes to each step's run (profile, layouts, modes, seed ...).  docs/bisect.md.
+"""
+from __future__ import annotations
+
+import math
+import shlex
+import sys
+from pathlib import Path
+
+from ringlab.errors import ParamError
+from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
+
+OWN = ("tree", "good", "bad", "metric", "threshold", "step_budget")
+
+
+def add_arguments(p):
+    p.add_argument("experiment", help="experiment name (ptr_ring)")
+    p.add_argument("-p", "--parameter", action=NameValue, default=[], metavar="NAME VALUE",
+                   help="tree, good, bad (required), metric, threshold (percent, default 2), step_budget "
+                        "(rounds per step); any other parameter goes to the steps' runs")
+    p.add_argument("--out", metavar="DIR", help="bisect folder (default scratch/bisect/EXPERIMENT-GOOD-BAD)")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted bisect in --out DIR")
+    allow_dash_values(p)
+
+
+def _number(params: dict, name: str, kind, default):
+    if name not in params:
+        return default
+    try:
+        v = kind(params[name])
+    except ValueError:
+        v = None
+    if v is None or (isinstance(v, float) and not math.isfinite(v)) or v < 0:
+        raise ParamError(f"parameter '{name}': {params[name]!r}; allowed: a number >= 0")
+    return v
+
+
+def config(args):
+    from ringlab.lab.bisect import Config
+    params: dict[str, str] = {}
+    for name, value in args.parameter:
+        if name in params:
+            raise ParamError(f"parameter '{name}': given twice; allowed: each parameter once")
+        params[name] = value
+    missing = [n for n in ("tree", "good", "bad") if not params.get(n)]
+    if missing:
+        raise ParamError(f"parameter '{missing[0]}': missing; allowed: -p tree DIR -p good REV -p bad REV")
+    out = Path(args.out) if args.out else Path("scratch") / "bisect" / (
+        f"{args.experiment}-{params['good']}-{params['bad']}".replace("/", "_"))
+    cmd = ["ringlab", "bisect", args.experiment]
+    for name, value in args.parameter:
+        cmd += ["-p", name, value]
+    cmd += ["--out", str(out)]
+    return Config(experiment=args.experiment, tree=params["tree"], good=params["good"], bad=params["bad"],
+                  out=out, metric=params.get("metric", "ns_per_op"),
+                  threshold_pct=_number(params, "threshold", float, 2.0),
+                  step_budget=_number(params, "step_budget", int, None),
+                  params={k: v for k, v in params.items() if k not in OWN}, command=shlex.join(cmd))
+
+
+def run(args) -> int:
+    from ringlab.lab.bisect import start
+    from ringlab.lab.bisect.report import write_outputs
+    cfg = config(args)
+    b = start(cfg, resume=args.resume)
+    b.log = lambda msg: print(f"ringlab bisect: {msg}", file=sys.stderr)
+    state = b.run()
+    write_outputs(cfg.out, state)
+    res = state["result"]
+    print(res["message"])
+    eff = res.get("effect")
+    if eff and eff.get("delta_pct") is not None:
+        print(f"  effect against good: {eff['delta_pct']:+.1f}% [{eff['ci_low_pct']:+.1f}, "
+              f"{eff['ci_high_pct']:+.1f}] ({eff.get('source')})")
+    print(f"  {state['skipped_commits']} of {state['commits_in_range']} commits skipped (they do not change "
+          f"{', '.join(state['paths'])})")
+    print(f"  report: {cfg.out / 'summary.md'}  (ringlab mail {cfg.out})")
+    return 0

@@ -1,0 +1,211 @@
+"""ringlab bisect on small git trees with fake step timings (no measurement runs)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ringlab.lab.bisect import steps
+from ringlab.lab.cli import main
+from ringlab.sources import kernel_header as kh
+
+from bisect_fakes import HEADER, base_header, comment_edit, fake_frame, make_repo
+
+pytestmark = pytest.mark.skipif(kh.debian_header() is None or shutil.which("git") is None
+                                or shutil.which("gcc") is None,
+                                reason="needs git, gcc and Debian's linux-headers ptr_ring.h")
+DATA = Path(__file__).parent / "data" / "bisect"
+COST = 0.10   # log effect of the commit that adds the cost
+
+
+class FakeRuns:
+    """steps.run_step replaced: frames from per-commit effects; records every call."""
+
+    def __init__(self, effects: dict[str, float], kill_at: int | None = None):
+        self.effects, self.kill_at, self.calls = effects, kill_at, []
+
+    def __call__(self, out_dir, experiment, params, resume, log=None):
+        self.calls.append((Path(out_dir).name, resume))
+        if self.kill_at is not None and len(self.calls) == self.kill_at:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            raise KeyboardInterrupt
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        return fake_frame(params, self.effects)
+
+
+def _series(tmp_path, n_before=3, n_after=2, extra=()):
+    """base; n_before comment edits (one unrelated file among them); the cost; n_after comments."""
+    text, edits = base_header(), []
+    for i in range(n_before):
+        text = comment_edit(text, i)
+        edits.append((f"ptr_ring: comment {i}", text))
+    edits.insert(1, ("docs: unrelated file", None))
+    text = comment_edit(text, 100) + "\n/* cost */\n"
+    edits.append(("ptr_ring: spin after the batch flush", text))
+    for i in range(n_after):
+        text = comment_edit(text, 200 + i)
+        edits.append((f"ptr_ring: comment {200 + i}", text))
+    shas = make_repo(tmp_path / "tree", edits)
+    cost_sha = shas[1 + [s for s, _ in edits].index("ptr_ring: spin after the batch flush")]
+    effects = {}
+    on = False
+    for sha in shas:
+        on = on or sha == cost_sha
+        effects[sha] = COST if on else 0.0
+    return tmp_path / "tree", shas, cost_sha, effects
+
+
+def _bisect(tree, out, good, bad, *more):
+    return main(["bisect", "ptr_ring", "-p", "tree", str(tree), "-p", "good", good, "-p", "bad", bad,
+                 "-p", "layouts", "4", *more, "--out", str(out)])
+
+
+def test_finds_the_first_bad_commit(tmp_path, monkeypatch, capsys):
+    tree, shas, cost, effects = _series(tmp_path)
+    fake = FakeRuns(effects)
+    monkeypatch.setattr(steps, "run_step", fake)
+    out = tmp_path / "b"
+    assert _bisect(tree, out, shas[0], shas[-1]) == 0
+    state = json.loads((out / "bisect.json").read_text())
+    assert state["result"]["status"] == "found"
+    assert state["result"]["first_bad"]["sha"] == cost
+    assert state["result"]["first_bad"]["subject"] == "ptr_ring: spin after the batch flush"
+    assert state["skipped_commits"] == 1 and state["commits_in_range"] == len(shas) - 1
+    eff = state["result"]["effect"]
+    assert eff["ci_low_pct"] > 0 and eff["ci_low_pct"] <= eff["delta_pct"] <= eff["ci_high_pct"]
+    for s in state["steps"]:
+        assert (out / s["dir"]).is_dir() and s["dir"] == f"steps/{s['n']:02d}-{s['sha'][:12]}"
+        assert s["status"] == ("bad" if effects[s["sha"]] else "good")
+    assert (out / "summary.md").read_text().count(cost[:12]) >= 1
+    assert (out / "figures" / "effect.png").is_file()
+    assert "1 of" in capsys.readouterr().out
+
+
+def test_nothing_to_bisect(tmp_path, monkeypatch, capsys):
+    tree, shas, _, effects = _series(tmp_path)
+    monkeypatch.setattr(steps, "run_step", FakeRuns({s: 0.0 for s in effects}))
+    assert _bisect(tree, tmp_path / "b", shas[0], shas[-1]) == 0
+    assert "nothing to bisect" in capsys.readouterr().out
+    state = json.loads((tmp_path / "b" / "bisect.json").read_text())
+    assert state["result"]["status"] == "nothing to bisect" and state["steps"] == []
+
+
+def test_below_threshold_is_nothing_to_bisect(tmp_path, monkeypatch):
+    tree, shas, _, effects = _series(tmp_path)
+    monkeypatch.setattr(steps, "run_step", FakeRuns(effects))
+    assert _bisect(tree, tmp_path / "b", shas[0], shas[-1], "-p", "threshold", "50") == 0
+    state = json.loads((tmp_path / "b" / "bisect.json").read_text())
+    assert state["result"]["status"] == "nothing to bisect"
+
+
+def test_commit_that_does_not_build_is_skipped(tmp_path, monkeypatch):
+    text = base_header()
+    good1 = comment_edit(text, 1)
+    edits = [("ptr_ring: comment 1", good1), ("ptr_ring: break the build", good1 + "\nint broken(\n"),
+             ("ptr_ring: fix the build", comment_edit(good1, 2)),
+             ("ptr_ring: spin after the batch flush", comment_edit(good1, 3)),
+             ("ptr_ring: comment 4", comment_edit(good1, 4))]
+    shas = make_repo(tmp_path / "tree", edits)
+    effects = {s: (COST if i >= 4 else 0.0) for i, s in enumerate(shas)}
+    monkeypatch.setattr(steps, "run_step", FakeRuns(effects))
+    out = tmp_path / "b"
+    assert _bisect(tmp_path / "tree", out, shas[0], shas[-1]) == 0
+    state = json.loads((out / "bisect.json").read_text())
+    broken = [s for s in state["steps"] if s["sha"] == shas[2]]
+    assert broken and broken[0]["status"] == "build-error"
+    assert "error" in (out / broken[0]["dir"] / "build_error.txt").read_text()
+    assert state["result"]["status"] == "found" and state["result"]["first_bad"]["sha"] == shas[4]
+
+
+def test_all_unclear_ends_in_a_range(tmp_path, monkeypatch):
+    tree, shas, cost, effects = _series(tmp_path)
+    half = {s: (COST / 2 if 0 < i < len(shas) - 1 else effects[s]) for i, s in enumerate(shas)}
+    half[shas[-1]] = COST
+    fake = FakeRuns(half)
+    monkeypatch.setattr(steps, "run_step", fake)
+    out = tmp_path / "b"
+    assert _bisect(tree, out, shas[0], shas[-1], "-p", "step_budget", "24") == 0
+    state = json.loads((out / "bisect.json").read_text())
+    assert state["result"]["status"] == "range"
+    assert all(s["status"] == "unclear" for s in state["steps"])
+    assert all(len(s["runs"]) == 2 and s["rounds"] == 24 for s in state["steps"])   # 12 rounds, then 12 more
+    cands = [c["sha"] for c in state["candidates"]]
+    assert [c["sha"] for c in state["result"]["range"]] == cands
+    assert "skipped" in (out / "summary.md").read_text()
+
+
+def test_resume_after_a_kill(tmp_path, monkeypatch):
+    tree, shas, cost, effects = _series(tmp_path)
+    out = tmp_path / "b"
+    monkeypatch.setattr(steps, "run_step", FakeRuns(effects, kill_at=3))
+    with pytest.raises(KeyboardInterrupt):   # the third run is killed: step 02 is left running
+        _bisect_raw(tree, out, shas)
+    state = json.loads((out / "bisect.json").read_text())
+    assert [s["status"] for s in state["steps"]][-1] == "running"
+    again = FakeRuns(effects)
+    monkeypatch.setattr(steps, "run_step", again)
+    assert _bisect(tree, out, shas[0], shas[-1]) != 0   # a folder with a bisect needs --resume
+    assert _bisect(tree, out, shas[0], shas[-1], "--resume") == 0
+    done = json.loads((out / "bisect.json").read_text())
+    assert done["result"]["first_bad"]["sha"] == cost
+    names = [c[0] for c in again.calls]
+    assert names[0] == state["steps"][-1]["dir"].split("/")[1]   # the interrupted step, resumed first
+    assert all(n != state["steps"][0]["dir"].split("/")[1] for n in names)   # finished steps reused
+
+
+def _bisect_raw(tree, out, shas):
+    from ringlab.lab.bisect import Config, start
+    cfg = Config("ptr_ring", str(tree), shas[0], shas[-1], out, params={"layouts": "4"})
+    start(cfg, resume=False).run()
+
+
+def test_range_without_candidates(tmp_path, monkeypatch, capsys):
+    shas = make_repo(tmp_path / "tree", [("docs: a", None), ("docs: b", None)])
+    monkeypatch.setattr(steps, "run_step", FakeRuns({}))
+    assert _bisect(tmp_path / "tree", tmp_path / "b", shas[0], shas[-1]) == 0
+    assert "changes include/linux/ptr_ring.h: nothing to bisect" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("which", ["order", "unknown"])
+def test_bad_revisions_exit_2(tmp_path, monkeypatch, capsys, which):
+    tree, shas, _, effects = _series(tmp_path)
+    monkeypatch.setattr(steps, "run_step", FakeRuns(effects))
+    good, bad = (shas[-1], shas[0]) if which == "order" else ("no-such-rev", shas[-1])
+    assert _bisect(tree, tmp_path / "b", good, bad) == 2
+    err = capsys.readouterr().err
+    assert "parameter 'good'" in err and "Traceback" not in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_mail_matches_golden(tmp_path, capsys):
+    shutil.copy(DATA / "bisect.json", tmp_path / "bisect.json")
+    assert main(["mail", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert text == (DATA / "mail.txt").read_text()
+    assert text.startswith("Subject: [ringlab] 0123456789ab ptr_ring: spin after the batch flush: "
+                           "ptr_ring ns_per_op +10.5% regression\n")
+    assert max(len(ln) for ln in text.splitlines()[1:]) <= 72   # the Subject: header may be longer
+
+
+@pytest.mark.slow
+def test_real_smoke_bisect_finds_the_flush_delay(tmp_path):
+    """End to end on three commits (profile smoke, layouts 4: with 2 the t interval has 1 df): the built-in flush-delay commit."""
+    from bisect_fakes import git
+    from ringlab.sources import patches
+    shas = make_repo(tmp_path / "tree", [("ptr_ring: comment 1", comment_edit(base_header(), 1))])
+    (tmp_path / "p.diff").write_text(patches.builtin_patch("builtin:flush-delay:256", kh.debian_header()).diff)
+    git(tmp_path / "tree", "apply", str(tmp_path / "p.diff"))
+    git(tmp_path / "tree", "commit", "-qam", "ptr_ring: spin after the batch flush")
+    cost = git(tmp_path / "tree", "rev-parse", "HEAD")
+    (tmp_path / "tree" / HEADER).write_text(comment_edit((tmp_path / "tree" / HEADER).read_text(), 2))
+    git(tmp_path / "tree", "commit", "-qam", "ptr_ring: comment 2")
+    out = tmp_path / "b"
+    assert _bisect(tmp_path / "tree", out, shas[0], "HEAD", "-p", "profile", "smoke", "-p", "modes", "0",
+                   "-p", "trials", "8") == 0
+    state = json.loads((out / "bisect.json").read_text())
+    assert state["result"]["status"] in ("found", "range")
+    if state["result"]["status"] == "found":
+        assert state["result"]["first_bad"]["sha"] == cost
+    assert (out / state["endpoints"]["dir"] / "raw.csv").is_file()
