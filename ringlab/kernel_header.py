@@ -95,12 +95,10 @@ def read_header_bytes(p, follow: bool = True) -> bytes:
     bounded read.  ``follow=False`` refuses a symlink (O_NOFOLLOW) instead of following it.
 
     A device, FIFO, folder or oversized file raises KernelHeaderError naming the file."""
-    return read_regular(p, MAX_HEADER_BYTES, "kernel header", follow,
-                        "a ptr_ring.h file, a kernel tree or headers package root")
+    return read_regular(p, MAX_HEADER_BYTES, "kernel header", follow)
 
 
-def read_regular(p, limit: int, what: str, follow: bool = True,
-                 allowed: str = "a regular file") -> bytes:
+def read_regular(p, limit: int, what: str, follow: bool = True) -> bytes:
     """At most ``limit`` bytes of the regular file ``p`` (bounded read), else KernelHeaderError
     naming ``what`` and the file."""
     p = Path(p)
@@ -119,8 +117,7 @@ def read_regular(p, limit: int, what: str, follow: bool = True,
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise KernelHeaderError(f"{what} {p}: not a regular file ({_file_kind(st.st_mode)}); "
-                                    f"allowed: {allowed}")
+            raise KernelHeaderError(f"{what} {p}: not a regular file ({_file_kind(st.st_mode)})")
         if st.st_size > limit:
             raise KernelHeaderError(f"{what} {p}: {st.st_size} bytes, more than the {limit} allowed")
         chunks, left = [], limit + 1
@@ -485,8 +482,7 @@ def _patched(s: str, base_spec: str, patch_spec: str) -> HeaderSource:
         patch_file = fetch_lore(patch_spec[len("lore:"):])
     else:
         patch_file = Path(patch_spec).expanduser().resolve()
-    data = read_regular(patch_file, MAX_PATCH_BYTES, f"kernel header {s!r}: patch", True,
-                        "an mbox, a format-patch file or a diff")
+    data = read_regular(patch_file, MAX_PATCH_BYTES, f"kernel header {s!r}: patch")
     try:
         msgs = patchmail.read_patches(data, str(patch_file))
     except patchmail.PatchError as e:

@@ -57,6 +57,7 @@ def parse_kernel_headers(text: str | None) -> dict[str, str]:
         try:
             name, path = kh.parse_spec(part)
             header = kh.resolve_header(path)
+            kh.detect_generation(header)
         except kh.KernelHeaderError as e:
             why = str(e).removeprefix("--kernel-header: ")
             raise ParamError(f"parameter 'kernel_headers': {why}; allowed: NAME=PATH[,NAME2=PATH2]") from None

@@ -48,6 +48,11 @@ HARDENING = (
 _NO_TEXTCONV = {"diff", "log", "show", "grep", "blame"}
 _NO_EXT_DIFF = {"diff", "log", "show"}
 _KEEP_ENV = ("PATH", "HOME", "TMPDIR")
+#: Subcommands that may read worktree files through a repository's clean/smudge filters
+#: (a racily-clean file is re-hashed through its clean filter): every filter driver the
+#: repository configures is emptied for them.
+_WORKTREE = {"status", "diff", "diff-index", "diff-files", "update-index", "add", "checkout",
+             "stash", "describe"}
 REGULAR_MODES = ("100644", "100755")
 
 
@@ -76,13 +81,19 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def argv(args: list[str] | tuple[str, ...], repo: str | Path | None = None) -> list[str]:
-    """``git [-C repo] <hardening> SUBCOMMAND [--no-textconv] [--no-ext-diff] ARGS``."""
+def argv(args: list[str] | tuple[str, ...], repo: str | Path | None = None,
+         filters: tuple[str, ...] = ()) -> list[str]:
+    """``git [-C repo] <hardening> SUBCOMMAND [--no-textconv] [--no-ext-diff] ARGS``;
+    each driver in ``filters`` gets empty clean, smudge and process commands."""
     args = list(args)
     out = ["git"]
     if repo is not None:
         out += ["-C", str(repo)]
     out += list(HARDENING)
+    for name in filters:
+        for key in ("clean", "smudge", "process"):
+            out += ["-c", f"filter.{name}.{key}="]
+        out += ["-c", f"filter.{name}.required=false"]
     if args:
         sub, rest = args[0], args[1:]
         extra = []
@@ -125,7 +136,8 @@ def run(args, repo: str | Path | None = None, *, input: bytes | None = None, cwd
     repository raises GitRefused, without git's advice).  ``ceiling``: git does not look
     for a repository above this folder (GIT_CEILING_DIRECTORIES)."""
     extra = {"GIT_CEILING_DIRECTORIES": str(ceiling)} if ceiling is not None else None
-    cmd = argv(args, repo)
+    filters = _filter_drivers(repo, cwd, extra, timeout) if args and args[0] in _WORKTREE else ()
+    cmd = argv(args, repo, filters)
     label = what or f"git {args[0] if args else ''}".strip()
     if shutil.which("git", path=environment().get("PATH")) is None:
         raise GitError(f"{label}: git is not installed")
@@ -142,6 +154,23 @@ def run(args, repo: str | Path | None = None, *, input: bytes | None = None, cwd
     if check and proc.returncode != 0:
         raise GitError(f"{label}: {last_lines(err) or f'exit {proc.returncode}'}")
     return proc
+
+
+def _filter_drivers(repo, cwd, extra, timeout) -> tuple[str, ...]:
+    """Names of the filter drivers the repository's config defines (reading config runs nothing)."""
+    cmd = argv(["config", "--get-regexp", r"^filter\."], repo)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=cwd, env=environment(extra),
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    names = []
+    for line in proc.stdout.decode(errors="replace").splitlines():
+        key = line.split(" ", 1)[0]
+        name = key[len("filter."):].rpartition(".")[0]
+        if name and name not in names:
+            names.append(name)
+    return tuple(names)
 
 
 def last_lines(stderr: str | bytes, n: int = 3) -> str:
