@@ -65,6 +65,7 @@ def parse_kernel_headers(text: str | None) -> dict[str, str]:
         try:
             name, path = kh.parse_spec(part)
             header = kh.resolve_header(path)
+            kh.detect_generation(header)
         except (kh.KernelHeaderError, OSError) as e:
             why = str(e).removeprefix("--kernel-header: ") if isinstance(e, kh.KernelHeaderError) else \
                 f"{part[:80]!r}: {e.strerror or e}"

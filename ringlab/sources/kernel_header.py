@@ -27,14 +27,16 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ringlab import paths
-from ringlab.sources import patchmail
+from ringlab.sources import git_source, patchmail
 from ringlab.paths import CSRC
+from ringlab.system import git as hgit
 
 #: Built-in ring variants; a kernel-header NAME may not shadow one of them.
 BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
@@ -83,6 +85,70 @@ class KernelHeaderError(Exception):
     """A kernel header could not be found, recognised or compiled.  The message names the file."""
 
 
+#: The largest ptr_ring.h read (mainline's is about 17 KiB).
+MAX_HEADER_BYTES = 4 << 20
+
+
+#: The largest patch or mbox read.
+MAX_PATCH_BYTES = 64 << 20
+
+
+def read_header_bytes(p, follow: bool = True) -> bytes:
+    """The bytes of a header file: a regular file of at most MAX_HEADER_BYTES, read with a
+    bounded read.  ``follow=False`` refuses a symlink (O_NOFOLLOW) instead of following it.
+
+    A device, FIFO, folder or oversized file raises KernelHeaderError naming the file."""
+    return read_regular(p, MAX_HEADER_BYTES, "kernel header", follow)
+
+
+def read_regular(p, limit: int, what: str, follow: bool = True) -> bytes:
+    """At most ``limit`` bytes of the regular file ``p`` (bounded read), else KernelHeaderError
+    naming ``what`` and the file."""
+    p = Path(p)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        if p.is_symlink():
+            raise KernelHeaderError(f"{what} {p}: is a symlink (to {os.readlink(p)}); "
+                                    "allowed: a regular file")
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(p, flags)
+    except FileNotFoundError:
+        raise KernelHeaderError(f"{what} {p}: does not exist") from None
+    except OSError as e:
+        raise KernelHeaderError(f"{what} {p}: cannot read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise KernelHeaderError(f"{what} {p}: not a regular file ({_file_kind(st.st_mode)})")
+        if st.st_size > limit:
+            raise KernelHeaderError(f"{what} {p}: {st.st_size} bytes, more than the {limit} allowed")
+        chunks, left = [], limit + 1
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        data = b"".join(chunks)
+    except OSError as e:
+        raise KernelHeaderError(f"{what} {p}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise KernelHeaderError(f"{what} {p}: more than the {limit} bytes allowed")
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symlink")):
+        if test(mode):
+            return name
+    return f"mode {mode:o}"
+
+
 @dataclass(frozen=True)
 class KernelVariant:
     """One ``--kernel-header NAME=PATH``, resolved and classified."""
@@ -115,7 +181,8 @@ def parse_spec(spec: str) -> tuple[str, Path]:
 
 def _find_in_tree(p: Path) -> Path:
     """The absolute path of ptr_ring.h given a file, a kernel tree or a headers package root."""
-    if p.is_file():
+    if p.exists() and not p.is_dir():
+        read_header_bytes(p)          # a regular file of a sane size, or KernelHeaderError
         return p.resolve()
     if p.is_dir():
         for rel in _TREE_CANDIDATES:
@@ -147,7 +214,7 @@ def detect_generation(header) -> str:
     """``"prebatch"`` (one ``consumer`` field) or ``"batch"`` (``consumer_head``)."""
     header = Path(header)
     try:
-        text = _strip_comments(header.read_text(errors="replace"))
+        text = _strip_comments(read_header_bytes(header).decode(errors="replace"))
     except OSError as e:
         raise KernelHeaderError(f"kernel header {header}: cannot read: {e}") from None
     m = re.search(r"struct\s+ptr_ring\s*\{(.*?)\}\s*;", text, flags=re.S)
@@ -168,7 +235,7 @@ def has_consume_batched(header) -> bool:
 
     When it does not, csrc/compat/kernel_ptr_ring.h supplies one built from the
     header's own __ptr_ring_consume, because the harness contract needs it."""
-    text = _strip_comments(Path(header).read_text(errors="replace"))
+    text = _strip_comments(read_header_bytes(header).decode(errors="replace"))
     return re.search(r"\bptr_ring_consume_batched\s*\(", text) is not None
 
 
@@ -300,7 +367,7 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def _sha256_path(p: Path) -> str:
-    return sha256_bytes(p.read_bytes())
+    return sha256_bytes(read_header_bytes(p))
 
 
 def _cached_record(header: Path) -> dict | None:
@@ -313,7 +380,10 @@ def _cached_record(header: Path) -> dict | None:
         rec = json.loads(side.read_text())
     except (OSError, ValueError):
         return None
-    return rec if rec.get("sha256") == _sha256_path(header) else None
+    try:
+        return rec if rec.get("sha256") == _sha256_path(header) else None
+    except KernelHeaderError:
+        return None
 
 
 def _store(dirname: Path, data: bytes, record: dict) -> Path:
@@ -372,33 +442,28 @@ def _err(proc: subprocess.CompletedProcess) -> str:
 
 
 def _from_git(s: str) -> HeaderSource:
-    tree_s, at, rev = s[len("git:"):].rpartition("@")
-    if not at or not tree_s or not rev or (not Path(tree_s).expanduser().is_dir()
-                                           and Path(s[len("git:"):]).expanduser().is_dir()):
-        raise KernelHeaderError(f"kernel header {s!r}: expected git:TREE@REV (e.g. git:~/linux@v6.1)")
-    if rev.startswith("-"):
-        raise KernelHeaderError(f"kernel header {s!r}: REV {rev!r} starts with '-'; allowed: a "
-                                "commit, tag or branch name")
-    tree = Path(tree_s).expanduser().resolve()
-    if not tree.is_dir():
-        raise KernelHeaderError(f"kernel header {s!r}: git tree {tree} is not a directory")
+    """include/linux/ptr_ring.h at REV of TREE (see ringlab.git_source), cached by commit."""
     what = f"kernel header {s!r}"
-    proc = _run(["git", "-C", str(tree), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], what)
-    if proc.returncode != 0:
-        raise KernelHeaderError(f"{what}: git cannot resolve {rev!r} to a commit in {tree}: "
-                                f"{_err(proc) if proc.stderr.strip() else 'unknown revision'}")
-    sha = proc.stdout.decode().strip()
-    rec = {"kind": "git", "spec": s, "tree": str(tree), "rev": rev, "commit": sha, "path": IN_TREE}
+    try:
+        src = git_source.parse(s)
+        sha = git_source.resolve_commit(src)
+    except git_source.GitError as e:
+        raise KernelHeaderError(f"kernel header {e}") from None
+    tree = src.tree.resolve()
+    rec = {"kind": "git", "spec": s, "tree": str(tree), "rev": src.rev, "commit": sha, "path": IN_TREE}
     cached = header_cache_dir() / "git" / sha / "ptr_ring.h"
     old = _cached_record(cached.resolve()) if cached.is_file() else None
     if old is not None and old.get("commit") == sha:
         # the bytes of a commit never change: keep them, but record this TREE and REV
         rec = dict(old, **rec)
         return HeaderSource(s, cached.resolve(), old["sha256"], rec)
-    proc = _run(["git", "-C", str(tree), "show", f"{sha}:{IN_TREE}"], what)
-    if proc.returncode != 0:
-        raise KernelHeaderError(f"{what}: commit {sha[:12]} ({rev}) has no {IN_TREE}: {_err(proc)}")
-    header = _store(cached.parent, proc.stdout, rec)
+    try:
+        data = git_source.read_file(src, sha, IN_TREE, MAX_HEADER_BYTES)
+    except FileNotFoundError:
+        raise KernelHeaderError(f"{what}: commit {sha[:12]} ({src.rev}) has no {IN_TREE}") from None
+    except git_source.GitError as e:
+        raise KernelHeaderError(f"kernel header {e}") from None
+    header = _store(cached.parent, data, rec)
     rec = json.loads((cached.parent / SOURCE_RECORD).read_text())
     return HeaderSource(s, header, rec["sha256"], rec)
 
@@ -438,7 +503,7 @@ def _patched(s: str, base_spec: str, patch_spec: str) -> HeaderSource:
         patch_file = fetch_lore(patch_spec[len("lore:"):])
     else:
         patch_file = Path(patch_spec).expanduser().resolve()
-    data = patch_file.read_bytes()
+    data = read_regular(patch_file, MAX_PATCH_BYTES, f"kernel header {s!r}: patch")
     try:
         msgs = patchmail.read_patches(data, str(patch_file))
     except patchmail.PatchError as e:
@@ -464,26 +529,68 @@ def _patched(s: str, base_spec: str, patch_spec: str) -> HeaderSource:
     return HeaderSource(s, header, sha256_bytes(result), json.loads((cached.parent / SOURCE_RECORD).read_text()))
 
 
+_MODE_LINE = re.compile(r"^(?:new file mode|new mode|old mode|deleted file mode|index [0-9a-f]+\.\.[0-9a-f]+)"
+                        r"\s+(\d{6})\s*$", re.M)
+_PATH_LINE = re.compile(r"^(?:diff --git a/(\S+) b/(\S+)|--- (?:a/)?(\S+)|\+\+\+ (?:b/)?(\S+)|"
+                        r"rename (?:from|to) (\S+)|copy (?:from|to) (\S+))\s*$", re.M)
+
+
+def _check_patch(s: str, m, total: int) -> None:
+    """Refuse a patch that makes a symlink or names a path outside the tree it applies to."""
+    title = m.subject or "(no subject)"
+    where = f"kernel header {s!r}: patch {m.index}/{total} {title!r}"
+    for mm in _MODE_LINE.finditer(m.diff):
+        if mm.group(1) == "120000":
+            raise KernelHeaderError(f"{where}: makes a symlink (mode 120000); allowed: changes "
+                                    f"to the regular file {IN_TREE}")
+    for mm in _PATH_LINE.finditer(m.diff):
+        path = next(g for g in mm.groups() if g)
+        if path == "/dev/null":
+            continue
+        if path.startswith("/") or ".." in path.split("/"):
+            raise KernelHeaderError(f"{where}: names the path {path!r}, outside the kernel tree; "
+                                    "allowed: paths relative to the tree root")
+
+
 def _apply(s: str, base: HeaderSource, msgs: list, total: int) -> bytes:
-    """Apply the ptr_ring.h hunks of each message, in order, to a copy of the base header."""
+    """Apply the ptr_ring.h hunks of each message, in order, to a copy of the base header.
+
+    The result must be the regular file include/linux/ptr_ring.h (not a symlink, not
+    deleted) of at most MAX_HEADER_BYTES; anything else is refused naming the patch."""
+    for m in msgs:
+        _check_patch(s, m, total)
     with tempfile.TemporaryDirectory(prefix="ringlab-patch-") as tmp:
         work = Path(tmp) / "tree"
         (work / IN_TREE).parent.mkdir(parents=True)
-        (work / IN_TREE).write_bytes(base.header.read_bytes())
-        env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(Path(tmp).resolve()))
+        (work / IN_TREE).write_bytes(read_header_bytes(base.header))
         for m in msgs:
+            title = m.subject or "(no subject)"
+            where = f"kernel header {s!r}: patch {m.index}/{total} {title!r}"
             pf = Path(tmp) / f"{m.index:04d}.patch"
             pf.write_text(m.diff)
-            proc = _run(["git", "apply", f"--include={IN_TREE}", "--verbose", str(pf)],
-                        f"kernel header {s!r}", cwd=work, env=env)
+            try:
+                proc = hgit.apply(pf, work, include=IN_TREE, what=where)
+            except hgit.GitError as e:
+                raise KernelHeaderError(str(e)) from None
             if proc.returncode != 0:
                 err = proc.stderr.decode(errors="replace")
                 mm = re.search(r"patch failed: (\S+):(\d+)", err)
                 hunk = patchmail.hunk_at(m.diff, IN_TREE, int(mm.group(2)) if mm else None)
-                title = m.subject or "(no subject)"
                 raise KernelHeaderError(
-                    f"kernel header {s!r}: patch {m.index}/{total} {title!r} does not apply to "
+                    f"{where} does not apply to "
                     f"{base.spec} (sha256 {base.sha256[:12]}): "
                     + "; ".join(ln.strip() for ln in err.splitlines() if ln.startswith("error") and "while searching" not in ln)
                     + ("\nfailing hunk:\n" + hunk if hunk else ""))
-        return (work / IN_TREE).read_bytes()
+            try:
+                st = os.lstat(work / IN_TREE)
+            except FileNotFoundError:
+                raise KernelHeaderError(f"{where}: deletes {IN_TREE} (or renames it away); allowed: "
+                                        f"patches that change {IN_TREE}") from None
+            if not stat.S_ISREG(st.st_mode):
+                raise KernelHeaderError(f"{where}: turns {IN_TREE} into {_file_kind(st.st_mode)}; "
+                                        "allowed: patches that keep it a regular file")
+        try:
+            return read_header_bytes(work / IN_TREE, follow=False)
+        except KernelHeaderError as e:
+            raise KernelHeaderError(f"kernel header {s!r}: the patched {IN_TREE}: "
+                                    f"{str(e).split(': ', 1)[-1]}") from None

@@ -15,8 +15,9 @@ derived from the spec (the folder name, the tarball's stem, the revision).
 Tarballs, revisions and the Debian package are exported into
 ``build/kernel-src/<key>/`` (only the paths asked for: ``tools/virtio`` and
 whatever its sources include from the rest of the tree), so nothing is ever
-extracted into or written below the user's tree.  Git is called with argv lists
-only (``git -C TREE rev-parse``, ``git -C TREE archive``), never through a shell.
+extracted into or written below the user's tree.  A git revision is read through
+ringlab.git_source (hardened git, raw blobs: no hook, filter or config program of
+the repository runs).
 """
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ import io
 import os
 import re
 import shutil
-import subprocess
 import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ringlab import paths
+from ringlab.sources import git_source
 
 DEBIAN_PREFIX = "debian:"
 GIT_PREFIX = "git:"
@@ -101,16 +102,11 @@ def parse_one(text: str, name: str | None = None) -> TreeSpec:
         path = Path(os.environ.get("RINGLAB_DEBIAN_SRC_DIR", DEBIAN_SRC_DIR)) / f"{pkg}.tar.xz"
         return TreeSpec(name or _derive_name("debian", path, ""), "debian", text, path)
     if text.startswith(GIT_PREFIX):
-        body = text[len(GIT_PREFIX):]
-        if "@" not in body:
-            raise TreeError(f"{text!r}: expected git:TREE@REV (e.g. git:~/linux@v6.1)")
-        tree, _, rev = body.rpartition("@")
-        if not tree or not rev:
-            raise TreeError(f"{text!r}: expected git:TREE@REV with both TREE and REV")
-        if rev.startswith("-"):
-            raise TreeError(f"{text!r}: REV may not start with '-'")
-        path = Path(tree).expanduser()
-        return TreeSpec(name or _derive_name("git", path, rev), "git", text, path, rev)
+        try:
+            g = git_source.parse(text)
+        except git_source.GitError as e:
+            raise TreeError(str(e)) from None
+        return TreeSpec(name or _derive_name("git", g.tree, g.rev), "git", text, g.tree, g.rev)
     path = Path(text).expanduser()
     kind = "tarball" if path.name.endswith(TAR_SUFFIXES) else "dir"
     return TreeSpec(name or _derive_name(kind, path, ""), kind, text, path)
@@ -204,22 +200,13 @@ def _publish(tmp: Path, final: Path) -> Path:
     return final
 
 
-def _git(tree: Path, *args: str, binary: bool = False, timeout: float = 300):
-    try:
-        r = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, timeout=timeout)
-    except FileNotFoundError:
-        raise TreeError("git is not installed (needed for git:TREE@REV)") from None
-    if r.returncode != 0:
-        msg = r.stderr.decode(errors="replace").strip().splitlines()
-        raise TreeError(f"git -C {tree} {' '.join(args[:2])}: {msg[-1] if msg else 'failed'}")
-    return r.stdout if binary else r.stdout.decode(errors="replace").strip()
-
-
 def resolve_commit(t: TreeSpec) -> str:
     """The full commit id of a git tree spec's REV."""
     try:
-        return _git(t.path, "rev-parse", "--verify", "--end-of-options", f"{t.rev}^{{commit}}")
-    except TreeError as e:
+        return git_source.resolve_commit(git_source.parse(t.spec))
+    except git_source.GitRefused as e:
+        raise git_source.GitRefused(f"tree {t.name!r}: {e}") from None
+    except git_source.GitError as e:
         raise TreeError(f"tree {t.name!r}: revision {t.rev!r} not found in {t.path} ({e})") from None
 
 
@@ -239,22 +226,14 @@ def export(t: TreeSpec, prefixes: tuple[str, ...]) -> tuple[Path, str]:
     key_prefixes = ",".join(sorted(prefixes))
     if t.kind == "git":
         commit = resolve_commit(t)
-        key = hashlib.sha256(f"git\0{commit}\0{key_prefixes}".encode()).hexdigest()[:16]
-        final = _src_root() / f"git-{commit[:12]}-{key}"
         prov = f"git {t.path.resolve()} {t.rev} = {commit}"
-        if final.is_dir():
-            return final, prov
-        # Only paths that exist at that revision may be named to git archive.
-        listed = _git(t.path, "ls-tree", "-r", "--name-only", "--full-tree", commit, "--",
-                      *prefixes).splitlines()
-        if not listed:
-            raise TreeError(f"tree {t.name!r}: {', '.join(prefixes)} not found at {t.rev} ({commit[:12]})")
-        data = _git(t.path, "archive", "--format=tar", commit, "--", *sorted({*_top_existing(listed, prefixes)}),
-                    binary=True)
-        _src_root().mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=_src_root()))
-        _extract(data, tmp, prefixes, strip_top=False)
-        return _publish(tmp, final), prov
+        try:
+            final, _ = git_source.export(git_source.parse(t.spec), prefixes, commit)
+        except git_source.GitRefused as e:
+            raise git_source.GitRefused(f"tree {t.name!r}: {e}") from None
+        except git_source.GitError as e:
+            raise TreeError(f"tree {t.name!r}: {e}") from None
+        return final, prov
     # tarball / debian
     st = t.path.stat()
     key = hashlib.sha256(f"tar\0{t.path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{key_prefixes}"
@@ -274,8 +253,3 @@ def export(t: TreeSpec, prefixes: tuple[str, ...]) -> tuple[Path, str]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise TreeError(f"tree {t.name!r}: {', '.join(prefixes)} not found in {t.path}")
     return _publish(tmp, final), prov
-
-
-def _top_existing(listed: list[str], prefixes: tuple[str, ...]) -> list[str]:
-    """Prefixes that have at least one file at the revision."""
-    return [p for p in prefixes if any(f == p or f.startswith(p.rstrip("/") + "/") for f in listed)]

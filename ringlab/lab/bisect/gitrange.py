@@ -2,35 +2,22 @@
 what the experiment measures, and describe a commit (subject, author, date).
 
 Every git call goes through ``ringlab.system.git`` (the hardened runner: clean environment, no
-hooks, no pager, no external diff, literal pathspecs).  Where that module is not present yet,
-``_run`` applies the same environment and overrides itself.
+hooks, no pager, no external diff, literal pathspecs).
 """
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ringlab.errors import ParamError
-
-try:   # the hardened runner; the fallback below mirrors its environment and overrides
-    from ringlab.system import git as _hardened
-except ImportError:   # pragma: no cover - depends on the branch this runs from
-    _hardened = None
+from ringlab.system import git as hgit
 
 #: what each experiment measures: the paths whose change makes a commit a candidate
 MEASURED_PATHS = {
     "ptr_ring": ("include/linux/ptr_ring.h",),
     "ringtest": ("tools/virtio/ringtest/", "include/linux/ptr_ring.h"),
 }
-_HARDENING = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.allow=never",
-              "-c", "core.pager=cat", "-c", "diff.external=", "-c", "core.sshCommand=", "-c", "gc.auto=0")
-_ENV = {"LC_ALL": "C", "LANG": "C", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "PAGER": "cat",
-        "GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1"}
-
-
 @dataclass(frozen=True)
 class Commit:
     sha: str
@@ -48,16 +35,7 @@ class Commit:
 
 def _run(args: list[str], tree: Path) -> subprocess.CompletedProcess:
     """One git command in ``tree`` (not checked: the caller reads the exit code)."""
-    if _hardened is not None:
-        return _hardened.run(args, tree, check=False, what=f"git {args[0]}")
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR") if k in os.environ}
-    env.update(_ENV)
-    try:
-        return subprocess.run(["git", "-C", str(tree), *_HARDENING, *args], capture_output=True,
-                              env=env, stdin=subprocess.DEVNULL, timeout=300)
-    except FileNotFoundError:
-        raise ParamError("parameter 'tree': git is not installed; allowed: a git work tree with git "
-                         "installed") from None
+    return hgit.run(args, tree, check=False, what=f"git {args[0]}")
 
 
 def _text(args: list[str], tree: Path, what: str) -> str:

@@ -49,10 +49,10 @@ def _check_sources(headers: dict[str, str]) -> None:
     cached, so the build that follows does not fetch them again."""
     if not headers:
         return
-    from ringlab.sources.kernel_header import KernelHeaderError, resolve_source
+    from ringlab.sources.kernel_header import KernelHeaderError, detect_generation, resolve_source
     for name, spec in headers.items():
         try:
-            resolve_source(spec)
+            detect_generation(resolve_source(spec).header)
         except KernelHeaderError as e:
             raise ParamError(f"--kernel-header {name}={spec}: {e}; allowed: a file, a kernel tree or "
                              "headers package, git:TREE@REV, BASE+PATCH, BASE+lore:MSGID") from None

@@ -11,6 +11,7 @@ from ringlab import paths
 from ringlab.errors import DataError, ParamError
 from ringlab.rundir import utc_now
 from ringlab.rundir.envjson import atomic_write_json
+from ringlab.system import git as hgit
 
 FLEET_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]+$")
 
@@ -46,11 +47,13 @@ def git_commit(checkout: Path, allow_dirty: bool) -> tuple[str, bool]:
     """(HEAD's commit, whether the tree has uncommitted changes); ParamError for a dirty tree
     unless ``allow_dirty``, and for a checkout git cannot read."""
     def git(*a: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(checkout), *a], capture_output=True, text=True, timeout=60)
+        proc = hgit.run(list(a), checkout, check=False, timeout=60, what=f"git {a[0]}")
+        return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(errors="replace"),
+                                           proc.stderr.decode(errors="replace"))
     try:
         head = git("rev-parse", "HEAD")
         st = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError) as e:
+    except hgit.GitError as e:
         raise ParamError(f"checkout {checkout}: git failed ({e}); allowed: a git checkout") from None
     if head.returncode != 0 or st.returncode != 0:
         raise ParamError(f"checkout {checkout}: not a git checkout ({(head.stderr or st.stderr).strip()[:120]}); "
