@@ -106,3 +106,34 @@ def test_forest_rows_hold_both_builds():
     r = vc.forest_rows(GOOD, ALIGNED)
     assert r["group"].tolist() == ["default"] * 3 + ["aligned"]
     assert set(r.columns) >= {"label", "delta_pct", "ci_low_pct", "ci_high_pct"}
+
+
+# -- ringlab bench fidelity's timing target -------------------------------------------------------
+def test_fidelity_target_is_a_ci_that_reaches_within_one_percent():
+    from ringlab.studies.harness_compare import RATIO_TOLERANCE, within
+    assert RATIO_TOLERANCE == 0.01
+    assert within(0.95, 1.05) and within(1.005, 1.2) and within(0.8, 0.991)
+    assert not within(0.90, 0.989) and not within(1.011, 1.1)
+    assert within(float("nan"), 1.0) is None
+
+
+def test_layouts_ratio_reads_ours_over_real(tmp_path):
+    """ours/real from compare() on a synthetic layouts run: ours 2% slower in every layout."""
+    import numpy as np
+    from ringlab.studies.harness_compare import RATIO_COLUMNS, layouts_ratio
+    rng = np.random.default_rng(7)
+    rows = []
+    for layout in range(6):
+        shift = rng.normal(0, 0.01)
+        for rnd in range(8):
+            state = rng.normal(0, 0.002)
+            for v, eff in (("kernel", 0.0), ("batch", np.log(1.02))):
+                rows.append({"variant": v, "mode": 0, "size": 1000, "trial": layout * 8 + rnd,
+                             "round": layout * 8 + rnd, "layout": layout, "status": "ok", "warmup": False,
+                             "ns_per_op": float(np.exp(np.log(4.0) + eff + shift * (v == "batch") + state))})
+    pd.DataFrame(rows).to_csv(tmp_path / "raw.csv", index=False)
+    t = layouts_ratio(tmp_path, "batch", "kernel")
+    assert list(t.columns) == RATIO_COLUMNS and len(t) == 1
+    r = t.iloc[0]
+    assert r["design"] == "layouts" and r["ratio_ci_low"] < r["ratio"] < r["ratio_ci_high"]
+    assert 1.0 < r["ratio"] < 1.05
