@@ -24,6 +24,12 @@ pair (mode 1), with fresh processes per trial in a seeded random order:
 * ours ``batch``  vs ``kernel``: target ratio 1.00 +- 0.03;
 * ours ``prebatch`` vs ours ``batch``: the effect of batch zeroing.
 
+Then **timing across code layouts** (``--layouts K``, default 8; 0 skips it): ``ringlab run
+ptr_ring`` of ours and ``kernel`` with K seeded layouts per variant, and ringlab's compare
+(design ``layouts``: per layout pair the paired estimate, a t interval across the K pairs).
+Target: the CI of ours/real includes a value within 1.00 +- 0.01.  The one-build ratio above
+is printed beside it for reference: one binary pair is one sample of the layouts.
+
 It prints the machine, the medians (ns/op) per variant and mode, the ratios of
 medians with a bootstrap 95% interval, and the code size of each binary's
 measured functions (``nm -S``): a ratio that misses usually shows up there
@@ -252,6 +258,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: the last two allowed CPUs)")
     p.add_argument("--modes", default="0,1", help="comma list of modes (default 0,1)")
     p.add_argument("--seed", type=int, default=1, help="seed of the interleaved order (default 1)")
+    p.add_argument("--layouts", type=int, default=8, metavar="K",
+                   help="code layouts per variant for the layouts timing comparison, 2..64 (default 8; 0: skip it)")
     p.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="also write every trial to FILE")
     p.add_argument("--icount-ops", type=int, default=1_000_000, metavar="N",
                    help="operations per callgrind instruction count, 1e5..1e8 (default 1e6)")
@@ -375,6 +383,8 @@ def run(args) -> int:
         return _fail(f"--count {args.count}: allowed: an integer > 0")
     if not 2 <= args.size <= 10_000_000:
         return _fail(f"--size {args.size}: allowed: 2..10000000")
+    if args.layouts != 0 and not 2 <= args.layouts <= 64:
+        return _fail(f"--layouts {args.layouts}: allowed: 0 (skip) or an integer in [2, 64]")
     if not 100_000 <= args.icount_ops <= 100_000_000:
         return _fail(f"--icount-ops {args.icount_ops}: allowed: an integer in [100000, 100000000]")
     try:
@@ -481,6 +491,7 @@ def run(args) -> int:
             print(f"{mode:>4}  {v:<9} {_median(xs):>12.3f} {min(xs):>8.3f} {max(xs):>8.3f}  {len(xs)}")
     print()
     print(f"{'mode':>4}  {'ratio':<15} {'median':>7}  {'95% CI':<15} verdict")
+    one_build = {}
     for mode in modes:
         for a, b, label in pairs:
             xa = [r["ns_per_op"] for r in rows if r["mode"] == mode and r["variant"] == a and not r["warmup"]]
@@ -488,6 +499,7 @@ def run(args) -> int:
             ratio = _median(xa) / _median(xb)
             lo, hi = ratio_ci(xa, xb, args.seed + mode)
             if b == KERNEL_NAME:
+                one_build[mode] = ratio
                 ok = TARGET[0] <= ratio <= TARGET[1]
                 verdict = "within 1.00 +- 0.03" if ok else "MISSES 1.00 +- 0.03"
             else:
@@ -501,9 +513,44 @@ def run(args) -> int:
         sizes = measured_sizes(exes[v])
         print(f"  {v:<9} " + (", ".join(f"{k.removeprefix('rl_measured_')}={n}" for k, n in sorted(sizes.items()))
                                or "n/a"))
+    layouts_result = None
+    if header is not None and args.layouts:
+        layouts_result = layouts_timing(args, prep, modes, one_build, pairs[0][0])
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"machine": m, "rows": rows, "icount": icount_result, "args": {k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, type(None)))}}, indent=1))
+        Path(args.json_out).write_text(json.dumps({"machine": m, "rows": rows, "icount": icount_result, "layouts": layouts_result, "args": {k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, type(None)))}}, indent=1))
     return 0
+
+
+def layouts_timing(args, prep, modes, one_build: dict, ours: str) -> list[dict]:
+    """Ours against the real header with ``args.layouts`` layouts per variant (``ringlab run
+    ptr_ring`` into the scratch folder), compared by ringlab (design ``layouts``); prints one
+    line per mode with the one-build ratio beside it and returns the rows."""
+    from ringlab.experiments import get
+    from ringlab.run import run_experiment
+    from ringlab.studies.harness_compare import RATIO_TOLERANCE, layouts_ratio
+    values = get("ptr_ring").resolve({
+        "variants": f"{ours},{KERNEL_NAME}", "kernel_headers": f"{KERNEL_NAME}={prep.header}",
+        "modes": ",".join(map(str, modes)), "sizes": str(args.size), "count": args.count,
+        "trials": args.trials, "warmup": args.warmup, "layouts": args.layouts, "seed": args.seed,
+        "icount": False}, profile="quick")
+    print()
+    print(f"timing across code layouts: ringlab run ptr_ring, {args.layouts} layouts per variant, "
+          f"{args.trials} trials per variant and mode; ours/real from the t interval across the layout pairs")
+    sys.stdout.flush()
+    res = run_experiment("ptr_ring", values, None, progress=False, log=lambda msg: None)
+    table = layouts_ratio(res.out_dir, ours, KERNEL_NAME)
+    print(f"  run folder: {res.out_dir}")
+    print(f"{'mode':>4}  {'ratio':<15} {'layouts':>7} {'estimate':>8}  {'CI':<15} {'one build':>9}  target")
+    out = []
+    for _, r in table.iterrows():
+        mode = int(r["mode"])
+        target = f"CI includes a value within 1.00 +- {RATIO_TOLERANCE:.2f}: " + (
+            "n/a (no CI)" if r["within_target"] is None else "met" if r["within_target"] else "MISSED")
+        one = one_build.get(mode, float("nan"))
+        ci = f"[{r['ratio_ci_low']:.3f}, {r['ratio_ci_high']:.3f}]"
+        print(f"{mode:>4}  {'ours/real':<15} {str(r['layouts']):>7} {r['ratio']:>8.3f}  {ci:<15} {one:>9.3f}  {target}")
+        out.append({**{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}, "one_build_ratio": one})
+    return out
 
 
 def main(argv=None) -> int:

@@ -211,3 +211,88 @@ def test_instructions_table(tmp_path):
     r = t.iloc[0]
     assert r["difference"] == pytest.approx(8.5) and r["expected difference"] == ">= +8.06"
     assert r["source"] == "callgrind, identical counts"
+
+
+# -- builtin:pad: a layout-only change ---------------------------------------------------------
+def test_pad_inserts_an_unused_function_before_the_ring(tmp_path):
+    p = patches.builtin_patch("builtin:pad", MAINLINE)
+    assert p.spec == "builtin:pad:48" and p.name == "pad" and p.spins == patches.DEFAULT_PAD == 48
+    assert "Subject: [PATCH] ptr_ring: 48 bytes of unused code ahead of the ring" in p.text
+    out = _apply(p.text, MAINLINE, tmp_path).read_text().splitlines()
+    i = next(k for k, ln in enumerate(out) if '.skip 48"' in ln)
+    j = next(k for k, ln in enumerate(out) if ln.startswith("struct ptr_ring {"))
+    assert i < j and "ringlab_builtin_pad" in out[i - 2] and "used" in out[i - 2]
+    assert sum("ringlab_builtin_pad" in ln for ln in out) == 1, "defined once, never called"
+    assert patches.builtin_patch("builtin:pad:4000", MAINLINE).text.count(".skip 4000") == 2  # diff + body
+
+
+def test_pad_compiles_through_the_shim(tmp_path):
+    kh.check_compiles(_apply(patches.builtin_patch("builtin:pad:96", MAINLINE).text, MAINLINE, tmp_path))
+
+
+def test_pad_anchor_missing_names_it(tmp_path):
+    h = tmp_path / "ptr_ring.h"
+    h.write_text("/* struct ptr_ring { in a comment */\nstruct other {\n\tint x;\n};\n")
+    with pytest.raises(patches.PatchError, match=r"builtin:pad: .*anchor not found.*struct ptr_ring \{"):
+        patches.builtin_patch("builtin:pad", h)
+
+
+@pytest.mark.parametrize("spec", ["builtin:pad:0", "builtin:pad:70000", "builtin:pad:-3"])
+def test_bad_pad_specs(spec):
+    with pytest.raises(patches.PatchError, match=r"N must be an integer in \[1, 65536\]"):
+        patches.parse_builtin(spec)
+
+
+def test_expected_extra_is_stated_per_builtin():
+    assert patches.expected_extra("builtin:pad:2000") == 0
+    assert patches.expected_extra("builtin:flush-delay:10") == patches.expected_extra_per_op(10)
+    assert patches.builtin_patch("builtin:pad", MAINLINE).expected_extra() == 0
+    # spins_for inverts expected_extra_per_op (to the nearest whole iteration)
+    for want in (1.1, 3.4, 10.0):
+        n = patches.spins_for(want)
+        assert abs(patches.expected_extra_per_op(n) - want) <= patches.expected_extra_per_op(1) / 2
+    assert patches.spins_for(0) == 1
+
+
+def test_pad_plan_names_the_file_by_builtin(tmp_path):
+    plan = patches.plan_ab(str(MAINLINE), "builtin:pad:24", workdir=tmp_path)
+    assert plan.builtin.name == "pad" and plan.patch_file.name.startswith("pad-24-")
+    assert plan.kernel_headers == f"base={MAINLINE},patched={MAINLINE}+{plan.patch_file}"
+
+
+@pytest.fixture(scope="module")
+def pad_binaries(tmp_path_factory):
+    from ringlab.build import driver
+    if shutil.which(driver.compiler()) is None:
+        pytest.skip(f"no C compiler ({driver.compiler()}) on PATH")
+    tmp = tmp_path_factory.mktemp("pad")
+    patched = _apply(patches.builtin_patch("builtin:pad:48", MAINLINE).text, MAINLINE, tmp)
+    info = driver.build_all(kernel_headers={"base": MAINLINE, "pad": patched}, out_dir=tmp / "bin", jobs=2,
+                            only=["ptr_ring_test-base", "ptr_ring_test-pad"])
+    return [Path(info.binaries[f"ptr_ring_test-{n}"].path) for n in ("base", "pad")]
+
+
+def _address(binary: Path, symbol: str) -> int:
+    if shutil.which("nm") is None:
+        pytest.skip("nm (binutils) not on PATH")
+    out = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
+    return next(int(line.split()[0], 16) for line in out.splitlines() if line.split()[-1] == symbol)
+
+
+def test_pad_moves_the_measured_code(pad_binaries):
+    base, pad = (_address(p, "rl_measured_simple") for p in pad_binaries)
+    assert pad - base >= 48, "the measured code lands at least the pad further on"
+
+
+def test_pad_executes_the_same_instructions(pad_binaries, tmp_path):
+    from ringlab.tools import icount
+    av = icount.availability()
+    if not av.ok:
+        pytest.skip(f"callgrind: {av.reason}")
+    counts = []
+    for i, exe in enumerate(pad_binaries):
+        cg = tmp_path / f"cg{i}.out"
+        argv = [str(exe), "-m", "0", "-s", "64", "-N", "20000", "--counters", "none", "--json"]
+        subprocess.run(icount.callgrind_argv(argv, cg), capture_output=True, check=True, timeout=300)
+        counts.append(icount.parse_callgrind_out(cg.read_text()))
+    assert counts[0] > 0 and counts[0] == counts[1]

@@ -21,6 +21,9 @@ either.
   level (fewer than 4 per harness at 95%) leave the CI empty with a ``note``.
 * ``harness_figure(...)`` every trial of both, per CPU pair (a Figure); ``figure(...)``
   has ``ringlab.rundir`` save it as PNG + SVG (deterministic).
+* ``layouts_ratio(run_dir, ours, real)`` ``ringlab bench fidelity``'s timing criterion: ours/real
+  per mode from ``ringlab.stats.compare.compare`` (design ``layouts``: a t interval across the K
+  layout-pair estimates), and whether that CI includes a value within ``RATIO_TOLERANCE`` of 1.
 """
 from __future__ import annotations
 
@@ -162,3 +165,35 @@ def write_skipped_summary(run_dir, reason: str) -> Path:
     p = rundir.write_text(run_dir, "summary.md", skipped_summary(reason))
     (run_dir / "figures").mkdir(exist_ok=True)
     return p
+
+
+#: ``ringlab bench fidelity``'s timing target: the CI of ours/real includes a value within 1 +- this
+RATIO_TOLERANCE = 0.01
+#: layouts_ratio's columns, in order
+RATIO_COLUMNS = ["mode", "design", "layouts", "ratio", "ratio_ci_low", "ratio_ci_high", "ci_level",
+                 "sigma_layout_pct", "verdict", "within_target"]
+
+
+def within(lo: float, hi: float, tol: float = RATIO_TOLERANCE) -> bool | None:
+    """Whether [lo, hi] includes a value within 1 +- ``tol`` (None without a finite CI)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return lo <= 1 + tol and hi >= 1 - tol
+
+
+def layouts_ratio(run_dir, ours: str = "batch", real: str = "kernel", metric: str = "ns_per_op") -> pd.DataFrame:
+    """Per mode (and size) of a ptr_ring run holding ``ours`` and ``real``: ours/real as
+    exp(estimate) with its CI from ``compare`` (the layouts design when the run has more than one
+    layout per variant), the layout spread, the verdict and ``within_target`` (:func:`within`)."""
+    from ringlab.stats.compare import compare
+    df = rundir.read_raw(Path(run_dir) / "raw.csv")
+    cmp = compare(df, real, metric)
+    cmp = cmp[cmp["candidate"].astype(str) == ours]
+    rows = []
+    for _, r in cmp.iterrows():
+        lo, hi = _ratio(float(r["ci_low_pct"])), _ratio(float(r["ci_high_pct"]))
+        rows.append({"mode": r.get("mode"), "design": r.get("design"), "layouts": r.get("layouts"),
+                     "ratio": _ratio(float(r["delta_pct"])), "ratio_ci_low": lo, "ratio_ci_high": hi,
+                     "ci_level": r.get("ci_level"), "sigma_layout_pct": r.get("sigma_layout_pct"),
+                     "verdict": r["verdict"], "within_target": within(lo, hi)})
+    return pd.DataFrame(rows, columns=RATIO_COLUMNS)

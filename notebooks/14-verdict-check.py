@@ -1,0 +1,121 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 14 · Is a verdict about the code change?
+#
+# A compiled binary is one sample from the space of code layouts: the same source with its
+# functions a few bytes further on can run several percent faster or slower.  So a verdict
+# from one build pair may be about where the code landed, not about the change.  This
+# notebook checks ringlab's verdicts on changes whose effect we know before measuring, made
+# to the real `include/linux/ptr_ring.h` of the distro's kernel headers (**base**):
+#
+# * `pad48`: `builtin:pad:48`, 48 bytes of code that is never called, placed ahead of the
+#   ring code.  Exactly the same instructions run (callgrind counts are equal); only the
+#   layout changes.
+# * `d2`: `builtin:flush-delay:N`, a fixed loop after each batch flush, N chosen so that its
+#   stated extra (`expected_extra_per_op`, two instructions per spin) is **+2.5%** of the
+#   base's callgrind count of instructions per operation.
+# * `d8`: the same with **+7.7%**.
+#
+# The stated extra is a lower bound: the loop's set-up and the reloads its memory clobber
+# forces cost a little more per flush, and gcc unrolls a very short loop to nothing.  The run
+# counts every arm exactly (`icount`), and the table of instructions below shows by how much
+# each arm really differs.
+#
+# Each arm is built `layouts` times with seeded pads and function alignments, and the verdict
+# comes from a t interval across the layout-pair estimates (design `layouts`, see
+# docs/verdicts.md), so it speaks for the code, not for one binary.  A second run builds
+# `base` and `d8` with `-falign-functions=64 -falign-loops=64 -falign-jumps=64`.
+#
+# ## What we expect, before measuring
+#
+# * **pad48 is not called**: "no significant difference" or "inconclusive", never faster or
+#   slower (any call would be about the layout);
+# * **d2 is never called faster** (it may be too small to see: inconclusive is fine);
+# * **d8 is called slower**;
+# * **d8's CI from the default build overlaps its CI from the aligned build**: both describe
+#   the same change.
+#
+# At `profile=smoke` (the tests) the trials are far too few for any of this: the run only
+# shows that the pipeline works, and most verdicts are inconclusive.
+
+# %% tags=["parameters"]
+profile: str = "quick"  # smoke (seconds, tests) | quick (minutes) | full (what we commit)
+base: str = ""  # header source of every arm: ptr_ring.h, kernel tree or headers package; empty: the newest kernel header tree
+layouts: int = 0  # builds (code layouts) per arm; 0: the profile's default
+seed: int = 1  # seed of the layouts and of the interleaved trial order
+out_dir: str = ""  # run folder; empty: scratch/verdict-check/<host>/<run-id> (ringlab reproduce passes one under results/)
+host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
+
+# %% [markdown]
+# The arms are generated against the base now (patches into `build/patches/`).  d2's and
+# d8's N come from the base's instructions per operation as callgrind counts them (mode 0,
+# ring of 1000).
+
+# %%
+from ringlab.lab import notebook as rn
+from ringlab.report.figures import forest
+from ringlab.studies import verdict_check as vc
+
+CHECK = vc.plan(base)
+RUN = rn.run_dir(out_dir, "verdict-check", host)
+ALIGNED = RUN / "aligned"
+common = dict(profile=profile, modes="0", icount=True, seed=seed, layouts=layouts or None)
+P = rn.params("ptr_ring", variants=CHECK.variants(CHECK.default_arms),
+              kernel_headers=CHECK.kernel_headers(CHECK.default_arms), **common)
+PA = rn.params("ptr_ring", variants=CHECK.variants(CHECK.aligned_arms),
+               kernel_headers=CHECK.kernel_headers(CHECK.aligned_arms), cflags=vc.ALIGN_CFLAGS, **common)
+print("run folder:", RUN, "(aligned build:", ALIGNED, ")")
+print("base:", CHECK.base, f"({CHECK.base_per_op:.3f} instructions/op, {CHECK.count_source})")
+print("layouts per arm:", P["layouts"])
+rn.table(CHECK.expected())
+
+# %% [markdown]
+# ## Run: the default build, then the aligned build
+# One interleaved run of all four arms in mode 0, with callgrind counts after the timed
+# rounds; then `base` and `d8` again with the aligned flags.
+
+# %%
+rn.run("ptr_ring", P, RUN)
+rn.run("ptr_ring", PA, ALIGNED)
+R = rn.report(RUN, baseline=vc.BASELINE)
+rn.markdown(rn.run_overview(RUN))
+
+# %% [markdown]
+# ## Verdicts
+# Each arm against `base`: delta with its CI (t interval across the layout pairs), the
+# layout spread and its share of the CI, and the verdict.
+
+# %%
+CMP, CMP_ALIGNED = vc.compare_run(RUN), vc.compare_run(ALIGNED)
+rn.table(vc.verdict_table(CMP, "default"))
+rn.table(vc.verdict_table(CMP_ALIGNED, "aligned"))
+rn.figures(forest(vc.forest_rows(CMP, CMP_ALIGNED), RUN / "figures", "verdict_check",
+                  "each arm against base, per build (CI across layouts)"))
+
+# %% [markdown]
+# ## Instructions per operation, exactly
+# Callgrind counts of the measured region, per arm and build, beside the extra stated before
+# measuring.  pad48 must count exactly what base counts.
+
+# %%
+rn.table(vc.instruction_table({"default": RUN, "aligned": ALIGNED}, CHECK))
+
+# %% [markdown]
+# ## Did the expectations hold?
+
+# %%
+rn.table(vc.expectations(CMP, CMP_ALIGNED))

@@ -1,0 +1,258 @@
+"""Is a verdict about the code change?  Known changes to the real header, and what their verdicts must be.
+
+Notebook 14 runs ONE ptr_ring A/B (mode 0) of the distro's real ``ptr_ring.h`` with arms whose
+effect is known before measuring:
+
+* ``base``: the header as it is;
+* ``pad48``: ``builtin:pad:48``, 48 bytes of never-called code ahead of the ring.  The same
+  instructions run (callgrind counts are equal); only the layout changes;
+* ``d2`` / ``d8``: ``builtin:flush-delay:N`` with N chosen (:func:`plan`) so that
+  ``expected_extra_per_op`` is +2.5% / +7.7% of the base's instructions per operation as callgrind
+  counts them.  That figure is a lower bound (two instructions per spin): the loop's set-up and
+  the reloads its memory clobber force add a fixed cost per flush (and gcc unrolls a short loop
+  to nothing), so the run's exact counts (``icount``) say what each arm really adds;
+
+and a second run of ``base`` and ``d8`` built with :data:`ALIGN_CFLAGS`.  What must hold
+(:data:`EXPECTATIONS`, checked by :func:`expectations`): pad48 is not called (no significant
+difference or inconclusive), d2 is never ``faster``, d8 is ``slower``, and d8's CI from the
+default build overlaps its CI from the aligned build.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ringlab import fmt, paths
+from ringlab.errors import ParamError
+from ringlab.report.rundata import read_run
+from ringlab.report.tables import comparison_rows
+from ringlab.sources import kernel_header as kh
+from ringlab.sources import patches
+from ringlab.stats.compare import compare
+
+BASELINE = "base"
+#: arm -> (built-in patch, expected extra instructions in percent of the base; None: fixed N)
+ARMS = {"pad48": ("builtin:pad:48", 0.0), "d2": ("builtin:flush-delay", 2.5), "d8": ("builtin:flush-delay", 7.7)}
+#: the second run's compiler flags (loops and jumps pinned to 64 bytes as well as functions)
+ALIGN_CFLAGS = "-falign-functions=64 -falign-loops=64 -falign-jumps=64"
+#: the verdicts that do not call a difference
+NOT_CALLED = ("no significant difference", "inconclusive")
+#: what must hold, stated before measuring (the rows of :func:`expectations`, in order)
+EXPECTATIONS = (
+    "pad48 (layout only) is not called: no significant difference or inconclusive",
+    "d2 (about +2.5% instructions) is never called faster",
+    "d8 (about +7.7% instructions) is called slower",
+    "d8's CI from the default build overlaps its CI from the aligned build",
+)
+#: ring size and operations of the callgrind count that sizes d2 and d8
+ICOUNT_SIZE, ICOUNT_OPS = 1000, 200_000
+#: instructions/op of Debian 6.1's ptr_ring.h in mode 0 (docs/fidelity.md): sizes d2 and d8 only
+#: where callgrind is missing
+NOMINAL_BASE_PER_OP = 43.5
+_BASE_HELP = "a ptr_ring.h, a kernel tree or a headers package root; empty: the newest kernel header tree"
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """The arms of both runs, generated against ``base`` before anything is measured."""
+    base: str
+    base_per_op: float                       # instructions/op of the base (mode 0, ring of 1000)
+    count_source: str                        # "callgrind", or why there is no count
+    specs: dict[str, str] = field(default_factory=dict)       # arm -> normalised built-in spec
+    files: dict[str, Path] = field(default_factory=dict)      # arm -> generated patch file
+
+    def kernel_headers(self, arms) -> str:
+        """``kernel_headers`` of a run holding ``arms`` (``base`` first)."""
+        return ",".join([f"{BASELINE}={self.base}"] + [f"{a}={self.base}+{self.files[a]}" for a in arms])
+
+    @property
+    def default_arms(self) -> list[str]:
+        return list(ARMS)
+
+    @property
+    def aligned_arms(self) -> list[str]:
+        return ["d8"]
+
+    def variants(self, arms) -> str:
+        return ",".join([BASELINE, *arms])
+
+    def expected_extra(self, spec: str) -> float:
+        """Extra instructions/op of ``spec`` stated before measuring (``patches.expected_extra``:
+        a lower bound for flush-delay, whose loop set-up adds a fixed cost per flush; 0 for pad)."""
+        return patches.expected_extra(spec)
+
+    def expected(self) -> pd.DataFrame:
+        """What each arm is expected to change, stated before measuring."""
+        rows = [{"arm": BASELINE, "patch": "none", "expected extra instructions/op (at least)": 0.0,
+                 "expected extra % (at least)": 0.0, "expected verdict": "(the baseline)"}]
+        verdicts = {"pad48": " or ".join(NOT_CALLED), "d2": "not faster", "d8": "slower"}
+        for arm, spec in self.specs.items():
+            extra = self.expected_extra(spec)
+            rows.append({"arm": arm, "patch": spec, "expected extra instructions/op (at least)": round(extra, 3),
+                         "expected extra % (at least)": round(100 * extra / self.base_per_op, 2),
+                         "expected verdict": verdicts[arm]})
+        return pd.DataFrame(rows)
+
+
+def default_base() -> str:
+    """The newest kernel header tree on this machine (``kernel_header.header_trees``), or ParamError."""
+    trees = kh.header_trees()
+    if not trees:
+        raise ParamError(f"parameter 'base': empty, and no kernel header tree was found under {kh.USR_SRC}; "
+                         f"allowed: {_BASE_HELP} (on Debian: apt-get install linux-headers-<version>-common)")
+    return str(trees[0])
+
+
+def _count(exe: Path) -> float:
+    from ringlab.tools import icount
+    argv = [str(exe), "-s", str(ICOUNT_SIZE), "-m", "0", "-N", str(ICOUNT_OPS), "--counters", "none"]
+    return icount.count(argv).instructions / ICOUNT_OPS
+
+
+def base_instructions(header: Path, out_dir: Path | None = None) -> tuple[float | None, str]:
+    """(instructions/op, "callgrind") of ``header`` in mode 0 with a ring of 1000; (None, why)
+    when callgrind is not available here."""
+    from ringlab.build import driver
+    from ringlab.tools import icount
+    av = icount.availability()
+    if not av.ok:
+        return None, f"no callgrind count: {av.reason}"
+    out_dir = Path(out_dir) if out_dir else paths.build_dir() / "verdict-check"
+    info = driver.build_all(kernel_headers={BASELINE: str(header)}, out_dir=out_dir,
+                            only=[f"ptr_ring_test-{BASELINE}"])
+    return _count(Path(info.binaries[f"ptr_ring_test-{BASELINE}"].path)), "callgrind"
+
+
+def plan(base: str = "", workdir=None, base_per_op: float | None = None) -> CheckPlan:
+    """Generate the arms' patches against ``base`` (empty: :func:`default_base`) into ``workdir``
+    (default ``build/patches``).  d2's and d8's N make ``expected_extra_per_op`` the arm's
+    percentage of ``base_per_op`` (default: the base's callgrind count, :func:`base_instructions`;
+    without callgrind :data:`NOMINAL_BASE_PER_OP`, and ``count_source`` says so)."""
+    base = (base or "").strip() or default_base()
+    try:
+        header = patches.base_header_file(base)
+    except patches.PatchError as e:
+        raise ParamError(str(e)) from None
+    workdir = Path(workdir) if workdir else paths.build_dir() / "patches"
+    source = "given"
+    if base_per_op is None:
+        base_per_op, source = base_instructions(header)
+    if base_per_op is None:
+        base_per_op, source = NOMINAL_BASE_PER_OP, f"{source}; a nominal {NOMINAL_BASE_PER_OP} instructions/op"
+    if not (math.isfinite(base_per_op) and base_per_op > 0):
+        raise ParamError(f"parameter 'base': {base}: counted {base_per_op} instructions per operation; "
+                         "allowed: a header whose ring runs in mode 0")
+    specs, files = {}, {}
+    for arm, (spec, pct) in ARMS.items():
+        if spec.startswith("builtin:flush-delay"):
+            spec = f"{spec}:{patches.spins_for(base_per_op * pct / 100)}"
+        name, n = patches.parse_builtin(spec)
+        probe = patches.builtin_patch(spec, header)
+        files[arm] = workdir / f"{name}-{n}-{probe.base_sha256[:12]}.patch"
+        specs[arm] = patches.write_builtin(spec, header, files[arm]).spec
+    return CheckPlan(base=base, base_per_op=float(base_per_op), count_source=source, specs=specs, files=files)
+
+
+# -- after measuring ------------------------------------------------------------------------------
+def compare_run(run_dir, metric: str = "ns_per_op") -> pd.DataFrame:
+    """compare() of a run's arms against ``base`` (the layouts design when the run has layouts)."""
+    return compare(read_run(run_dir).raw, BASELINE, metric)
+
+
+def verdict_table(cmp: pd.DataFrame, build: str = "") -> pd.DataFrame:
+    """The report's comparison table of ``cmp`` (``ringlab.report.tables``), with a ``build`` column."""
+    header, rows = comparison_rows(cmp)
+    out = pd.DataFrame(rows, columns=header)
+    if build:
+        out.insert(0, "build", build)
+    return out
+
+
+def _rows(cmp: pd.DataFrame | None, arm: str) -> pd.DataFrame:
+    if cmp is None or not len(cmp) or "candidate" not in cmp.columns:
+        return pd.DataFrame()
+    return cmp[cmp["candidate"].astype(str) == arm]
+
+
+def _observed(rows: pd.DataFrame) -> str:
+    return "; ".join(f"{r['verdict']}, {fmt.pct(r['delta_pct'])} {fmt.ci(r['ci_low_pct'], r['ci_high_pct'])}"
+                     for _, r in rows.iterrows())
+
+
+def _overlap(a: pd.DataFrame, b: pd.DataFrame) -> tuple[str, bool | None]:
+    """Whether every configuration's CI in ``a`` overlaps the same configuration's in ``b``."""
+    held, texts = True, []
+    for (_, ra), (_, rb) in zip(a.iterrows(), b.iterrows()):
+        lo_a, hi_a, lo_b, hi_b = (float(x) for x in (ra["ci_low_pct"], ra["ci_high_pct"],
+                                                     rb["ci_low_pct"], rb["ci_high_pct"]))
+        if not all(map(math.isfinite, (lo_a, hi_a, lo_b, hi_b))):
+            return "no CI in one of the builds", None
+        held = bool(held and lo_a <= hi_b and lo_b <= hi_a)
+        texts.append(f"default {fmt.ci(lo_a, hi_a)}, aligned {fmt.ci(lo_b, hi_b)}")
+    return "; ".join(texts), held
+
+
+def expectations(cmp_default: pd.DataFrame, cmp_aligned: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per entry of :data:`EXPECTATIONS`: ``expectation``, ``observed`` and ``held``
+    (True/False; None when the arm was not measured or has no CI)."""
+    def verdict_row(text: str, arm: str, ok) -> dict:
+        rows = _rows(cmp_default, arm)
+        if rows.empty:
+            return {"expectation": text, "observed": f"no comparison of {arm}", "held": None}
+        return {"expectation": text, "observed": _observed(rows),
+                "held": bool(all(ok(str(v)) for v in rows["verdict"]))}
+
+    out = [verdict_row(EXPECTATIONS[0], "pad48", lambda v: v in NOT_CALLED),
+           verdict_row(EXPECTATIONS[1], "d2", lambda v: v != "faster"),
+           verdict_row(EXPECTATIONS[2], "d8", lambda v: v == "slower")]
+    a, b = _rows(cmp_default, "d8"), _rows(cmp_aligned, "d8")
+    if a.empty or b.empty:
+        out.append({"expectation": EXPECTATIONS[3], "held": None,
+                    "observed": "no comparison of d8 in " + ("the default build" if a.empty else "the aligned build")})
+    else:
+        observed, held = _overlap(a, b)
+        out.append({"expectation": EXPECTATIONS[3], "observed": observed, "held": held})
+    frame = pd.DataFrame(out, columns=["expectation", "observed", "held"])
+    frame["held"] = pd.Series([r["held"] for r in out], dtype=object)   # True, False or None
+    return frame
+
+
+def instruction_table(runs: dict[str, Path], check: CheckPlan) -> pd.DataFrame:
+    """Exact instructions per operation of every arm (callgrind rows of raw.csv), per build
+    (``runs``: build label -> run folder), with the extra stated before measuring."""
+    rows = []
+    for build, run_dir in runs.items():
+        df = read_run(run_dir).raw
+        if "icount_source" not in df.columns or not (df["icount_source"] == "callgrind").any():
+            rows.append({"build": build, "arm": "n/a", "note": "no callgrind rows (icount=false or valgrind missing)"})
+            continue
+        ic = df[(df["icount_source"] == "callgrind") & (df["status"] == "ok")]
+        per = ic.groupby(ic["variant"].astype(str))["instructions_per_op"]
+        base = per.median().get(BASELINE, math.nan)
+        for arm, med in per.median().items():
+            spec = check.specs.get(arm)
+            rows.append({"build": build, "arm": arm, "instructions/op": round(med, 3),
+                         "difference": round(med - base, 3), "difference %": round(100 * (med / base - 1), 2),
+                         "expected difference": round(check.expected_extra(spec), 3) if spec else 0.0,
+                         "identical in every layout": bool(per.get_group(arm).nunique() == 1)})
+    return pd.DataFrame(rows)
+
+
+def forest_rows(cmp_default: pd.DataFrame, cmp_aligned: pd.DataFrame | None) -> pd.DataFrame:
+    """Rows for ``ringlab.report.figures.forest``: every arm's delta and CI, per build."""
+    parts = []
+    for build, cmp in (("default", cmp_default), ("aligned", cmp_aligned)):
+        if cmp is None or not len(cmp):
+            continue
+        parts.append(pd.DataFrame({"group": build, "label": cmp["candidate"].astype(str) + " vs base",
+                                   "delta_pct": cmp["delta_pct"], "ci_low_pct": cmp["ci_low_pct"],
+                                   "ci_high_pct": cmp["ci_high_pct"]}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+__all__ = ["ALIGN_CFLAGS", "ARMS", "BASELINE", "CheckPlan", "EXPECTATIONS", "NOT_CALLED", "base_instructions",
+           "compare_run", "default_base", "expectations", "forest_rows", "instruction_table", "plan",
+           "verdict_table"]
