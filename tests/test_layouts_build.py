@@ -245,3 +245,12 @@ def test_layouts_count_the_same_instructions(two_layouts, tmp_path):
         subprocess.run(icount.callgrind_argv(argv, cg), capture_output=True, check=True, timeout=300)
         counts.append(icount.parse_callgrind_out(cg.read_text()))
     assert counts[0] > 0 and counts[0] == counts[1]
+
+
+def test_cflags_that_pin_function_alignment_keep_it_in_every_layout():
+    from ringlab.build.layouts import arm_layouts, pins_function_alignment
+    pinned = arm_layouts(7, "batch", 4, "-O2 -falign-functions=64 -falign-loops=64")
+    assert pins_function_alignment("-falign-functions=64") and not pins_function_alignment("-O2")
+    assert all(lay.align == 0 for lay in pinned)
+    assert all(not any(f.startswith("-falign-functions") for f in lay.flags()) for lay in pinned)
+    assert [lay.pad for lay in pinned] == [lay.pad for lay in arm_layouts(7, "batch", 4)]

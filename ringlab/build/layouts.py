@@ -29,6 +29,7 @@ builds of two seeds never overwrite each other, and the same build is reused acr
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ class Layout:
         """Compiler options of this layout, added after the user's cflags."""
         if self.plain:
             return []
-        return [f"-DRINGLAB_LAYOUT_PAD={self.pad}", f"-falign-functions={self.align}"]
+        return [f"-DRINGLAB_LAYOUT_PAD={self.pad}"] + ([f"-falign-functions={self.align}"] if self.align else [])
 
     def suffix(self) -> str:
         """``@p<pad>-a<align>``; empty for the plain build."""
@@ -95,14 +96,25 @@ def layout_spec(seed: int, arm: str, k: int) -> Layout:
     return Layout(index=int(k), pad=rng.randrange(PAD_RANGE), align=rng.choice(ALIGNS), seed=s)
 
 
-def arm_layouts(seed: int, arm: str, count: int) -> list[Layout]:
-    """The ``count`` layouts of one arm: ``[PLAIN]`` for 1, else ``layout_spec(seed, arm, k)``."""
+def pins_function_alignment(cflags) -> bool:
+    """True when the user's cflags set ``-falign-functions``: their choice then stands, and the
+    layouts vary only the pad (the compiler takes the last of two such options)."""
+    words = cflags.split() if isinstance(cflags, str) else list(cflags or [])
+    return any(str(w).startswith("-falign-functions") for w in words)
+
+
+def arm_layouts(seed: int, arm: str, count: int, cflags=None) -> list[Layout]:
+    """The ``count`` layouts of one arm: ``[PLAIN]`` for 1, else ``layout_spec(seed, arm, k)``,
+    without a function alignment of their own when ``cflags`` pin one."""
     count = int(count)
     if not 1 <= count <= MAX_LAYOUTS:
         raise ValueError(f"layouts {count}: allowed: 1..{MAX_LAYOUTS}")
     if count == 1:
         return [PLAIN]
-    return [layout_spec(seed, arm, k) for k in range(count)]
+    out = [layout_spec(seed, arm, k) for k in range(count)]
+    if pins_function_alignment(cflags):
+        out = [dataclasses.replace(lay, align=0) for lay in out]
+    return out
 
 
 def base_name(name: str) -> str:

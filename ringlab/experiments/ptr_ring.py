@@ -148,7 +148,8 @@ class PtrRing(Experiment):
     @staticmethod
     def layouts_of(values) -> dict[str, list[Layout]]:
         """{ptr_ring_test-VARIANT: its layouts} (``[PLAIN]`` each when ``layouts`` is 1)."""
-        return {f"ptr_ring_test-{v}": arm_layouts(values["seed"], v, values.get("layouts", 1))
+        return {f"ptr_ring_test-{v}": arm_layouts(values["seed"], v, values.get("layouts", 1),
+                                                  values.get("cflags"))
                 for v in values["variants"]}
 
     def needed_binaries(self, values):
@@ -161,7 +162,8 @@ class PtrRing(Experiment):
     def binary_name(self, spec, values) -> str:
         """The binary of this trial: its variant in the layout of its round (``extra["layout"]``)."""
         base = f"ptr_ring_test-{spec.config['variant']}"
-        lays = arm_layouts(values["seed"], str(spec.config["variant"]), values.get("layouts", 1))
+        lays = arm_layouts(values["seed"], str(spec.config["variant"]), values.get("layouts", 1),
+                           values.get("cflags"))
         return lays[int(spec.extra.get("layout", 0))].binary_name(base)
 
     # -- placement -------------------------------------------------------------------------
