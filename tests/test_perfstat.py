@@ -165,4 +165,4 @@ def test_import_perf_cli_errors(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("no perf here\n")
     r = _cli(str(empty))
-    assert r.returncode == 1 and "no perf stat output" in r.stderr
+    assert r.returncode == 2 and "no perf stat output" in r.stderr

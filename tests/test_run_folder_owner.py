@@ -33,8 +33,10 @@ NOT_RUN_FOLDERS = {
     ("sources/kernel_header.py", "_store"): "build/ cache of kernel headers",
     ("sources/kernel_header.py", "_apply"): "a temporary folder where a mail's patch is applied",
     ("sources/kernel_tree.py", "_extract"): "build/ cache: a kernel tree exported from a tarball",
-    ("sources/patches.py", "write_builtin"): "build/patches/: a built-in test patch (keep_patch copies it "
-                                             "into the run folder through rundir.write_bytes)",
+    ("sources/builtin_patches.py", "write_builtin"): "build/patches/: a built-in test patch (keep_patch "
+                                                     "copies it into the run folder through rundir.write_bytes)",
+    ("system/git.py", "export"): "build/ cache: the files of a git:TREE@REV exported as raw blobs",
+    ("lab/fleet/submit.py", "_submit_node"): "results/fleet/FLEET-ID/: the sbatch job script of a node",
     ("tools/kernel_tests.py", "_locked"): "the lock file of a ringtest build folder under build/",
     ("tools/kernel_tests.py", "prepare"): "the stamp of build/'s copy of a tree's tools/virtio/ringtest",
     ("tools/kernel_tests.py", "build"): "the make log in build/'s copy of tools/virtio/ringtest",

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ringlab.errors import DataError, ParamError
 from ringlab.lab.bisect import gitrange, steps
-from ringlab.rundir import write_text
+from ringlab import rundir
 
 STATE_FILE = "bisect.json"
 STATE_VERSION = 1
@@ -47,7 +47,7 @@ class Config:
 
 
 def _save(out: Path, state: dict) -> None:
-    write_text(out, STATE_FILE, json.dumps(state, indent=2, sort_keys=False, default=str) + "\n")
+    rundir.write_text(out, STATE_FILE, json.dumps(state, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def load_state(out: Path) -> dict:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ringlab.rundir import write_figure, write_text
+from ringlab import rundir
 
 
 def _ci(e: dict | None) -> str:
@@ -83,5 +83,5 @@ def effect_figure(state: dict):
 
 
 def write_outputs(out: Path, state: dict) -> None:
-    write_text(out, "summary.md", summary_md(state))
-    write_figure(out, "effect", effect_figure(state))
+    rundir.write_text(out, "summary.md", summary_md(state))
+    rundir.write_figure(out, "effect", effect_figure(state))

@@ -22,7 +22,8 @@ from typing import Any, Callable
 import pandas as pd
 
 from ringlab.build.cflags import BuildError
-from ringlab.rundir import read_raw, write_text
+from ringlab import rundir
+from ringlab.rundir import read_raw
 from ringlab.run import run_experiment
 from ringlab.sources import kernel_header as kh
 from ringlab.stats import StatsError, compare
@@ -70,7 +71,7 @@ def run_step(out_dir: Path, experiment: str, params: dict[str, str], resume: boo
 
 
 def record_build_error(out_dir: Path, message: str) -> None:
-    write_text(out_dir, BUILD_ERROR_FILE, message.rstrip("\n") + "\n")
+    rundir.write_text(out_dir, BUILD_ERROR_FILE, message.rstrip("\n") + "\n")
 
 
 def _sig(row: dict, side: int) -> bool:
