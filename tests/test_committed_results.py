@@ -20,6 +20,7 @@ import pytest
 
 from ringlab import paths
 from ringlab.report import write_report
+from ringlab.rundir import read_env
 
 #: results/ folders whose runs are not summaries of trials
 NOT_TRIALS = ("environment", "compare-runs", "explore")
@@ -67,3 +68,17 @@ def test_committed_summary_is_what_todays_code_renders(run, tmp_path):
     rendered = (copy / "summary.md").read_bytes()
     assert rendered == committed, (f"{run.relative_to(paths.ROOT)}/summary.md is not what today's code renders "
                                    f"(ringlab summarize {run.relative_to(paths.ROOT)}): re-make or re-summarize the run")
+
+
+def _env_files() -> list[Path]:
+    return sorted(RESULTS.glob("*/*/*/env.json"))
+
+
+@pytest.mark.parametrize("env_file", _env_files(), ids=lambda p: str(p.parent.relative_to(RESULTS)))
+def test_committed_runs_come_from_a_clean_tree(env_file):
+    """A committed run records the commit it was made from, and that commit held all its code:
+    the tree was not dirty (a dirty run cannot be reproduced from the repository)."""
+    env = read_env(env_file.parent).doc
+    git = env.get("git") or (env.get("environment") or {}).get("git") or {}
+    assert git.get("commit"), f"{env_file}: no commit recorded"
+    assert git.get("dirty") is False, f"{env_file}: made from a dirty tree ({git.get('dirty_files')})"
