@@ -57,7 +57,6 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 # %%
 from ringlab.lab import notebook as rn
 from ringlab.lab.bisect import notebook as nb
-from ringlab.sources import patches
 
 RUN = rn.run_dir(out_dir, "bisect", host)
 B = nb.plan(RUN, tree=tree, good=good, bad=bad, threshold=threshold, profile=profile, layouts=layouts,
@@ -81,9 +80,7 @@ if B.repo is None:
     rn.markdown("*The series: not available here because " + (B.why_not or "a tree was given") + ".*")
 else:
     rn.table(nb.series_table(B.repo))
-    print(f"expected: the planted commit {B.repo.planted.sha[:12]} adds at least "
-          f"{patches.expected_extra_per_op(B.repo.spins):+.2f} instructions/op in mode 0 (loop set-up adds a few "
-          "per flush); its time cost is a few percent of a ring operation")
+    print(nb.expectation(B.repo))
 
 # %% [markdown]
 # ## The bisection

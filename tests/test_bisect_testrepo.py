@@ -113,6 +113,7 @@ def test_plan_and_tables(repo, tmp_path, monkeypatch):
     p = nb.plan(tmp_path / "b", profile="smoke", layouts=4)
     assert p.config.good == repo.good and p.config.bad == repo.bad
     assert p.config.params["layouts"] == "4" and int(p.config.params["trials"]) >= 8
+    assert f"{patches.expected_extra_per_op(24):+.2f} instructions/op" in nb.expectation(repo)
     table = nb.series_table(repo)
     assert list(table["expected"]).count("bad: the first bad commit, the one to find") == 1
     assert table.loc[table["kind"] == "cost", "commit"].item() == repo.planted.sha[:12]
@@ -141,3 +142,22 @@ def test_bad_parameters_name_themselves(tmp_path, bad):
         nb.plan(tmp_path / "b", profile="smoke", **bad)
     name = e.value.args[0].split("'")[1]
     assert name in bad or (name == "bad" and "tree" in bad)
+
+
+def test_notebook_without_a_header_tree_says_so_and_writes_nothing(tmp_path, monkeypatch):
+    import jupytext
+
+    from ringlab.lab import notebook as rn
+    from ringlab.paths import NOTEBOOKS
+    monkeypatch.setattr(kh, "header_trees", lambda root=None: [])
+    shown = []
+    monkeypatch.setattr(rn, "markdown", lambda text, max_chars=20000: shown.append(text))
+    cells = [c.source for c in jupytext.read(NOTEBOOKS / "13-bisect.py").cells if c.cell_type == "code"]
+    ns: dict = {}
+    exec(cells[0], ns)   # the parameters cell
+    ns.update(profile="smoke", out_dir=str(tmp_path / "run"))
+    for src in cells[1:]:
+        exec(src, ns)
+    assert ns["state"] is None and not (tmp_path / "run").exists()
+    assert "Not run here" in shown[0] and "no kernel header tree" in shown[0]
+    assert len(shown) == 6 and all("no kernel header tree" in t for t in shown)

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,15 @@ def _step_params(profile: str, layouts: int, modes: str, trials: int, count: int
     return out, usable
 
 
+def _command(tree: str, good: str, bad: str, threshold: float, params: dict) -> str:
+    words = ["papermill", "notebooks/13-bisect.ipynb", "out.ipynb", "-k", "python3", "-p", "tree", tree,
+             "-p", "good", good, "-p", "bad", bad, "-p", "threshold", f"{float(threshold):g}"]
+    for k in ("profile", "layouts", "modes", "trials", "count", "seed"):
+        words += ["-p", k, params[k]]
+    words += ["-p", "icount", "True" if params["icount"] == "true" else "False"]
+    return shlex.join(words)
+
+
 def plan(out: Path, tree: str = "", good: str = "", bad: str = "", threshold: float = 2.0,
          profile: str = "quick", layouts: int = 4, modes: str = "0", trials: int = 0, count: int = 0,
          icount: bool = True, seed: int = 1, spins: int = testrepo.DEFAULT_SPINS) -> Plan:
@@ -70,8 +80,7 @@ def plan(out: Path, tree: str = "", good: str = "", bad: str = "", threshold: fl
             tree, good, bad = str(repo.tree), good or repo.good, bad or repo.bad
         cfg = engine.Config(experiment="ptr_ring", tree=tree, good=good, bad=bad, out=Path(out),
                             threshold_pct=float(threshold), params=params,
-                            command=f"papermill notebooks/13-bisect.ipynb out.ipynb -p tree {tree} -p good {good} "
-                                    f"-p bad {bad} -p profile {profile} -p layouts {params['layouts']}")
+                            command=_command(tree, good, bad, threshold, params))
         engine.init_state(cfg)   # the range is checked before anything runs
         return Plan(cfg, repo, usable)
     except patches.PatchError as e:
@@ -104,6 +113,18 @@ def _expected(c: testrepo.Commit, repo: testrepo.TestRepo) -> str:
     if c is repo.planted:
         return "bad: the first bad commit, the one to find"
     return "bad (carries the cost)" if c.has_cost else "good"
+
+
+def expectation(repo: testrepo.TestRepo) -> str:
+    """What the planted commit should cost, stated before measuring."""
+    n = repo.spins
+    flushes = -(-1000 // 16)
+    return (f"expected: the planted commit {repo.planted.sha[:12]} adds at least "
+            f"{patches.expected_extra_per_op(n):+.2f} instructions/op in mode 0 ({n} iterations x "
+            f"{patches.INSNS_PER_SPIN} instructions x {flushes} flushes per 1000 operations; loop set-up adds a "
+            f"few per flush), and in time {n * flushes / 1000:.1f} to {2 * n * flushes / 1000:.1f} cycles per "
+            "operation (one to two cycles per iteration): a few to some tens of percent of a ring operation "
+            "of a few ns")
 
 
 def series_table(repo: testrepo.TestRepo) -> pd.DataFrame:
