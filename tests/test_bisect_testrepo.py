@@ -161,3 +161,14 @@ def test_notebook_without_a_header_tree_says_so_and_writes_nothing(tmp_path, mon
     assert ns["state"] is None and not (tmp_path / "run").exists()
     assert "Not run here" in shown[0] and "no kernel header tree" in shown[0]
     assert len(shown) == 6 and all("no kernel header tree" in t for t in shown)
+
+
+def test_run_refuses_a_folder_that_holds_a_bisect(repo, tmp_path, monkeypatch):
+    from ringlab.lab.notebook import ParamError
+    monkeypatch.setattr(testrepo, "build", lambda spins: repo)
+    p = nb.plan(tmp_path / "b", profile="smoke")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / engine.STATE_FILE).write_text('{"kind": "bisect"}')
+    with pytest.raises(ParamError, match="parameter '--out'.*allowed"):
+        nb.run(p.config)
+    assert "papermill notebooks/13-bisect.ipynb" in p.config.command and repo.good in p.config.command

@@ -98,7 +98,8 @@ def run(cfg: engine.Config) -> dict:
     except BaseParamError as e:
         raise rn.ParamError(str(e)) from None
     except RinglabError as e:
-        e._render_traceback_ = lambda: [f"{type(e).__name__}: {e}"]
+        line = f"{type(e).__name__}: {e}"   # IPython shows the message alone, no traceback
+        e._render_traceback_ = lambda: [line]
         raise
     report.write_outputs(cfg.out, state)
     return state
