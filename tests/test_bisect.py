@@ -209,3 +209,12 @@ def test_real_smoke_bisect_finds_the_flush_delay(tmp_path):
     if state["result"]["status"] == "found":
         assert state["result"]["first_bad"]["sha"] == cost
     assert (out / state["endpoints"]["dir"] / "raw.csv").is_file()
+
+
+def test_a_small_significant_change_is_not_called_bad_for_a_large_regression():
+    small = {"delta_pct": 2.0, "ci_low_pct": 0.1, "ci_high_pct": 3.9}
+    not_sig = {"delta_pct": -8.0, "ci_low_pct": -20.0, "ci_high_pct": 4.0}
+    assert steps.classify(small, not_sig, +1) == "bad"            # without the endpoints' effect
+    assert steps.classify(small, not_sig, +1, 10.0) == "unclear"  # 2 of 10 points: not the regression
+    near = {"delta_pct": 9.0, "ci_low_pct": 6.0, "ci_high_pct": 12.0}
+    assert steps.classify(near, not_sig, +1, 10.0) == "bad"

@@ -28,6 +28,7 @@ NOTEBOOKS: dict[str, str] = {
     "10-ptr-ring-reorder": "ptr-ring-reorder",
     "11-ptr-ring-batch-zeroing": "ptr-ring-batch-zeroing",
     "12-patch-ab": "patch-ab",
+    "13-bisect": "bisect",
     "14-verdict-check": "verdict-check",
     "20-page-frag": "page-frag",
     "21-kernel-tests": "kernel-tests",

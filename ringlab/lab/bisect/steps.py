@@ -7,7 +7,9 @@ lower-is-better metric; G = candidate vs good, B = candidate vs bad, each with t
 
 * ``looks_bad``:  G's CI excludes 0 on the regression's side (the candidate carries the change);
 * ``looks_good``: B's CI excludes 0 on the other side (the candidate lacks it);
-* **good** = looks_good and not looks_bad; **bad** = looks_bad and not looks_good;
+* **good** = looks_good and not looks_bad, with G's estimate below half of the endpoints' effect
+  (bad against good); **bad** = looks_bad and not looks_good, with G's estimate at least half of
+  it (a layout moving a candidate by a point or two is not a regression of ten);
   **unclear** = neither (too few rounds to tell) or both (the candidate sits between the
   endpoints: part of the change).
 
@@ -102,13 +104,24 @@ def effect(df: pd.DataFrame, baseline: str, candidate: str, metric: str, group: 
                 (v.item() if hasattr(v, "item") else v)) for k, v in out.items()}
 
 
-def classify(vs_good: dict, vs_bad: dict, direction: int) -> str:
-    """good | bad | unclear (module docstring)."""
+def share_of_endpoint(vs_good: dict, endpoint_pct) -> float | None:
+    """The candidate's effect against good as a share of bad's (None when either is unknown)."""
+    d = vs_good.get("delta_pct")
+    if d is None or endpoint_pct is None or not math.isfinite(d) or not endpoint_pct:
+        return None
+    return d / endpoint_pct
+
+
+def classify(vs_good: dict, vs_bad: dict, direction: int, endpoint_pct: float | None = None) -> str:
+    """good | bad | unclear (module docstring).  With ``endpoint_pct`` (bad against good), a
+    one-sided call also needs G's estimate on its side of the midpoint: a small significant
+    change (a layout moving by a point or two) is not called bad for a regression of ten."""
+    share = share_of_endpoint(vs_good, endpoint_pct)
     looks_bad = _sig(vs_good, direction)
     looks_good = _sig(vs_bad, -direction)
-    if looks_good and not looks_bad:
+    if looks_good and not looks_bad and (share is None or share < 0.5):
         return "good"
-    if looks_bad and not looks_good:
+    if looks_bad and not looks_good and (share is None or share >= 0.5):
         return "bad"
     return "unclear"
 
