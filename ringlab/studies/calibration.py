@@ -18,10 +18,12 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
-from ringlab.errors import ParamError
+from ringlab import paths
+from ringlab.errors import ParamError, RunnerError
 from ringlab.experiments.base import get as get_experiment
 from ringlab.rundir import atomic_write_json, read_run, utc_now
 from ringlab.run import run_experiment
+from ringlab.run.prepare import new_run_id
 from ringlab.sources import kernel_header
 from ringlab.stats import calibration as _cal
 from ringlab.stats.summary import StatsError
@@ -66,11 +68,20 @@ def aa_params(header: Path, extra: dict[str, Any] | None = None) -> dict[str, An
     return params
 
 
+def _shown(run_dir: Path) -> str:
+    """The run folder relative to the results folder when it is inside it (committed files name no
+    absolute path of the machine that made them), else as given."""
+    try:
+        return str(Path(run_dir).resolve().relative_to(paths.results_dir().resolve()))
+    except ValueError:
+        return str(run_dir)
+
+
 def calibration_doc(analysis: dict, run_id: str, run_dir: Path, host: str, date_utc: str | None = None,
                     commit: str | None = None) -> dict:
     """calibration.json: the analysis plus where and when it was measured."""
     doc = {"calibration_version": _cal.CALIBRATION_VERSION, "host": host, "date_utc": date_utc or utc_now(),
-           "run_id": run_id, "ringlab_commit": commit, "run_dir": str(run_dir), **analysis}
+           "run_id": run_id, "ringlab_commit": commit, "run_dir": _shown(run_dir), **analysis}
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in doc.items()}
 
 
@@ -102,10 +113,10 @@ def calibrate(out: Path | None = None, params: dict[str, Any] | None = None, hea
     host = host_id()
     out = Path(out) if out is not None else _cal.calibration_dir(host)
     src = pick_header(header)
-    run_dir = out / "runs" / utc_now().replace(":", "").replace("-", "")[:15]
+    run_dir = out / "runs" / new_run_id()     # the folder is named by its run id
     res = run_experiment("ptr_ring", aa_params(src, params), run_dir, build=build, log=log)
     if res.exit_code:
-        raise ParamError(f"{res.raw_csv}: the A/A run ended {res.status} ({res.status_reason}); no calibration")
+        raise RunnerError(f"{res.raw_csv}: the A/A run ended {res.status} ({res.status_reason}); no calibration")
     analysis = analyse_run(res.out_dir)
     path = store(out, analysis, res.run_id, res.out_dir, host)
     return path, json.loads(path.read_text())
