@@ -30,8 +30,8 @@ NOT_RUN_FOLDERS = {
     ("build/driver.py", "_compile"): "build/bin/ build stamps",
     ("build/native.py", "_file_lock"): "the lock file of the cffi module cache",
     ("build/sourceset.py", "write_json"): "build/bin/NAME.source.json",
-    ("sources/kernel_header.py", "_store"): "build/ cache of kernel headers",
-    ("sources/kernel_header.py", "_apply"): "a temporary folder where a mail's patch is applied",
+    ("sources/header_cache.py", "store"): "build/ cache of kernel headers",
+    ("sources/header_patch.py", "apply_patches"): "a temporary folder where a mail's patch is applied",
     ("sources/kernel_tree.py", "_extract"): "build/ cache: a kernel tree exported from a tarball",
     ("sources/patches.py", "write_builtin"): "build/patches/: a built-in test patch (keep_patch copies it "
                                              "into the run folder through rundir.write_bytes)",

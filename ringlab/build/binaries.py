@@ -14,7 +14,9 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.digest import sha256_file
-from ringlab.build.driver import (BinaryInfo, BuildError, BuildInfo, StaleBinaryError, _Job, _plan, binary_size)
+from ringlab.build.binutils import binary_size
+from ringlab.build.cflags import BuildError
+from ringlab.build.driver import BinaryInfo, BuildInfo, StaleBinaryError, _Job, _plan
 from ringlab.build.layouts import Layout, base_name
 from ringlab.build.sourceset import (hashed_flags, label_path, source_label, source_record_path, source_set,
                                write_json)
