@@ -39,6 +39,7 @@ NOT_RUN_FOLDERS = {
     ("tools/kernel_tests.py", "prepare"): "the stamp of build/'s copy of a tree's tools/virtio/ringtest",
     ("tools/kernel_tests.py", "build"): "the make log in build/'s copy of tools/virtio/ringtest",
     ("tools/kmod.py", "run_trial"): "$RINGLAB_STATE_DIR/kmod/ trial records",
+    ("system/git.py", "export"): "build/ cache: the files of a kernel tree at one git commit",
     ("system/sysfs.py", "write"): "sysfs knobs (governor, boost), not files",
     ("system/governor.py", "_write_state"): "$RINGLAB_STATE_DIR: the saved governor state",
     ("run/machine.py", "_open_lock"): "CPU lock files cpuN.lock in the lock folder",
