@@ -38,7 +38,7 @@ NOT_RUN_FOLDERS = {
     ("tools/kernel_tests.py", "_locked"): "the lock file of a ringtest build folder under build/",
     ("tools/kernel_tests.py", "prepare"): "the stamp of build/'s copy of a tree's tools/virtio/ringtest",
     ("tools/kernel_tests.py", "build"): "the make log in build/'s copy of tools/virtio/ringtest",
-    ("tools/kmod.py", "run_trial"): "$RINGLAB_STATE_DIR/kmod/ trial records",
+    ("tools/kmod.py", "_write_record"): "$RINGLAB_STATE_DIR/kmod/ trial records",
     ("system/git.py", "export"): "build/ cache: the files of a kernel tree at one git commit",
     ("system/sysfs.py", "write"): "sysfs knobs (governor, boost), not files",
     ("system/governor.py", "_write_state"): "$RINGLAB_STATE_DIR: the saved governor state",
