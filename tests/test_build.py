@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ringlab.build import binutils, cflags, sourceset
+from ringlab.sources.kernel_header import first_error
 from ringlab.build import driver as B
 from ringlab.digest import sha256_file
 from ringlab import paths
@@ -47,9 +48,9 @@ def test_kernel_header_path_with_dollar_and_hash(tmp_path):
     assert b.source_files[sourceset.KERNEL_HEADER_LABEL] == sha256_file(src)
 
 
-def test_first_error_line():
+def test_first_error():
     err = "x.c: In function 'f':\nx.c:3:5: warning: unused\nx.c:4:1: error: expected ';'\nmore\n"
-    assert binutils.first_error_line(err) == "x.c:4:1: error: expected ';'"
+    assert first_error(err) == "x.c:4:1: error: expected ';'"
 
 
 def test_split_cflags_is_literal():

@@ -44,14 +44,14 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.digest import sha256_file
-from ringlab.build.binutils import binary_size, compiler_version, first_error_line
+from ringlab.build.binutils import binary_size, compiler_version
 from ringlab.build.cflags import BuildError, validate_cflags
 from ringlab.build.layouts import PLAIN, Layout, base_name
 from ringlab.build.sourceset import (hashed_flags, parse_depfile, source_label,
                                      source_record_path, source_set, write_json)
 from ringlab.sources.header_files import KernelHeaderError
 from ringlab.sources.header_source import resolve_source
-from ringlab.sources.kernel_header import compile_flags
+from ringlab.sources.kernel_header import compile_flags, first_error
 
 #: Ring headers of the built-in ptr_ring variants (relative to csrc/).
 RING_HEADERS = {
@@ -250,7 +250,7 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
             first_cmd = first_cmd or argv
             proc = subprocess.run(argv, capture_output=True, text=True)
             if proc.returncode != 0:
-                raise BuildError(f"{what}: compiling {src} failed: {first_error_line(proc.stderr)}")
+                raise BuildError(f"{what}: compiling {src} failed: {first_error(proc.stderr)}")
             for d in parse_depfile(dep.read_text()):
                 p = Path(d)
                 if not p.is_absolute():
@@ -262,7 +262,7 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
         argv = [cc, *flags, *objs, "-o", str(tmp), *LDLIBS]
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise BuildError(f"{what}: linking {name} failed: {first_error_line(proc.stderr)}")
+            raise BuildError(f"{what}: linking {name} failed: {first_error(proc.stderr)}")
         # The layout's flags move code, they change none of it: not part of the source set.
         src_set = source_set({source_label(Path(f), job.header): h for f, h in inputs.items()},
                              hashed_flags(job.flags))

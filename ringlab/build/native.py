@@ -49,6 +49,8 @@ from typing import Any
 
 from ringlab import paths
 from ringlab.build import driver
+from ringlab.build.binutils import compiler_version
+from ringlab.build.cflags import BuildError
 from ringlab.build.driver import RING_HEADERS
 from ringlab.sources import kernel_header as kh
 
@@ -122,9 +124,8 @@ _cc_version_cache: dict[str, str] = {}
 def _cc_version(cc: str) -> str:
     if cc not in _cc_version_cache:
         try:
-            out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
-            _cc_version_cache[cc] = out.splitlines()[0] if out else "unknown"
-        except (OSError, subprocess.SubprocessError):
+            _cc_version_cache[cc] = compiler_version(cc)
+        except BuildError:
             _cc_version_cache[cc] = "unavailable"
     return _cc_version_cache[cc]
 
