@@ -39,7 +39,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
