@@ -54,7 +54,7 @@ def resolve_source(spec) -> HeaderSource:
 
 
 def _from_git(s: str) -> HeaderSource:
-    """include/linux/ptr_ring.h at REV of TREE (see ringlab.git_source), cached by commit."""
+    """include/linux/ptr_ring.h at REV of TREE (see ringlab.sources.git_source), cached by commit."""
     what = f"kernel header {s!r}"
     try:
         src = git_source.parse(s)
