@@ -44,9 +44,6 @@ import argparse
 import json
 import os
 import platform
-import random
-import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -54,134 +51,23 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:           # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
-KERNEL_NAME = "kernel"                  # the variant name of the real header
-KERNEL_REORDER = "kernel-reorder"       # real header + the 2021 reorder change (derived)
-KERNEL_PERENTRY = "kernel-perentry"     # real header + NULL-on-every-consume (derived)
-TARGET = (0.97, 1.03)
+from benchmarks.fidelity_headers import (KERNEL_NAME, KERNEL_PERENTRY, KERNEL_REORDER, DeriveError,  # noqa: E402
+                                         write_derived)
+from benchmarks.fidelity_timing import one_build_ratio, run_timing  # noqa: E402
+from ringlab.build import driver  # noqa: E402
+from ringlab.build.cflags import BuildError  # noqa: E402
+from ringlab.sources import kernel_header as kh  # noqa: E402
+from ringlab.sources.header_files import KernelHeaderError  # noqa: E402
+from ringlab.tools import icount  # noqa: E402
+
 #: instruction-count targets: ours/real within 1 %; reorder effect within 0.2 instructions/op
 ICOUNT_RATIO_TOL = 0.01
 ICOUNT_DIFF_TOL = 0.2
 ICOUNT_SIZE = 1000                      # -s of the instruction counts (the mails' size)
 
 
-class DeriveError(ValueError):
-    """The header's __ptr_ring_discard_one is not the mainline form the derivation expects."""
-
-
-# Bodies that replace __ptr_ring_discard_one's, written for ringlab from the
-# descriptions in shared/reference/kernel-rings.md (sections 1.3 and 1.5) and
-# the header's own comment, in the header's idiom (plain NULL stores,
-# WRITE_ONCE of consumer_head) so that only the order of the steps changes.
-_DISCARD_BODIES = {
-    # 2021 "move r->queue[] clearing after r->consumer_head updating" (v2, v3
-    # 2/3 without the 3/3 barriers): new head = head + 1; if a flush is due
-    # (batch reached or end of array) remember the tail, publish the tail and
-    # the head first (both 0 on wrap), then NULL new_head-1 down to the old
-    # tail and return; otherwise only publish the head.
-    KERNEL_REORDER: """
-\tint consumer_head = r->consumer_head + 1;
-
-\tif (unlikely(consumer_head - r->consumer_tail >= r->batch ||
-\t\t     consumer_head >= r->size)) {
-\t\tint tail = r->consumer_tail;
-
-\t\tif (unlikely(consumer_head >= r->size)) {
-\t\t\tr->consumer_tail = 0;
-\t\t\tWRITE_ONCE(r->consumer_head, 0);
-\t\t} else {
-\t\t\tr->consumer_tail = consumer_head;
-\t\t\tWRITE_ONCE(r->consumer_head, consumer_head);
-\t\t}
-\t\twhile (likely(--consumer_head >= tail))
-\t\t\tr->queue[consumer_head] = NULL;
-\t\treturn;
-\t}
-\tWRITE_ONCE(r->consumer_head, consumer_head);
-""",
-    # Pre-2017 consume: NULL the slot at once, advance, wrap at size.  The
-    # single index is consumer_head (consumer_tail stays 0, batch is unused).
-    KERNEL_PERENTRY: """
-\tint consumer_head = r->consumer_head;
-
-\tr->queue[consumer_head++] = NULL;
-\tif (unlikely(consumer_head >= r->size))
-\t\tconsumer_head = 0;
-\tWRITE_ONCE(r->consumer_head, consumer_head);
-""",
-}
-DERIVED = tuple(_DISCARD_BODIES)
-
-_DISCARD_SIG = re.compile(r"\bstatic\s+inline\s+void\s+__ptr_ring_discard_one\s*\(\s*struct\s+ptr_ring\s*\*\s*r\s*\)\s*\{")
-
-
-def _body_span(text: str, open_brace: int) -> int:
-    """Index of the brace that closes the one at ``open_brace`` (comments skipped)."""
-    depth, i, n = 0, open_brace, len(text)
-    while i < n:
-        if text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end < 0:
-                break
-            i = end + 2
-            continue
-        if text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        c = text[i]
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    raise DeriveError("__ptr_ring_discard_one: no closing brace")
-
-
-def derive_header(text: str, form: str) -> str:
-    """The header ``text`` with the body of ``__ptr_ring_discard_one`` replaced.
-
-    ``form`` is ``"kernel-reorder"`` or ``"kernel-perentry"``.  Everything else
-    (struct, producer, peek, empty, init, locked wrappers) is the header's own.
-    The original body must be the mainline order, NULLs before the
-    ``WRITE_ONCE(r->consumer_head, ...)``, or DeriveError says why not.
-    """
-    if form not in _DISCARD_BODIES:
-        raise DeriveError(f"derive_header: form {form!r}; allowed: {', '.join(DERIVED)}")
-    m = _DISCARD_SIG.search(text)
-    if not m:
-        raise DeriveError("no 'static inline void __ptr_ring_discard_one(struct ptr_ring *r)' definition")
-    open_brace = m.end() - 1
-    close = _body_span(text, open_brace)
-    body = re.sub(r"/\*.*?\*/", " ", text[open_brace + 1:close], flags=re.S)
-    publish = re.search(r"WRITE_ONCE\s*\(\s*r->consumer_head", body)
-    null = re.search(r"\bNULL\b", body)
-    if "consumer_tail" not in body or not publish or not null or null.start() > publish.start():
-        raise DeriveError("__ptr_ring_discard_one is not the mainline form (batched NULLs with "
-                          "consumer_tail, then WRITE_ONCE(r->consumer_head, ...) last)")
-    return text[:open_brace + 1] + _DISCARD_BODIES[form] + text[close:]
-
-
-def write_derived(header: Path, form: str, root: Path | None = None) -> Path:
-    """Write ``derive_header(header, form)`` to ``root/form/include/linux/ptr_ring.h``.
-
-    ``root`` defaults to ``build/fidelity-headers`` (git-ignored): the file is
-    rewritten only when its text changes, so the build stamps stay valid.
-    """
-    from ringlab import paths
-    root = Path(root) if root is not None else paths.build_dir() / "fidelity-headers"
-    out = root / form / "include" / "linux" / "ptr_ring.h"
-    text = derive_header(Path(header).read_text(errors="replace"), form)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.is_file() or out.read_text(errors="replace") != text:
-        out.write_text(text)
-    return out
-
-
 def icount_per_op(exe, ops: int, size: int = ICOUNT_SIZE) -> float:
     """Callgrind instructions per operation of ``exe -s size -m 0 -N ops`` (measured region)."""
-    from ringlab.tools import icount
     argv = [str(exe), "-s", str(size), "-m", "0", "-N", str(ops), "--counters", "none"]
     return icount.count(argv).instructions / ops
 
@@ -286,38 +172,6 @@ def machine() -> dict:
             "kernel": platform.release(), "machine": platform.machine()}
 
 
-def measured_sizes(exe: str) -> dict[str, int]:
-    """Bytes of each rl_measured_* function (nm -S), or {} when nm is unavailable."""
-    try:
-        out = subprocess.run(["nm", "-S", "--defined-only", exe], capture_output=True, text=True).stdout
-    except OSError:
-        return {}
-    sizes = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[3].startswith("rl_measured_"):
-            sizes[parts[3]] = int(parts[1], 16)
-    return sizes
-
-
-def _median(xs):
-    import numpy as np
-    return float(np.median(xs)) if len(xs) else float("nan")
-
-
-def ratio_ci(a, b, seed: int, n: int = 2000) -> tuple[float, float]:
-    """Percentile-bootstrap 95% interval of median(a)/median(b)."""
-    import numpy as np
-    if len(a) < 2 or len(b) < 2:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    a, b = np.asarray(a), np.asarray(b)
-    ra = np.median(rng.choice(a, (n, len(a))), axis=1)
-    rb = np.median(rng.choice(b, (n, len(b))), axis=1)
-    lo, hi = np.percentile(ra / rb, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
 class Prepared:
     """What :func:`prepare` built: binaries by variant, and the real header when there is one.
 
@@ -340,12 +194,9 @@ def prepare(kernel_header=None, derived_root: Path | None = None, out_dir: Path 
     ``/usr/src/linux-headers-*-common`` and, when there is none, builds only
     our rings.  ``derived_root`` and ``out_dir`` default to build/ (see
     :func:`write_derived`, ringlab.build.driver.build_all).  Raises
-    ringlab.kernel_header.KernelHeaderError, BuildError or DeriveError with a
+    ringlab.sources.header_files.KernelHeaderError, BuildError or DeriveError with a
     message for the user.
     """
-    from ringlab.build import driver as build
-    from ringlab.sources import kernel_header as kh
-
     ours = ["batch", "reorder", "prebatch"]
     header = kernel_header if kernel_header is not None else kh.debian_header()
     headers: dict[str, Path] = {}
@@ -364,160 +215,119 @@ def prepare(kernel_header=None, derived_root: Path | None = None, out_dir: Path 
                                (KERNEL_PERENTRY, "real header, discard NULLs every entry (pre-2017)")):
                 headers[form] = write_derived(header, form, derived_root)
                 notes[form] = what + "; derived at run time"
-    info = build.build_all(kernel_headers=headers, out_dir=out_dir,
+    info = driver.build_all(kernel_headers=headers, out_dir=out_dir,
                            only=[f"ptr_ring_test-{v}" for v in [*ours, *headers]])
     exes = {v: info.binaries[f"ptr_ring_test-{v}"].path for v in [*ours, *headers]}
     return Prepared(exes, header, gen, why, notes, info)
 
 
-def run(args) -> int:
-    from ringlab.build import driver as build
-    from ringlab.tools import icount
-    from ringlab.sources import kernel_header as kh
-
+def _check_args(args) -> tuple[str, list[int], int, int]:
+    """(the error to print, or ""; the modes; the producer and consumer CPUs)."""
     if args.trials < 1:
-        return _fail(f"--trials {args.trials}: allowed: an integer >= 1")
+        return f"--trials {args.trials}: allowed: an integer >= 1", [], -1, -1
     if args.warmup < 0:
-        return _fail(f"--warmup {args.warmup}: allowed: an integer >= 0")
+        return f"--warmup {args.warmup}: allowed: an integer >= 0", [], -1, -1
     if args.count < 1:
-        return _fail(f"--count {args.count}: allowed: an integer > 0")
+        return f"--count {args.count}: allowed: an integer > 0", [], -1, -1
     if not 2 <= args.size <= 10_000_000:
-        return _fail(f"--size {args.size}: allowed: 2..10000000")
+        return f"--size {args.size}: allowed: 2..10000000", [], -1, -1
     if args.layouts != 0 and not 2 <= args.layouts <= 64:
-        return _fail(f"--layouts {args.layouts}: allowed: 0 (skip) or an integer in [2, 64]")
+        return f"--layouts {args.layouts}: allowed: 0 (skip) or an integer in [2, 64]", [], -1, -1
     if not 100_000 <= args.icount_ops <= 100_000_000:
-        return _fail(f"--icount-ops {args.icount_ops}: allowed: an integer in [100000, 100000000]")
+        return f"--icount-ops {args.icount_ops}: allowed: an integer in [100000, 100000000]", [], -1, -1
     try:
         modes = sorted({int(m) for m in str(args.modes).split(",") if m.strip()})
     except ValueError:
         modes = []
     if not modes or any(m not in (0, 1, 2) for m in modes):
-        return _fail(f"--modes {args.modes!r}: allowed: a comma list of 0, 1, 2")
+        return f"--modes {args.modes!r}: allowed: a comma list of 0, 1, 2", [], -1, -1
     allowed = sorted(os.sched_getaffinity(0))
-    if args.cpus:
-        try:
-            p_cpu, c_cpu = (int(x) for x in args.cpus.split(","))
-        except ValueError:
-            return _fail(f"--cpus {args.cpus!r}: allowed: P,C with two CPU numbers")
-        for c in (p_cpu, c_cpu):
-            if c not in allowed:
-                return _fail(f"--cpus: CPU {c} is not online/allowed; allowed: {allowed}")
-    else:
+    if not args.cpus:
         p_cpu, c_cpu = (allowed[-2], allowed[-1]) if len(allowed) >= 2 else (allowed[0], allowed[0])
+        return "", modes, p_cpu, c_cpu
     try:
-        prep = prepare(args.kernel_header)
-    except (kh.KernelHeaderError, build.BuildError, DeriveError) as e:
-        return _fail(str(e))
-    info, exes, header = prep.info, prep.exes, prep.header
+        p_cpu, c_cpu = (int(x) for x in args.cpus.split(","))
+    except ValueError:
+        return f"--cpus {args.cpus!r}: allowed: P,C with two CPU numbers", [], -1, -1
+    for c in (p_cpu, c_cpu):
+        if c not in allowed:
+            return f"--cpus: CPU {c} is not online/allowed; allowed: {allowed}", [], -1, -1
+    return "", modes, p_cpu, c_cpu
 
-    m = machine()
-    print(f"machine: {m['cpu_model']}, nproc {m['nproc']} (allowed {len(allowed)}), "
+
+def _print_setup(m: dict, prep: Prepared) -> None:
+    print(f"machine: {m['cpu_model']}, nproc {m['nproc']} (allowed {len(m['allowed_cpus'])}), "
           f"{m['machine']}, kernel {m['kernel']}")
-    print(f"compiler: {info.compiler_version}; flags: {' '.join(info.cflags)}")
-    if header is not None:
-        print(f"real header: {header} ({prep.generation} generation)")
+    print(f"compiler: {prep.info.compiler_version}; flags: {' '.join(prep.info.cflags)}")
+    if prep.header is not None:
+        print(f"real header: {prep.header} ({prep.generation} generation)")
     else:
         print(f"real header: none ({prep.no_header_reason}); the lines that need it are skipped")
     sys.stdout.flush()
 
+
+def _icount_part(args, prep: Prepared) -> tuple[str, dict | None]:
+    """Print the instruction counts and their checks: (the error, or ""; the JSON record)."""
+    print()
+    av = icount.availability()
+    if not av.ok:
+        print(f"instruction counts: skipped: {av.reason}")
+        return "", None
+    per_op = {}
+    for v in ("batch", KERNEL_NAME, "reorder", KERNEL_REORDER, "prebatch", KERNEL_PERENTRY):
+        if v in prep.exes:
+            try:
+                per_op[v] = icount_per_op(prep.exes[v], args.icount_ops)
+            except RuntimeError as e:
+                return f"callgrind count of {v}: {e}", None
+    checks = icount_checks(per_op)
+    if prep.header is not None and prep.generation != "batch":
+        for c in checks:
+            if c["met"] is None:
+                c["skipped"] += (f" (the real header is the {prep.generation} generation: "
+                                 "the derived variants need the batch generation)")
+    for line in format_icount(per_op, checks, args.icount_ops, ICOUNT_SIZE, prep.notes):
+        print(line)
+    print(f"  ({av.version}; toggle-collect {icount.TOGGLE})")
+    return "", {"ops": args.icount_ops, "size": ICOUNT_SIZE, "per_op": per_op,
+                "checks": checks, "valgrind": av.version}
+
+
+def run(args) -> int:
+    why, modes, p_cpu, c_cpu = _check_args(args)
+    if why:
+        return _fail(why)
+    try:
+        prep = prepare(args.kernel_header)
+    except (KernelHeaderError, BuildError, DeriveError) as e:
+        return _fail(str(e))
+    m = machine()
+    _print_setup(m, prep)
     icount_result = None
     if not args.no_icount:
-        print()
-        av = icount.availability()
-        if not av.ok:
-            print(f"instruction counts: skipped: {av.reason}")
-        else:
-            per_op = {}
-            for v in ("batch", KERNEL_NAME, "reorder", KERNEL_REORDER, "prebatch", KERNEL_PERENTRY):
-                if v in exes:
-                    try:
-                        per_op[v] = icount_per_op(exes[v], args.icount_ops)
-                    except RuntimeError as e:
-                        return _fail(f"callgrind count of {v}: {e}")
-            checks = icount_checks(per_op)
-            if header is not None and prep.generation != "batch":
-                for c in checks:
-                    if c["met"] is None:
-                        c["skipped"] += (f" (the real header is the {prep.generation} generation: "
-                                         "the derived variants need the batch generation)")
-            for line in format_icount(per_op, checks, args.icount_ops, ICOUNT_SIZE, prep.notes):
-                print(line)
-            print(f"  ({av.version}; toggle-collect {icount.TOGGLE})")
-            icount_result = {"ops": args.icount_ops, "size": ICOUNT_SIZE, "per_op": per_op,
-                             "checks": checks, "valgrind": av.version}
+        why, icount_result = _icount_part(args, prep)
+        if why:
+            return _fail(why)
         sys.stdout.flush()
-    if args.icount_only:
-        if args.json_out:
-            Path(args.json_out).write_text(json.dumps({"machine": m, "icount": icount_result}, indent=1))
-        return 0
-
-    variants = ["batch", "prebatch"] + ([KERNEL_NAME] if header is not None else [])
-    pairs = [("prebatch", "batch", "prebatch/batch")]
-    if header is not None:
-        pairs.insert(0, ("batch" if prep.generation == "batch" else "prebatch", KERNEL_NAME, "ours/real"))
-    print()
-    print(f"timing: size {args.size}, N {args.count}, {args.trials} trials (+{args.warmup} warm-up) per "
-          f"variant and mode, interleaved (seed {args.seed}); mode 0 on CPU {c_cpu}, "
-          f"mode 1 producer CPU {p_cpu} consumer CPU {c_cpu}")
-    sys.stdout.flush()
-
-    # The plan: every (trial, mode, variant), warm-ups first, then shuffled
-    # measured trials, so drift (thermal, neighbours) hits all variants alike.
-    rng = random.Random(args.seed)
-    plan = [(t, mo, v) for t in range(args.warmup) for mo in modes for v in variants]
-    measured = [(args.warmup + t, mo, v) for t in range(args.trials) for mo in modes for v in variants]
-    rng.shuffle(measured)
-    plan += measured
-
-    rows = []
-    for i, (t, mode, v) in enumerate(plan):
-        argv = [exes[v], "-s", str(args.size), "-m", str(mode), "-N", str(args.count), "--json",
-                "--counters", "none"]
-        argv += ["-p", str(c_cpu)] if mode == 0 else ["-p", str(p_cpu), "-c", str(c_cpu)]
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            return _fail(f"{' '.join(argv)} exited {r.returncode}: {r.stderr.strip()[-500:]}")
-        out = json.loads(r.stdout)
-        it = out["iterations"][0]
-        rows.append({"variant": v, "mode": mode, "trial": t, "warmup": t < args.warmup,
-                     "ns_per_op": it["ns_per_op"], "order": i,
-                     "cpus": [it.get("cpu_producer_start"), it.get("cpu_consumer_start")]})
-
-    print()
-    print(f"{'mode':>4}  {'variant':<9} {'median ns/op':>12} {'min':>8} {'max':>8}  n")
-    for mode in modes:
-        for v in variants:
-            xs = [r["ns_per_op"] for r in rows if r["mode"] == mode and r["variant"] == v and not r["warmup"]]
-            print(f"{mode:>4}  {v:<9} {_median(xs):>12.3f} {min(xs):>8.3f} {max(xs):>8.3f}  {len(xs)}")
-    print()
-    print(f"{'mode':>4}  {'ratio':<15} {'median':>7}  {'95% CI':<15} verdict")
-    one_build = {}
-    for mode in modes:
-        for a, b, label in pairs:
-            xa = [r["ns_per_op"] for r in rows if r["mode"] == mode and r["variant"] == a and not r["warmup"]]
-            xb = [r["ns_per_op"] for r in rows if r["mode"] == mode and r["variant"] == b and not r["warmup"]]
-            ratio = _median(xa) / _median(xb)
-            lo, hi = ratio_ci(xa, xb, args.seed + mode)
-            if b == KERNEL_NAME:
-                one_build[mode] = ratio
-                ok = TARGET[0] <= ratio <= TARGET[1]
-                verdict = "within 1.00 +- 0.03" if ok else "MISSES 1.00 +- 0.03"
-            else:
-                verdict = "prebatch slower" if lo > 1 else ("prebatch faster" if hi < 1 else "no clear difference")
-            print(f"{mode:>4}  {label:<15} {ratio:>7.3f}  [{lo:.3f}, {hi:.3f}]  {verdict}")
-    if header is None:
-        print(f"     ours/real       skipped: {prep.no_header_reason}")
-    print()
-    print("code size of the measured functions (bytes, nm -S):")
-    for v in variants:
-        sizes = measured_sizes(exes[v])
-        print(f"  {v:<9} " + (", ".join(f"{k.removeprefix('rl_measured_')}={n}" for k, n in sorted(sizes.items()))
-                               or "n/a"))
-    layouts_result = None
-    if header is not None and args.layouts:
-        layouts_result = layouts_timing(args, prep, modes, one_build, pairs[0][0])
+    doc = {"machine": m, "icount": icount_result}
+    if not args.icount_only:
+        variants = ["batch", "prebatch"] + ([KERNEL_NAME] if prep.header is not None else [])
+        pairs = [("prebatch", "batch", "prebatch/batch")]
+        if prep.header is not None:
+            pairs.insert(0, ("batch" if prep.generation == "batch" else "prebatch", KERNEL_NAME, "ours/real"))
+        why, rows = run_timing(args, prep.exes, variants, pairs, modes, (p_cpu, c_cpu),
+                               prep.no_header_reason if prep.header is None else "")
+        if why:
+            return _fail(why)
+        layouts_result = None
+        if prep.header is not None and args.layouts:
+            ours = pairs[0][0]
+            one_build = {mo: one_build_ratio(rows, mo, ours, KERNEL_NAME) for mo in modes}
+            layouts_result = layouts_timing(args, prep, modes, one_build, ours)
+        doc = {"machine": m, "rows": rows, "icount": icount_result, "layouts": layouts_result,
+               "args": {k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, type(None)))}}
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"machine": m, "rows": rows, "icount": icount_result, "layouts": layouts_result, "args": {k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, type(None)))}}, indent=1))
+        Path(args.json_out).write_text(json.dumps(doc, indent=1))
     return 0
 
 

@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -38,7 +40,6 @@ def _ts(s: str) -> float:
 
 
 def fixed_overhead(trials: int) -> dict:
-    import pandas as pd
     with tempfile.TemporaryDirectory() as d:
         res = runner.run_experiment("ptr_ring", {"profile": "smoke", "variants": "batch", "modes": "0",
                                                  "count": 2, "trials": trials, "warmup": 0, "governor": "false"},

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ringlab.build import binutils, cflags, sourceset
+from ringlab.sources.kernel_header import first_error
 from ringlab.build import driver as B
 from ringlab.digest import sha256_file
 from ringlab import paths
@@ -18,20 +20,20 @@ from ringlab import paths
 def test_parse_size_output():
     text = ("   text\t   data\t    bss\t    dec\t    hex\tfilename\n"
             "  12345\t    680\t     16\t  13041\t   32f1\tbuild/bin/ptr_ring_test-batch\n")
-    assert B.parse_size_output(text) == {"text": 12345, "data": 680, "bss": 16, "dec": 13041}
+    assert binutils.parse_size_output(text) == {"text": 12345, "data": 680, "bss": 16, "dec": 13041}
     with pytest.raises(ValueError):
-        B.parse_size_output("garbage")
+        binutils.parse_size_output("garbage")
 
 
 def test_parse_depfile():
     d = "obj.o: /a/x.c /a/y.h \\\n /b/with\\ space.h\n/a/y.h:\n"
-    assert B.parse_depfile(d) == ["/a/x.c", "/a/y.h", "/b/with space.h"]
+    assert sourceset.parse_depfile(d) == ["/a/x.c", "/a/y.h", "/b/with space.h"]
 
 
 def test_parse_depfile_undoes_make_escapes():
     # gcc -MMD writes '$' as '$$', '#' as '\\#' and a space as '\\ '
     d = "m.o: m.c a$$b\\#c\\ d/h.h \\\n /x/$$HOME#/y.h\n"
-    assert B.parse_depfile(d) == ["m.c", "a$b#c d/h.h", "/x/$HOME#/y.h"]
+    assert sourceset.parse_depfile(d) == ["m.c", "a$b#c d/h.h", "/x/$HOME#/y.h"]
 
 
 def test_kernel_header_path_with_dollar_and_hash(tmp_path):
@@ -43,22 +45,22 @@ def test_kernel_header_path_with_dollar_and_hash(tmp_path):
                        only=["ptr_ring_test-odd"])
     b = info.binaries["ptr_ring_test-odd"]
     assert str((odd / "ptr_ring.h").resolve()) in b.inputs
-    assert b.source_files[B.KERNEL_HEADER_LABEL] == sha256_file(src)
+    assert b.source_files[sourceset.KERNEL_HEADER_LABEL] == sha256_file(src)
 
 
-def test_first_error_line():
+def test_first_error():
     err = "x.c: In function 'f':\nx.c:3:5: warning: unused\nx.c:4:1: error: expected ';'\nmore\n"
-    assert B.first_error_line(err) == "x.c:4:1: error: expected ';'"
+    assert first_error(err) == "x.c:4:1: error: expected ';'"
 
 
 def test_split_cflags_is_literal():
-    assert B.split_cflags('-DX="a b" -DY=1;rm -DZ=$(id)') == ['-DX=a b', '-DY=1;rm', '-DZ=$(id)']
-    assert B.split_cflags(["-O3"]) == ["-O3"]
-    assert B.split_cflags("") == []
+    assert cflags.split_cflags('-DX="a b" -DY=1;rm -DZ=$(id)') == ['-DX=a b', '-DY=1;rm', '-DZ=$(id)']
+    assert cflags.split_cflags(["-O3"]) == ["-O3"]
+    assert cflags.split_cflags("") == []
 
 
 def test_bad_sanitizer(tmp_path):
-    with pytest.raises(B.BuildError, match="allowed: thread"):
+    with pytest.raises(cflags.BuildError, match="allowed: thread"):
         B.build_all(sanitize="memory", out_dir=tmp_path)
 
 
@@ -122,7 +124,7 @@ def test_compile_error_names_file(tmp_path, monkeypatch):
     shutil.copytree(paths.CSRC, csrc)
     monkeypatch.setattr(paths, "CSRC", csrc)
     (csrc / "rings" / "ptr_ring_batch.h").write_text("#error broken on purpose\n")
-    with pytest.raises(B.BuildError) as e:
+    with pytest.raises(cflags.BuildError) as e:
         B.build_all(out_dir=tmp_path / "bin", only=["ptr_ring_test-batch"])
     assert "ptr_ring_batch.h" in str(e.value) and "broken on purpose" in str(e.value)
 
@@ -130,13 +132,13 @@ def test_compile_error_names_file(tmp_path, monkeypatch):
 def test_kernel_header_error_names_file(tmp_path):
     bad = tmp_path / "ptr_ring.h"
     bad.write_text("#include <linux/does_not_exist.h>\nstruct ptr_ring { int consumer_head; };\n")
-    with pytest.raises(B.BuildError) as e:
+    with pytest.raises(cflags.BuildError) as e:
         B.build_all(kernel_headers={"mine": bad}, out_dir=tmp_path / "bin", only=["ptr_ring_test-mine"])
     assert str(bad) in str(e.value) and "does_not_exist.h" in str(e.value)
 
 
 def test_kernel_header_name_clash(tmp_path):
-    with pytest.raises(B.BuildError, match="clashes"):
+    with pytest.raises(cflags.BuildError, match="clashes"):
         B.build_all(kernel_headers={"batch": "/nonexistent"}, out_dir=tmp_path)
 
 

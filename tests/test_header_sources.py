@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ringlab.sources import kernel_header as kh
+from ringlab.sources import header_files, header_patch, header_source
 from ringlab.sources import patchmail
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
@@ -75,8 +76,8 @@ def _series(repo: Path) -> bytes:
 
 
 def test_git_two_revisions(repo, cache):
-    a = kh.resolve_source(f"git:{repo}@old")
-    b = kh.resolve_source(f"git:{repo}@new~0")
+    a = header_source.resolve_source(f"git:{repo}@old")
+    b = header_source.resolve_source(f"git:{repo}@new~0")
     assert a.header.read_bytes() == V48.read_bytes() and b.header.read_bytes() == MAIN.read_bytes()
     assert a.sha256 == hashlib.sha256(V48.read_bytes()).hexdigest() != b.sha256
     sha_old = _git(repo, "rev-parse", "old^{commit}").strip()
@@ -85,7 +86,7 @@ def test_git_two_revisions(repo, cache):
     assert a.header == (cache / "git" / sha_old / "ptr_ring.h").resolve()   # cached by sha
     assert kh.detect_generation(a.header) == "prebatch" and kh.detect_generation(b.header) == "batch"
     # the cached file keeps its provenance when it is named as a plain path
-    again = kh.resolve_source(a.header)
+    again = header_source.resolve_source(a.header)
     assert again.record["commit"] == sha_old and again.record["kind"] == "git"
     assert kh.resolve_header(f"git:{repo}@new") == b.header
 
@@ -96,15 +97,15 @@ def test_git_two_revisions(repo, cache):
     ("@--output=/tmp/x", "starts with '-'"),
 ])
 def test_git_errors(repo, cache, spec_tail, words):
-    with pytest.raises(kh.KernelHeaderError, match=words):
-        kh.resolve_source(f"git:{repo}{spec_tail}")
+    with pytest.raises(header_files.KernelHeaderError, match=words):
+        header_source.resolve_source(f"git:{repo}{spec_tail}")
 
 
 def test_git_rev_without_header(repo, cache):
     _git(repo, "rm", "-q", IN_TREE)
     _git(repo, "commit", "-q", "-m", "drop")
-    with pytest.raises(kh.KernelHeaderError, match=f"has no {IN_TREE}"):
-        kh.resolve_source(f"git:{repo}@HEAD")
+    with pytest.raises(header_files.KernelHeaderError, match=f"has no {IN_TREE}"):
+        header_source.resolve_source(f"git:{repo}@HEAD")
 
 
 def test_mbox_series_applies_in_order(repo, cache, tmp_path):
@@ -115,7 +116,7 @@ def test_mbox_series_applies_in_order(repo, cache, tmp_path):
     assert [m.subject for m in msgs] == ["[PATCH 1/2] ptr_ring: relax after the produce barrier",
                                          "[PATCH 2/2] ptr_ring: mark the end"]
     assert msgs[0].files == ["README", IN_TREE] and msgs[1].files == [IN_TREE]
-    src = kh.resolve_source(f"git:{repo}@new+{pf}")
+    src = header_source.resolve_source(f"git:{repo}@new+{pf}")
     assert src.header.read_bytes() == expect          # README hunk left out, both applied
     assert not (src.header.parent / "README").exists()
     rec = src.record
@@ -130,7 +131,7 @@ def test_mbox_series_applies_in_order(repo, cache, tmp_path):
                           capture_output=True, text=True).stdout
     diff = diff.replace(str(MAIN).lstrip("/"), IN_TREE).replace(str(src.header).lstrip("/"), IN_TREE)
     (tmp_path / "plain.diff").write_text(diff)
-    plain = kh.resolve_source(f"{MAIN}+{tmp_path / 'plain.diff'}")
+    plain = header_source.resolve_source(f"{MAIN}+{tmp_path / 'plain.diff'}")
     assert plain.sha256 == src.sha256
     assert plain.record["patch"]["messages"][0]["subject"] is None
 
@@ -139,8 +140,8 @@ def test_patch_that_does_not_apply_shows_hunk(repo, cache, tmp_path):
     mbox, _ = _series(repo)
     pf = tmp_path / "series.mbox"
     pf.write_bytes(mbox)
-    with pytest.raises(kh.KernelHeaderError) as e:
-        kh.resolve_source(f"git:{repo}@old+{pf}")    # made against new, applied to old
+    with pytest.raises(header_files.KernelHeaderError) as e:
+        header_source.resolve_source(f"git:{repo}@old+{pf}")    # made against new, applied to old
     msg = str(e.value)
     assert "patch 1/2" in msg and "does not apply" in msg and "failing hunk:" in msg
     assert "+\tcpu_relax();" in msg
@@ -150,11 +151,11 @@ def test_series_not_touching_header(repo, cache, tmp_path):
     _commit(repo, "docs only", {"README": b"only docs\n"})
     pf = tmp_path / "docs.patch"
     pf.write_text(_git(repo, "format-patch", "--stdout", "-1"))
-    with pytest.raises(kh.KernelHeaderError, match=r"does not touch include/linux/ptr_ring.h; it touches: README"):
-        kh.resolve_source(f"{MAIN}+{pf}")
+    with pytest.raises(header_files.KernelHeaderError, match=r"does not touch include/linux/ptr_ring.h; it touches: README"):
+        header_source.resolve_source(f"{MAIN}+{pf}")
     (tmp_path / "empty.patch").write_text("hello\n")
-    with pytest.raises(kh.KernelHeaderError, match="no unified diff found"):
-        kh.resolve_source(f"{MAIN}+{tmp_path / 'empty.patch'}")
+    with pytest.raises(header_files.KernelHeaderError, match="no unified diff found"):
+        header_source.resolve_source(f"{MAIN}+{tmp_path / 'empty.patch'}")
 
 
 def _fake_b4(bindir: Path, mbox: Path | None) -> None:
@@ -176,7 +177,7 @@ def test_lore_with_fake_b4(repo, cache, tmp_path, monkeypatch):
     (tmp_path / "s.mbox").write_bytes(mbox)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     _fake_b4(tmp_path / "bin", tmp_path / "s.mbox")
-    src = kh.resolve_source(f"git:{repo}@new+lore:<20260102-1-rt@example.org>")
+    src = header_source.resolve_source(f"git:{repo}@new+lore:<20260102-1-rt@example.org>")
     assert src.header.read_bytes() == expect
     assert src.record["patch"]["source"] == "lore:<20260102-1-rt@example.org>"
     assert len(src.record["patch"]["messages"]) == 2
@@ -184,17 +185,17 @@ def test_lore_with_fake_b4(repo, cache, tmp_path, monkeypatch):
 
 def test_lore_b4_missing_or_offline(repo, cache, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
-    with pytest.raises(kh.KernelHeaderError, match="b4 is not installed"):
-        kh.fetch_lore("abc@example.org")
+    with pytest.raises(header_files.KernelHeaderError, match="b4 is not installed"):
+        header_patch.fetch_lore("abc@example.org")
     _fake_b4(tmp_path / "bin", None)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin")
-    with pytest.raises(kh.KernelHeaderError, match="could not fetch.*offline.*Connection refused"):
-        kh.fetch_lore("abc@example.org")
+    with pytest.raises(header_files.KernelHeaderError, match="could not fetch.*offline.*Connection refused"):
+        header_patch.fetch_lore("abc@example.org")
 
 
 def test_missing_patch_file(cache, tmp_path):
-    with pytest.raises(kh.KernelHeaderError, match="no BASE\\+PATCH split"):
-        kh.resolve_source(f"{MAIN}+{tmp_path / 'nope.patch'}")
+    with pytest.raises(header_files.KernelHeaderError, match="no BASE\\+PATCH split"):
+        header_source.resolve_source(f"{MAIN}+{tmp_path / 'nope.patch'}")
 
 
 DEBIAN = kh.debian_header()
@@ -215,7 +216,7 @@ def test_debian_header_plus_own_patch(cache, tmp_path):
                           cwd=tmp_path, capture_output=True, text=True).stdout
     assert IN_TREE in diff
     (tmp_path / "mine.diff").write_text(diff)
-    src = kh.resolve_source(f"{DEBIAN.parent.parent.parent}+{tmp_path / 'mine.diff'}")
+    src = header_source.resolve_source(f"{DEBIAN.parent.parent.parent}+{tmp_path / 'mine.diff'}")
     assert src.header.read_bytes() == mine.read_bytes()
     assert src.record["base"]["sha256"] == hashlib.sha256(DEBIAN.read_bytes()).hexdigest()
 

@@ -10,6 +10,7 @@ without valgrind.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import shutil
 import subprocess
@@ -42,11 +43,13 @@ def _load_bench():
 
 
 fid = _load_bench()
+#: the header derivation (the benchmark put the checkout on sys.path)
+fh = importlib.import_module("benchmarks.fidelity_headers")
 
 
 def _discard_body(text: str) -> str:
-    m = fid._DISCARD_SIG.search(text)
-    return text[m.end():fid._body_span(text, m.end() - 1)]
+    m = fh._DISCARD_SIG.search(text)
+    return text[m.end():fh._body_span(text, m.end() - 1)]
 
 
 # --------------------------------------------------------------------------- derivation
@@ -54,32 +57,32 @@ def _discard_body(text: str) -> str:
 
 def test_reorder_derivation_publishes_before_nulling():
     text = TEAM_MAIN.read_text()
-    out = fid.derive_header(text, fid.KERNEL_REORDER)
+    out = fh.derive_header(text, fh.KERNEL_REORDER)
     body = _discard_body(out)
     assert body.index("WRITE_ONCE(r->consumer_head") < body.index("= NULL")
     assert "return;" in body
     # only the body of __ptr_ring_discard_one changes
-    m = fid._DISCARD_SIG.search(text)
+    m = fh._DISCARD_SIG.search(text)
     assert out.startswith(text[:m.end()])
-    assert out.endswith(text[fid._body_span(text, m.end() - 1):])
+    assert out.endswith(text[fh._body_span(text, m.end() - 1):])
 
 
 def test_perentry_derivation_nulls_every_entry():
-    body = _discard_body(fid.derive_header(TEAM_MAIN.read_text(), fid.KERNEL_PERENTRY))
+    body = _discard_body(fh.derive_header(TEAM_MAIN.read_text(), fh.KERNEL_PERENTRY))
     assert "consumer_tail" not in body and "batch" not in body
     assert body.index("= NULL") < body.index("WRITE_ONCE(r->consumer_head")
 
 
 def test_derivation_refuses_other_forms():
-    reordered = fid.derive_header(TEAM_MAIN.read_text(), fid.KERNEL_REORDER)
-    with pytest.raises(fid.DeriveError, match="not the mainline form"):
-        fid.derive_header(reordered, fid.KERNEL_REORDER)          # already publishes first
-    with pytest.raises(fid.DeriveError, match="not the mainline form"):
-        fid.derive_header(TEAM_V48.read_text(), fid.KERNEL_REORDER)  # first generation
-    with pytest.raises(fid.DeriveError, match="no 'static inline void __ptr_ring_discard_one"):
-        fid.derive_header("struct ptr_ring { int consumer_head; };", fid.KERNEL_REORDER)
-    with pytest.raises(fid.DeriveError, match="allowed"):
-        fid.derive_header(TEAM_MAIN.read_text(), "nonsense")
+    reordered = fh.derive_header(TEAM_MAIN.read_text(), fh.KERNEL_REORDER)
+    with pytest.raises(fh.DeriveError, match="not the mainline form"):
+        fh.derive_header(reordered, fh.KERNEL_REORDER)          # already publishes first
+    with pytest.raises(fh.DeriveError, match="not the mainline form"):
+        fh.derive_header(TEAM_V48.read_text(), fh.KERNEL_REORDER)  # first generation
+    with pytest.raises(fh.DeriveError, match="no 'static inline void __ptr_ring_discard_one"):
+        fh.derive_header("struct ptr_ring { int consumer_head; };", fh.KERNEL_REORDER)
+    with pytest.raises(fh.DeriveError, match="allowed"):
+        fh.derive_header(TEAM_MAIN.read_text(), "nonsense")
 
 
 @pytest.mark.skipif(CC is None, reason="no C compiler (gcc/cc) on PATH")
@@ -89,7 +92,7 @@ def test_derived_headers_are_correct_rings(tmp_path, form):
     (FIFO order, full/empty, every wrap position) and an SPSC run."""
     from ringlab.build import driver as build
     base = DEBIAN or TEAM_MAIN
-    hdr = fid.write_derived(base, form, tmp_path / "hdr")
+    hdr = fh.write_derived(base, form, tmp_path / "hdr")
     info = build.build_all(kernel_headers={form: hdr}, out_dir=tmp_path / "bin",
                            only=[f"ptr_ring_test-{form}"])
     exe = info.binaries[f"ptr_ring_test-{form}"].path

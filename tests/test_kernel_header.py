@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ringlab.sources import kernel_header as kh
+from ringlab.sources import header_files
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
 TEAM_V48 = DATA / "team_v4.8"
@@ -49,7 +50,7 @@ def test_parse_spec_ok(tmp_path):
     ("ok=", "empty PATH"),
 ])
 def test_parse_spec_errors(spec, words):
-    with pytest.raises(kh.KernelHeaderError, match=words):
+    with pytest.raises(header_files.KernelHeaderError, match=words):
         kh.parse_spec(spec)
 
 
@@ -57,9 +58,9 @@ def test_resolve_header_file_tree_and_missing(tmp_path):
     assert kh.resolve_header(TEAM_V48) == (TEAM_V48 / "include/linux/ptr_ring.h").resolve()
     f = TEAM_MAIN / "include/linux/ptr_ring.h"
     assert kh.resolve_header(f) == f.resolve()
-    with pytest.raises(kh.KernelHeaderError, match="no ptr_ring.h under"):
+    with pytest.raises(header_files.KernelHeaderError, match="no ptr_ring.h under"):
         kh.resolve_header(tmp_path)
-    with pytest.raises(kh.KernelHeaderError, match="does not exist"):
+    with pytest.raises(header_files.KernelHeaderError, match="does not exist"):
         kh.resolve_header(tmp_path / "nope")
 
 
@@ -73,10 +74,10 @@ def test_detect_generation_ignores_comments_and_rejects_unknown(tmp_path):
     h.write_text("/* int consumer_head; */\nstruct ptr_ring {\n int producer;\n int consumer; // consumer_head\n};\n")
     assert kh.detect_generation(h) == "prebatch"
     h.write_text("struct ptr_ring { int producer; int eaten; };")
-    with pytest.raises(kh.KernelHeaderError, match="neither 'consumer_head'"):
+    with pytest.raises(header_files.KernelHeaderError, match="neither 'consumer_head'"):
         kh.detect_generation(h)
     h.write_text("/* nothing */")
-    with pytest.raises(kh.KernelHeaderError, match="no 'struct ptr_ring"):
+    with pytest.raises(header_files.KernelHeaderError, match="no 'struct ptr_ring"):
         kh.detect_generation(h)
 
 
@@ -97,7 +98,7 @@ def test_compile_flags_rejects_quotes(tmp_path):
     d = tmp_path / 'a"b'
     d.mkdir()
     shutil.copy(TEAM_MAIN / "include/linux/ptr_ring.h", d / "ptr_ring.h")
-    with pytest.raises(kh.KernelHeaderError, match="quote"):
+    with pytest.raises(header_files.KernelHeaderError, match="quote"):
         kh.compile_flags("x", d / "ptr_ring.h")
 
 
@@ -111,7 +112,7 @@ def test_team_headers_compile(tree):
 
 @needs_cc
 def test_broken_header_names_file_and_first_error():
-    with pytest.raises(kh.KernelHeaderError) as ei:
+    with pytest.raises(header_files.KernelHeaderError) as ei:
         kh.check_compiles(BROKEN, cc=CC)
     msg = str(ei.value)
     assert str(BROKEN.resolve()) in msg
@@ -122,13 +123,13 @@ def test_broken_header_names_file_and_first_error():
 def test_header_missing_api_is_reported(tmp_path):
     h = tmp_path / "ptr_ring.h"
     h.write_text("#include <linux/types.h>\nstruct ptr_ring { int producer; int consumer_head; int batch; };\n")
-    with pytest.raises(kh.KernelHeaderError, match=r"ptr_ring\.h|consumer_lock|ptr_ring_init") as ei:
+    with pytest.raises(header_files.KernelHeaderError, match=r"ptr_ring\.h|consumer_lock|ptr_ring_init") as ei:
         kh.check_compiles(h, cc=CC)
     assert "does not compile" in str(ei.value) and "error:" in str(ei.value)
 
 
 def test_missing_compiler():
-    with pytest.raises(kh.KernelHeaderError, match="not found"):
+    with pytest.raises(header_files.KernelHeaderError, match="not found"):
         kh.check_compiles(TEAM_MAIN, cc="/nonexistent/cc-ringlab")
 
 

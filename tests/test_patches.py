@@ -132,7 +132,7 @@ def test_plan_ab_builtin_against_a_tree(tmp_path):
 
 
 def test_plan_ab_control_arm_is_the_base_again(tmp_path):
-    from ringlab.sources.kernel_header import resolve_source
+    from ringlab.sources.header_source import resolve_source
     tree = DATA / "team_mainline"
     plan = patches.plan_ab(str(tree), "builtin:flush-delay:16", workdir=tmp_path, control=True)
     assert plan.variants == "base,patched,control" and plan.baseline == "base" and plan.candidate == "patched"

@@ -19,6 +19,7 @@ import pytest
 
 from ringlab.lab import cli
 from ringlab.sources import git_source, kernel_header as kh, kernel_tree
+from ringlab.sources import header_files, header_patch, header_source
 from ringlab.system import checkout as provenance
 from ringlab.tools import kernel_tests
 from ringlab.errors import ParamError
@@ -114,13 +115,13 @@ def test_the_hostile_repository_does_run_programs_under_plain_git(hostile, tmp_p
 
 def test_kernel_header_from_git_runs_nothing_and_reads_the_blob(hostile, build):
     repo, markers, committed = hostile
-    src = kh.resolve_source(f"git:{repo}@HEAD")
+    src = header_source.resolve_source(f"git:{repo}@HEAD")
     assert src.header.read_bytes() == committed[IN_TREE] == MAIN.read_bytes()
     assert src.record["kind"] == "git"
     # BASE+PATCH on a git base runs git apply: hardened too
     patch = _patch_from_worktree(build.parent, lambda h: h.write_text(
         h.read_text().replace("#define _LINUX_PTR_RING_H 1", "#define _LINUX_PTR_RING_H 1\n/* patched */")))
-    patched = kh.resolve_source(f"git:{repo}@HEAD+{patch}")
+    patched = header_source.resolve_source(f"git:{repo}@HEAD+{patch}")
     assert b"/* patched */" in patched.header.read_bytes()
     assert provenance.git_info(repo)["commit"]
     assert _markers(markers) == []
@@ -169,8 +170,8 @@ def _check_refusal(msg: str) -> None:
 def test_repository_of_another_user_is_refused_without_an_exception_hint(hostile, build):
     repo, markers, _ = hostile
     subprocess.run(["chown", "-R", "nobody", str(repo)], check=True)
-    with pytest.raises(kh.KernelHeaderError) as e:
-        kh.resolve_source(f"git:{repo}@HEAD")
+    with pytest.raises(header_files.KernelHeaderError) as e:
+        header_source.resolve_source(f"git:{repo}@HEAD")
     _check_refusal(str(e.value))
     (t,) = kernel_tree.parse_trees(f"git:{repo}@HEAD")
     with pytest.raises(ParamError) as e2:
@@ -192,8 +193,8 @@ def test_refusal_message_never_passes_on_gits_advice(tmp_path, monkeypatch, buil
             return subprocess.CompletedProcess(cmd, 128, b"", advice.encode())
         return real(cmd, *a, **kw)
     monkeypatch.setattr(hgit.subprocess, "run", fake)
-    with pytest.raises(kh.KernelHeaderError) as e:
-        kh.resolve_source(f"git:{repo}@HEAD")
+    with pytest.raises(header_files.KernelHeaderError) as e:
+        header_source.resolve_source(f"git:{repo}@HEAD")
     _check_refusal(str(e.value))
     with pytest.raises(git_source.GitRefused) as e2:
         git_source.resolve_commit(git_source.parse(f"git:{repo}@HEAD"))
@@ -262,9 +263,9 @@ def test_a_symlink_made_by_git_apply_is_never_followed(target, tmp_path, build, 
     """Even when the patch check is bypassed, the patched header is lstat-ed and refused."""
     secret = _secret(tmp_path)
     pf = _patch_from_worktree(tmp_path, _to_symlink(str(secret) if target == "secret" else target))
-    monkeypatch.setattr(kh, "_check_patch", lambda *a: None)
-    with pytest.raises(kh.KernelHeaderError, match="turns include/linux/ptr_ring.h into a symlink"):
-        kh.resolve_source(f"{DATA / 'team_mainline'}+{pf}")
+    monkeypatch.setattr(header_patch, "check_patch", lambda *a: None)
+    with pytest.raises(header_files.KernelHeaderError, match="turns include/linux/ptr_ring.h into a symlink"):
+        header_source.resolve_source(f"{DATA / 'team_mainline'}+{pf}")
     assert not list((build / "kernel_headers").rglob("ptr_ring.h")) if build.exists() else True
 
 
@@ -272,8 +273,8 @@ def test_patch_with_a_path_outside_the_tree_is_refused(tmp_path, build):
     diff = _patch_from_worktree(tmp_path, lambda h: h.write_text(h.read_text() + "/* x */\n")).read_text()
     pf = tmp_path / "out.diff"
     pf.write_text(diff + diff.replace(IN_TREE, "../../etc/x"))
-    with pytest.raises(kh.KernelHeaderError, match="outside the kernel tree"):
-        kh.resolve_source(f"{DATA / 'team_mainline'}+{pf}")
+    with pytest.raises(header_files.KernelHeaderError, match="outside the kernel tree"):
+        header_source.resolve_source(f"{DATA / 'team_mainline'}+{pf}")
 
 
 @pytest.mark.parametrize("path, words", [("/etc/passwd", "no 'struct ptr_ring"),
@@ -288,6 +289,6 @@ def test_a_user_header_that_is_not_a_header_is_exit_2(path, words, capsys, build
 def test_an_oversized_header_is_refused_with_a_bounded_read(tmp_path, build):
     big = tmp_path / "ptr_ring.h"
     with open(big, "wb") as f:
-        f.truncate(kh.MAX_HEADER_BYTES + 1)
-    with pytest.raises(kh.KernelHeaderError, match="more than"):
-        kh.resolve_source(str(big))
+        f.truncate(header_files.MAX_HEADER_BYTES + 1)
+    with pytest.raises(header_files.KernelHeaderError, match="more than"):
+        header_source.resolve_source(str(big))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ringlab.build import binaries as BIN
-from ringlab.build import driver as B
+from ringlab.build import driver as B, sourceset
 from ringlab.digest import sha256_file
 from ringlab.errors import RunnerError
 
@@ -41,7 +41,7 @@ def test_record_next_to_binary(out):
     rec = json.loads((out / "ptr_ring_test-k.source.json").read_text())
     assert rec["source_sha256"] == b.source_sha256 == info.source_sha256["ptr_ring_test-k"]
     assert rec["binary_sha256"] == b.sha256
-    assert rec["files"][B.KERNEL_HEADER_LABEL] == sha256_file(MAIN / IN_TREE)
+    assert rec["files"][sourceset.KERNEL_HEADER_LABEL] == sha256_file(MAIN / IN_TREE)
     # harness and shim by content under stable labels, no checkout path in the flags
     assert {"csrc/harness/ptr_ring_main.c", "csrc/compat/kernel_shim.h"} <= set(rec["files"])
     assert not any(str(B.paths.CSRC) in f for f in rec["flags"])

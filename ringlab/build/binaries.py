@@ -14,7 +14,9 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.digest import sha256_file
-from ringlab.build.driver import (BinaryInfo, BuildError, BuildInfo, StaleBinaryError, _Job, _plan, binary_size)
+from ringlab.build.binutils import binary_size
+from ringlab.build.cflags import BuildError
+from ringlab.build.driver import BinaryInfo, BuildInfo, StaleBinaryError, _Job, _plan
 from ringlab.build.layouts import Layout, base_name
 from ringlab.build.sourceset import (hashed_flags, label_path, source_label, source_record_path, source_set,
                                write_json)
@@ -40,54 +42,80 @@ def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: 
     info = BuildInfo(compiler="", compiler_version="", cflags=st["common"], user_cflags=st["user"],
                      sanitize=sanitize or None, out_dir=str(out_dir), skipped=skipped)
     for job in jobs_list:
-        out = out_dir / job.name
-        variant = base_name(job.name).removeprefix("ptr_ring_test-")
-        hint = ("rebuild it: run without --no-build, or `ringlab build"
-                + (f" --kernel-header {variant}=...`" if job.header is not None else "`"))
-        if not out.is_file():
-            raise BuildError(f"{job.name}: {out} does not exist (never built, or its last build "
-                             f"failed); {hint}")
-        try:
-            rec = json.loads(source_record_path(out).read_text())
-            recorded = rec["source_sha256"]
-        except (OSError, ValueError, KeyError, TypeError):
-            raise StaleBinaryError(f"{job.name}: no source record ({source_record_path(out)}), so "
-                                   f"what it was built from is unknown; {hint}") from None
-        files = {}
-        for label in rec.get("files") or {}:
-            try:
-                files[label] = sha256_file(label_path(label, job.header))
-            except (OSError, BuildError):
-                files[label] = "missing"
-        wanted = source_set(files, hashed_flags(job.flags))["source_sha256"]
-        if wanted != recorded:
-            changed = [k for k in files if files[k] != rec["files"].get(k)]
-            if hashed_flags(job.flags) != rec.get("flags"):
-                changed.append("compile flags")
-            built_from = (rec.get("header") or {}).get("spec") or (rec.get("header") or {}).get("header")
-            raise StaleBinaryError(
-                f"variant {variant}: {out} was built from source set {recorded}"
-                + (f" (kernel header {built_from})" if built_from else "")
-                + f", but this run asks for source set {wanted}"
-                + (f" (kernel header {job.header_record.get('spec')})" if job.header_record else "")
-                + (f"; differing: {', '.join(changed[:6])}" if changed else "") + f"; {hint}")
-        _check_layout(job, rec, out, hint)
-        digest = sha256_file(out)
-        if digest != rec.get("binary_sha256"):
-            raise StaleBinaryError(f"variant {variant}: {out} (sha256 {digest}) is not the binary "
-                                   f"its source record names ({rec.get('binary_sha256')}); {hint}")
-        info.compiler = info.compiler or rec.get("compiler", "")
-        info.compiler_version = info.compiler_version or rec.get("compiler_version", "")
-        size, size_err = binary_size(out)
-        info.binaries[job.name] = BinaryInfo(
-            name=job.name, path=str(out), sha256=digest, size=size, size_error=size_err, inputs={},
-            command=[], rebuilt=False, source_sha256=recorded, source_files=rec.get("files") or {},
-            source_flags=rec.get("flags") or [], header=job.header_record, layout=rec.get("layout"))
-        info.source_sha256[job.name] = recorded
-        if job.header is not None:
-            info.kernel_headers[variant] = str(job.header)
-            info.header_sources[variant] = job.header_record
+        _check_one(job, out_dir / job.name, info)
     return info
+
+
+def _hint(job: _Job) -> str:
+    variant = base_name(job.name).removeprefix("ptr_ring_test-")
+    return ("rebuild it: run without --no-build, or `ringlab build"
+            + (f" --kernel-header {variant}=...`" if job.header is not None else "`"))
+
+
+def _read_record(job: _Job, out: Path) -> dict:
+    """The source record next to binary ``out``: BuildError without the binary, StaleBinaryError
+    without a readable record."""
+    if not out.is_file():
+        raise BuildError(f"{job.name}: {out} does not exist (never built, or its last build "
+                         f"failed); {_hint(job)}")
+    try:
+        rec = json.loads(source_record_path(out).read_text())
+    except (OSError, ValueError):
+        rec = None
+    if not isinstance(rec, dict) or "source_sha256" not in rec:
+        raise StaleBinaryError(f"{job.name}: no source record ({source_record_path(out)}), so "
+                               f"what it was built from is unknown; {_hint(job)}")
+    return rec
+
+
+def _check_sources(job: _Job, rec: dict, out: Path) -> None:
+    """The recorded source set, hashed again from this checkout with the request's kernel header
+    and flags, must equal the recorded source_sha256 (StaleBinaryError otherwise)."""
+    recorded = rec["source_sha256"]
+    files = {}
+    for label in rec.get("files") or {}:
+        try:
+            files[label] = sha256_file(label_path(label, job.header))
+        except (OSError, BuildError):
+            files[label] = "missing"
+    wanted = source_set(files, hashed_flags(job.flags))["source_sha256"]
+    if wanted == recorded:
+        return
+    changed = [k for k in files if files[k] != rec["files"].get(k)]
+    if hashed_flags(job.flags) != rec.get("flags"):
+        changed.append("compile flags")
+    built_from = (rec.get("header") or {}).get("spec") or (rec.get("header") or {}).get("header")
+    variant = base_name(job.name).removeprefix("ptr_ring_test-")
+    raise StaleBinaryError(
+        f"variant {variant}: {out} was built from source set {recorded}"
+        + (f" (kernel header {built_from})" if built_from else "")
+        + f", but this run asks for source set {wanted}"
+        + (f" (kernel header {job.header_record.get('spec')})" if job.header_record else "")
+        + (f"; differing: {', '.join(changed[:6])}" if changed else "") + f"; {_hint(job)}")
+
+
+def _check_one(job: _Job, out: Path, info: BuildInfo) -> None:
+    """Check one binary against the request and describe it in ``info``."""
+    rec = _read_record(job, out)
+    _check_sources(job, rec, out)
+    _check_layout(job, rec, out, _hint(job))
+    variant = base_name(job.name).removeprefix("ptr_ring_test-")
+    digest = sha256_file(out)
+    if digest != rec.get("binary_sha256"):
+        raise StaleBinaryError(f"variant {variant}: {out} (sha256 {digest}) is not the binary "
+                               f"its source record names ({rec.get('binary_sha256')}); {_hint(job)}")
+    info.compiler = info.compiler or rec.get("compiler", "")
+    info.compiler_version = info.compiler_version or rec.get("compiler_version", "")
+    size, size_err = binary_size(out)
+    recorded = rec["source_sha256"]
+    info.binaries[job.name] = BinaryInfo(
+        name=job.name, path=str(out), sha256=digest, size=size, size_error=size_err, inputs={},
+        command=[], rebuilt=False, source_sha256=recorded, source_files=rec.get("files") or {},
+        source_flags=rec.get("flags") or [], header=job.header_record, layout=rec.get("layout"))
+    info.source_sha256[job.name] = recorded
+    if job.header is not None:
+        info.kernel_headers[variant] = str(job.header)
+        info.header_sources[variant] = job.header_record
 
 
 def _check_layout(job: _Job, rec: dict, out: Path, hint: str) -> None:

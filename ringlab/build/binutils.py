@@ -1,7 +1,7 @@
-"""The programs around a build: the compiler's version, ``size`` of a binary, the first error line."""
+"""The programs around a build: the compiler's version and ``size`` of a binary (the first error line of
+a failed compile is ringlab.sources.kernel_header.first_error)."""
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -44,12 +44,3 @@ def binary_size(path: Path) -> tuple[dict | None, str | None]:
         return parse_size_output(out.stdout), None
     except ValueError as e:
         return None, str(e)
-
-
-def first_error_line(stderr: str) -> str:
-    """The first diagnostic marked ``error`` (else the first non-empty line)."""
-    lines = [ln.rstrip() for ln in stderr.splitlines() if ln.strip()]
-    for ln in lines:
-        if re.search(r"\b(fatal )?error\b", ln):
-            return ln.strip()
-    return lines[0].strip() if lines else "(no compiler output)"

@@ -44,12 +44,14 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.digest import sha256_file
-from ringlab.build.cflags import (CFLAG_CHARS, CFLAG_SHAPES, BuildError, cflags_allowed,  # noqa: F401
-                                  split_cflags, validate_cflags)
-from ringlab.build.binutils import binary_size, compiler_version, first_error_line, parse_size_output  # noqa: F401
+from ringlab.build.binutils import binary_size, compiler_version
+from ringlab.build.cflags import BuildError, validate_cflags
 from ringlab.build.layouts import PLAIN, Layout, base_name
-from ringlab.build.sourceset import (KERNEL_HEADER_LABEL, hashed_flags, parse_depfile,  # noqa: F401
-                               source_label, source_record_path, source_set, write_json)
+from ringlab.build.sourceset import (hashed_flags, parse_depfile, source_label,
+                                     source_record_path, source_set, write_json)
+from ringlab.sources.header_files import KernelHeaderError
+from ringlab.sources.header_source import resolve_source
+from ringlab.sources.kernel_header import compile_flags, first_error
 
 #: Ring headers of the built-in ptr_ring variants (relative to csrc/).
 RING_HEADERS = {
@@ -248,7 +250,7 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
             first_cmd = first_cmd or argv
             proc = subprocess.run(argv, capture_output=True, text=True)
             if proc.returncode != 0:
-                raise BuildError(f"{what}: compiling {src} failed: {first_error_line(proc.stderr)}")
+                raise BuildError(f"{what}: compiling {src} failed: {first_error(proc.stderr)}")
             for d in parse_depfile(dep.read_text()):
                 p = Path(d)
                 if not p.is_absolute():
@@ -260,7 +262,7 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
         argv = [cc, *flags, *objs, "-o", str(tmp), *LDLIBS]
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise BuildError(f"{what}: linking {name} failed: {first_error_line(proc.stderr)}")
+            raise BuildError(f"{what}: linking {name} failed: {first_error(proc.stderr)}")
         # The layout's flags move code, they change none of it: not part of the source set.
         src_set = source_set({source_label(Path(f), job.header): h for f, h in inputs.items()},
                              hashed_flags(job.flags))
@@ -283,19 +285,18 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
 
 
 def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) -> list[_Job]:
-    """One job per --kernel-header NAME=SOURCE (see ringlab.kernel_header.resolve_source)."""
+    """One job per --kernel-header NAME=SOURCE (see ringlab.sources.header_source.resolve_source)."""
     if not kernel_headers:
         return []
-    from ringlab.sources import kernel_header as kh
     out = []
     for name, spec in kernel_headers.items():
         if name in RING_HEADERS:
             raise BuildError(f"--kernel-header {name}=...: NAME clashes with a built-in variant; "
                              f"choose a name other than {', '.join(RING_HEADERS)}")
         try:
-            src = kh.resolve_source(spec)
-            kflags = kh.compile_flags(name, src.header)
-        except kh.KernelHeaderError as e:
+            src = resolve_source(spec)
+            kflags = compile_flags(name, src.header)
+        except KernelHeaderError as e:
             _remove_binary(out_dir, f"ptr_ring_test-{name}")
             raise BuildError(str(e)) from None
         srcs = [paths.CSRC / s for s in _PTR_RING_SOURCES]

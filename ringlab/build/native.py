@@ -39,7 +39,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -48,9 +47,12 @@ from pathlib import Path
 from typing import Any
 
 from ringlab import paths
+from ringlab.build import driver
+from ringlab.build.binutils import compiler_version
+from ringlab.build.cflags import BuildError
+from ringlab.build.driver import RING_HEADERS
+from ringlab.sources import kernel_header as kh
 
-#: Built-in variants and their ring headers (relative to csrc/): ringlab.build's.
-from ringlab.build.driver import RING_HEADERS  # noqa: E402
 COUNTER_CHOICES_HELP = '"none", "all", or a comma-separated list of ringlab.schema.COUNTER_EVENTS'
 
 # What Python sees of the harness (csrc/harness/ptr_ring_bench.h).  Structs end
@@ -112,8 +114,7 @@ def cache_dir() -> Path:
 
 def _build_defaults() -> tuple[str, list[str]]:
     """(compiler, flags) shared with the standalone binaries: ringlab.build's."""
-    from ringlab.build import driver as build
-    return build.compiler(), build.default_cflags()
+    return driver.compiler(), driver.default_cflags()
 
 
 _cc_version_cache: dict[str, str] = {}
@@ -122,16 +123,15 @@ _cc_version_cache: dict[str, str] = {}
 def _cc_version(cc: str) -> str:
     if cc not in _cc_version_cache:
         try:
-            out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
-            _cc_version_cache[cc] = out.splitlines()[0] if out else "unknown"
-        except (OSError, subprocess.SubprocessError):
+            _cc_version_cache[cc] = compiler_version(cc)
+        except BuildError:
             _cc_version_cache[cc] = "unavailable"
     return _cc_version_cache[cc]
 
 
 def describe() -> dict:
     """Compiler, flags and cache folder of the extension (``ringlab build`` prints it)."""
-    import cffi
+    import cffi  # optional: pip install cffi
     cc, flags = _build_defaults()
     return {
         "compiler": cc,
@@ -152,7 +152,6 @@ def _variant_flags(variant: str, kernel_header) -> tuple[list[str], list[Path]]:
     """(-I/-D flags, extra files to hash) for a built-in or kernel-header variant."""
     csrc = paths.CSRC
     if kernel_header is not None:
-        from ringlab.sources import kernel_header as kh
         header = kh.resolve_header(kernel_header)
         return kh.compile_flags(variant, header), [header]
     if variant not in RING_HEADERS:
@@ -172,7 +171,7 @@ def _hashed_files(extra: list[Path]) -> list[Path]:
 
 def module_name(variant: str = "batch", kernel_header=None) -> str:
     """``_ringlab_<variant>_<sha12>`` for the current sources and flags."""
-    import cffi
+    import cffi  # optional: pip install cffi
     cc, flags = _build_defaults()
     vflags, extra = _variant_flags(variant, kernel_header)
     h = hashlib.sha256()
@@ -205,7 +204,7 @@ def _built(name: str) -> Path | None:
 
 
 def _compile(name: str, variant: str, kernel_header, verbose: bool) -> None:
-    import cffi
+    import cffi  # optional: pip install cffi
     for rel in HARNESS_SOURCES:
         if not (paths.CSRC / rel).is_file():
             raise NativeError(f"cannot build {name}: csrc/{rel} is missing")
@@ -245,7 +244,6 @@ def load(variant: str = "batch", kernel_header=None, verbose: bool = False):
     is then the NAME it is benchmarked under (not one of the built-in names).
     """
     if kernel_header is not None:
-        from ringlab.sources import kernel_header as kh
         kh.parse_spec(f"{variant}=x")                  # validates the NAME
         _kernel_headers[variant] = kh.resolve_header(kernel_header)
     elif variant in _kernel_headers:

@@ -252,7 +252,6 @@ class Kmod(Experiment):
         doc = last_json_object(stdout)
         if not isinstance(doc, dict) or doc.get("binary") != "kmod" or not doc.get("results"):
             raise ValueError(f"no kmod result JSON in the trial's output: {(stdout or '')[-200:]!r}")
-        from ringlab.schema import COUNTER_EVENTS
         rows = []
         for i, r in enumerate(doc["results"]):
             us = float(r["us"])
@@ -268,7 +267,7 @@ class Kmod(Experiment):
                 "counter_errors": "all: the test runs in the kernel; no counters read (perf stat -r N insmod "
                                   "... output goes through ringlab import-perf --kmod)",
             }
-            for ev in COUNTER_EVENTS:
+            for ev in schema.COUNTER_EVENTS:
                 row[ev] = math.nan
             rows.append(row)
         return rows

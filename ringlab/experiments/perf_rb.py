@@ -48,7 +48,7 @@ from typing import Any
 from ringlab import schema
 from ringlab.tools import perfrecord
 from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, parse_harness_json
-from ringlab.system.topology import Topology
+from ringlab.system.topology import Topology, pick_single_cpu, select_pairs
 
 VARIANTS = ("base", "forward", "backward")
 PERF_VARIANTS = ("forward", "backward")
@@ -214,9 +214,8 @@ def _topology(ctx):
 
 
 def _pairs(topo) -> list[tuple[int, int, str]]:
-    """(workload CPU, perf CPU, class) per topology class, via select_pairs when available."""
+    """(workload CPU, perf CPU, class) per topology class, via select_pairs when there is a topology."""
     if topo is not None:
-        from ringlab.system.topology import select_pairs
         return [(int(a), int(b), str(c)) for a, b, c in select_pairs(topo, "auto")]
     # No topology module: the two highest CPUs we may run on (avoid CPU 0, which
     # takes most interrupts); their class is unknown.
@@ -226,7 +225,6 @@ def _pairs(topo) -> list[tuple[int, int, str]]:
 
 def _single_cpu(topo) -> int:
     if topo is not None:
-        from ringlab.system.topology import pick_single_cpu
         return int(pick_single_cpu(topo))
     return max(os.sched_getaffinity(0))
 

@@ -16,10 +16,14 @@ root, git-ignored), so a smoke run never changes results/ or its index.
 from __future__ import annotations
 
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ringlab import paths
+from ringlab.lab.results_index import is_complete, write_index
+from ringlab.run import host_id, new_run_id
+
 
 #: notebook stem -> results experiment folder.  Order is execution order
 #: (90 merges what the others wrote).
@@ -50,7 +54,6 @@ class ReproduceError(ValueError):
 def run_dir_for(experiment: str, host: str | None = None, run_id: str | None = None,
                 root: Path | None = None) -> Path:
     """<root>/<experiment>/<host>/<run-id>/ (``root`` default: the repository's results/)."""
-    from ringlab.run import host_id, new_run_id
     root = Path(root) if root is not None else paths.results_dir()
     return root / experiment / (host or host_id()) / (run_id or new_run_id())
 
@@ -93,12 +96,8 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
             parameters: dict | None = None, results_root: Path | None = None,
             timeout: int | None = None) -> Outcome:
     """Execute one notebook with papermill into a fresh run folder."""
-    import time
-
-    import papermill as pm
-
+    import papermill as pm   # heavy (jupyter): imported only when a notebook runs; pip install papermill
     src = paths.NOTEBOOKS / f"{notebook}.ipynb"
-    from ringlab.run import host_id
     host = host or host_id()
     run_dir = run_dir_for(NOTEBOOKS[notebook], host, root=results_root or paths.results_dir())
     # The notebook is executed into a staging file next to the run folder and
@@ -136,7 +135,6 @@ def reproduce(profile: str = "quick", only: list[str] | None = None, host: str |
         log(f"[reproduce] {nb}: {'ok' if o.ok else 'FAILED'} in {o.seconds:.0f} s -> {o.run_dir}"
             + ("" if o.ok else f"\n    {o.error}"))
         outcomes.append(o)
-    from ringlab.lab.results_index import is_complete, write_index
     root = results_root or paths.results_dir()
     if any(o.ok and is_complete(o.run_dir) for o in outcomes):
         write_index(root)

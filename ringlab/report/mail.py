@@ -48,7 +48,7 @@ class MailError(ValueError):
 
 def read_env(run_dir) -> dict[str, Any]:
     """env.json of a run folder ({} when missing).  The only place this module reads it."""
-    from ringlab.report.provenance import read_env as _read
+    from ringlab.report.provenance_record import read_env as _read
     return _read(run_dir)
 
 

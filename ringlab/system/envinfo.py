@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 
+from ringlab import __version__
 from ringlab.system import governor, modules, perfprobe, procstat, sysfs
 from ringlab.system.topology import Topology
 
@@ -157,7 +158,6 @@ def collect(probe_counters: bool = True, interval: float = 0.25) -> dict:
     info["load"] = _load(interval)
     info["software"] = {"python": sys.version.split()[0], "python_executable": sys.executable,
                         "compiler": _compiler(), "packages": _packages()}
-    from ringlab import __version__
     info["software"]["ringlab"] = __version__
     info["kmod"] = _kmod()
     info["advice"] = advice(info)
@@ -207,117 +207,139 @@ def _na(reason) -> str:
     return f"not available — {reason}"
 
 
-def format_text(info: dict) -> str:
-    """Human-readable report, sectioned like ``pyperf system show``."""
-    lines: list[str] = []
-    w = 22
+class _Text:
+    """Sections of ``title`` lines followed by ``  name  value`` items."""
+    WIDTH = 22
 
-    def sec(title):
-        if lines:
-            lines.append("")
-        lines.append(title)
+    def __init__(self):
+        self.lines: list[str] = []
 
-    def item(name, value):
-        lines.append(f"  {name:<{w}} {value}")
+    def sec(self, title: str) -> None:
+        if self.lines:
+            self.lines.append("")
+        self.lines.append(title)
 
+    def item(self, name, value) -> None:
+        self.lines.append(f"  {name:<{self.WIDTH}} {value}")
+
+
+def _machine_text(r: _Text, info: dict) -> None:
     h = info["host"]
-    sec("Machine")
-    item("host", f"{h['hostname']} (host id {h['host_id']})")
-    item("kernel", f"{h['kernel']} {h['machine']}")
+    r.sec("Machine")
+    r.item("host", f"{h['hostname']} (host id {h['host_id']})")
+    r.item("kernel", f"{h['kernel']} {h['machine']}")
     v = h.get("virtualization") or {}
-    item("virtualization", f"{v.get('type')} ({v.get('source')})"
-         + (f", container: {v['container']}" if v.get("container") not in (None, "none") else ""))
+    r.item("virtualization", f"{v.get('type')} ({v.get('source')})"
+           + (f", container: {v['container']}" if v.get("container") not in (None, "none") else ""))
 
+
+def _cpu_text(r: _Text, info: dict) -> None:
     c = info["cpu"]
-    sec("CPU")
-    item("model", c.get("model") or _na("not in /proc/cpuinfo"))
-    item("microcode", c.get("microcode") or _na("not in /proc/cpuinfo (VM or non-x86)"))
+    r.sec("CPU")
+    r.item("model", c.get("model") or _na("not in /proc/cpuinfo"))
+    r.item("microcode", c.get("microcode") or _na("not in /proc/cpuinfo (VM or non-x86)"))
     t = info["topology"]
     if t.get("available") is False:
-        item("topology", _na(t["reason"]))
+        r.item("topology", _na(t["reason"]))
     else:
-        item("online CPUs", f"{t['online']} ({t['n_cpus']})")
-        item("topology", f"{t['n_packages']} package(s), {t['n_cores']} core(s), "
-                         f"{t['threads_per_core']} thread(s)/core, {len(t['llc_groups'])} LLC group(s), "
-                         f"{len(t['numa_nodes'])} NUMA node(s)")
-        item("LLC groups", "  ".join(sysfs.format_cpulist(g) for g in t["llc_groups"]))
-        item("NUMA nodes", "  ".join(f"node{k}: {sysfs.format_cpulist(v)}" for k, v in t["numa_nodes"].items()))
-        item("pair classes", ", ".join(t["classes_present"]))
+        r.item("online CPUs", f"{t['online']} ({t['n_cpus']})")
+        r.item("topology", f"{t['n_packages']} package(s), {t['n_cores']} core(s), "
+                           f"{t['threads_per_core']} thread(s)/core, {len(t['llc_groups'])} LLC group(s), "
+                           f"{len(t['numa_nodes'])} NUMA node(s)")
+        r.item("LLC groups", "  ".join(sysfs.format_cpulist(g) for g in t["llc_groups"]))
+        r.item("NUMA nodes", "  ".join(f"node{k}: {sysfs.format_cpulist(v)}" for k, v in t["numa_nodes"].items()))
+        r.item("pair classes", ", ".join(t["classes_present"]))
         for n in t.get("notes", []):
-            item("note", n)
-    iso = info["isolation"]
-    item("SMT", iso.get("smt_control") or _na("no smt/control in sysfs"))
+            r.item("note", n)
+    r.item("SMT", info["isolation"].get("smt_control") or _na("no smt/control in sysfs"))
 
-    sec("Frequency")
+
+def _frequency_text(r: _Text, info: dict) -> None:
+    r.sec("Frequency")
     g = info["governor"]
     if not g["available"]:
-        item("governor", _na(g["reason"]))
+        r.item("governor", _na(g["reason"]))
     else:
         by = {}
         for cpu, d in g["per_cpu"].items():
             by.setdefault((d["driver"], d["governor"], " ".join(d["available_governors"] or [])), []).append(int(cpu))
         for (drv, gov, avail), cpus in sorted(by.items()):
             ok = "OK" if gov == "performance" else "not tuned (ringlab run sets performance)"
-            item(f"CPUs {sysfs.format_cpulist(cpus)}", f"driver {drv}, governor {gov} [{avail}] — {ok}")
+            r.item(f"CPUs {sysfs.format_cpulist(cpus)}", f"driver {drv}, governor {gov} [{avail}] — {ok}")
     b = info["boost"]
-    item("boost", _na(b["reason"]) if not b["available"] else
-         f"{'enabled' if b['enabled'] else 'disabled'} ({b['knob']})"
-         + (" — use -p disable_boost true for steadier clocks" if b["enabled"] else " — OK"))
+    r.item("boost", _na(b["reason"]) if not b["available"] else
+           f"{'enabled' if b['enabled'] else 'disabled'} ({b['knob']})"
+           + (" — use -p disable_boost true for steadier clocks" if b["enabled"] else " — OK"))
 
-    sec("Isolation")
+
+def _isolation_text(r: _Text, info: dict) -> None:
+    iso = info["isolation"]
+    r.sec("Isolation")
     for k, val in iso["cmdline"].items():
-        item(k, "not set" if val is None else (val or "(set, no CPU list)"))
-    item("isolated (sysfs)", iso.get("isolated") or "none")
+        r.item(k, "not set" if val is None else (val or "(set, no CPU list)"))
+    r.item("isolated (sysfs)", iso.get("isolated") or "none")
 
+
+def _perf_text(r: _Text, info: dict) -> None:
     p = info["perf"]
-    sec("Perf")
+    r.sec("Perf")
     par = p.get("paranoid")
-    item("perf_event_paranoid", _na(p.get("paranoid_reason")) if par is None else
-         f"{par}" + (" — OK" + (" (we are root)" if par > 1 else "") if par <= 1 or os.geteuid() == 0 else
-                     " — user-space counting only; kernel counting needs root or paranoid <= 1"))
-    item("hardware PMU", "OK" if p.get("hw_pmu") else _na("no core PMU in /sys/bus/event_source (virtual machine?)"))
+    r.item("perf_event_paranoid", _na(p.get("paranoid_reason")) if par is None else
+           f"{par}" + (" — OK" + (" (we are root)" if par > 1 else "") if par <= 1 or os.geteuid() == 0 else
+                       " — user-space counting only; kernel counting needs root or paranoid <= 1"))
+    r.item("hardware PMU", "OK" if p.get("hw_pmu") else _na("no core PMU in /sys/bus/event_source (virtual machine?)"))
     ctr = p.get("counters")
     if ctr is None:
-        item("counters", "not probed (--no-probe)")
+        r.item("counters", "not probed (--no-probe)")
     else:
-        for ev, r in ctr.items():
-            item(ev, (f"OK ({r['scope']})" if r["ok"] else _na(r["reason"])))
+        for ev, res in ctr.items():
+            r.item(ev, (f"OK ({res['scope']})" if res["ok"] else _na(res["reason"])))
     tp = p.get("tracepoints") or {}
-    item("tracefs", tp.get("tracefs") or _na(tp.get("reason")))
-    item("raw_syscalls events", "OK" if tp.get("raw_syscalls") else _na(tp.get("reason")))
+    r.item("tracefs", tp.get("tracefs") or _na(tp.get("reason")))
+    r.item("raw_syscalls events", "OK" if tp.get("raw_syscalls") else _na(tp.get("reason")))
     pt = tp.get("perf") or {}
-    item("perf tool", f"{pt['version']} ({pt['path']})" if pt.get("version") else _na(pt.get("reason")))
+    r.item("perf tool", f"{pt['version']} ({pt['path']})" if pt.get("version") else _na(pt.get("reason")))
 
+
+def _load_text(r: _Text, info: dict) -> None:
     ld = info["load"]
-    sec("Load")
+    r.sec("Load")
     la = ld.get("loadavg")
-    item("load average", _na("cannot read /proc/loadavg") if not la else
-         f"{la['1min']:.2f} {la['5min']:.2f} {la['15min']:.2f} ({la['runnable']} runnable of {la['threads']})")
+    r.item("load average", _na("cannot read /proc/loadavg") if not la else
+           f"{la['1min']:.2f} {la['5min']:.2f} {la['15min']:.2f} ({la['runnable']} runnable of {la['threads']})")
     bz = ld.get("busiest") or []
-    item("busiest others", ", ".join(f"{r['comm']}[{r['pid']}] {r.get('cpu_pct', r.get('cpu_s'))}%"
-                                     for r in bz) if bz else f"none used CPU in {ld.get('interval_s')} s — OK")
+    r.item("busiest others", ", ".join(f"{p['comm']}[{p['pid']}] {p.get('cpu_pct', p.get('cpu_s'))}%"
+                                       for p in bz) if bz else f"none used CPU in {ld.get('interval_s')} s — OK")
     st = ld.get("steal") or {}
-    item("steal time", _na("no /proc/stat") if st.get("pct_since_boot") is None else
-         f"{st['pct_since_boot']:.3f}% since boot, {st.get('ticks_during_probe')} ticks during the "
-         f"{ld.get('interval_s')} s probe" + (" — OK" if not st.get("ticks_during_probe") else " — noisy neighbour"))
+    r.item("steal time", _na("no /proc/stat") if st.get("pct_since_boot") is None else
+           f"{st['pct_since_boot']:.3f}% since boot, {st.get('ticks_during_probe')} ticks during the "
+           f"{ld.get('interval_s')} s probe" + (" — OK" if not st.get("ticks_during_probe") else " — noisy neighbour"))
 
+
+def _software_text(r: _Text, info: dict) -> None:
     s = info["software"]
-    sec("Software")
-    item("ringlab", s.get("ringlab"))
-    item("python", s["python"])
+    r.sec("Software")
+    r.item("ringlab", s.get("ringlab"))
+    r.item("python", s["python"])
     cc = s["compiler"]
-    item(f"compiler ({cc['cc']})", cc["version"] or _na(cc["reason"]))
-    item("packages", ", ".join(f"{k} {v or 'missing'}" for k, v in s["packages"].items()))
-
+    r.item(f"compiler ({cc['cc']})", cc["version"] or _na(cc["reason"]))
+    r.item("packages", ", ".join(f"{k} {v or 'missing'}" for k, v in s["packages"].items()))
     km = info.get("kmod")
     if km is not None:
-        sec("Kernel modules")
-        item("loading", "OK" if km["loadable"] else _na(km["reason"]))
+        r.sec("Kernel modules")
+        r.item("loading", "OK" if km["loadable"] else _na(km["reason"]))
         for line in modules.leftover_text(km["left_loaded"]):
-            item("LEFT LOADED", line)
+            r.item("LEFT LOADED", line)
 
+
+def format_text(info: dict) -> str:
+    """Human-readable report, sectioned like ``pyperf system show``."""
+    r = _Text()
+    for section in (_machine_text, _cpu_text, _frequency_text, _isolation_text, _perf_text,
+                    _load_text, _software_text):
+        section(r, info)
     if info.get("advice"):
-        sec("Advice")
+        r.sec("Advice")
         for a in info["advice"]:
-            lines.append(f"  - {a}")
-    return "\n".join(lines) + "\n"
+            r.lines.append(f"  - {a}")
+    return "\n".join(r.lines) + "\n"

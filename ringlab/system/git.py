@@ -25,6 +25,7 @@ ringlab.errors.
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -113,14 +114,12 @@ def is_refusal(stderr: str) -> bool:
 def refusal_message(repo: str | Path) -> str:
     repo = Path(repo)
     try:
-        import pwd
         owner = pwd.getpwuid(repo.stat().st_uid).pw_name
-    except (OSError, KeyError, ImportError):
+    except (OSError, KeyError):
         owner = "another user"
     try:
-        import pwd
         me = pwd.getpwuid(os.geteuid()).pw_name
-    except (KeyError, ImportError):
+    except KeyError:
         me = str(os.geteuid())
     return (f"git refuses the repository {repo}: it belongs to another user ({owner}), and ringlab "
             f"will not run git inside another user's repository as {me}; copy or clone it as the "

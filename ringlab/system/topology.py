@@ -284,23 +284,7 @@ def select_pairs(topo: Topology, spec, need_two: bool = True) -> list[tuple[int,
     if word == "none":
         return [(-1, -1, UNPINNED)]
     if word == "auto":
-        if not need_two:
-            c = pick_single_cpu(topo)
-            return [(c, c, "same-cpu")]
-        out = []
-        best: dict[str, tuple] = {}
-        c0 = pick_single_cpu(topo)
-        best["same-cpu"] = (_avoid_score(topo, [c0, c0]), (c0, c0))
-        for a, b in itertools.combinations(topo.cpus, 2):
-            cls = topo.pair_class(a, b)
-            score = _avoid_score(topo, [a, b])
-            if cls not in best or score < best[cls][0]:
-                best[cls] = (score, (a, b))
-        for cls in PAIR_CLASSES:
-            if cls in best:
-                a, b = best[cls][1]
-                out.append((a, b, cls))
-        return out
+        return _auto_pairs(topo, need_two)
     if word == "all":
         if not need_two:
             return [(c, c, "same-cpu") for c in topo.cpus]
@@ -309,20 +293,40 @@ def select_pairs(topo: Topology, spec, need_two: bool = True) -> list[tuple[int,
         raise _param_error(f"parameter 'cpus': empty value; allowed: {CPUS_ALLOWED}; online CPUs: {online}")
     out, seen = [], set()
     for item in items:
-        parts = item.split(":")
-        if len(parts) == 1 and not need_two:
-            parts = [parts[0], parts[0]]
-        if len(parts) != 2:
-            raise _param_error(f"parameter 'cpus': bad pair {item!r}; allowed: {CPUS_ALLOWED}; online CPUs: {online}")
-        try:
-            a, b = (int(p.strip()) for p in parts)
-        except ValueError:
-            raise _param_error(f"parameter 'cpus': bad pair {item!r} (CPUs must be integers); "
-                               f"allowed: {CPUS_ALLOWED}; online CPUs: {online}") from None
-        for c in (a, b):
-            if not topo.is_online(c):
-                raise _param_error(f"parameter 'cpus': CPU {c} in {item!r} is not online; online CPUs: {online}")
+        a, b = _explicit_pair(topo, item, need_two, online)
         if (a, b) not in seen:
             seen.add((a, b))
             out.append((a, b, topo.pair_class(a, b)))
     return out
+
+
+def _auto_pairs(topo: Topology, need_two: bool) -> list[tuple[int, int, str]]:
+    """``cpus=auto``: one pair per class present, each the pair that best avoids CPU 0 and its sibling."""
+    c0 = pick_single_cpu(topo)
+    if not need_two:
+        return [(c0, c0, "same-cpu")]
+    best: dict[str, tuple] = {"same-cpu": (_avoid_score(topo, [c0, c0]), (c0, c0))}
+    for a, b in itertools.combinations(topo.cpus, 2):
+        cls = topo.pair_class(a, b)
+        score = _avoid_score(topo, [a, b])
+        if cls not in best or score < best[cls][0]:
+            best[cls] = (score, (a, b))
+    return [(*best[cls][1], cls) for cls in PAIR_CLASSES if cls in best]
+
+
+def _explicit_pair(topo: Topology, item: str, need_two: bool, online: str) -> tuple[int, int]:
+    """One ``"a:b"`` item (or ``"c"`` without ``need_two``) of an explicit ``cpus``, validated."""
+    parts = item.split(":")
+    if len(parts) == 1 and not need_two:
+        parts = [parts[0], parts[0]]
+    if len(parts) != 2:
+        raise _param_error(f"parameter 'cpus': bad pair {item!r}; allowed: {CPUS_ALLOWED}; online CPUs: {online}")
+    try:
+        a, b = (int(p.strip()) for p in parts)
+    except ValueError:
+        raise _param_error(f"parameter 'cpus': bad pair {item!r} (CPUs must be integers); "
+                           f"allowed: {CPUS_ALLOWED}; online CPUs: {online}") from None
+    for c in (a, b):
+        if not topo.is_online(c):
+            raise _param_error(f"parameter 'cpus': CPU {c} in {item!r} is not online; online CPUs: {online}")
+    return a, b

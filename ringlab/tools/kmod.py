@@ -195,15 +195,9 @@ def _start_guard(name: str, log: str | None) -> tuple[subprocess.Popen, int]:
     return g, w
 
 
-def run_trial(module: str, name: str, args: list[str], pattern: str, log: str | None) -> int:
-    """insmod / read the kernel log / rmmod, with the module unloaded on every way out."""
-    def stop(signum, frame):
-        raise _Stop(signum)
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, stop)
-
-    insmod = shutil.which("insmod") or "insmod"
-    # A module left by the previous trial is being unloaded by its guardian: wait a little.
+def _leftover_or_unsafe(name: str) -> int:
+    """3 when a module of that name is still loaded after a short wait (the previous trial's guardian
+    unloads it), 2 when the state folder is unsafe, else 0."""
     deadline = time.monotonic() + WAIT_LEFTOVER_S
     while module_state(name) is not None and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -216,61 +210,72 @@ def run_trial(module: str, name: str, args: list[str], pattern: str, log: str | 
     except UnsafeDirError as e:
         print(f"ringlab.kmod: {e}", file=sys.stderr)
         return 2
-    guard, guard_w = _start_guard(name, log)
-    record = modules.record_path(name, os.getpid())
-    proc = None
-    result: dict = {"schema": 1, "binary": "kmod", "module": name, "path": str(module), "args": args}
-    code = 0
-    klog = None
-    try:
-        fd = os.open(record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w") as rf:
-            rf.write(json.dumps({"module": name, "path": str(module), "pid": os.getpid(),
-                                 "args": args, "started_utc": _utc()}))
-        klog = KernelLog()
-        t0 = time.perf_counter_ns()
-        proc = subprocess.Popen([insmod, str(module), *args], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
-        out, err = proc.communicate()
-        result["insmod_ns"] = time.perf_counter_ns() - t0
-        result["insmod_exit"] = proc.returncode
-        result["insmod_stderr"] = (err or out or "").strip()[-300:]
-        lines = klog.read_new()
-        result["log_lines"] = lines[-20:]
-        result["log_lost"] = klog.lost
-        result["results"] = parse_results(lines, pattern)
-    except _Stop as e:
-        print(f"ringlab.kmod: stopped by signal {e.args[0]}; unloading {name}", file=sys.stderr)
-        code = 128 + int(e.args[0])
-    finally:
-        # Ignore further signals while cleaning up: a second Ctrl-C must not skip the unload.
-        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(s, signal.SIG_IGN)
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            try:
-                proc.wait(timeout=GUARD_LIMIT_S)
-            except subprocess.TimeoutExpired:  # pragma: no cover - init never returns
-                pass
-        if klog is not None:
-            klog.close()
-        ok, why = rmmod(name)
-        result["unloaded"] = ok
-        if ok:
-            try:
-                record.unlink()
-            except OSError:
-                pass
-            _log(log, f"trial pid {os.getpid()}: {name} unloaded")
-        else:
-            _log(log, f"trial pid {os.getpid()}: {name} NOT unloaded: {why}")
+    return 0
+
+
+class _Loaded:
+    """What a trial started (insmod, the kernel log reader), for the unload on every way out."""
+    proc: subprocess.Popen | None = None
+    klog: KernelLog | None = None
+
+
+def _write_record(record: Path, name: str, module: str, args: list[str]) -> None:
+    fd = os.open(record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as rf:
+        rf.write(json.dumps({"module": name, "path": str(module), "pid": os.getpid(),
+                             "args": args, "started_utc": _utc()}))
+
+
+def _load(module: str, args: list[str], pattern: str, result: dict, held: _Loaded) -> None:
+    """insmod the module and read the result lines it logs into ``result``."""
+    insmod = shutil.which("insmod") or "insmod"
+    held.klog = KernelLog()
+    t0 = time.perf_counter_ns()
+    held.proc = subprocess.Popen([insmod, str(module), *args], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+    out, err = held.proc.communicate()
+    result["insmod_ns"] = time.perf_counter_ns() - t0
+    result["insmod_exit"] = held.proc.returncode
+    result["insmod_stderr"] = (err or out or "").strip()[-300:]
+    lines = held.klog.read_new()
+    result["log_lines"] = lines[-20:]
+    result["log_lost"] = held.klog.lost
+    result["results"] = parse_results(lines, pattern)
+
+
+def _unload(name: str, record: Path, log: str | None, guard_w: int, result: dict, held: _Loaded) -> str:
+    """Stop insmod, rmmod the module, drop the record and release the guardian; why rmmod failed."""
+    # Ignore further signals while cleaning up: a second Ctrl-C must not skip the unload.
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN)
+    if held.proc is not None and held.proc.poll() is None:
+        held.proc.kill()
         try:
-            os.write(guard_w, b"done\n")
-            os.close(guard_w)
+            held.proc.wait(timeout=GUARD_LIMIT_S)
+        except subprocess.TimeoutExpired:  # pragma: no cover - init never returns
+            pass
+    if held.klog is not None:
+        held.klog.close()
+    ok, why = rmmod(name)
+    result["unloaded"] = ok
+    if ok:
+        try:
+            record.unlink()
         except OSError:
             pass
-    if code:
-        return code
+        _log(log, f"trial pid {os.getpid()}: {name} unloaded")
+    else:
+        _log(log, f"trial pid {os.getpid()}: {name} NOT unloaded: {why}")
+    try:
+        os.write(guard_w, b"done\n")
+        os.close(guard_w)
+    except OSError:
+        pass
+    return why
+
+
+def _outcome(result: dict, name: str, pattern: str, why: str) -> int:
+    """Print the trial's JSON and return 0, or say why there is none and return its exit status."""
     if not result["unloaded"]:
         print(f"ringlab.kmod: {name} still loaded after rmmod: {why}", file=sys.stderr)
         return 3
@@ -281,6 +286,30 @@ def run_trial(module: str, name: str, args: list[str], pattern: str, log: str | 
         return 1 if result["insmod_exit"] == 0 else result["insmod_exit"] or 1
     print(json.dumps(result), flush=True)
     return 0
+
+
+def run_trial(module: str, name: str, args: list[str], pattern: str, log: str | None) -> int:
+    """insmod / read the kernel log / rmmod, with the module unloaded on every way out."""
+    def stop(signum, frame):
+        raise _Stop(signum)
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, stop)
+    code = _leftover_or_unsafe(name)
+    if code:
+        return code
+    guard, guard_w = _start_guard(name, log)
+    record = modules.record_path(name, os.getpid())
+    result: dict = {"schema": 1, "binary": "kmod", "module": name, "path": str(module), "args": args}
+    held = _Loaded()
+    try:
+        _write_record(record, name, module, args)
+        _load(module, args, pattern, result, held)
+    except _Stop as e:
+        print(f"ringlab.kmod: stopped by signal {e.args[0]}; unloading {name}", file=sys.stderr)
+        code = 128 + int(e.args[0])
+    finally:
+        why = _unload(name, record, log, guard_w, result, held)
+    return code or _outcome(result, name, pattern, why)
 
 
 def run_guard(name: str, parent: int, log: str | None) -> int:

@@ -22,7 +22,9 @@ import shlex
 
 import pandas as pd
 
+from ringlab.paths import ROOT
 from ringlab.tools import perfstat
+from ringlab.tools.kmod import module_name
 
 CONFIG = ["module", "args", "cpu_req_producer", "cpu_req_consumer"]
 
@@ -39,7 +41,6 @@ def _split_command(cmd: str | None, push_arg: str, pop_arg: str) -> dict:
         return out
     rest = words[1:]
     if rest:
-        from ringlab.tools.kmod import module_name
         out["module"] = module_name(rest[0])
     args = []
     for w in rest[1:]:
@@ -103,7 +104,6 @@ def compare_blocks(published: pd.DataFrame, mine: pd.DataFrame, metric: str = "e
 
 def published_seed002() -> pd.DataFrame:
     """Seed 002's ``perf stat -r 200/10 insmod ./page_frag_test.ko ...`` blocks (ringlab/data)."""
-    from ringlab.paths import ROOT
     return perf_rows((ROOT / "ringlab" / "data" / "seed002_perfstat.txt").read_text())
 
 

@@ -17,6 +17,8 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
+import pandas as pd
+
 from ringlab.schema import COUNTER_EVENTS
 
 #: perf's event names -> ringlab.schema names
@@ -225,8 +227,6 @@ def blocks_to_rows(blocks: list[PerfStatBlock]):
     ``counter_errors`` ("branches: not supported; ..."), ``ipc`` and ``branch_miss_rate``.
     Unsupported or uncounted events are NaN, never 0.
     """
-    import pandas as pd
-
     rows = []
     for i, b in enumerate(blocks):
         row = {"block": i, "label": b.label, "command": b.command, "runs": b.runs,

@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 
 from ringlab.errors import ParamError
+from ringlab.lab.bisect import Config, start
+from ringlab.lab.bisect.report import write_outputs
 from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
+
 
 OWN = ("tree", "good", "bad", "metric", "threshold", "step_budget")
 
@@ -43,7 +46,6 @@ def _number(params: dict, name: str, kind, default):
 
 
 def config(args):
-    from ringlab.lab.bisect import Config
     params: dict[str, str] = {}
     for name, value in args.parameter:
         if name in params:
@@ -66,8 +68,6 @@ def config(args):
 
 
 def run(args) -> int:
-    from ringlab.lab.bisect import start
-    from ringlab.lab.bisect.report import write_outputs
     cfg = config(args)
     b = start(cfg, resume=args.resume)
     b.log = lambda msg: print(f"ringlab bisect: {msg}", file=sys.stderr)

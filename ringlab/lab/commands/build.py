@@ -4,8 +4,14 @@ from __future__ import annotations
 import json
 import sys
 
+from ringlab.build import native
+from ringlab.build.cflags import BuildError
+from ringlab.build.driver import SANITIZERS, build_all
+from ringlab.errors import ParamError
 from ringlab.lab.commands.dashvalues import allow_dash_values
-from ringlab.experiments.base import ParamError
+from ringlab.sources.header_files import KernelHeaderError
+from ringlab.sources.header_source import resolve_source
+from ringlab.sources.kernel_header import detect_generation, parse_spec
 
 
 def add_arguments(p) -> None:
@@ -27,16 +33,9 @@ def _parse_specs(specs: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for spec in specs:
         try:
-            from ringlab.sources.kernel_header import KernelHeaderError, parse_spec
-        except ImportError:
-            if "=" not in spec:
-                raise ParamError(f"--kernel-header: expected NAME=SOURCE, got {spec!r}") from None
-            name, _, path = spec.partition("=")
-        else:
-            try:
-                name, path = parse_spec(spec)
-            except KernelHeaderError as e:
-                raise ParamError(str(e)) from None
+            name, path = parse_spec(spec)
+        except KernelHeaderError as e:
+            raise ParamError(str(e)) from None
         if name in out:
             raise ParamError(f"--kernel-header: NAME {name!r} given twice; allowed: unique names")
         out[name] = str(path)
@@ -49,7 +48,6 @@ def _check_sources(headers: dict[str, str]) -> None:
     cached, so the build that follows does not fetch them again."""
     if not headers:
         return
-    from ringlab.sources.kernel_header import KernelHeaderError, detect_generation, resolve_source
     for name, spec in headers.items():
         try:
             detect_generation(resolve_source(spec).header)
@@ -58,23 +56,14 @@ def _check_sources(headers: dict[str, str]) -> None:
                              "headers package, git:TREE@REV, BASE+PATCH, BASE+lore:MSGID") from None
 
 
-def _native_description() -> dict | None:
+def _native_description() -> dict:
     try:
-        from ringlab.build import native
-    except ImportError:
-        return None
-    describe = getattr(native, "describe", None)
-    if describe is None:
-        return None
-    try:
-        return describe()
+        return native.describe()
     except Exception as e:  # the extension is optional for the binaries: report, do not fail
         return {"error": f"{type(e).__name__}: {e}"}
 
 
 def run(args) -> int:
-    from ringlab.build.driver import SANITIZERS, BuildError, build_all
-
     if args.sanitize is not None and args.sanitize.replace(" ", "") not in (*SANITIZERS, "undefined,address"):
         raise ParamError(f"--sanitize {args.sanitize!r}: allowed: {', '.join(SANITIZERS)}")
     headers = _parse_specs(args.kernel_header)
@@ -84,10 +73,10 @@ def run(args) -> int:
     except BuildError as e:
         print(f"ringlab build: error: {e}", file=sys.stderr)
         return 1
-    native = _native_description()
+    cffi_module = _native_description()
     if args.json:
         d = info.to_dict()
-        d["native"] = native
+        d["native"] = cffi_module
         print(json.dumps(d, indent=1))
         return 0
     for b in info.binaries.values():
@@ -96,10 +85,9 @@ def run(args) -> int:
         print(f"# skipped {name}: {why}", file=sys.stderr)
     print(f"compiler: {info.compiler} ({info.compiler_version})")
     print(f"flags: {' '.join(info.cflags)}")
-    if native is not None:
-        if "error" in native:
-            print(f"cffi module: unavailable ({native['error']})")
-        else:
-            print(f"cffi module: {native.get('compiler')} flags: {' '.join(native.get('flags', []))}"
-                  f" (cache {native.get('cache_dir')})")
+    if "error" in cffi_module:
+        print(f"cffi module: unavailable ({cffi_module['error']})")
+    else:
+        print(f"cffi module: {cffi_module.get('compiler')} flags: {' '.join(cffi_module.get('flags', []))}"
+              f" (cache {cffi_module.get('cache_dir')})")
     return 0

@@ -9,8 +9,12 @@ or boost knob under the sysfs root: nothing is written then).
 from __future__ import annotations
 
 import json
+import sys
 
 from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.sources import kernel_header as kh
+from ringlab.system import envinfo
+from ringlab.system.governor import restore_saved_state
 
 
 def add_arguments(p) -> None:
@@ -31,7 +35,6 @@ def run(args) -> int:
     if args.headers:
         return _headers()
     if args.restore:
-        from ringlab.system.governor import restore_saved_state
         res = restore_saved_state(args.state_file)
         if args.json:
             print(json.dumps(res, indent=2))
@@ -40,7 +43,6 @@ def run(args) -> int:
             for m in res["messages"]:
                 print(f"  {m}")
         return 1 if res["status"] in ("failed", "refused") else 0
-    from ringlab.system import envinfo
     info = envinfo.collect(probe_counters=not args.no_probe)
     if args.json:
         print(json.dumps(info, indent=2, default=str))
@@ -50,9 +52,6 @@ def run(args) -> int:
 
 
 def _headers() -> int:
-    import sys
-
-    from ringlab.sources import kernel_header as kh
     trees = kh.header_trees()
     if not trees:
         print(f"ringlab env --headers: no kernel header tree found (no {kh.USR_SRC}/*/{kh.IN_TREE}); "

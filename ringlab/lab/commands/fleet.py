@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ringlab.errors import ParamError
+from ringlab.lab import fleet
 
 
 def add_arguments(p):
@@ -37,8 +39,6 @@ def _log(msg: str) -> None:
 
 
 def _submit(args) -> int:
-    from ringlab.errors import ParamError
-    from ringlab.lab import fleet
     if args.resume:
         if args.cmd and args.cmd != ["--"]:
             raise ParamError("parameter '--resume': re-queues the fleet's own command; allowed: no command after --")
@@ -54,7 +54,6 @@ def _submit(args) -> int:
 
 
 def _status(args) -> int:
-    from ringlab.lab import fleet
     doc, states = fleet.status(args.fleet_id)
     print(f"fleet {doc['fleet_id']} at {doc['commit'][:12]}: ringlab {doc['kind']} {' '.join(doc['command'])}")
     for node, entry in doc["nodes"].items():
@@ -70,7 +69,6 @@ def _status(args) -> int:
 
 
 def _collect(args) -> int:
-    from ringlab.lab import fleet
     doc, verdicts, index = fleet.collect(args.fleet_id)
     ok = [v for v in verdicts if v.verdict == "complete"]
     print(f"fleet {doc['fleet_id']}: {len(ok)} of {len(verdicts)} hosts delivered complete runs")

@@ -6,9 +6,12 @@ Exit codes: 0 ok, 1 no perf stat block found, 2 unreadable FILE.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
+from ringlab.errors import DataError, ParamError
 from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.tools import kmod_perf, perfstat
 
 
 def add_arguments(p) -> None:
@@ -30,12 +33,6 @@ TABLE_COLUMNS = ["block", "label", "variant", "module", "args", "cpu_req_produce
 
 
 def run(args) -> int:
-    from ringlab.tools import perfstat
-    from ringlab.experiments.base import ParamError
-
-    import os
-
-    from ringlab.errors import DataError
     allowed = "allowed: a readable text file with perf stat output, or '-' for stdin"
     try:
         if args.file == "-":
@@ -59,7 +56,6 @@ def run(args) -> int:
         raise DataError(f"{args.file}: no perf stat output found; expected 'Performance counter stats for ...' "
                         "blocks or `perf stat -x,` lines")
     if args.kmod:
-        from ringlab.tools import kmod_perf
         df = kmod_perf.perf_rows(text)
     else:
         df = perfstat.blocks_to_rows(blocks)

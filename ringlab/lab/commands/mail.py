@@ -4,7 +4,13 @@
 """
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
+
+from ringlab.errors import ParamError
+from ringlab.report.bisect_mail import bisect_mail_text, is_bisect_folder
+from ringlab.report.mail import MailError, mail_text
 
 
 def add_arguments(p) -> None:
@@ -20,12 +26,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    import os
-    from pathlib import Path
-
-    from ringlab.errors import ParamError
-    from ringlab.report.bisect_mail import bisect_mail_text, is_bisect_folder
-    from ringlab.report.mail import MailError, mail_text
     if args.output:
         out = Path(args.output)
         if out.is_dir():

@@ -6,8 +6,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from ringlab.errors import ParamError
 from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.report import provenance
+from ringlab.rundir import read_env, read_run
 
 
 def add_arguments(p):
@@ -66,11 +70,6 @@ def format_compare(c: dict) -> str:
 
 
 def run(args) -> int:
-    from pathlib import Path
-
-    from ringlab.report import provenance
-    from ringlab.errors import ParamError
-    from ringlab.rundir import read_env, read_run
     for d in [args.run_dir] + ([args.against] if args.against else []):
         # corrupt files: DataError (exit 2) naming the file and line
         raw, env = Path(d) / "raw.csv", Path(d) / "env.json"

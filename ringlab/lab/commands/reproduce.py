@@ -4,10 +4,10 @@ from __future__ import annotations
 import sys
 
 from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.lab.reproduce import NOTEBOOKS, PROFILES, ReproduceError, main_summary, reproduce
 
 
 def add_arguments(p):
-    from ringlab.lab.reproduce import NOTEBOOKS, PROFILES
     p.add_argument("--profile", default="quick", choices=PROFILES,
                    help="smoke (seconds), quick (minutes, default), full (what we commit)")
     p.add_argument("--only", nargs="+", metavar="NAME",
@@ -17,7 +17,6 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ringlab.lab.reproduce import ReproduceError, main_summary, reproduce
     try:
         outcomes = reproduce(args.profile, args.only, args.host,
                              log=lambda m: print(m, file=sys.stderr, flush=True))

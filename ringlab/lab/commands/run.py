@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import sys
 
+from ringlab.errors import ParamError
+from ringlab.experiments.base import get
 from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
+from ringlab.run import run_experiment
 
 
 def add_arguments(p):
@@ -28,7 +31,6 @@ def add_arguments(p):
 
 
 def _list_params(name: str) -> int:
-    from ringlab.experiments.base import get
     cls = get(name)
     print(f"{cls.name}: {cls.description}")
     for n, p in cls.all_params().items():
@@ -39,9 +41,6 @@ def _list_params(name: str) -> int:
 
 
 def run(args) -> int:
-    from ringlab.errors import ParamError
-    from ringlab.run import run_experiment
-
     if args.list_params:
         return _list_params(args.experiment)
     params: dict[str, str] = {}

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import sys
 
+from ringlab.errors import DataError
 from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.report import pick_metric, write_report
+from ringlab.rundir import RunFolder, read_run, require_metric
+from ringlab.stats import StatsError
 
 
 def add_arguments(p) -> None:
@@ -18,11 +22,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ringlab.report import write_report
-    from ringlab.errors import DataError
-    from ringlab.rundir import RunFolder, read_run, require_metric
-    from ringlab.stats import StatsError
-
     labels = {}
     for item in args.label:
         if "=" not in item:
@@ -33,7 +32,6 @@ def run(args) -> int:
     folder = RunFolder(args.dir)
     # corrupt files: DataError (exit 2) naming the file and line
     df, env = read_run(folder.path)
-    from ringlab.report import pick_metric
     try:
         metric = pick_metric(df, args.metric)
     except StatsError as e:
