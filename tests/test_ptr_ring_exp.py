@@ -53,7 +53,7 @@ def test_bad_parameters(params, msg):
 def test_kernel_header_variant(tmp_path):
     h = tmp_path / "my dir; $(x)" / "ptr_ring.h"
     h.parent.mkdir()
-    h.write_text("")
+    h.write_text("struct ptr_ring {\n\tint producer;\n\tint consumer_head;\n};\n")
     v = PtrRing.resolve({"kernel_headers": f"deb={h}", "variants": "batch,deb", "layouts": 1})
     assert parse_kernel_headers(v["kernel_headers"]) == {"deb": str(h)}
     exp = PtrRing()

@@ -36,6 +36,8 @@ NOT_RUN_FOLDERS = {
     ("sources/builtin_patches.py", "write_builtin"): "build/patches/: a built-in test patch (keep_patch "
                                                      "copies it into the run folder through rundir.write_bytes)",
     ("system/git.py", "export"): "build/ cache: the files of a git:TREE@REV exported as raw blobs",
+    ("lab/bisect/testrepo.py", "_step"): "build/bisect-testrepo/: the files of notebook 13's test repository",
+    ("lab/bisect/testrepo.py", "build"): "build/bisect-testrepo/: the test repository's first header",
     ("lab/fleet/submit.py", "_submit_node"): "results/fleet/FLEET-ID/: the sbatch job script of a node",
     ("tools/kernel_tests.py", "_locked"): "the lock file of a ringtest build folder under build/",
     ("tools/kernel_tests.py", "prepare"): "the stamp of build/'s copy of a tree's tools/virtio/ringtest",

@@ -99,7 +99,8 @@ def test_ringtest_binaries_are_in_the_build_record(tmp_path, monkeypatch):
     a = write_fake_ringtest_tree(tmp_path / "a", generation=1)
     b = write_fake_ringtest_tree(tmp_path / "b", generation=2)
     res = runner.run_experiment("ringtest", {"tree": f"A={a},B={b}", "cpus": "none", "run_cycles": 100,
-                                             "trials": 1, "warmup": 0, "profile": "smoke"}, tmp_path / "run",
+                                             "trials": 1, "warmup": 0, "profile": "smoke", "layouts": 1},
+                                tmp_path / "run",
                                 progress=False, build=True, log=lambda m: None)
     build = rundir.read_env(res.out_dir).doc["build"]
     assert {"ringtest-A-ptr_ring", "ringtest-B-ptr_ring"} <= set(build["binaries"])
