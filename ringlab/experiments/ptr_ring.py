@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ringlab.build.layouts import MAX_LAYOUTS, Layout, arm_layouts
-from ringlab.experiments.base import (MAX_OPS, Experiment, Param, ParamError, TrialSpec, last_json_object,
-                                      parse_harness_json)
+from ringlab.errors import ParamError
+from ringlab.experiments.base import Experiment, TrialSpec, last_json_object, parse_harness_json
+from ringlab.experiments.params import MAX_OPS, Param
 
 BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
 

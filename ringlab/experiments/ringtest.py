@@ -41,10 +41,11 @@ from typing import Any
 
 from ringlab import schema
 from ringlab.build.layouts import MAX_LAYOUTS, layout_spec
-from ringlab.errors import InputFileError, RunnerError
+from ringlab.errors import InputFileError, ParamError, RunnerError
 from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
-from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
+from ringlab.experiments.base import Experiment, TrialSpec, last_json_object
+from ringlab.experiments.params import Param
 
 DEFAULT_TREE = "debian:linux-source-6.1"
 _PAIR = re.compile(r"^\d+:\d+$")
