@@ -29,6 +29,7 @@ from ringlab.run.context import RunContext
 from ringlab.run import stopping
 from ringlab.run.plan import LAYOUT_DESCRIPTION, ORDER_DESCRIPTION, full_plan, order_plan
 from ringlab.system import envinfo
+from ringlab.build import binaries
 
 
 def new_run_id() -> str:
@@ -56,8 +57,7 @@ def default_out_dir(experiment: str, host: str | None = None, run_id: str | None
     """scratch/<experiment>/<host>/<run-id>/ (never an existing folder): the scratch folder of
     notebook runs made outside ``ringlab reproduce`` (``reproduce.scratch_dir``,
     $RINGLAB_SCRATCH), so a run without --out never lands in results/ or its index."""
-    from ringlab.paths import scratch_dir
-    return scratch_dir() / experiment / (host or host_id()) / (run_id or new_run_id())
+    return paths.scratch_dir() / experiment / (host or host_id()) / (run_id or new_run_id())
 
 
 @dataclass
@@ -209,7 +209,6 @@ class NotBuiltError(RunnerError):
 def _check_built(exp, values) -> dict[str, Any]:
     """Without a build: every binary this run measures must be the one built from the
     source set it asks for (``ringlab.binaries.check_binaries``); never a stale one."""
-    from ringlab.build import binaries
     try:
         info = binaries.check_binaries(**exp.build_args(values),
                                        only=list(exp.needed_binaries(values))).to_dict()
