@@ -32,6 +32,8 @@ from ringlab.report.tables import comparison_rows
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
 from ringlab.stats.compare import compare
+from ringlab.build import driver
+from ringlab.tools import icount
 
 BASELINE = "base"
 #: arm -> (built-in patch, expected extra instructions in percent of the base; None: fixed N)
@@ -107,7 +109,6 @@ def default_base() -> str:
 
 
 def _count(exe: Path) -> float:
-    from ringlab.tools import icount
     argv = [str(exe), "-s", str(ICOUNT_SIZE), "-m", "0", "-N", str(ICOUNT_OPS), "--counters", "none"]
     return icount.count(argv).instructions / ICOUNT_OPS
 
@@ -115,8 +116,6 @@ def _count(exe: Path) -> float:
 def base_instructions(header: Path, out_dir: Path | None = None) -> tuple[float | None, str]:
     """(instructions/op, "callgrind") of ``header`` in mode 0 with a ring of 1000; (None, why)
     when callgrind is not available here."""
-    from ringlab.build import driver
-    from ringlab.tools import icount
     av = icount.availability()
     if not av.ok:
         return None, f"no callgrind count: {av.reason}"

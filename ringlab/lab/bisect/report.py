@@ -3,7 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib
+
 from ringlab import rundir
+
+matplotlib.use("Agg")  # figures go to files, never to a display (as in ringlab.report.figures)
+import matplotlib.pyplot as plt  # noqa: E402
 
 
 def _ci(e: dict | None) -> str:
@@ -57,9 +62,6 @@ def summary_md(state: dict) -> str:
 
 def effect_figure(state: dict):
     """The candidate's effect against good (with its CI) against commit order."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 3.5))
     n = len(state["candidates"])
     ep = state.get("endpoints") or {}
