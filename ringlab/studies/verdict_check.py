@@ -219,6 +219,25 @@ def expectations(cmp_default: pd.DataFrame, cmp_aligned: pd.DataFrame | None) ->
     return frame
 
 
+def _instruction_rows(build: str, ic: pd.DataFrame, check: CheckPlan) -> list[dict]:
+    """One row per arm and ring size: the count, its difference from the base at that size, and
+    whether every layout of the arm counted the same (it must: a layout adds no executed code)."""
+    sizes = sorted(ic["size"].unique()) if "size" in ic.columns else [None]
+    rows = []
+    for size in sizes:
+        sub = ic if size is None else ic[ic["size"] == size]
+        per = sub.groupby(sub["variant"].astype(str))["instructions_per_op"]
+        base = per.median().get(BASELINE, math.nan)
+        for arm, med in per.median().items():
+            spec = check.specs.get(arm)
+            rows.append({"build": build, "arm": arm, **({} if size is None else {"size": int(size)}),
+                         "instructions/op": round(med, 3), "difference": round(med - base, 3),
+                         "difference %": round(100 * (med / base - 1), 2),
+                         "expected difference": round(check.expected_extra(spec), 3) if spec else 0.0,
+                         "identical in every layout": bool(per.get_group(arm).nunique() == 1)})
+    return rows
+
+
 def instruction_table(runs: dict[str, Path], check: CheckPlan) -> pd.DataFrame:
     """Exact instructions per operation of every arm (callgrind rows of raw.csv), per build
     (``runs``: build label -> run folder), with the extra stated before measuring."""
@@ -229,14 +248,7 @@ def instruction_table(runs: dict[str, Path], check: CheckPlan) -> pd.DataFrame:
             rows.append({"build": build, "arm": "n/a", "note": "no callgrind rows (icount=false or valgrind missing)"})
             continue
         ic = df[(df["icount_source"] == "callgrind") & (df["status"] == "ok")]
-        per = ic.groupby(ic["variant"].astype(str))["instructions_per_op"]
-        base = per.median().get(BASELINE, math.nan)
-        for arm, med in per.median().items():
-            spec = check.specs.get(arm)
-            rows.append({"build": build, "arm": arm, "instructions/op": round(med, 3),
-                         "difference": round(med - base, 3), "difference %": round(100 * (med / base - 1), 2),
-                         "expected difference": round(check.expected_extra(spec), 3) if spec else 0.0,
-                         "identical in every layout": bool(per.get_group(arm).nunique() == 1)})
+        rows += _instruction_rows(build, ic, check)
     return pd.DataFrame(rows)
 
 
