@@ -53,7 +53,8 @@ def summary_md(state: dict) -> str:
     if ep.get("group"):
         lines += ["", f"Configuration followed: `{ep['group']}` (the endpoints' largest significant change)."]
     lines += ["", "Call: good when the candidate differs significantly from bad towards good and not from good "
-              "towards bad; bad the mirror; otherwise unclear (more rounds, then skipped).", "",
+              "towards bad, with its effect against good below half of the endpoints'; bad the mirror (at "
+              "least half); otherwise unclear (more rounds, then skipped).", "",
               "| step | commit | subject | rounds | vs good | vs bad | call |", "|---|---|---|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in step_rows(state)]
     lines += ["", f"Reproduce: `{state.get('command', '')}`", ""]
