@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import os
+import pwd
+import stat as _stat
 from pathlib import Path
+
+from ringlab.errors import UnsafeDirError
 
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
@@ -29,18 +33,14 @@ def results_dir() -> Path:
 
 def _owner(uid: int) -> str:
     try:
-        import pwd
         return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
-    except (KeyError, ImportError):
+    except KeyError:
         return f"uid {uid}"
 
 
 def check_private_dir(path: Path, st: os.stat_result, what: str, env: str) -> None:
     """Raise UnsafeDirError unless ``st`` (an lstat or fstat of ``path``) is a real directory
     owned by the current user and not writable by group or others."""
-    import stat as _stat
-
-    from ringlab.errors import UnsafeDirError
     fix = f"remove it (rm -r {path}) or set {env} to a folder of yours with mode 0700"
     if _stat.S_ISLNK(st.st_mode):
         raise UnsafeDirError(f"{what} {path} is a symbolic link; ringlab does not follow links there: {fix}")

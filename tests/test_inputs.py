@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ringlab.lab.cli import build_parser, main
-from ringlab.experiments.base import MAX_OPS, Param, ParamError
+from ringlab.errors import ParamError
+from ringlab.experiments.params import MAX_OPS, Param
 from ringlab.experiments.page_frag import PageFrag
 from ringlab.experiments.ptr_ring import MODE_DESCRIPTIONS, PtrRing
 

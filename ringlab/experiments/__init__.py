@@ -1,6 +1,8 @@
 """Experiments: what to run (parameters, trial plans, argv, parsing). See base.py."""
 from ringlab.experiments import base as _base
-from ringlab.experiments.base import COMMON_PARAMS, Experiment, Param, ParamError, TrialSpec, get, names
+from ringlab.errors import ParamError
+from ringlab.experiments.base import Experiment, TrialSpec, get, names
+from ringlab.experiments.params import COMMON_PARAMS, Param
 
 # The kernel's own tests (tools/virtio/ringtest, in-kernel test modules).
 _base._REGISTRY.setdefault("ringtest", "ringlab.experiments.ringtest:Ringtest")

@@ -8,191 +8,18 @@ asks it for the list of trials, shuffles them (seeded), builds each trial's argv
 with ``command()``, runs it in a fresh process and hands stdout back to
 ``parse()``, which returns raw.csv rows.
 
-Parsing of values is shared by the CLI and the notebooks, and guards against
-papermill's traps: ``-p sizes 16,1000`` arrives as a string, ``-p version 1.10``
-as a float, YAML ``-y`` lists as lists.  Every error names the parameter and the
-allowed values.
+The parameters themselves (kinds, bounds, parsing) are in ``ringlab.experiments.params``.
 """
 from __future__ import annotations
 
+import importlib
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ringlab.errors import ParamError  # noqa: F401  (re-exported: experiments raise it)
-
-
-KINDS = ("int", "float", "bool", "str", "int_list", "str_list", "float_list")
-
-#: The most operations one timed loop may run: the C binaries refuse more (ptr_ring_test and
-#: syscall_loop ``-N``, page_frag_test ``nr_test``), so the count parameters stop here too.
-MAX_OPS = 10**12
-#: Bounds of the common numeric parameters (documented in ``ringlab run EXP --list-params``).
-MAX_TRIALS = 100_000          # measured trials (or rounds) per configuration
-MAX_WARMUP = 1_000            # warm-up trials per configuration
-MAX_TIMEOUT_S = 86_400.0      # one trial may run a day at most
-MAX_BUDGET_S = 30 * 86_400.0  # target_ci's budget: thirty days of trials
-MAX_SEED = 2**32 - 1
-#: A plan may hold at most this many trials (warm-ups and icount trials included): each is a
-#: process and at least one raw.csv row, and the plan is held in memory (about 2 KiB a trial).
-MAX_PLAN_TRIALS = 1_000_000
-
-
-def _num_text(x: float) -> str:
-    """A bound as users type it: 10000000, not 1e+07."""
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    kind: str                      # one of KINDS
-    default: Any
-    help: str
-    choices: tuple | None = None   # allowed values (for str / str_list / int)
-    min: float | None = None       # inclusive bounds for numbers (each list element too)
-    max: float | None = None
-    column: bool = True            # recorded as a raw.csv parameter column per trial
-
-    def allowed(self) -> str:
-        if self.choices is not None:
-            return "one of " + ", ".join(map(str, self.choices)) + (
-                " (comma-separated list)" if self.kind.endswith("_list") else "")
-        what = {"int": "an integer", "float": "a number", "bool": "true or false",
-                "str": "a string", "int_list": "a comma-separated list of integers",
-                "str_list": "a comma-separated list", "float_list": "a comma-separated list of numbers"}[self.kind]
-        if self.min is not None and self.max is not None:
-            what += f" in [{_num_text(self.min)}, {_num_text(self.max)}]"
-        elif self.min is not None:
-            what += f" >= {_num_text(self.min)}"
-        elif self.max is not None:
-            what += f" <= {_num_text(self.max)}"
-        return what
-
-    def parse(self, raw: Any) -> Any:
-        """Turn a CLI string / papermill value into the typed value, or raise ParamError."""
-        def fail(why: str = "") -> ParamError:
-            got = repr(raw)
-            return ParamError(f"parameter '{self.name}': {why or 'invalid value'} {got}; allowed: {self.allowed()}")
-
-        if self.kind.endswith("_list"):
-            elem = Param(self.name, self.kind[:-5], None, self.help, self.choices, self.min, self.max)
-            if isinstance(raw, str):
-                parts = [p.strip() for p in raw.replace(";", ",").split(",")]
-                if parts == [""]:
-                    raise fail("empty list")
-            elif isinstance(raw, (list, tuple)):
-                parts = [p.strip() if isinstance(p, str) else p for p in raw]
-            elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
-                parts = [raw]
-            else:
-                raise fail("not a list:")
-            if not parts:
-                raise fail("empty list")
-            if "" in parts:
-                raise fail(f"empty element (number {parts.index('') + 1}) in")
-            out = []
-            for p in parts:
-                out.append(elem.parse(p))
-            return out
-        if self.kind == "bool":
-            if isinstance(raw, bool):
-                return raw
-            if isinstance(raw, (int,)) and raw in (0, 1):
-                return bool(raw)
-            if isinstance(raw, str) and raw.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                return raw.strip().lower() in ("1", "true", "yes", "on")
-            raise fail("not a boolean:")
-        if self.kind == "int":
-            if isinstance(raw, bool):
-                raise fail("not an integer:")
-            if isinstance(raw, int):
-                val = raw
-            elif isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
-                val = int(raw)
-            elif isinstance(raw, str):
-                s = raw.strip().replace("_", "")
-                try:
-                    val = int(s, 0) if s.lower().startswith(("0x", "0o", "0b")) else int(s)
-                except ValueError:
-                    try:
-                        f = float(s)  # accept 1e8
-                    except ValueError:
-                        raise fail("not an integer:") from None
-                    if not math.isfinite(f):
-                        raise fail("not a finite number:")
-                    if not f.is_integer():
-                        raise fail("not an integer:") from None
-                    val = int(f)
-            else:
-                raise fail("not an integer:")
-        elif self.kind == "float":
-            if isinstance(raw, bool):
-                raise fail("not a number:")
-            try:
-                val = float(raw)
-            except (TypeError, ValueError):
-                raise fail("not a number:") from None
-            if not math.isfinite(val):
-                raise fail("not a finite number:")
-        elif self.kind == "str":
-            if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
-                raise fail("not a string:")
-            # papermill trap: -p version 1.10 arrives as 1.1; we cannot undo that,
-            # so strings that must look like numbers should be passed with -r.
-            val = str(raw).strip()
-        else:  # pragma: no cover - programming error
-            raise AssertionError(self.kind)
-        if self.choices is not None and val not in self.choices:
-            raise fail("unknown value")
-        if self.min is not None and val < self.min:
-            raise fail("too small:")
-        if self.max is not None and val > self.max:
-            raise fail("too large:")
-        return val
-
-    def format(self, value: Any) -> str:
-        """The CLI / CSV spelling of a typed value."""
-        if isinstance(value, list):
-            return ",".join(map(str, value))
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value)
-
-
-#: Parameters every experiment has (the runner interprets them).
-COMMON_PARAMS = [
-    Param("profile", "str", "quick", "smoke (seconds, tests) | quick (minutes) | full (committed runs)",
-          choices=("smoke", "quick", "full"), column=False),
-    Param("trials", "int", 10, "measured trials per configuration", min=1, max=MAX_TRIALS, column=False),
-    Param("warmup", "int", 1, "warm-up trials per configuration (kept, marked warmup)", min=0, max=MAX_WARMUP,
-          column=False),
-    Param("repeats", "int", 1, "in-process timed loops per trial process (Kalibera & Jones)", min=1, max=1000,
-          column=False),
-    Param("timeout", "float", 120.0, "seconds before a trial is killed and recorded as timeout", min=0.1,
-          max=MAX_TIMEOUT_S, column=False),
-    Param("seed", "int", 1, "seed of the randomized interleaved trial order", min=0, max=MAX_SEED, column=False),
-    Param("counters", "bool", True, "read perf_event_open counters inside the measured region", column=False),
-    Param("governor", "bool", True, "set the performance governor on the CPUs in use, restore afterwards",
-          column=False),
-    Param("disable_boost", "bool", False, "also disable turbo/boost while measuring", column=False),
-    Param("icount", "bool", False, "also count instructions under callgrind (single-threaded trials only)",
-          column=False),
-    Param("icount_ops", "int", 1_000_000, "operations per callgrind trial (callgrind is 50-100x slower)",
-          min=1, max=MAX_OPS, column=False),
-    Param("icount_trials", "int", 2, "callgrind trials per single-threaded configuration", min=1,
-          max=1_000, column=False),
-    Param("quiet", "str", "warn", "other work on the measured CPUs at the start: warn, wait for quiet, or off",
-          choices=("warn", "wait", "off"), column=False),
-    Param("target_ci", "float", 0.0, "stop on a target: after a pilot, run the rounds that bring every "
-          "95% CI half-width to this percent (two-stage design; 0: off, trials decides)", min=0.0, max=99.0,
-          column=False),
-    Param("budget", "float", 0.0, "seconds of trials target_ci may spend at most (0: no limit)", min=0.0,
-          max=MAX_BUDGET_S, column=False),
-    Param("quiet_timeout", "float", 60.0, "seconds to wait for quiet CPUs (quiet=wait) or for another "
-          "ringlab run to release them", min=0.0, max=MAX_TIMEOUT_S, column=False),
-]
+from ringlab.errors import ParamError
+from ringlab.experiments.params import COMMON_PARAMS, Param
+from ringlab.schema import COUNTER_EVENTS
 
 
 @dataclass
@@ -373,8 +200,6 @@ def parse_harness_json(stdout: str, counter_events: Sequence[str] | None = None)
     ``counter_errors``; counters the binary did not report at all are NaN as well.
     Raises ValueError when stdout holds no JSON object.
     """
-    from ringlab.schema import COUNTER_EVENTS
-
     events = list(counter_events or COUNTER_EVENTS)
     text = stdout.strip()
     # Tolerate chatter before the JSON object: take the last line that parses.
@@ -434,6 +259,5 @@ def names() -> list[str]:
 def get(name: str) -> type[Experiment]:
     if name not in _REGISTRY:
         raise ParamError(f"unknown experiment '{name}'; allowed: {', '.join(names())}")
-    import importlib
     mod, cls = _REGISTRY[name].split(":")
     return getattr(importlib.import_module(mod), cls)

@@ -43,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from ringlab import rundir, schema
-from ringlab.errors import DataError, InputFileError, RunnerError
+from ringlab.errors import DataError, InputFileError, ParamError, RunnerError
 from ringlab.tools import kmod
 from ringlab.system import modules
-from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
+from ringlab.experiments.base import Experiment, TrialSpec, last_json_object
+from ringlab.experiments.params import Param
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PAIR = re.compile(r"^\d+:\d+$")

@@ -32,7 +32,9 @@ from typing import Any
 
 from ringlab import schema
 from ringlab.build.layouts import MAX_LAYOUTS, Layout, arm_layouts
-from ringlab.experiments.base import MAX_OPS, Experiment, Param, ParamError, TrialSpec, parse_harness_json
+from ringlab.errors import ParamError
+from ringlab.experiments.base import Experiment, TrialSpec, parse_harness_json
+from ringlab.experiments.params import MAX_OPS, Param
 
 VARIANTS = ("before", "after")
 PAGE_SIZE = 4096  # the binary's PAGE_SIZE: the module accepts 0 < alloc_len <= PAGE_SIZE

@@ -47,7 +47,9 @@ from typing import Any
 
 from ringlab import schema
 from ringlab.tools import perfrecord
-from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, parse_harness_json
+from ringlab.errors import ParamError
+from ringlab.experiments.base import Experiment, TrialSpec, parse_harness_json
+from ringlab.experiments.params import Param
 from ringlab.system.topology import Topology, pick_single_cpu, select_pairs
 
 VARIANTS = ("base", "forward", "backward")

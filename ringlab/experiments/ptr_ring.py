@@ -23,8 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from ringlab.build.layouts import MAX_LAYOUTS, Layout, arm_layouts
-from ringlab.experiments.base import (MAX_OPS, Experiment, Param, ParamError, TrialSpec, last_json_object,
-                                      parse_harness_json)
+from ringlab.errors import ParamError
+from ringlab.experiments.base import Experiment, TrialSpec, last_json_object, parse_harness_json
+from ringlab.experiments.params import MAX_OPS, Param
+from ringlab.build.driver import validate_cflags
+from ringlab.sources import kernel_header as kh
 
 BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
 
@@ -47,7 +50,6 @@ def parse_kernel_headers(text: str | None) -> dict[str, str]:
     tree or headers package.  Paths may hold spaces, ``;`` or ``$()``: they are only
     ever passed as argv elements / opened as files, never through a shell.
     """
-    from ringlab.sources import kernel_header as kh
     out: dict[str, str] = {}
     if not text:
         return out
@@ -122,7 +124,6 @@ class PtrRing(Experiment):
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
-        from ringlab.build.driver import validate_cflags
         validate_cflags(values.get("cflags"), "cflags")
         headers = parse_kernel_headers(values.get("kernel_headers"))
         allowed = list(BUILTIN_VARIANTS) + sorted(headers)

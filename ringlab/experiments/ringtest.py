@@ -41,10 +41,14 @@ from typing import Any
 
 from ringlab import schema
 from ringlab.build.layouts import MAX_LAYOUTS, layout_spec
-from ringlab.errors import InputFileError, RunnerError
+from ringlab.errors import InputFileError, ParamError, RunnerError
 from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
-from ringlab.experiments.base import Experiment, Param, ParamError, TrialSpec, last_json_object
+from ringlab.experiments.base import Experiment, TrialSpec, last_json_object
+from ringlab.experiments.params import Param
+from ringlab.build.driver import validate_cflags
+from ringlab.digest import sha256_file
+from ringlab.schema import COUNTER_EVENTS
 
 DEFAULT_TREE = "debian:linux-source-6.1"
 _PAIR = re.compile(r"^\d+:\d+$")
@@ -104,7 +108,6 @@ class Ringtest(Experiment):
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
-        from ringlab.build.driver import validate_cflags
         validate_cflags(values["cflags"], "cflags")
         parse_tree_param(values["tree"])
         for r in values["rings"]:
@@ -209,7 +212,6 @@ class Ringtest(Experiment):
     def build_info(self, values: dict[str, Any]) -> dict[str, Any]:
         """Each (tree, ring) binary with its sha256 and the source_sha256 of the ringtest sources
         and headers it was compiled from, for env.json's ``build`` (``ringlab provenance``)."""
-        from ringlab.digest import sha256_file
         built = getattr(self, "_built", None)
         if built is None:
             built = {} if self.unavailable(values) else self.layout_builds(values)
@@ -263,7 +265,6 @@ class Ringtest(Experiment):
             "cpu_util": cpu / (wall / 1e9) if wall > 0 else nan,
             "source_sha256": spec.extra.get("source_sha256", ""),
         }
-        from ringlab.schema import COUNTER_EVENTS
         for ev in COUNTER_EVENTS:
             row[ev] = nan
         return [row]

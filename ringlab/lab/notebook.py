@@ -17,6 +17,12 @@ from ringlab.report import mail
 from ringlab.report.figures import round_ratio
 from ringlab.errors import ParamError as _BaseParamError
 from ringlab.errors import RinglabError
+from ringlab.experiments import get as get_experiment
+from ringlab.lab.reproduce import run_dir_for
+from ringlab.report import report as _report
+from ringlab.report.rundata import read_run
+from ringlab.run import run_experiment
+from ringlab.rundir import annotate
 
 
 class ParamError(_BaseParamError):
@@ -39,10 +45,9 @@ def params(experiment: str, profile: str = "quick", **values: Any) -> dict:
 
     ``None`` and ``""`` mean "use the profile's default" (notebooks write ``count or None``
     for counts where 0 means default)."""
-    from ringlab.experiments import get
     overrides = {k: v for k, v in values.items() if v is not None and not (isinstance(v, str) and not v.strip())}
     try:
-        return get(experiment).resolve(overrides, profile=profile)
+        return get_experiment(experiment).resolve(overrides, profile=profile)
     except _BaseParamError as e:
         raise ParamError(str(e)) from None
 
@@ -62,12 +67,12 @@ def run_dir(out_dir: str, experiment_folder: str, host: str = "") -> Path:
     ``scratch/`` at the repository root, git-ignored), so it never shows up in results/."""
     if out_dir:
         return Path(out_dir).resolve()
-    from ringlab.lab.reproduce import run_dir_for
     return run_dir_for(experiment_folder, host or None, root=paths.scratch_dir()).resolve()
 
 
 def markdown(text: str, max_chars: int = 20000):
     """Display markdown, truncated so the executed notebook stays small."""
+    # IPython comes with ipykernel (pip install ipykernel): imported only where a notebook displays
     from IPython.display import Markdown, display
     if len(text) > max_chars:
         text = text[:max_chars] + "\n\n*(truncated: see the files in the run folder)*"
@@ -87,6 +92,7 @@ def table(df, max_rows: int = 40, floatfmt: str = ".4g"):
 
 def figures(paths, width: int = 640):
     """Show saved PNG figures inline (the files in figures/ are the source of truth)."""
+    # IPython comes with ipykernel (pip install ipykernel): imported only where a notebook displays
     from IPython.display import Image, display
     for p in paths:
         p = Path(p)
@@ -130,7 +136,6 @@ def show_file(paths, name: str, why: str, width: int = 640):
 # -- the steps every experiment notebook takes ------------------------------------------------
 def run(experiment: str, values: dict, run_dir: Path):
     """Build, tune, run the trials into ``run_dir`` (quiet: no progress bar under papermill)."""
-    from ringlab.run import run_experiment
     try:
         return run_experiment(experiment, values, run_dir, progress=False,
                               log=lambda m: print(m, flush=True))
@@ -142,7 +147,6 @@ def run(experiment: str, values: dict, run_dir: Path):
 
 def run_overview(run_dir: Path) -> str:
     """What ran, where, and what could not be done (from env.json and raw.csv)."""
-    from ringlab.report.rundata import read_run
     run = read_run(run_dir)
     env, df = run.env, run.raw
     lines = []
@@ -205,8 +209,6 @@ def report(run_dir: Path, baseline: str | None = None, labels: dict | None = Non
            patched: str | None = None):
     """The run's :class:`ringlab.report.Report` (summary.md/csv/tex and figures/ written too):
     ``r.tables["ab"]``, ``r.figures["spsc"]``, ``r.markdown``; :func:`show` displays them by name."""
-    from ringlab.report import report as _report
-    from ringlab.rundir import annotate
     # Recorded so that `ringlab summarize RUN` renders the same summary.md as the notebook.
     asked = {k: v for k, v in dict(baseline=baseline, labels=labels, metric=metric, patched=patched).items()
              if v is not None}

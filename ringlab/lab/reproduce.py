@@ -96,7 +96,9 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
             parameters: dict | None = None, results_root: Path | None = None,
             timeout: int | None = None) -> Outcome:
     """Execute one notebook with papermill into a fresh run folder."""
-    import papermill as pm   # heavy (jupyter): imported only when a notebook runs; pip install papermill
+    # papermill (pip install papermill) takes seconds to import (jupyter, nbclient) and only
+    # `ringlab reproduce` executes notebooks: imported here, so that every other command starts fast
+    import papermill as pm
     src = paths.NOTEBOOKS / f"{notebook}.ipynb"
     host = host or host_id()
     run_dir = run_dir_for(NOTEBOOKS[notebook], host, root=results_root or paths.results_dir())

@@ -42,6 +42,7 @@ import seaborn as sns  # noqa: E402
 
 from ringlab import rundir  # noqa: E402
 from ringlab.stats.outliers import flag_outliers  # noqa: E402
+from ringlab.stats import compare, summarize  # noqa: E402
 
 FIGSIZE = (7.0, 4.5)
 #: 8-byte pointers per 64-byte cache line: a ring moving whole lines needs one transfer per 8 items
@@ -262,7 +263,6 @@ def _arm_label(v: str, baseline, patched, labels) -> str:
 def size_sweep(meas, metric, out_dir, baseline=None, patched=None, labels=None) -> list[Path]:
     """Median ``metric`` (95% CI) against ring size per variant (log x), one panel per
     (mode, CPU pair); panel titles name the mode, the legend names baseline and patched."""
-    from ringlab.stats import summarize
     summ = summarize(meas, metric)
     if patched is None and baseline is not None:
         others = sorted(set(summ["variant"].astype(str)) - {str(baseline)})
@@ -332,7 +332,6 @@ def cross_run_forest(runs, out_dir, baseline: str = "batch", patched: str = "reo
     ``host``, ``experiment``, ``run_id``) holding both variants, each configuration's delta of
     ``patched`` against ``baseline`` with its CI, grouped by host and run; [] when no run
     holds both."""
-    from ringlab.stats import compare
     rows = []
     for r in runs:
         raw = r.raw

@@ -31,6 +31,10 @@ from ringlab.report.mail_reproduce import reproduce_lines
 from ringlab.report.mail_run import _PLACEMENT_COLS, _icount_note, _machine, _method_lines, _placement, _variant_lines
 from ringlab.report.tables import layout_texts
 from ringlab.report.mailfmt import _field, _fmt, _num, _ok, _para
+from ringlab.report import pick_metric
+from ringlab.report.baseline import pick_baseline as baseline_rule, run_variants
+from ringlab.report.provenance_record import read_env as read_env_json
+from ringlab.rundir import read_run, require_metric
 
 WIDTH = 72
 MIN_WIDTH = 60
@@ -48,22 +52,20 @@ class MailError(ValueError):
 
 def read_env(run_dir) -> dict[str, Any]:
     """env.json of a run folder ({} when missing).  The only place this module reads it."""
-    from ringlab.report.provenance_record import read_env as _read
-    return _read(run_dir)
+    return read_env_json(run_dir)
 
 
 # -- what the run was-----------------------------------------------------------------------------------------
 def pick_baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
     """The run's baseline by the one rule of :mod:`ringlab.report.baseline` (the one summary.md
     names); a run with a single variant compares nothing and names that variant."""
-    from ringlab.report.baseline import pick_baseline as rule, run_variants
     variants = run_variants(df)
     if not variants:
         raise MailError("RUN: raw.csv has no variant column or no rows; nothing to compare")
     if baseline and str(baseline) not in variants:
         raise MailError(f"--baseline: {baseline!r} is not a variant of this run; allowed: "
                         + ", ".join(sorted(variants)))
-    return rule(df, env, baseline) or variants[0]
+    return baseline_rule(df, env, baseline) or variants[0]
 
 
 # -- the results ----------------------------------------------------------------------------
@@ -239,10 +241,8 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     if run_dir.is_dir() and not raw.exists() and not raw.is_symlink():
         raise MailError(f"RUN: no raw.csv in {run_dir} ({raw}: no such file); allowed: a run folder written by `ringlab run` "
                         "or a notebook")
-    from ringlab.rundir import read_run, require_metric
     df, run_env = read_run(run_dir)   # DataError (exit 2) naming the file and line when one is corrupt
     env = dict(run_env.doc) if run_env is not None else {}
-    from ringlab.report import pick_metric
     try:
         metric = pick_metric(df, metric)
         require_metric(df, metric, raw)

@@ -1,10 +1,13 @@
 """How to reproduce a run, for ``ringlab mail``: the command lines, wrapped for a mail."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from pathlib import Path
 
+from ringlab import paths
+from ringlab.experiments import get as get_experiment
 from ringlab.report.mailfmt import _para, _short
 
 
@@ -47,9 +50,6 @@ def _cmd_lines(words: list[str], width: int) -> list[str]:
 
 def _patch_copies(kernel_headers: str, run_dir: Path) -> list[str]:
     """For each ``+PATCH`` file of kernel_headers, the copy kept in the run folder (same sha256)."""
-    import hashlib
-    from ringlab import paths
-
     def sha(p: Path) -> str | None:
         try:
             return hashlib.sha256(p.read_bytes()).hexdigest()
@@ -76,7 +76,6 @@ def _relative(value: str, root: Path) -> str:
 
 def reproduce_lines(run_dir: Path, env: dict, width: int,
                     notebook: tuple[str, dict] | None = None) -> list[str]:
-    from ringlab import paths
     out = ["How to reproduce (from a ringlab checkout at commit "
            f"{_short((env.get('git') or {}).get('commit'))}):"]
     out = _para(out[0], width)
@@ -84,8 +83,7 @@ def reproduce_lines(run_dir: Path, env: dict, width: int,
     experiment = env.get("experiment")
     if experiment and params:
         try:
-            from ringlab.experiments import get
-            spec = get(experiment).all_params()
+            spec = get_experiment(experiment).all_params()
         except Exception:  # an unknown or renamed experiment: plain formatting
             spec = {}
         words = ["ringlab", "run", str(experiment)]

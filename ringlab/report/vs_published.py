@@ -17,6 +17,9 @@ from ringlab import fmt
 from ringlab.report import published
 from ringlab.report.rundata import read_run
 from ringlab.stats import compare, measurements, summarize
+from ringlab.report import provenance
+from ringlab.report.figures import size_sweep
+from ringlab.tools.perfstat import parse_perf_stat
 
 
 def load(run_dir) -> tuple[pd.DataFrame, dict]:
@@ -153,7 +156,6 @@ def size_sweep_figure(run_dir, baseline: str = "prebatch", metric: str = "ns_per
                       patched: str | None = None, labels: dict | None = None) -> list[Path]:
     """figures/size_sweep.png: median ns/op against ring size per variant (log x), one panel
     per mode and CPU pair (see ``ringlab.report.figures.size_sweep``)."""
-    from ringlab.report.figures import size_sweep
     run_dir = Path(run_dir)
     df, _ = load(run_dir)
     meas, _ = measurements(df, metric)
@@ -177,7 +179,6 @@ def by_placement_table(run_dir, baseline: str, metric: str = "ns_per_op") -> pd.
 
 
 def provenance_text(run_dir) -> str:
-    from ringlab.report import provenance
     rep = provenance.check(run_dir)
     lines = [f"Run `{rep.get('run_id')}` on host `{rep.get('host')}`, git "
              f"`{(rep.get('git') or {}).get('commit', '?')}`"
@@ -195,7 +196,6 @@ def provenance_text(run_dir) -> str:
 
 def published_vs_reproduced_page_frag(run_dir, baseline: str = "before") -> pd.DataFrame:
     """after/before elapsed-time ratios: the thread's perf stat -r 200 blocks beside ours."""
-    from ringlab.tools.perfstat import parse_perf_stat
     blocks = parse_perf_stat(published.page_frag_perfstat_text())
     rows = []
     label = None

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from tqdm import tqdm
+
 from ringlab.rundir import RunFolder
 from ringlab.run import machine
 from ringlab.run.context import RunContext
@@ -72,7 +74,6 @@ def _progress(todo: list, progress: bool | None, name: str):
     if not progress or not todo:
         yield from todo
         return
-    from tqdm import tqdm   # optional dependency, only for a terminal
     with tqdm(total=len(todo), desc=name, unit="trial", file=sys.stderr, dynamic_ncols=True) as bar:
         for item in todo:
             yield item

@@ -22,12 +22,14 @@ from ringlab.system import checkout
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
+from ringlab.experiments.params import MAX_PLAN_TRIALS
 from ringlab.digest import sha256_file
 from ringlab.rundir import read_done, read_env
 from ringlab.run.context import RunContext
 from ringlab.run import stopping
 from ringlab.run.plan import LAYOUT_DESCRIPTION, ORDER_DESCRIPTION, full_plan, order_plan
 from ringlab.system import envinfo
+from ringlab.build import binaries
 
 
 def new_run_id() -> str:
@@ -55,8 +57,7 @@ def default_out_dir(experiment: str, host: str | None = None, run_id: str | None
     """scratch/<experiment>/<host>/<run-id>/ (never an existing folder): the scratch folder of
     notebook runs made outside ``ringlab reproduce`` (``reproduce.scratch_dir``,
     $RINGLAB_SCRATCH), so a run without --out never lands in results/ or its index."""
-    from ringlab.paths import scratch_dir
-    return scratch_dir() / experiment / (host or host_id()) / (run_id or new_run_id())
+    return paths.scratch_dir() / experiment / (host or host_id()) / (run_id or new_run_id())
 
 
 @dataclass
@@ -108,7 +109,7 @@ def check_out_dir(out_dir: Path, resume: bool) -> None:
 
 def check_plan_size(exp_cls, values: dict[str, Any]) -> None:
     """ParamError before any trial is planned when (trials + warmup) x repeats x every list
-    parameter's length exceeds ``base.MAX_PLAN_TRIALS`` rows: the plan, and raw.csv, would not
+    parameter's length exceeds ``MAX_PLAN_TRIALS`` rows: the plan, and raw.csv, would not
     fit in memory.  CPU pairs multiply it further; the plan itself is counted once made."""
     n = (int(values.get("trials") or 0) + int(values.get("warmup") or 0)) * int(values.get("repeats") or 1)
     biggest, size = "trials", 0
@@ -118,9 +119,9 @@ def check_plan_size(exp_cls, values: dict[str, Any]) -> None:
             n *= len(v)
             if len(v) > size:
                 biggest, size = pname, len(v)
-    if n > base.MAX_PLAN_TRIALS:
+    if n > MAX_PLAN_TRIALS:
         raise ParamError(f"parameter 'trials': (trials + warmup) x repeats x list lengths = {n} rows "
-                         f"(largest list: '{biggest}'), more than the limit of {base.MAX_PLAN_TRIALS}; "
+                         f"(largest list: '{biggest}'), more than the limit of {MAX_PLAN_TRIALS}; "
                          "allowed: a smaller plan")
 
 
@@ -208,7 +209,6 @@ class NotBuiltError(RunnerError):
 def _check_built(exp, values) -> dict[str, Any]:
     """Without a build: every binary this run measures must be the one built from the
     source set it asks for (``ringlab.binaries.check_binaries``); never a stale one."""
-    from ringlab.build import binaries
     try:
         info = binaries.check_binaries(**exp.build_args(values),
                                        only=list(exp.needed_binaries(values))).to_dict()
@@ -267,9 +267,9 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     specs = exp.plan(stopping.pilot_values(values) if target else values, ctx)
     if not specs:
         raise ParamError(f"experiment '{name}': the parameters select no trials; allowed: non-empty lists")
-    if len(specs) > base.MAX_PLAN_TRIALS:
+    if len(specs) > MAX_PLAN_TRIALS:
         raise ParamError(f"parameter 'trials': the plan holds {len(specs)} trials, more than the limit of "
-                         f"{base.MAX_PLAN_TRIALS}; allowed: fewer trials, warm-ups, list values or CPU pairs")
+                         f"{MAX_PLAN_TRIALS}; allowed: fewer trials, warm-ups, list values or CPU pairs")
     # With a target the icount trials wait for the last round (stopping.extension).
     layouts = int(values.get("layouts", 1) or 1)
     plan = order_plan(list(specs), values["seed"], layouts) if target else full_plan(exp, values, specs, ctx)

@@ -37,6 +37,7 @@ from ringlab.errors import ParamError
 from ringlab.experiments.base import TrialSpec
 from ringlab.stats import sequential
 from ringlab.stats.summary import StatsError
+from ringlab.stats.compare import compare
 
 
 def enabled(values: dict[str, Any]) -> bool:
@@ -134,7 +135,6 @@ def rounds_run(df: pd.DataFrame) -> int:
 
 def finish(df: pd.DataFrame, stopping: dict[str, Any]) -> dict[str, Any]:
     """``stopping`` with rounds_run and target_met (every printed CI within the target)."""
-    from ringlab.stats.compare import compare
     st = dict(stopping, rounds_run=rounds_run(df))
     try:
         st["target_met"] = bool(sequential.target_met(compare(df, st["baseline"]), st["target_ci"]))

@@ -159,6 +159,8 @@ def append_line(run_dir, name: str, line: str) -> Path:
 
 def render_figure(fig, name: str, fmt: str) -> bytes:
     """The bytes of ``fig`` in format ``fmt``, the same for the same figure on every render."""
+    # matplotlib is imported where a figure is written: the run-folder layer is imported by the
+    # runner and by the per-trial tool processes (ringlab.tools.kmod), which draw nothing
     import matplotlib
     meta = FIGURE_FORMATS.get(fmt)
     if meta is None:
@@ -193,7 +195,7 @@ def write_figure(run_dir, name: str, fig, formats=("png", "svg"), folder: str = 
             os.close(ffd)
     finally:
         if close:
-            import matplotlib.pyplot as plt
+            import matplotlib.pyplot as plt   # as in render_figure: only where a figure is written
             plt.close(fig)
     return out
 

@@ -12,12 +12,16 @@ Built-in test patches (``builtin:flush-delay[:N]``, ``builtin:pad[:N]``) are gen
 """
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringlab import rundir
+import pandas as pd
+
+from ringlab import paths, rundir
 from ringlab.errors import DataError
 from ringlab.rundir import read_raw
+from ringlab.sources import kernel_header as kh
 from ringlab.sources.builtin_patches import (BUILTINS, DEFAULT_PAD, DEFAULT_SPINS, HEADER_IN_TREE,  # noqa: F401
                                             INSNS_PER_SPIN, MAX_PAD, MAX_SPINS, PREFIX, BuiltinPatch,
                                             PatchError, builtin_patch, effective_batch, expected_extra,
@@ -57,7 +61,6 @@ class ABPlan:
 
 def default_base() -> str:
     """The distro kernel headers package root (Debian ``linux-headers-*-common``), or PatchError."""
-    from ringlab.sources import kernel_header as kh
     h = kh.debian_header()
     if h is None:
         raise PatchError("parameter 'base': empty, and no distro kernel headers package is installed "
@@ -69,7 +72,6 @@ def default_base() -> str:
 
 def base_header_file(base: str) -> Path:
     """The ``ptr_ring.h`` file of a base header source (needed to generate a built-in patch)."""
-    from ringlab.sources import kernel_header as kh
     plain = not base.startswith("git:") and "+" not in base
     try:
         if plain:
@@ -97,7 +99,6 @@ def plan_ab(base: str = "", patch: str = "builtin:flush-delay", workdir=None,
     ``base`` empty means the distro headers package.  A ``builtin:`` patch is generated
     against the base header into ``workdir`` (default ``build/patches``), named by the
     built-in and the base's sha256 so that the same base gives the same file."""
-    from ringlab import paths
     base = (base or "").strip() or default_base()
     patch = (patch or "").strip()
     if not patch:
@@ -142,7 +143,6 @@ def instructions_table(run_dir, plan: ABPlan):
     """Instructions per operation of both arms per configuration (callgrind rows of raw.csv).
 
     ``expected extra`` is the built-in patch's prediction (NaN for other patches)."""
-    import pandas as pd
 
     df = read_raw(Path(run_dir) / "raw.csv")
     cols = ["mode", "size", "instructions/op " + plan.baseline, "instructions/op " + plan.candidate,
@@ -167,7 +167,6 @@ def instructions_table(run_dir, plan: ABPlan):
 
 def nm_sizes(binary) -> dict[str, int]:
     """Bytes of each ``rl_measured_*`` function of ``binary`` (``nm -S``); {} when nm fails."""
-    import subprocess
     try:
         out = subprocess.run(["nm", "-S", "--defined-only", str(binary)], capture_output=True, text=True,
                              timeout=60)
@@ -183,7 +182,6 @@ def nm_sizes(binary) -> dict[str, int]:
 
 def function_sizes(binaries: dict[str, Path | str]):
     """One row per measured function, one column per arm (bytes), plus the difference."""
-    import pandas as pd
     names = list(binaries)
     sizes = {n: nm_sizes(p) for n, p in binaries.items()}
     missing = [n for n in names if not sizes[n]]

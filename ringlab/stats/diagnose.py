@@ -175,7 +175,6 @@ def busy_rounds(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, by=None) 
     in slower rounds.  Returns ``{"cause": "machine busy" | None, "column", "rho", "p_holm",
     "n_rounds", "tests", "text"}``.
     """
-    from ringlab.stats.compare import round_key
     meas, _ = measurements(df, metric)
     rk = round_key(meas)
     cols = group_columns(df, by)

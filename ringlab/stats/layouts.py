@@ -96,7 +96,11 @@ def layout_spread(estimates, sds, ns) -> tuple[float, float]:
     if len(e) < 2:
         return math.nan, math.nan
     total = float(e.var(ddof=1))
-    within = float(np.nanmean(math.pi / 3 * np.asarray(sds, dtype=float) ** 2 / np.asarray(ns)))
+    w = math.pi / 3 * np.asarray(sds, dtype=float) ** 2 / np.asarray(ns, dtype=float)
+    w = w[np.isfinite(w)]
+    if not len(w):          # one round per layout pair: no round noise to take out
+        return math.nan, math.nan
+    within = float(w.mean())
     between = max(0.0, total - within)
     return math.sqrt(between), (between / total if total > 0 else 0.0)
 

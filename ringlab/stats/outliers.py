@@ -18,6 +18,7 @@ import math
 import diptest
 import numpy as np
 from scipy import stats as sst
+import pandas as pd
 
 MILD, SEVERE = 1.5, 3.0
 MIN_SHARE = 0.05
@@ -48,7 +49,6 @@ def tukey_flags(values) -> np.ndarray:
 
 def flag_outliers(df, metric: str, group_cols) -> "np.ndarray":
     """Tukey flag of every row of ``df`` within its group (same index order)."""
-    import pandas as pd
     flags = pd.Series("", index=df.index, dtype=object)
     groups = df.groupby(list(group_cols), sort=False, dropna=False) if group_cols else [((), df)]
     for _, sub in groups:

@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 from scipy import stats as sst
+from ringlab.stats import ranktests as _rt
 
 MEDIAN_EFFICIENCY = 2 / math.pi
 RANK_EFFICIENCY = 3 / math.pi
@@ -119,7 +120,6 @@ def rounds_for_effect(effect_pct: float, d=None, x=None, y=None, alpha: float = 
     values (unpaired).  ``log_scale`` False: values are raw and ``ref`` converts percent.
     See the module docstring; NaN when no spread can be estimated.
     """
-    from ringlab.stats import ranktests as _rt
     if not (0 < alpha < 1):
         raise ValueError(f"alpha: {alpha!r} not allowed; allowed: a number in (0, 1)")
     if not (0 < power < 1):

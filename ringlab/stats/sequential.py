@@ -58,7 +58,6 @@ MAX_ROUNDS = 10_000
 
 def pilot_half_width(d, level: float = 0.95) -> np.ndarray | float:
     """w0 of the module docstring for pilot differences ``d`` (last axis = rounds; vectorised)."""
-    from scipy import stats as sst
     d = np.asarray(d, dtype=float)
     n0 = d.shape[-1]
     s0 = 1.4826 * np.median(np.abs(d), axis=-1)

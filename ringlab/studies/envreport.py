@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib
 import pandas as pd
+from matplotlib.patches import Rectangle
 
 from ringlab import fmt, rundir
 from ringlab.tools import icount
@@ -19,6 +21,9 @@ from ringlab.system.checkout import git_info
 from ringlab.rundir import RunFolder
 from ringlab.system import envinfo
 from ringlab.system.topology import PAIR_CLASSES, Topology, select_pairs
+
+matplotlib.use("Agg")  # figures go to files, never to a display (as in ringlab.report.figures)
+import matplotlib.pyplot as plt  # noqa: E402
 
 
 def _ok(flag: bool | None, reason: str | None) -> tuple[str, str]:
@@ -96,11 +101,6 @@ def pair_classes_table(env: dict) -> pd.DataFrame:
 def topology_figure(env: dict):
     """Packages > LLC groups > cores > CPUs, drawn as nested boxes: a matplotlib Figure
     (``rundir.write_figure(run_dir, "topology", fig)`` saves it, deterministically)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
     cpus = (env.get("topology") or {}).get("cpus") or []
     by_pkg: dict = {}
     for c in cpus:

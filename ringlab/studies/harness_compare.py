@@ -31,11 +31,17 @@ import math
 import zlib
 from pathlib import Path
 
+import matplotlib
+import numpy as np
 import pandas as pd
 
 from ringlab import rundir
 from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
+from ringlab.stats.compare import compare, compare_arrays
+
+matplotlib.use("Agg")  # figures go to files, never to a display (as in ringlab.report.figures)
+import matplotlib.pyplot as plt  # noqa: E402
 
 KEYS = ["size", "cpu_req_producer", "cpu_req_consumer", "pair_class"]
 #: columns the side-by-side reads from each run's raw.csv
@@ -88,7 +94,6 @@ def _ratio(pct: float) -> float:
 def side_by_side(ringtest_run, spsc_run) -> pd.DataFrame:
     """Per ring size and CPU pair: ringtest ns/item, ringlab SPSC ns/op, the ratio of their medians,
     and the Hodges-Lehmann ratio with its CI (see the module doc)."""
-    from ringlab.stats.compare import compare_arrays
     rt, sp = _measured(ringtest_run, spsc_run)
     rows = []
     for key, g in rt.groupby(KEYS, sort=True):
@@ -121,11 +126,6 @@ def figure(ringtest_run, spsc_run, out_dir) -> list[Path]:
 def harness_figure(ringtest_run, spsc_run):
     """Every measured trial of both harnesses, one panel per ring size, CPU pairs along x:
     a matplotlib Figure, or None when either run measured nothing."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
     rt, sp = _measured(ringtest_run, spsc_run)
     if rt.empty or sp.empty:
         return None
@@ -185,7 +185,6 @@ def layouts_ratio(run_dir, ours: str = "batch", real: str = "kernel", metric: st
     """Per mode (and size) of a ptr_ring run holding ``ours`` and ``real``: ours/real as
     exp(estimate) with its CI from ``compare`` (the layouts design when the run has more than one
     layout per variant), the layout spread, the verdict and ``within_target`` (:func:`within`)."""
-    from ringlab.stats.compare import compare
     df = rundir.read_raw(Path(run_dir) / "raw.csv")
     cmp = compare(df, real, metric)
     cmp = cmp[cmp["candidate"].astype(str) == ours]

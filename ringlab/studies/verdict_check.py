@@ -32,6 +32,8 @@ from ringlab.report.tables import comparison_rows
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
 from ringlab.stats.compare import compare
+from ringlab.build import driver
+from ringlab.tools import icount
 
 BASELINE = "base"
 #: arm -> (built-in patch, expected extra instructions in percent of the base; None: fixed N)
@@ -107,7 +109,6 @@ def default_base() -> str:
 
 
 def _count(exe: Path) -> float:
-    from ringlab.tools import icount
     argv = [str(exe), "-s", str(ICOUNT_SIZE), "-m", "0", "-N", str(ICOUNT_OPS), "--counters", "none"]
     return icount.count(argv).instructions / ICOUNT_OPS
 
@@ -115,8 +116,6 @@ def _count(exe: Path) -> float:
 def base_instructions(header: Path, out_dir: Path | None = None) -> tuple[float | None, str]:
     """(instructions/op, "callgrind") of ``header`` in mode 0 with a ring of 1000; (None, why)
     when callgrind is not available here."""
-    from ringlab.build import driver
-    from ringlab.tools import icount
     av = icount.availability()
     if not av.ok:
         return None, f"no callgrind count: {av.reason}"
@@ -220,6 +219,25 @@ def expectations(cmp_default: pd.DataFrame, cmp_aligned: pd.DataFrame | None) ->
     return frame
 
 
+def _instruction_rows(build: str, ic: pd.DataFrame, check: CheckPlan) -> list[dict]:
+    """One row per arm and ring size: the count, its difference from the base at that size, and
+    whether every layout of the arm counted the same (it must: a layout adds no executed code)."""
+    sizes = sorted(ic["size"].unique()) if "size" in ic.columns else [None]
+    rows = []
+    for size in sizes:
+        sub = ic if size is None else ic[ic["size"] == size]
+        per = sub.groupby(sub["variant"].astype(str))["instructions_per_op"]
+        base = per.median().get(BASELINE, math.nan)
+        for arm, med in per.median().items():
+            spec = check.specs.get(arm)
+            rows.append({"build": build, "arm": arm, **({} if size is None else {"size": int(size)}),
+                         "instructions/op": round(med, 3), "difference": round(med - base, 3),
+                         "difference %": round(100 * (med / base - 1), 2),
+                         "expected difference": round(check.expected_extra(spec), 3) if spec else 0.0,
+                         "identical in every layout": bool(per.get_group(arm).nunique() == 1)})
+    return rows
+
+
 def instruction_table(runs: dict[str, Path], check: CheckPlan) -> pd.DataFrame:
     """Exact instructions per operation of every arm (callgrind rows of raw.csv), per build
     (``runs``: build label -> run folder), with the extra stated before measuring."""
@@ -230,14 +248,7 @@ def instruction_table(runs: dict[str, Path], check: CheckPlan) -> pd.DataFrame:
             rows.append({"build": build, "arm": "n/a", "note": "no callgrind rows (icount=false or valgrind missing)"})
             continue
         ic = df[(df["icount_source"] == "callgrind") & (df["status"] == "ok")]
-        per = ic.groupby(ic["variant"].astype(str))["instructions_per_op"]
-        base = per.median().get(BASELINE, math.nan)
-        for arm, med in per.median().items():
-            spec = check.specs.get(arm)
-            rows.append({"build": build, "arm": arm, "instructions/op": round(med, 3),
-                         "difference": round(med - base, 3), "difference %": round(100 * (med / base - 1), 2),
-                         "expected difference": round(check.expected_extra(spec), 3) if spec else 0.0,
-                         "identical in every layout": bool(per.get_group(arm).nunique() == 1)})
+        rows += _instruction_rows(build, ic, check)
     return pd.DataFrame(rows)
 
 

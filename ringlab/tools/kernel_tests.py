@@ -51,6 +51,7 @@ from pathlib import Path
 from ringlab import paths
 from ringlab.sources import kernel_tree
 from ringlab.tools.argv import split_at_dashes
+from ringlab.build.driver import validate_cflags
 
 RINGTEST_DIR = "tools/virtio/ringtest"
 #: What is exported from a tarball or git revision: ringtest and the header it includes.
@@ -203,7 +204,6 @@ def build(prep: Prepared, program: str, make: str = "make", cflags: str = "",
     ``CFLAGS +=`` still applies after them (a ``CFLAGS=OPTIONS`` argument would replace
     it).  CFLAGS from ringlab's environment is not passed on.  The folder's function
     alignment (``prepare(..., align=N)``) is added last, through the same argument."""
-    from ringlab.build.driver import validate_cflags
     words = validate_cflags(cflags, "cflags") + validate_cflags(prep.align_flags(), "layouts")
     if program not in prep.programs:
         raise RingtestError(f"ringtest program {program!r} not found in tree {prep.tree.name!r} "

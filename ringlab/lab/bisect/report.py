@@ -3,7 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib
+
 from ringlab import rundir
+
+matplotlib.use("Agg")  # figures go to files, never to a display (as in ringlab.report.figures)
+import matplotlib.pyplot as plt  # noqa: E402
 
 
 def _ci(e: dict | None) -> str:
@@ -48,7 +53,8 @@ def summary_md(state: dict) -> str:
     if ep.get("group"):
         lines += ["", f"Configuration followed: `{ep['group']}` (the endpoints' largest significant change)."]
     lines += ["", "Call: good when the candidate differs significantly from bad towards good and not from good "
-              "towards bad; bad the mirror; otherwise unclear (more rounds, then skipped).", "",
+              "towards bad, with its effect against good below half of the endpoints'; bad the mirror (at "
+              "least half); otherwise unclear (more rounds, then skipped).", "",
               "| step | commit | subject | rounds | vs good | vs bad | call |", "|---|---|---|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in step_rows(state)]
     lines += ["", f"Reproduce: `{state.get('command', '')}`", ""]
@@ -57,9 +63,6 @@ def summary_md(state: dict) -> str:
 
 def effect_figure(state: dict):
     """The candidate's effect against good (with its CI) against commit order."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 3.5))
     n = len(state["candidates"])
     ep = state.get("endpoints") or {}

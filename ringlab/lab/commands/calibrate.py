@@ -10,6 +10,8 @@ import math
 from pathlib import Path
 
 from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
+from ringlab.errors import ParamError
+from ringlab.studies import calibration as cal
 
 
 def add_arguments(p) -> None:
@@ -45,8 +47,6 @@ def show(path: Path, doc: dict) -> None:
 
 
 def run(args) -> int:
-    from ringlab.errors import ParamError
-    from ringlab.studies import calibration as cal
 
     params: dict[str, str] = {}
     for name, value in args.parameter:

@@ -6,6 +6,11 @@ import math
 import sys
 
 from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.errors import ParamError
+from ringlab.report.tables import comparison_rows, md_table
+from ringlab.rundir import read_raw, require_metric
+from ringlab.stats import StatsError, compare, to_records
+from ringlab.stats.compare import method_text
 
 
 def add_arguments(p) -> None:
@@ -22,11 +27,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ringlab.report.tables import comparison_rows, md_table
-    from ringlab.errors import ParamError
-    from ringlab.rundir import read_raw, require_metric
-    from ringlab.stats import StatsError, compare, to_records
-    from ringlab.stats.compare import method_text
 
     if not (math.isfinite(args.noise) and 0 <= args.noise < 1):
         raise ParamError(f"parameter '--noise': {args.noise!r}; allowed: a fraction in [0, 1) (0.01 = +-1%)")

@@ -9,6 +9,7 @@ from ringlab.lab.fleet import record, slurm
 from ringlab.lab.reproduce import NOTEBOOKS
 from ringlab.lab.results_index import is_complete, write_index
 from ringlab.rundir import RunFolder
+from ringlab.lab.fleet.command import reproduce_args
 
 #: lines of a job's .err log a failed node's verdict quotes (the last non-empty one)
 ERR_TAIL = 20
@@ -60,7 +61,6 @@ def node_runs(doc: dict, node: str) -> list[Run]:
         if not (p / "env.json").is_file():
             return [Run(doc["command"][0], None, "missing", "no run folder written")]
         return [_run_state(p, notebook=False)]
-    from ringlab.lab.fleet.submit import reproduce_args
     since = doc["fleet_id"][:16]
     out = []
     for nb in reproduce_args(doc["command"])[1]:

@@ -17,7 +17,11 @@ from ringlab import paths
 from ringlab.errors import DataError, ParamError, RinglabError
 from ringlab.report.rundata import read_run
 from ringlab.rundir import RunEnv, RunFolder
-from ringlab.stats import StatsError
+from ringlab.report import pick_baseline, pick_metric
+from ringlab.report import report as _report
+from ringlab.report.figures import FIGURES
+from ringlab.stats import StatsError, compare, measurements, summarize
+from ringlab.stats.compare import comparison_columns, round_key
 
 
 def _user_error(cls, message: str) -> RinglabError:
@@ -121,7 +125,6 @@ class Run:
     @property
     def metric(self) -> str:
         """The metric the report uses by default (ns_per_op, else elapsed_us / elapsed_ns)."""
-        from ringlab.report import pick_metric
         try:
             return pick_metric(self.raw_all)
         except StatsError as e:
@@ -131,13 +134,11 @@ class Run:
     def baseline(self) -> str | None:
         """The run's baseline, the one summary.md and ``ringlab mail`` name (the rule of
         :mod:`ringlab.report.baseline`); None for a run with a single variant."""
-        from ringlab.report import pick_baseline
         return pick_baseline(self.raw_all, self.env.doc, None)
 
     # -- statistics ----------------------------------------------------------------------------
     def summary(self, metric: str | None = None, by=None) -> pd.DataFrame:
         """Per-configuration statistics of ``metric`` (:func:`ringlab.stats.summarize`)."""
-        from ringlab.stats import summarize
         try:
             return summarize(self.raw_all, metric or self.metric, by=by)
         except StatsError as e:
@@ -148,7 +149,6 @@ class Run:
         """Every other variant against ``baseline`` (default: the report's) within each
         configuration, paired by round: :func:`ringlab.stats.compare`'s frame (verdict,
         delta_pct, ci_low_pct, ci_high_pct, ci_level, design, n_pairs, family_size, ...)."""
-        from ringlab.stats import compare
         base = baseline or self.baseline
         if base is None:
             raise _user_error(ParamError, f"parameter 'baseline': {self.name} has a single variant "
@@ -171,8 +171,6 @@ class Run:
         ``round``, ``t_s`` (seconds from the run's first measured row to the round's first
         row; NaN without timestamps), ``baseline_value``, ``candidate_value``, ``ratio``.
         Rounds where either arm has no value are left out."""
-        from ringlab.stats import measurements
-        from ringlab.stats.compare import comparison_columns, round_key
         base, metric = str(baseline or self.baseline), metric or self.metric
         for name, v in (("candidate", candidate), ("baseline", base)):
             if str(v) not in self.variants:
@@ -220,7 +218,6 @@ class Run:
                figures: bool = True):
         """The run's :class:`ringlab.report.Report` (tables, figures, missing, markdown), built on a
         copy of raw.csv and env.json in a scratch folder: the run folder is never written."""
-        from ringlab.report import report as _report
         key = (metric, baseline, tuple(sorted((labels or {}).items())))
         if (key, True) in self._reports:
             return self._reports[(key, True)]
@@ -246,7 +243,6 @@ class Run:
     def figure(self, name: str, baseline: str | None = None, metric: str | None = None) -> FigureFile:
         """Figure ``name`` of the run's report (box, ecdf, order, cpu_pairs, spsc, counters,
         size_sweep); ``DataError`` with the report's reason when this run cannot have it."""
-        from ringlab.report.figures import FIGURES
         known = list(FIGURES) + ["size_sweep"]
         if name not in known:
             raise _user_error(ParamError, f"parameter 'name': unknown figure {name!r}; allowed: {', '.join(known)}")
