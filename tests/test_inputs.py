@@ -25,7 +25,7 @@ def cli(capsys, *argv):
 @pytest.fixture
 def header(tmp_path):
     h = tmp_path / "ptr_ring.h"
-    h.write_text("/* a user's header */\n")
+    h.write_text("/* a user's header */\nstruct ptr_ring {\n\tint producer;\n\tint consumer_head;\n};\n")
     return h
 
 
