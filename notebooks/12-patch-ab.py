@@ -86,6 +86,7 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 
 # %%
 from ringlab.sources import patches
+from ringlab.sources import builtin_patches
 from ringlab.lab import notebook as rn
 from ringlab.report import vs_published as vp
 
@@ -101,7 +102,7 @@ print("patch:     ", AB.patch, f"({AB.patch_file})" if AB.patch_file else "")
 if AB.builtin:
     print("           ", AB.builtin.subject)
     print(f"expected:   instructions/op in mode 0 at least "
-          f"{patches.expected_extra_per_op(AB.builtin.spins):+.2f} for a ring of 1000 (batch 16)")
+          f"{builtin_patches.expected_extra_per_op(AB.builtin.spins):+.2f} for a ring of 1000 (batch 16)")
 
 # %% [markdown]
 # ## Build, tune, run

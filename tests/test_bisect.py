@@ -194,8 +194,9 @@ def test_real_smoke_bisect_finds_the_flush_delay(tmp_path):
     """End to end on three commits (profile smoke, layouts 4: with 2 the t interval has 1 df): the built-in flush-delay commit."""
     from bisect_fakes import git
     from ringlab.sources import patches
+    from ringlab.sources import builtin_patches
     shas = make_repo(tmp_path / "tree", [("ptr_ring: comment 1", comment_edit(base_header(), 1))])
-    (tmp_path / "p.diff").write_text(patches.builtin_patch("builtin:flush-delay:256", kh.debian_header()).diff)
+    (tmp_path / "p.diff").write_text(builtin_patches.builtin_patch("builtin:flush-delay:256", kh.debian_header()).diff)
     git(tmp_path / "tree", "apply", str(tmp_path / "p.diff"))
     git(tmp_path / "tree", "commit", "-qam", "ptr_ring: spin after the batch flush")
     cost = git(tmp_path / "tree", "rev-parse", "HEAD")

@@ -10,6 +10,7 @@ from ringlab.lab.bisect import engine, gitrange, testrepo
 from ringlab.lab.bisect import notebook as nb
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
+from ringlab.sources import builtin_patches
 
 pytestmark = pytest.mark.skipif(testrepo.source_header() is None or shutil.which("git") is None
                                 or shutil.which("gcc") is None,
@@ -55,7 +56,7 @@ def test_exactly_one_commit_adds_the_cost(repo):
     added = diff(repo, repo.commits[first - 1].sha, repo.planted.sha)
     assert all(ln.startswith("+") for ln in added) and "< 24;" in "".join(added)
     # the added lines are exactly those of the builtin patch against the parent's header
-    bp = patches.builtin_patch("builtin:flush-delay:24", kh.debian_header())
+    bp = builtin_patches.builtin_patch("builtin:flush-delay:24", kh.debian_header())
     assert [ln for ln in bp.diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")] == added
 
 
@@ -113,7 +114,7 @@ def test_plan_and_tables(repo, tmp_path, monkeypatch):
     p = nb.plan(tmp_path / "b", profile="smoke", layouts=4)
     assert p.config.good == repo.good and p.config.bad == repo.bad
     assert p.config.params["layouts"] == "4" and int(p.config.params["trials"]) >= 8
-    assert f"{patches.expected_extra_per_op(24):+.2f} instructions/op" in nb.expectation(repo)
+    assert f"{builtin_patches.expected_extra_per_op(24):+.2f} instructions/op" in nb.expectation(repo)
     table = nb.series_table(repo)
     assert list(table["expected"]).count("bad: the first bad commit, the one to find") == 1
     assert table.loc[table["kind"] == "cost", "commit"].item() == repo.planted.sha[:12]

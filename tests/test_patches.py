@@ -9,6 +9,7 @@ import pytest
 
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
+from ringlab.sources import builtin_patches
 
 DATA = Path(__file__).resolve().parent / "data" / "kernel_headers"
 MAINLINE = DATA / "team_mainline" / "include" / "linux" / "ptr_ring.h"   # our own MIT fixture
@@ -24,14 +25,14 @@ def _apply(patch_text: str, header: Path, tmp: Path) -> Path:
     shutil.copyfile(header, dst)
     pf = tmp / "p.mbox"
     pf.write_text(patch_text)
-    r = subprocess.run(["git", "apply", f"--include={patches.HEADER_IN_TREE}", str(pf)], cwd=tree,
+    r = subprocess.run(["git", "apply", f"--include={builtin_patches.HEADER_IN_TREE}", str(pf)], cwd=tree,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return dst
 
 
 def test_flush_delay_inserts_the_loop_once_after_the_flush(tmp_path):
-    p = patches.builtin_patch("builtin:flush-delay", MAINLINE)
+    p = builtin_patches.builtin_patch("builtin:flush-delay", MAINLINE)
     assert p.spec == "builtin:flush-delay:64" and p.spins == 64
     out = _apply(p.text, MAINLINE, tmp_path).read_text().splitlines()
     orig = MAINLINE.read_text().splitlines()
@@ -46,30 +47,30 @@ def test_flush_delay_inserts_the_loop_once_after_the_flush(tmp_path):
 
 
 def test_patched_header_compiles_through_the_shim(tmp_path):
-    p = patches.builtin_patch("builtin:flush-delay:8", MAINLINE)
+    p = builtin_patches.builtin_patch("builtin:flush-delay:8", MAINLINE)
     kh.check_compiles(_apply(p.text, MAINLINE, tmp_path))
 
 
 def test_mail_headers_are_fixed_and_output_is_deterministic():
-    a = patches.builtin_patch("builtin:flush-delay:32", MAINLINE)
-    b = patches.builtin_patch(" builtin:flush-delay:32 ", MAINLINE)
+    a = builtin_patches.builtin_patch("builtin:flush-delay:32", MAINLINE)
+    b = builtin_patches.builtin_patch(" builtin:flush-delay:32 ", MAINLINE)
     assert a.text == b.text
     head = a.text.split("\n\n", 1)[0]
     assert "Subject: [PATCH] ptr_ring: spin 32 iterations after each batch flush" in head
     assert "Message-ID: <flush-delay-32." in head and "From: ringlab" in head
-    assert a.diff.startswith(f"diff --git a/{patches.HEADER_IN_TREE} b/{patches.HEADER_IN_TREE}\n")
+    assert a.diff.startswith(f"diff --git a/{builtin_patches.HEADER_IN_TREE} b/{builtin_patches.HEADER_IN_TREE}\n")
     assert a.base_sha256 in a.text
 
 
 def test_write_builtin(tmp_path):
     out = tmp_path / "sub" / "flush-delay.patch"
-    p = patches.write_builtin("builtin:flush-delay", MAINLINE, out)
+    p = builtin_patches.write_builtin("builtin:flush-delay", MAINLINE, out)
     assert out.read_text() == p.text
 
 
 def test_old_generation_header_says_why_the_anchor_is_missing():
-    with pytest.raises(patches.PatchError) as e:
-        patches.builtin_patch("builtin:flush-delay", kh.resolve_header(V48))
+    with pytest.raises(builtin_patches.PatchError) as e:
+        builtin_patches.builtin_patch("builtin:flush-delay", kh.resolve_header(V48))
     msg = str(e.value)
     assert "anchor not found" in msg and "no consumer_tail" in msg and "ptr_ring.h" in msg
 
@@ -78,13 +79,13 @@ def test_anchor_only_inside_discard_one(tmp_path):
     h = tmp_path / "ptr_ring.h"
     h.write_text("struct ptr_ring { int consumer_tail; };\n"
                  "static void other(struct ptr_ring *r)\n{\n\tr->consumer_tail = head;\n}\n")
-    with pytest.raises(patches.PatchError, match="no definition of __ptr_ring_discard_one"):
-        patches.builtin_patch("builtin:flush-delay", h)
+    with pytest.raises(builtin_patches.PatchError, match="no definition of __ptr_ring_discard_one"):
+        builtin_patches.builtin_patch("builtin:flush-delay", h)
     h.write_text("static inline void __ptr_ring_discard_one(struct ptr_ring *r)\n{\n"
                  "\t/* r->consumer_tail = commented; */\n\tr->consumer_tail = a;\n"
                  "\tr->consumer_tail = b;\n}\n")
-    with pytest.raises(patches.PatchError, match=r"found 2 times \(lines 4, 5\)"):
-        patches.builtin_patch("builtin:flush-delay", h)
+    with pytest.raises(builtin_patches.PatchError, match=r"found 2 times \(lines 4, 5\)"):
+        builtin_patches.builtin_patch("builtin:flush-delay", h)
 
 
 @pytest.mark.parametrize("spec, what", [
@@ -94,25 +95,25 @@ def test_anchor_only_inside_discard_one(tmp_path):
     ("flush-delay", "not a built-in patch"),
 ])
 def test_bad_specs_name_the_allowed_forms(spec, what):
-    with pytest.raises(patches.PatchError) as e:
-        patches.builtin_patch(spec, MAINLINE)
+    with pytest.raises(builtin_patches.PatchError) as e:
+        builtin_patches.builtin_patch(spec, MAINLINE)
     assert what in str(e.value) and "builtin:flush-delay" in str(e.value) and "allowed:" in str(e.value)
 
 
 def test_missing_base_header(tmp_path):
-    with pytest.raises(patches.PatchError, match="cannot read base header"):
-        patches.builtin_patch("builtin:flush-delay", tmp_path / "nope.h")
+    with pytest.raises(builtin_patches.PatchError, match="cannot read base header"):
+        builtin_patches.builtin_patch("builtin:flush-delay", tmp_path / "nope.h")
 
 
 def test_expected_extra_per_op():
     # 63 flushes per lap of 1000 with batch 16, two instructions per spin
-    assert patches.expected_extra_per_op(64, 1000, 16) == pytest.approx(64 * 2 * 63 / 1000)
-    assert patches.expected_extra_per_op(10, 64, 16) == pytest.approx(10 * 2 * 4 / 64)
+    assert builtin_patches.expected_extra_per_op(64, 1000, 16) == pytest.approx(64 * 2 * 63 / 1000)
+    assert builtin_patches.expected_extra_per_op(10, 64, 16) == pytest.approx(10 * 2 * 4 / 64)
 
 
 @pytest.mark.skipif(DEBIAN is None, reason="Debian linux-headers-*-common not installed")
 def test_flush_delay_against_the_debian_header(tmp_path):
-    p = patches.builtin_patch("builtin:flush-delay", DEBIAN)
+    p = builtin_patches.builtin_patch("builtin:flush-delay", DEBIAN)
     patched = _apply(p.text, DEBIAN, tmp_path)
     kh.check_compiles(patched)
     assert kh.detect_generation(patched) == "batch"
@@ -157,14 +158,14 @@ def test_plan_ab_patch_file_and_lore(tmp_path):
     ("/no/such/tree", "builtin:flush-delay", "parameter 'base': kernel header: /no/such/tree does not exist"),
 ])
 def test_plan_ab_bad_input(base, patch, msg, tmp_path):
-    with pytest.raises(patches.PatchError) as e:
+    with pytest.raises(builtin_patches.PatchError) as e:
         patches.plan_ab(str(MAINLINE) if base == "MAINLINE" else base, patch, workdir=tmp_path)
     assert msg in str(e.value) and "allowed:" in str(e.value)
 
 
 def test_default_base_without_headers_package_says_what_to_pass(monkeypatch):
     monkeypatch.setattr(kh, "debian_header", lambda: None)
-    with pytest.raises(patches.PatchError) as e:
+    with pytest.raises(builtin_patches.PatchError) as e:
         patches.plan_ab("", "builtin:flush-delay")
     assert "parameter 'base': empty, and no distro kernel headers package" in str(e.value)
     assert "a kernel tree" in str(e.value)
@@ -215,43 +216,43 @@ def test_instructions_table(tmp_path):
 
 # -- builtin:pad: a layout-only change ---------------------------------------------------------
 def test_pad_inserts_an_unused_function_before_the_ring(tmp_path):
-    p = patches.builtin_patch("builtin:pad", MAINLINE)
-    assert p.spec == "builtin:pad:48" and p.name == "pad" and p.spins == patches.DEFAULT_PAD == 48
+    p = builtin_patches.builtin_patch("builtin:pad", MAINLINE)
+    assert p.spec == "builtin:pad:48" and p.name == "pad" and p.spins == builtin_patches.DEFAULT_PAD == 48
     assert "Subject: [PATCH] ptr_ring: 48 bytes of unused code ahead of the ring" in p.text
     out = _apply(p.text, MAINLINE, tmp_path).read_text().splitlines()
     i = next(k for k, ln in enumerate(out) if '.skip 48"' in ln)
     j = next(k for k, ln in enumerate(out) if ln.startswith("struct ptr_ring {"))
     assert i < j and "ringlab_builtin_pad" in out[i - 2] and "used" in out[i - 2]
     assert sum("ringlab_builtin_pad" in ln for ln in out) == 1, "defined once, never called"
-    assert patches.builtin_patch("builtin:pad:4000", MAINLINE).text.count(".skip 4000") == 2  # diff + body
+    assert builtin_patches.builtin_patch("builtin:pad:4000", MAINLINE).text.count(".skip 4000") == 2  # diff + body
 
 
 def test_pad_compiles_through_the_shim(tmp_path):
-    kh.check_compiles(_apply(patches.builtin_patch("builtin:pad:96", MAINLINE).text, MAINLINE, tmp_path))
+    kh.check_compiles(_apply(builtin_patches.builtin_patch("builtin:pad:96", MAINLINE).text, MAINLINE, tmp_path))
 
 
 def test_pad_anchor_missing_names_it(tmp_path):
     h = tmp_path / "ptr_ring.h"
     h.write_text("/* struct ptr_ring { in a comment */\nstruct other {\n\tint x;\n};\n")
-    with pytest.raises(patches.PatchError, match=r"builtin:pad: .*anchor not found.*struct ptr_ring \{"):
-        patches.builtin_patch("builtin:pad", h)
+    with pytest.raises(builtin_patches.PatchError, match=r"builtin:pad: .*anchor not found.*struct ptr_ring \{"):
+        builtin_patches.builtin_patch("builtin:pad", h)
 
 
 @pytest.mark.parametrize("spec", ["builtin:pad:0", "builtin:pad:70000", "builtin:pad:-3"])
 def test_bad_pad_specs(spec):
-    with pytest.raises(patches.PatchError, match=r"N must be an integer in \[1, 65536\]"):
-        patches.parse_builtin(spec)
+    with pytest.raises(builtin_patches.PatchError, match=r"N must be an integer in \[1, 65536\]"):
+        builtin_patches.parse_builtin(spec)
 
 
 def test_expected_extra_is_stated_per_builtin():
-    assert patches.expected_extra("builtin:pad:2000") == 0
-    assert patches.expected_extra("builtin:flush-delay:10") == patches.expected_extra_per_op(10)
-    assert patches.builtin_patch("builtin:pad", MAINLINE).expected_extra() == 0
+    assert builtin_patches.expected_extra("builtin:pad:2000") == 0
+    assert builtin_patches.expected_extra("builtin:flush-delay:10") == builtin_patches.expected_extra_per_op(10)
+    assert builtin_patches.builtin_patch("builtin:pad", MAINLINE).expected_extra() == 0
     # spins_for inverts expected_extra_per_op (to the nearest whole iteration)
     for want in (1.1, 3.4, 10.0):
-        n = patches.spins_for(want)
-        assert abs(patches.expected_extra_per_op(n) - want) <= patches.expected_extra_per_op(1) / 2
-    assert patches.spins_for(0) == 1
+        n = builtin_patches.spins_for(want)
+        assert abs(builtin_patches.expected_extra_per_op(n) - want) <= builtin_patches.expected_extra_per_op(1) / 2
+    assert builtin_patches.spins_for(0) == 1
 
 
 def test_pad_plan_names_the_file_by_builtin(tmp_path):
@@ -266,7 +267,7 @@ def pad_binaries(tmp_path_factory):
     if shutil.which(driver.compiler()) is None:
         pytest.skip(f"no C compiler ({driver.compiler()}) on PATH")
     tmp = tmp_path_factory.mktemp("pad")
-    patched = _apply(patches.builtin_patch("builtin:pad:48", MAINLINE).text, MAINLINE, tmp)
+    patched = _apply(builtin_patches.builtin_patch("builtin:pad:48", MAINLINE).text, MAINLINE, tmp)
     info = driver.build_all(kernel_headers={"base": MAINLINE, "pad": patched}, out_dir=tmp / "bin", jobs=2,
                             only=["ptr_ring_test-base", "ptr_ring_test-pad"])
     return [Path(info.binaries[f"ptr_ring_test-{n}"].path) for n in ("base", "pad")]

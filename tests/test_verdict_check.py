@@ -9,6 +9,7 @@ import pytest
 from ringlab.errors import ParamError
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
+from ringlab.sources import builtin_patches
 from ringlab.studies import verdict_check as vc
 
 MAINLINE_TREE = Path(__file__).resolve().parent / "data" / "kernel_headers" / "team_mainline"
@@ -70,8 +71,8 @@ def test_plan_generates_the_arms_against_the_base(tmp_path):
     p = vc.plan(str(MAINLINE_TREE), workdir=tmp_path, base_per_op=per_op)
     assert list(p.specs) == ["pad48", "d2", "d8"] and p.specs["pad48"] == "builtin:pad:48"
     for arm, pct in (("d2", 2.5), ("d8", 7.7)):
-        extra = patches.expected_extra(p.specs[arm])
-        assert abs(extra - per_op * pct / 100) <= patches.expected_extra_per_op(1) / 2
+        extra = builtin_patches.expected_extra(p.specs[arm])
+        assert abs(extra - per_op * pct / 100) <= builtin_patches.expected_extra_per_op(1) / 2
         assert p.files[arm].is_file() and p.files[arm].parent == tmp_path
     kh_default = p.kernel_headers(p.default_arms)
     assert kh_default.startswith(f"base={MAINLINE_TREE},pad48={MAINLINE_TREE}+")

@@ -30,12 +30,17 @@ def _read(path) -> dict:
     return state
 
 
-def _pct(e: dict | None) -> str:
+def effect_text(e: dict | None, unit: str = "%", missing: str = "n/a") -> str:
+    """``+24.3% [+7.6%, +43.7%]`` of a step's effect (``unit`` after each CI bound)."""
     if not e or e.get("delta_pct") is None:
-        return "n/a"
+        return missing
     lo, hi = e.get("ci_low_pct"), e.get("ci_high_pct")
-    ci = f" [{lo:+.1f}%, {hi:+.1f}%]" if lo is not None and hi is not None else ""
+    ci = f" [{lo:+.1f}{unit}, {hi:+.1f}{unit}]" if lo is not None and hi is not None else ""
     return f"{e['delta_pct']:+.1f}%{ci}"
+
+
+def _pct(e: dict | None) -> str:
+    return effect_text(e)
 
 
 def _word(state: dict, delta: float) -> str:

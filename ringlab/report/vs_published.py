@@ -19,6 +19,7 @@ from ringlab.report.rundata import read_run
 from ringlab.stats import compare, measurements, summarize
 from ringlab.report import provenance
 from ringlab.report.figures import size_sweep
+from ringlab.sources.builtin_patches import effective_batch
 from ringlab.tools.perfstat import parse_perf_stat
 
 
@@ -127,15 +128,6 @@ def instructions_vs_published(run_dir) -> pd.DataFrame:
                      "how": "no instruction counts in this run (no hardware counters and icount=false "
                             "or valgrind unavailable)", "ratio to batch": float("nan")})
     return pd.DataFrame(rows)
-
-
-def effective_batch(size: int, batch: int = 0) -> int:
-    """The batch the ptr_ring uses: the requested one, else 16 (2 lines of 8-byte
-    pointers), or 1 when that is more than half the ring."""
-    if batch:
-        return batch
-    b = 2 * 64 // 8
-    return 1 if b > size // 2 else b
 
 
 def size_sweep_table(run_dir, baseline: str = "prebatch", metric: str = "ns_per_op") -> pd.DataFrame:

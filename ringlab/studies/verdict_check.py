@@ -31,6 +31,7 @@ from ringlab.report.rundata import read_run
 from ringlab.report.tables import comparison_rows
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
+from ringlab.sources import builtin_patches
 from ringlab.stats.compare import compare
 from ringlab.build import driver
 from ringlab.tools import icount
@@ -82,9 +83,9 @@ class CheckPlan:
         return ",".join([BASELINE, *arms])
 
     def expected_extra(self, spec: str) -> float:
-        """Extra instructions/op of ``spec`` stated before measuring (``patches.expected_extra``:
+        """Extra instructions/op of ``spec`` stated before measuring (``builtin_patches.expected_extra``:
         a lower bound for flush-delay, whose loop set-up adds a fixed cost per flush; 0 for pad)."""
-        return patches.expected_extra(spec)
+        return builtin_patches.expected_extra(spec)
 
     def expected(self) -> pd.DataFrame:
         """What each arm is expected to change, stated before measuring."""
@@ -133,7 +134,7 @@ def plan(base: str = "", workdir=None, base_per_op: float | None = None) -> Chec
     base = (base or "").strip() or default_base()
     try:
         header = patches.base_header_file(base)
-    except patches.PatchError as e:
+    except builtin_patches.PatchError as e:
         raise ParamError(str(e)) from None
     workdir = Path(workdir) if workdir else paths.build_dir() / "patches"
     source = "given"
@@ -147,11 +148,11 @@ def plan(base: str = "", workdir=None, base_per_op: float | None = None) -> Chec
     specs, files = {}, {}
     for arm, (spec, pct) in ARMS.items():
         if spec.startswith("builtin:flush-delay"):
-            spec = f"{spec}:{patches.spins_for(base_per_op * pct / 100)}"
-        name, n = patches.parse_builtin(spec)
-        probe = patches.builtin_patch(spec, header)
+            spec = f"{spec}:{builtin_patches.spins_for(base_per_op * pct / 100)}"
+        name, n = builtin_patches.parse_builtin(spec)
+        probe = builtin_patches.builtin_patch(spec, header)
         files[arm] = workdir / f"{name}-{n}-{probe.base_sha256[:12]}.patch"
-        specs[arm] = patches.write_builtin(spec, header, files[arm]).spec
+        specs[arm] = builtin_patches.write_builtin(spec, header, files[arm]).spec
     return CheckPlan(base=base, base_per_op=float(base_per_op), count_source=source, specs=specs, files=files)
 
 

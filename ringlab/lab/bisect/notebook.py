@@ -16,6 +16,7 @@ from ringlab.lab import notebook as rn
 from ringlab.lab.bisect import engine, report, testrepo
 from ringlab.rundir import read_raw
 from ringlab.sources import patches
+from ringlab.sources import builtin_patches
 from ringlab.tools import icount as icount_tool
 
 #: callgrind operations per icount trial of a step (callgrind runs code 50-100x slower)
@@ -83,7 +84,7 @@ def plan(out: Path, tree: str = "", good: str = "", bad: str = "", threshold: fl
                             command=_command(tree, good, bad, threshold, params))
         engine.init_state(cfg)   # the range is checked before anything runs
         return Plan(cfg, repo, usable)
-    except patches.PatchError as e:
+    except builtin_patches.PatchError as e:
         raise rn.ParamError(f"parameter 'spins': {e}") from None
     except BaseParamError as e:
         raise rn.ParamError(str(e)) from None
@@ -121,8 +122,8 @@ def expectation(repo: testrepo.TestRepo) -> str:
     n = repo.spins
     flushes = -(-1000 // 16)
     return (f"expected: the planted commit {repo.planted.sha[:12]} adds at least "
-            f"{patches.expected_extra_per_op(n):+.2f} instructions/op in mode 0 ({n} iterations x "
-            f"{patches.INSNS_PER_SPIN} instructions x {flushes} flushes per 1000 operations; loop set-up adds a "
+            f"{builtin_patches.expected_extra_per_op(n):+.2f} instructions/op in mode 0 ({n} iterations x "
+            f"{builtin_patches.INSNS_PER_SPIN} instructions x {flushes} flushes per 1000 operations; loop set-up adds a "
             f"few per flush), and in time {n * flushes / 1000:.1f} to {2 * n * flushes / 1000:.1f} cycles per "
             "operation (one to two cycles per iteration): a few to some tens of percent of a ring operation "
             "of a few ns")

@@ -6,17 +6,14 @@ from pathlib import Path
 import matplotlib
 
 from ringlab import rundir
+from ringlab.report.bisect_mail import effect_text
 
 matplotlib.use("Agg")  # figures go to files, never to a display (as in ringlab.report.figures)
 import matplotlib.pyplot as plt  # noqa: E402
 
 
 def _ci(e: dict | None) -> str:
-    if not e or e.get("delta_pct") is None:
-        return "-"
-    lo, hi = e.get("ci_low_pct"), e.get("ci_high_pct")
-    ci = f" [{lo:+.1f}, {hi:+.1f}]" if lo is not None and hi is not None else ""
-    return f"{e['delta_pct']:+.1f}%{ci}"
+    return effect_text(e, unit="", missing="-")
 
 
 def step_rows(state: dict) -> list[list[str]]:

@@ -34,6 +34,7 @@ from ringlab import paths
 from ringlab.errors import DataError
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
+from ringlab.sources import builtin_patches
 from ringlab.system import git as hgit
 
 HEADER = kh.IN_TREE
@@ -181,7 +182,7 @@ def _commit(repo: Path, subject: str, n: int) -> str:
 
 
 def _apply_cost(repo: Path, spins: int) -> None:
-    bp = patches.builtin_patch(f"builtin:flush-delay:{spins}", repo / HEADER)
+    bp = builtin_patches.builtin_patch(f"builtin:flush-delay:{spins}", repo / HEADER)
     with tempfile.NamedTemporaryFile("w", suffix=".diff", dir=repo / ".git", delete=False) as f:
         f.write(bp.diff)
     proc = hgit.apply(Path(f.name), repo)
@@ -219,7 +220,7 @@ def _build(repo: Path, source: Path, spins: int) -> list[Commit]:
     for n, (kind, subject, arg) in enumerate(SERIES, start=1):
         _step(repo, kind, subject, arg, spins)
         cost = cost or kind == "cost"
-        what = WHAT[kind].format(arg=arg, spins=spins, extra=patches.expected_extra_per_op(spins))
+        what = WHAT[kind].format(arg=arg, spins=spins, extra=builtin_patches.expected_extra_per_op(spins))
         out.append(Commit(_commit(repo, subject, n), kind, subject, what, cost))
     return out
 
@@ -230,7 +231,7 @@ def build(spins: int = DEFAULT_SPINS, source: Path | None = None, root: Path | N
     source = Path(source) if source else source_header()
     if source is None:
         return None
-    patches.parse_builtin(f"builtin:flush-delay:{spins}")   # PatchError for a bad N
+    builtin_patches.parse_builtin(f"builtin:flush-delay:{spins}")   # PatchError for a bad N
     key = hashlib.sha256(source.read_bytes() + f"|{spins}|{SERIES_VERSION}|{SERIES!r}".encode()).hexdigest()[:12]
     root = Path(root) if root else paths.build_dir() / "bisect-testrepo"
     final = root / key
