@@ -10,9 +10,7 @@ each case gets a copy of its two files.
 """
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -23,9 +21,7 @@ import ringlab
 from ringlab.lab import cli
 from ringlab.errors import RinglabError
 
-FAKES = Path(__file__).resolve().parent / "fakes"
-sys.path.insert(0, str(FAKES))
-import fake_ptr_ring_test as fake  # noqa: E402
+from tests.fakes.cli_runs import in_process_run
 
 GOOD_PARAMS = ["-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",
                "-p", "variants", "batch,reorder", "-p", "modes", "0", "-p", "trials", "2", "-p", "warmup", "0"]
@@ -351,20 +347,7 @@ def test_corpus_is_large_and_distinct():
 
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("bad-inputs")
-    mp = pytest.MonkeyPatch()
-    build = tmp / "build"
-    fake.install(str(build / "bin"), sys.executable)
-    mp.setenv("RINGLAB_BUILD", str(build))
-    mp.setenv("RINGLAB_STATE_DIR", str(tmp / "state"))
-    mp.setenv("RINGLAB_LOCK_DIR", str(tmp / "locks"))
-    for k in list(os.environ):
-        if k.startswith("FAKE_"):
-            mp.delenv(k)
-    out = tmp / "good"
-    assert cli.main(["run", "ptr_ring", *GOOD_PARAMS, "--no-build", "--no-progress", "--out", str(out)]) == 0
-    yield out
-    mp.undo()
+    yield from in_process_run(tmp_path_factory.mktemp("bad-inputs"), GOOD_PARAMS)
 
 
 def _fill(s: str, tmp: Path, run: Path, out: Path) -> str:

@@ -6,9 +6,7 @@ Every command that reads them is tried: compare, summarize, provenance, run --re
 """
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,9 +15,7 @@ from ringlab import rundir
 from ringlab.lab import cli
 from ringlab.errors import DataError
 
-FAKES = Path(__file__).resolve().parent / "fakes"
-sys.path.insert(0, str(FAKES))
-import fake_ptr_ring_test as fake  # noqa: E402
+from tests.fakes.cli_runs import in_process_run
 
 PARAMS = ["-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false", "-p", "variants",
           "batch,reorder", "-p", "modes", "0", "-p", "trials", "2", "-p", "warmup", "0"]
@@ -27,20 +23,7 @@ PARAMS = ["-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "fal
 
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("corrupt")
-    mp = pytest.MonkeyPatch()
-    build = tmp / "build"
-    fake.install(str(build / "bin"), sys.executable)
-    mp.setenv("RINGLAB_BUILD", str(build))
-    mp.setenv("RINGLAB_STATE_DIR", str(tmp / "state"))
-    mp.setenv("RINGLAB_LOCK_DIR", str(tmp / "locks"))
-    for k in list(os.environ):
-        if k.startswith("FAKE_"):
-            mp.delenv(k)
-    out = tmp / "good"
-    assert cli.main(["run", "ptr_ring", *PARAMS, "--no-build", "--no-progress", "--out", str(out)]) == 0
-    yield out
-    mp.undo()
+    yield from in_process_run(tmp_path_factory.mktemp("corrupt"), PARAMS)
 
 
 def _lines(run: Path) -> list[bytes]:

@@ -6,6 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from ringlab.lab import cli
+from tests.fakes import fake_ptr_ring_test as fake
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 #: a small interleaved run: 3 variants, mode 0, 3 measured trials + 1 warm-up each
@@ -31,3 +36,22 @@ def start_run(out: Path, extra_env: dict, params=PARAMS) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "ringlab", "run", "ptr_ring", *params, "--no-build",
                              "--no-progress", "--out", str(out)], env=env, cwd=str(ROOT),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def in_process_run(tmp: Path, params: list[str]):
+    """A generator for a module-scoped fixture: one ``ringlab run ptr_ring`` in this process over
+    the mock binaries (installed under ``tmp``), with its own build, state and lock folders and no
+    FAKE_* behaviour; yields the run folder, then puts the environment back."""
+    mp = pytest.MonkeyPatch()
+    build = tmp / "build"
+    fake.install(str(build / "bin"), sys.executable)
+    mp.setenv("RINGLAB_BUILD", str(build))
+    mp.setenv("RINGLAB_STATE_DIR", str(tmp / "state"))
+    mp.setenv("RINGLAB_LOCK_DIR", str(tmp / "locks"))
+    for k in list(os.environ):
+        if k.startswith("FAKE_"):
+            mp.delenv(k)
+    out = tmp / "good"
+    assert cli.main(["run", "ptr_ring", *params, "--no-build", "--no-progress", "--out", str(out)]) == 0
+    yield out
+    mp.undo()
