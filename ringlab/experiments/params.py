@@ -61,86 +61,104 @@ class Param:
             what += f" <= {_num_text(self.max)}"
         return what
 
+    def _fail(self, raw: Any, why: str = "") -> ParamError:
+        """The one-line error for ``raw``: parameter name, reason and the allowed values."""
+        got = repr(raw)
+        return ParamError(f"parameter '{self.name}': {why or 'invalid value'} {got}; allowed: {self.allowed()}")
+
+    def _parse_list(self, raw: Any) -> list[Any]:
+        """A comma/semicolon separated string or a sequence, each element parsed as the element kind."""
+        elem = Param(self.name, self.kind[:-5], None, self.help, self.choices, self.min, self.max)
+        if isinstance(raw, str):
+            parts = [p.strip() for p in raw.replace(";", ",").split(",")]
+            if parts == [""]:
+                raise self._fail(raw, "empty list")
+        elif isinstance(raw, (list, tuple)):
+            parts = [p.strip() if isinstance(p, str) else p for p in raw]
+        elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            parts = [raw]
+        else:
+            raise self._fail(raw, "not a list:")
+        if not parts:
+            raise self._fail(raw, "empty list")
+        if "" in parts:
+            raise self._fail(raw, f"empty element (number {parts.index('') + 1}) in")
+        out = []
+        for p in parts:
+            out.append(elem.parse(p))
+        return out
+
+    def _parse_bool(self, raw: Any) -> bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, (int,)) and raw in (0, 1):
+            return bool(raw)
+        if isinstance(raw, str) and raw.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return raw.strip().lower() in ("1", "true", "yes", "on")
+        raise self._fail(raw, "not a boolean:")
+
+    def _parse_int(self, raw: Any) -> int:
+        """An int, an integral float, or a string in decimal, 0x/0o/0b, with _ or as 1e8."""
+        if isinstance(raw, bool):
+            raise self._fail(raw, "not an integer:")
+        if isinstance(raw, int):
+            return raw
+        if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
+            return int(raw)
+        if not isinstance(raw, str):
+            raise self._fail(raw, "not an integer:")
+        s = raw.strip().replace("_", "")
+        try:
+            return int(s, 0) if s.lower().startswith(("0x", "0o", "0b")) else int(s)
+        except ValueError:
+            try:
+                f = float(s)  # accept 1e8
+            except ValueError:
+                raise self._fail(raw, "not an integer:") from None
+            if not math.isfinite(f):
+                raise self._fail(raw, "not a finite number:")
+            if not f.is_integer():
+                raise self._fail(raw, "not an integer:") from None
+            return int(f)
+
+    def _parse_float(self, raw: Any) -> float:
+        if isinstance(raw, bool):
+            raise self._fail(raw, "not a number:")
+        try:
+            val = float(raw)
+        except (TypeError, ValueError):
+            raise self._fail(raw, "not a number:") from None
+        if not math.isfinite(val):
+            raise self._fail(raw, "not a finite number:")
+        return val
+
+    def _parse_str(self, raw: Any) -> str:
+        if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
+            raise self._fail(raw, "not a string:")
+        # papermill trap: -p version 1.10 arrives as 1.1; we cannot undo that,
+        # so strings that must look like numbers should be passed with -r.
+        return str(raw).strip()
+
     def parse(self, raw: Any) -> Any:
         """Turn a CLI string / papermill value into the typed value, or raise ParamError."""
-        def fail(why: str = "") -> ParamError:
-            got = repr(raw)
-            return ParamError(f"parameter '{self.name}': {why or 'invalid value'} {got}; allowed: {self.allowed()}")
-
         if self.kind.endswith("_list"):
-            elem = Param(self.name, self.kind[:-5], None, self.help, self.choices, self.min, self.max)
-            if isinstance(raw, str):
-                parts = [p.strip() for p in raw.replace(";", ",").split(",")]
-                if parts == [""]:
-                    raise fail("empty list")
-            elif isinstance(raw, (list, tuple)):
-                parts = [p.strip() if isinstance(p, str) else p for p in raw]
-            elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
-                parts = [raw]
-            else:
-                raise fail("not a list:")
-            if not parts:
-                raise fail("empty list")
-            if "" in parts:
-                raise fail(f"empty element (number {parts.index('') + 1}) in")
-            out = []
-            for p in parts:
-                out.append(elem.parse(p))
-            return out
+            return self._parse_list(raw)
         if self.kind == "bool":
-            if isinstance(raw, bool):
-                return raw
-            if isinstance(raw, (int,)) and raw in (0, 1):
-                return bool(raw)
-            if isinstance(raw, str) and raw.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                return raw.strip().lower() in ("1", "true", "yes", "on")
-            raise fail("not a boolean:")
+            return self._parse_bool(raw)
         if self.kind == "int":
-            if isinstance(raw, bool):
-                raise fail("not an integer:")
-            if isinstance(raw, int):
-                val = raw
-            elif isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
-                val = int(raw)
-            elif isinstance(raw, str):
-                s = raw.strip().replace("_", "")
-                try:
-                    val = int(s, 0) if s.lower().startswith(("0x", "0o", "0b")) else int(s)
-                except ValueError:
-                    try:
-                        f = float(s)  # accept 1e8
-                    except ValueError:
-                        raise fail("not an integer:") from None
-                    if not math.isfinite(f):
-                        raise fail("not a finite number:")
-                    if not f.is_integer():
-                        raise fail("not an integer:") from None
-                    val = int(f)
-            else:
-                raise fail("not an integer:")
+            val = self._parse_int(raw)
         elif self.kind == "float":
-            if isinstance(raw, bool):
-                raise fail("not a number:")
-            try:
-                val = float(raw)
-            except (TypeError, ValueError):
-                raise fail("not a number:") from None
-            if not math.isfinite(val):
-                raise fail("not a finite number:")
+            val = self._parse_float(raw)
         elif self.kind == "str":
-            if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
-                raise fail("not a string:")
-            # papermill trap: -p version 1.10 arrives as 1.1; we cannot undo that,
-            # so strings that must look like numbers should be passed with -r.
-            val = str(raw).strip()
+            val = self._parse_str(raw)
         else:  # pragma: no cover - programming error
             raise AssertionError(self.kind)
         if self.choices is not None and val not in self.choices:
-            raise fail("unknown value")
+            raise self._fail(raw, "unknown value")
         if self.min is not None and val < self.min:
-            raise fail("too small:")
+            raise self._fail(raw, "too small:")
         if self.max is not None and val > self.max:
-            raise fail("too large:")
+            raise self._fail(raw, "too large:")
         return val
 
     def format(self, value: Any) -> str:

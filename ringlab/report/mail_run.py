@@ -107,26 +107,26 @@ def _placement(r: pd.Series | dict) -> str:
     return cls or "not recorded"
 
 
-def _method_lines(df: pd.DataFrame, env: dict, meas: pd.DataFrame, width: int) -> list[str]:
-    out = []
-    params = env.get("parameters") or {}
-    # pinning, per configuration, and whether the threads stayed there
-    if "pair_class" in meas.columns:
-        keys = [c for c in ("mode",) + _PLACEMENT_COLS if c in meas.columns]
-        places = []
-        for key, _ in meas.groupby(keys, sort=True, dropna=False):
-            r = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-            places.append((f"mode {_fmt(r['mode'])}: " if "mode" in r else "") + _placement(r))
-        text = "; ".join(dict.fromkeys(places))
-        if "actual_pair_class" in meas.columns:
-            timed = meas[meas["actual_pair_class"].notna()] if "icount_source" not in meas.columns else \
-                meas[meas["actual_pair_class"].notna() & meas["icount_source"].isna()]
-            if len(timed):
-                same = int((timed["actual_pair_class"].astype(str) == timed["pair_class"].astype(str)).sum())
-                text += (f"; the threads ran on the requested CPUs in {same} of {len(timed)} "
-                         "measured trials")
-        out += _field("Pinning", text, width)
-    # governor
+def _pinning_text(meas: pd.DataFrame) -> str:
+    """The placement of each configuration and how many measured trials ran on the requested CPUs."""
+    keys = [c for c in ("mode",) + _PLACEMENT_COLS if c in meas.columns]
+    places = []
+    for key, _ in meas.groupby(keys, sort=True, dropna=False):
+        r = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        places.append((f"mode {_fmt(r['mode'])}: " if "mode" in r else "") + _placement(r))
+    text = "; ".join(dict.fromkeys(places))
+    if "actual_pair_class" in meas.columns:
+        timed = meas[meas["actual_pair_class"].notna()] if "icount_source" not in meas.columns else \
+            meas[meas["actual_pair_class"].notna() & meas["icount_source"].isna()]
+        if len(timed):
+            same = int((timed["actual_pair_class"].astype(str) == timed["pair_class"].astype(str)).sum())
+            text += (f"; the threads ran on the requested CPUs in {same} of {len(timed)} "
+                     "measured trials")
+    return text
+
+
+def _governor_text(env: dict, params: dict) -> str:
+    """Whether the run set the performance governor, and why not."""
     gov = ((env.get("governor") or {}).get("governor") or {})
     if not gov:
         gov = (env.get("environment") or {}).get("governor") or {}
@@ -139,7 +139,17 @@ def _method_lines(df: pd.DataFrame, env: dict, meas: pd.DataFrame, width: int) -
         g = "not recorded"
     if params.get("governor") is False:
         g = "left alone (governor=false)" + (f"; {gov.get('reason')}" if gov.get("reason") else "")
-    out += _field("Governor", g, width)
+    return g
+
+
+def _method_lines(df: pd.DataFrame, env: dict, meas: pd.DataFrame, width: int) -> list[str]:
+    out = []
+    params = env.get("parameters") or {}
+    # pinning, per configuration, and whether the threads stayed there
+    if "pair_class" in meas.columns:
+        out += _field("Pinning", _pinning_text(meas), width)
+    # governor
+    out += _field("Governor", _governor_text(env, params), width)
     # rounds
     trials, warm = params.get("trials"), params.get("warmup")
     if trials is not None:

@@ -237,9 +237,9 @@ def _existing_build_info() -> dict[str, Any]:
     return info
 
 
-def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: bool,
-            log: Callable[[str], None], argv: list[str] | None) -> Prepared:
-    exp_cls = base.get(name)
+def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bool
+                 ) -> tuple[dict[str, Any], str, Path, dict]:
+    """The parameter values, run id, output folder and (resuming) the interrupted run's env.json."""
     prev: dict = {}
     if resume:
         if out_dir is None:
@@ -258,6 +258,28 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         run_id = run_id_for(out_dir)
         out_dir = Path(out_dir) if out_dir is not None else default_out_dir(name, host_id(), run_id)
         check_out_dir(out_dir, resume=False)
+    return values, run_id, out_dir, prev
+
+
+def _build_and_check(exp, values: dict[str, Any], ctx: RunContext, build: bool) -> tuple[Any, str | None]:
+    """Build (or check the built) binaries; return the build info and why the experiment cannot run."""
+    build_info = _build(exp, values) if build else None
+    reason = exp.unavailable(values, ctx)
+    if not build:
+        build_info = _check_built(exp, values) if reason is None else _existing_build_info()
+    if reason is None:
+        _merge_build(build_info, exp.build_info(values))
+        missing = [b for b in exp.needed_binaries(values) if not os.access(ctx.binary(b), os.X_OK)]
+        if missing:
+            raise RunnerError(f"binaries missing from {paths.bin_dir()}: {', '.join(missing)}; "
+                              "run `ringlab build` first")
+    return build_info, reason
+
+
+def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: bool,
+            log: Callable[[str], None], argv: list[str] | None) -> Prepared:
+    exp_cls = base.get(name)
+    values, run_id, out_dir, prev = _resolve_run(exp_cls, name, params, out_dir, resume)
     host = prev.get("host") or host_id()
 
     exp = exp_cls()
@@ -285,16 +307,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
                               f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it")
 
     # Build and check binaries before anything is written.
-    build_info = _build(exp, values) if build else None
-    reason = exp.unavailable(values, ctx)
-    if not build:
-        build_info = _check_built(exp, values) if reason is None else _existing_build_info()
-    if reason is None:
-        _merge_build(build_info, exp.build_info(values))
-        missing = [b for b in exp.needed_binaries(values) if not os.access(ctx.binary(b), os.X_OK)]
-        if missing:
-            raise RunnerError(f"binaries missing from {paths.bin_dir()}: {', '.join(missing)}; "
-                              "run `ringlab build` first")
+    build_info, reason = _build_and_check(exp, values, ctx, build)
     env = {} if prev else {"schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "experiment": name,
                            "host": host}
     env.update(

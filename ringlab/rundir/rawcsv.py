@@ -157,14 +157,8 @@ def _bad_metric(v: str) -> str | None:
     return None
 
 
-def _check_rows(path: Path, text: str, required: tuple[str, ...], torn_ok: bool = False,
-                strict: bool = True) -> tuple[list[str], int]:
-    """Validate the CSV structure; return the header and the number of a torn last line (0: none).
-
-    A torn last line is a DataError unless ``torn_ok``.  ``strict`` also refuses unknown columns
-    after ``trial`` and metric cells of ok trials that are not finite numbers > 0."""
-    lines = text.split("\n")
-    reader = csv.reader(io.StringIO(text))
+def _check_header(path: Path, reader, required: tuple[str, ...], strict: bool) -> list[str]:
+    """Read and validate the header line: not empty, has ``required``, (strict) no unknown column."""
     try:
         header = next(reader)
     except StopIteration:
@@ -186,6 +180,45 @@ def _check_rows(path: Path, text: str, required: tuple[str, ...], torn_ok: bool 
             raise DataError(f"{path}: line 1: unknown column {', '.join(repr(c) for c in unknown[:5])}; "
                             "expected the columns of ringlab.schema (schema version "
                             f"{schema.SCHEMA_VERSION}) and the experiment's own")
+    return header
+
+
+def _check_int_cells(path: Path, lineno: int, row: list[str], idx: dict[str, int]) -> None:
+    """Refuse an integer column whose cell is not an integer (iteration/round may be empty)."""
+    for c, i in idx.items():
+        v = row[i].strip()
+        if c in ("iteration", "round") and v == "":
+            continue
+        try:
+            int(v)
+        except ValueError:
+            raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i]!r}; expected an integer"
+                            ) from None
+
+
+def _check_metric_cells(path: Path, lineno: int, row: list[str], metrics: dict[str, int],
+                        measured: set[str], first_nan: dict[str, tuple[int, str]]) -> None:
+    """Refuse a metric cell of an ok trial that is not a finite number > 0; note empty ones."""
+    for c, i in metrics.items():
+        why = _bad_metric(row[i])
+        if why is None:
+            measured.add(c)
+        elif why == "empty (NaN)":
+            first_nan.setdefault(c, (lineno, row[i]))
+        else:
+            raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i][:40]!r} ({why}); "
+                            "expected a finite number > 0 in an ok trial")
+
+
+def _check_rows(path: Path, text: str, required: tuple[str, ...], torn_ok: bool = False,
+                strict: bool = True) -> tuple[list[str], int]:
+    """Validate the CSV structure; return the header and the number of a torn last line (0: none).
+
+    A torn last line is a DataError unless ``torn_ok``.  ``strict`` also refuses unknown columns
+    after ``trial`` and metric cells of ok trials that are not finite numbers > 0."""
+    lines = text.split("\n")
+    reader = csv.reader(io.StringIO(text))
+    header = _check_header(path, reader, required, strict)
     torn, n_rows = 0, 0
     idx = {c: header.index(c) for c in INT_COLUMNS if c in header}
     metrics = {c: header.index(c) for c in METRIC_COLUMNS if c in header} if strict else {}
@@ -210,25 +243,9 @@ def _check_rows(path: Path, text: str, required: tuple[str, ...], torn_ok: bool 
                 raise DataError(f"{path}: line {lineno}: {len(row)} fields; expected {len(header)} "
                                 "(one per header column)")
             n_rows += 1
-            for c, i in idx.items():
-                v = row[i].strip()
-                if c in ("iteration", "round") and v == "":
-                    continue
-                try:
-                    int(v)
-                except ValueError:
-                    raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i]!r}; expected an integer"
-                                    ) from None
+            _check_int_cells(path, lineno, row, idx)
             if metrics and (si is None or row[si].strip() == "ok") and (ic is None or row[ic] != "callgrind"):
-                for c, i in metrics.items():
-                    why = _bad_metric(row[i])
-                    if why is None:
-                        measured.add(c)
-                    elif why == "empty (NaN)":
-                        first_nan.setdefault(c, (lineno, row[i]))
-                    else:
-                        raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i][:40]!r} ({why}); "
-                                        "expected a finite number > 0 in an ok trial")
+                _check_metric_cells(path, lineno, row, metrics, measured, first_nan)
     except csv.Error as e:
         raise DataError(f"{path}: line {reader.line_num}: {e}; expected one CSV row per line") from None
     if n_rows == 0:

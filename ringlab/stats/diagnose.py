@@ -89,14 +89,8 @@ def _derived(df: pd.DataFrame) -> pd.DataFrame:
     return d
 
 
-def find_cause(frame: pd.DataFrame, is_odd: np.ndarray, odd_name: str = "slow") -> dict:
-    """Test every candidate column against the boolean split ``is_odd``.
-
-    Returns ``{"column", "p", "p_holm", "text", "advice", "tests"}``; column is None when
-    nothing explains the split (text then says so, naming the closest candidate).
-    """
-    d = _derived(frame)
-    is_odd = np.asarray(is_odd, dtype=bool)
+def _cause_tests(d: pd.DataFrame, is_odd: np.ndarray) -> list[dict]:
+    """One test per candidate column that varies: Fisher/chi2 for categories, Mann-Whitney for numbers."""
     tests = []
     for col in CATEGORICAL_CAUSES:
         if col not in d.columns:
@@ -130,6 +124,16 @@ def find_cause(frame: pd.DataFrame, is_odd: np.ndarray, odd_name: str = "slow") 
         p = float(sst.mannwhitneyu(a, b, alternative="two-sided").pvalue)
         tests.append({"column": col, "kind": "numeric", "p": p, "median_odd": float(np.median(a)),
                       "median_rest": float(np.median(b))})
+    return tests
+
+
+def find_cause(frame: pd.DataFrame, is_odd: np.ndarray, odd_name: str = "slow") -> dict:
+    """Test every candidate column against the boolean split ``is_odd``.
+
+    Returns ``{"column", "p", "p_holm", "text", "advice", "tests"}``; column is None when
+    nothing explains the split (text then says so, naming the closest candidate).
+    """
+    tests = _cause_tests(_derived(frame), np.asarray(is_odd, dtype=bool))
     if not tests:
         return {"column": None, "p": math.nan, "p_holm": math.nan, "tests": [],
                 "advice": "", "text": "no recorded factor can be tested (no placement, counter, "
@@ -305,6 +309,35 @@ def _layout_suspected(rec: dict, mb: float, mc: float, time_verdict: str, has_la
             rec["text"] += "; " + rec["layout_text"]
 
 
+def _set_finding(rec: dict, label: str, ic_txt: str, time_txt: str, same: bool, differ: bool,
+                 has_layout: bool) -> None:
+    """Fill ``finding`` and ``text`` (and causes/checks or the layout suspicion) of one configuration."""
+    if same and differ:
+        rec["finding"] = "same instructions, different time"
+        rec["causes"], rec["checks"] = SAME_ICOUNT_CAUSES, SAME_ICOUNT_CHECKS
+        rec["text"] = (f"{label}: same instructions, different time: {ic_txt} "
+                       f"({rec['icount_delta_pct']:+.3f}%), but {time_txt}. Likely causes: "
+                       f"{SAME_ICOUNT_CAUSES}. Checks: {SAME_ICOUNT_CHECKS}.")
+    elif same:
+        rec["finding"] = "same instructions, same time"
+        rec["text"] = f"{label}: {ic_txt}; {time_txt}"
+    else:
+        rec["finding"] = "different instructions"
+        rec["text"] = (f"{label}: different instructions: {ic_txt} "
+                       f"({rec['icount_delta_pct']:+.2f}%); {time_txt}")
+        _layout_suspected(rec, rec["icount_baseline"], rec["icount_candidate"], rec["time_verdict"], has_layout)
+
+
+def _check_variants(df: pd.DataFrame, baseline: str, candidate: str) -> None:
+    """Refuse a baseline or candidate that is not a variant of ``df``."""
+    if "variant" not in df.columns:
+        raise ValueError("raw.csv has no 'variant' column")
+    variants = sorted(map(str, df["variant"].dropna().unique()))
+    for name, v in (("baseline", baseline), ("candidate", candidate)):
+        if str(v) not in variants:
+            raise ValueError(f"{name}: {v!r} is not a variant; allowed: " + ", ".join(variants))
+
+
 def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: str = schema.PRIMARY_METRIC,
                 icount_metric: str = "instructions_per_op", tolerance: float = 0.001,
                 alpha: float = 0.05, by=None) -> list[dict]:
@@ -319,12 +352,7 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
     faster, or fewer and slower) with ``layout_text`` saying "layout suspected", which the
     text carries for runs with a ``layout`` column (older runs keep the text of their summaries).
     """
-    if "variant" not in df.columns:
-        raise ValueError("raw.csv has no 'variant' column")
-    variants = sorted(map(str, df["variant"].dropna().unique()))
-    for name, v in (("baseline", baseline), ("candidate", candidate)):
-        if str(v) not in variants:
-            raise ValueError(f"{name}: {v!r} is not a variant; allowed: " + ", ".join(variants))
+    _check_variants(df, baseline, candidate)
     tmeas, _ = measurements(df, time_metric)
     tmeas["variant"] = tmeas["variant"].astype(str)
     has_ic = icount_metric in df.columns and pd.to_numeric(df[icount_metric], errors="coerce").notna().any()
@@ -366,19 +394,6 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
         same = mb != 0 and abs(mc - mb) <= tolerance * abs(mb)
         differ = tv["verdict"] in ("faster", "slower")
         ic_txt = f"{icount_metric}{src} {baseline} {mb:.6g} vs {candidate} {mc:.6g}"
-        if same and differ:
-            rec["finding"] = "same instructions, different time"
-            rec["causes"], rec["checks"] = SAME_ICOUNT_CAUSES, SAME_ICOUNT_CHECKS
-            rec["text"] = (f"{label}: same instructions, different time: {ic_txt} "
-                           f"({rec['icount_delta_pct']:+.3f}%), but {time_txt}. Likely causes: "
-                           f"{SAME_ICOUNT_CAUSES}. Checks: {SAME_ICOUNT_CHECKS}.")
-        elif same:
-            rec["finding"] = "same instructions, same time"
-            rec["text"] = f"{label}: {ic_txt}; {time_txt}"
-        else:
-            rec["finding"] = "different instructions"
-            rec["text"] = (f"{label}: different instructions: {ic_txt} "
-                           f"({rec['icount_delta_pct']:+.2f}%); {time_txt}")
-            _layout_suspected(rec, mb, mc, tv["verdict"], "layout" in df.columns)
+        _set_finding(rec, label, ic_txt, time_txt, same, differ, "layout" in df.columns)
         out.append(rec)
     return out
