@@ -266,3 +266,21 @@ def test_env_is_a_read_only_mapping(results):
     assert env.parameters == env.doc.get("parameters", {}) and env.status == env.doc.get("status")
     with pytest.raises(TypeError):
         env["host"] = "other"                         # read-only
+
+
+def test_a_results_folder_elsewhere_with_ringlab_s_other_folders_opens(results, tmp_path, monkeypatch):
+    """A copy of a results folder outside the configured one (a clone, a colleague's) also holds a
+    bisection, a calibration and a fleet's records: it still opens, and only runs are listed."""
+    monkeypatch.setenv("RINGLAB_RESULTS", str(tmp_path / "elsewhere"))
+    (results / "bisect" / "hostA" / "20260104T000000Z-eeeeee" / "steps").mkdir(parents=True)
+    (results / "bisect" / "hostA" / "20260104T000000Z-eeeeee" / "bisect.json").write_text("{}\n")
+    cal = results / "calibration" / "hostA"
+    (cal / "runs").mkdir(parents=True)
+    (cal / "calibration.json").write_text("{}\n")
+    (results / "fleet" / "20260105T000000Z-ffffff").mkdir(parents=True)
+    (results / "fleet" / "20260105T000000Z-ffffff" / "fleet.json").write_text("{}\n")
+    frame = ringlab.open_all(results)
+    assert set(frame["run_id"]) >= {"20260101T000000Z-aaaaaa", "20260101T120000Z-dddddd"}
+    (tmp_path / "unrelated" / "a" / "b" / "c").mkdir(parents=True)
+    with pytest.raises(RinglabError, match="allowed: a run folder"):
+        ringlab.open_all(tmp_path / "unrelated")

@@ -68,9 +68,18 @@ def _resolve(path) -> Path:
     return p
 
 
+#: files that make a folder one of ringlab's own in a results tree, though it holds no run at the
+#: usual depth: a bisection (its steps are run folders), a calibration (its A/A run under runs/),
+#: a fleet's job records
+RINGLAB_FOLDER_FILES = ("bisect.json", "calibration.json", "fleet.json")
+
+
 def _laid_out(p: Path, depth: int) -> bool:
     """True when every folder ``depth`` levels under ``p`` (hidden ones aside) is a run folder
-    (raw.csv or env.json) and there is one: an experiment folder (2) or a results folder (3)."""
+    (raw.csv or env.json) or another folder ringlab writes (``RINGLAB_FOLDER_FILES``), and there is
+    one: an experiment folder (2) or a results folder (3)."""
+    if any((p / f).is_file() for f in RINGLAB_FOLDER_FILES):
+        return True
     if depth == 0:
         return (p / "raw.csv").is_file() or (p / "env.json").is_file()
     found = False
