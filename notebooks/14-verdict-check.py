@@ -25,15 +25,15 @@
 # * `pad48`: `builtin:pad:48`, 48 bytes of code that is never called, placed ahead of the
 #   ring code.  Exactly the same instructions run (callgrind counts are equal); only the
 #   layout changes.
-# * `d2`: `builtin:flush-delay:N`, a fixed loop after each batch flush, N chosen so that its
-#   stated extra (`expected_extra_per_op`, two instructions per spin) is **+2.5%** of the
-#   base's callgrind count of instructions per operation.
+# * `d2`: `builtin:flush-spin:N`, N iterations of a loop over a volatile counter after each
+#   batch flush (`for (volatile int i = 0; i < N; i++);`, which gcc can neither remove nor
+#   unroll), N chosen so that the arm adds **+2.5%** of the base's instructions per operation;
 # * `d8`: the same with **+7.7%**.
 #
-# The stated extra is a lower bound: the loop's set-up and the reloads its memory clobber
-# forces cost a little more per flush, and gcc unrolls a very short loop to nothing.  The run
-# counts every arm exactly (`icount`), and the table of instructions below shows by how much
-# each arm really differs.
+# N is sized by counting, not by assuming: callgrind counts the base and two probe builds
+# (1 and 8 iterations), and the line through them gives the cost of the loop's set-up and of
+# one iteration.  The run then counts every arm exactly (`icount`), and the table of
+# instructions below shows by how much each arm really differs.
 #
 # Each arm is built `layouts` times with seeded pads and function alignments, and the verdict
 # comes from a t interval across the layout-pair estimates (design `layouts`, see
@@ -56,14 +56,15 @@
 profile: str = "quick"  # smoke (seconds, tests) | quick (minutes) | full (what we commit)
 base: str = ""  # header source of every arm: ptr_ring.h, kernel tree or headers package; empty: the newest kernel header tree
 layouts: int = 0  # builds (code layouts) per arm; 0: the profile's default
+rounds_per_layout: int = 0  # rounds per layout pair; 0: 20 at profile full (the design bench power sizes), else the profile's trials
 seed: int = 1  # seed of the layouts and of the interleaved trial order
 out_dir: str = ""  # run folder; empty: scratch/verdict-check/<host>/<run-id> (ringlab reproduce passes one under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
 # %% [markdown]
 # The arms are generated against the base now (patches into `build/patches/`).  d2's and
-# d8's N come from the base's instructions per operation as callgrind counts them (mode 0,
-# ring of 1000).
+# d8's N come from callgrind counts of the base and of the two probe builds (mode 0, ring of
+# 1000).
 
 # %%
 from ringlab.lab import notebook as rn
@@ -74,13 +75,16 @@ CHECK = vc.plan(base)
 RUN = rn.run_dir(out_dir, "verdict-check", host)
 ALIGNED = RUN / "aligned"
 common = dict(profile=profile, modes="0", icount=True, seed=seed, layouts=layouts or None)
+common["trials"] = vc.rounds(rn.params("ptr_ring", **common)["layouts"], rounds_per_layout, profile)
 P = rn.params("ptr_ring", variants=CHECK.variants(CHECK.default_arms),
               kernel_headers=CHECK.kernel_headers(CHECK.default_arms), **common)
 PA = rn.params("ptr_ring", variants=CHECK.variants(CHECK.aligned_arms),
                kernel_headers=CHECK.kernel_headers(CHECK.aligned_arms), cflags=vc.ALIGN_CFLAGS, **common)
 print("run folder:", RUN, "(aligned build:", ALIGNED, ")")
 print("base:", CHECK.base, f"({CHECK.base_per_op:.3f} instructions/op, {CHECK.count_source})")
-print("layouts per arm:", P["layouts"])
+if CHECK.spin_cost:
+    print("flush-spin costs (callgrind, per op): %.3f set-up + %.3f per iteration" % CHECK.spin_cost)
+print("layouts per arm:", P["layouts"], "| rounds:", P["trials"])
 rn.table(CHECK.expected())
 
 # %% [markdown]

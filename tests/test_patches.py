@@ -255,6 +255,29 @@ def test_expected_extra_is_stated_per_builtin():
     assert builtin_patches.spins_for(0) == 1
 
 
+def test_flush_spin_is_a_volatile_loop_after_the_flush():
+    p = builtin_patches.builtin_patch("builtin:flush-spin", MAINLINE)
+    assert p.spec == f"builtin:flush-spin:{builtin_patches.DEFAULT_VSPINS}" and p.name == "flush-spin"
+    added = [ln[1:] for ln in p.diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    assert any("volatile int ringlab_spin;" in ln for ln in added)
+    assert any(f"ringlab_spin < {builtin_patches.DEFAULT_VSPINS}" in ln for ln in added)
+    assert "Subject: [PATCH] ptr_ring: count a volatile to 8 after each batch flush" in p.text
+    delay = builtin_patches.builtin_patch("builtin:flush-delay:8", MAINLINE)
+    assert p.anchor_line == delay.anchor_line, "both go after the same flush statement"
+
+
+def test_flush_spin_states_a_fixed_and_a_per_iteration_cost():
+    one, two = (builtin_patches.expected_extra(f"builtin:flush-spin:{n}") for n in (1, 2))
+    per = two - one
+    assert per == pytest.approx(builtin_patches.INSNS_PER_VSPIN * 63 / 1000)
+    assert one - per == pytest.approx(builtin_patches.INSNS_VSPIN_SETUP * 63 / 1000)
+    for want in (1.09, 3.35):
+        n = builtin_patches.spins_for(want, name="flush-spin")
+        assert abs(builtin_patches.expected_extra(f"builtin:flush-spin:{n}") - want) <= per / 2
+    with pytest.raises(builtin_patches.PatchError, match=r"builtin:flush-spin: .*no definition"):
+        builtin_patches.find_anchor("int x;", "x.h", "flush-spin")
+
+
 def test_pad_plan_names_the_file_by_builtin(tmp_path):
     plan = patches.plan_ab(str(MAINLINE), "builtin:pad:24", workdir=tmp_path)
     assert plan.builtin.name == "pad" and plan.patch_file.name.startswith("pad-24-")

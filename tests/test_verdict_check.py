@@ -70,16 +70,20 @@ def test_plan_generates_the_arms_against_the_base(tmp_path):
     per_op = 40.0
     p = vc.plan(str(MAINLINE_TREE), workdir=tmp_path, base_per_op=per_op)
     assert list(p.specs) == ["pad48", "d2", "d8"] and p.specs["pad48"] == "builtin:pad:48"
+    assert p.spin_cost is None, "a given count sizes the arms from the stated figures"
+    per_spin = (builtin_patches.expected_extra("builtin:flush-spin:2")
+                - builtin_patches.expected_extra("builtin:flush-spin:1"))
     for arm, pct in (("d2", 2.5), ("d8", 7.7)):
+        assert p.specs[arm].startswith("builtin:flush-spin:")
         extra = builtin_patches.expected_extra(p.specs[arm])
-        assert abs(extra - per_op * pct / 100) <= builtin_patches.expected_extra_per_op(1) / 2
+        assert abs(extra - per_op * pct / 100) <= per_spin / 2
         assert p.files[arm].is_file() and p.files[arm].parent == tmp_path
     kh_default = p.kernel_headers(p.default_arms)
     assert kh_default.startswith(f"base={MAINLINE_TREE},pad48={MAINLINE_TREE}+")
     assert p.variants(p.aligned_arms) == "base,d8"
     assert p.kernel_headers(p.aligned_arms).count(",") == 1
     exp = p.expected().set_index("arm")
-    assert exp.loc["pad48", "expected extra instructions/op (at least)"] == 0
+    assert exp.loc["pad48", "expected extra instructions/op"] == 0
     assert exp.loc["d8", "expected verdict"] == "slower"
 
 
@@ -90,6 +94,11 @@ def test_plan_with_a_counted_base_resolves_the_header(tmp_path):
         pytest.skip("callgrind not available")
     p = vc.plan(str(MAINLINE_TREE), workdir=tmp_path / "p")
     assert p.count_source == "callgrind" and p.base_per_op > 0
+    fixed, per = p.spin_cost
+    assert per > 0 and fixed >= 0, "every iteration of the volatile loop costs instructions"
+    for arm, pct in (("d2", 2.5), ("d8", 7.7)):
+        extra = p.expected_extra(p.specs[arm])
+        assert abs(100 * extra / p.base_per_op - pct) <= 100 * per / p.base_per_op / 2 + 1e-9
 
 
 def test_no_header_tree_names_the_parameter(monkeypatch):
@@ -138,3 +147,11 @@ def test_layouts_ratio_reads_ours_over_real(tmp_path):
     r = t.iloc[0]
     assert r["design"] == "layouts" and r["ratio_ci_low"] < r["ratio"] < r["ratio_ci_high"]
     assert 1.0 < r["ratio"] < 1.05
+
+
+def test_rounds_are_twenty_per_layout_at_full_unless_asked():
+    assert vc.rounds(8) == 8 * vc.FULL_ROUNDS_PER_LAYOUT == 160
+    assert vc.rounds(8, profile="quick") is None and vc.rounds(2, profile="smoke") is None
+    assert vc.rounds(4, 3, profile="smoke") == 12 and vc.rounds(1, 5) == 5
+    with pytest.raises(ParamError, match=r"parameter 'rounds_per_layout'.*allowed:"):
+        vc.rounds(8, -1)

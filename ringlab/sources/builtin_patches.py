@@ -26,6 +26,15 @@ instructions it is expected to make, stated before measuring (:func:`expected_ex
     ``consumer_tail``, a rewritten function may have several) ``PatchError`` says
     which anchor was looked for, in which file.
 
+``flush-spin[:N]``
+    At the same place, ``N`` iterations (default 8) of a loop over a ``volatile`` counter,
+    ``for (volatile int i = 0; i < N; i++);``: the compiler must load and store the counter
+    in every iteration, so it can neither remove nor unroll the loop, and every N (even 1)
+    adds instructions.  At -O2 on x86-64 an iteration is about :data:`INSNS_PER_VSPIN`
+    instructions and the set-up about :data:`INSNS_VSPIN_SETUP` more per flush.  This is the
+    form for a small, known cost: gcc unrolls flush-delay's loop of empty asm statements
+    away for small N (at -O2, gcc 12 counts fewer instructions with flush-delay:4 than without).
+
 ``pad[:N]``
     An unused function of ``N`` bytes of code (default 48: ``asm volatile(".skip N")``
     in a static function marked ``used``, ``noinline`` and ``cold``, never called),
@@ -54,6 +63,12 @@ MAX_PAD = 65_536
 #: sub, jne); only used for the *expected* figure stated before measuring.  Loop set-up
 #: and the reloads forced by the memory clobber add a few more per flush.
 INSNS_PER_SPIN = 2
+DEFAULT_VSPINS = 8
+#: flush-spin: instructions of one iteration of the volatile-counter loop at -O2 on x86-64 (load,
+#: add, store, load, compare, branch) and of its set-up per flush (store 0, load, compare,
+#: branch); only used for the *expected* figure stated before measuring
+INSNS_PER_VSPIN = 6
+INSNS_VSPIN_SETUP = 4
 
 # A fixed author and date make the generated mail byte-identical for the same base.
 _FROM = "ringlab <ringlab@ringlab.invalid>"
@@ -76,8 +91,8 @@ class PatchError(ValueError):
 class BuiltinPatch:
     """A generated patch: the mail text and what it did."""
     spec: str          # normalised, e.g. "builtin:flush-delay:64"
-    name: str          # "flush-delay" or "pad"
-    spins: int         # N: loop iterations (flush-delay) or bytes of unused code (pad)
+    name: str          # "flush-delay", "flush-spin" or "pad"
+    spins: int         # N: loop iterations (flush-delay, flush-spin) or bytes of unused code (pad)
     subject: str
     message_id: str
     base_header: Path
@@ -96,10 +111,12 @@ class BuiltinPatch:
 
 BUILTINS = {
     "flush-delay": "spin N iterations (default 64) of barrier() after every batch flush of the consumer",
+    "flush-spin": f"N iterations (default {DEFAULT_VSPINS}) of a volatile-counter loop after every batch flush "
+                  "(a small cost the compiler cannot remove)",
     "pad": f"N bytes (default {DEFAULT_PAD}) of never-called code ahead of the ring: a layout-only change",
 }
 #: (default N, largest N) per built-in
-_LIMITS = {"flush-delay": (DEFAULT_SPINS, MAX_SPINS), "pad": (DEFAULT_PAD, MAX_PAD)}
+_LIMITS = {"flush-delay": (DEFAULT_SPINS, MAX_SPINS), "flush-spin": (DEFAULT_VSPINS, MAX_SPINS), "pad": (DEFAULT_PAD, MAX_PAD)}
 
 
 def is_builtin(spec: str) -> bool:
@@ -131,7 +148,7 @@ def _blank_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"", blank, text, flags=re.S)
 
 
-def _function_span(code: str, m: re.Match, header) -> tuple[int, int]:
+def _function_span(code: str, m: re.Match, header, name: str = "flush-delay") -> tuple[int, int]:
     """First and last line index of the function whose opening brace ends ``m``."""
     depth, end = 0, None
     for i in range(m.end() - 1, len(code)):
@@ -143,19 +160,19 @@ def _function_span(code: str, m: re.Match, header) -> tuple[int, int]:
                 end = i
                 break
     if end is None:
-        raise PatchError(f"patch builtin:flush-delay: {header}: __ptr_ring_discard_one has no closing brace")
+        raise PatchError(f"patch builtin:{name}: {header}: __ptr_ring_discard_one has no closing brace")
     return code.count("\n", 0, m.end()), code.count("\n", 0, end)
 
 
-def find_anchor(text: str, header: Path | str = "ptr_ring.h") -> tuple[int, str, str]:
+def find_anchor(text: str, header: Path | str = "ptr_ring.h", name: str = "flush-delay") -> tuple[int, str, str]:
     """(0-based line index, indentation, ring pointer name) of the flush anchor, or PatchError."""
     code = _blank_comments(text)
     m = _FUNC_RE.search(code)
     if not m:
-        raise PatchError(f"patch builtin:flush-delay: {header}: no definition of "
+        raise PatchError(f"patch builtin:{name}: {header}: no definition of "
                          "__ptr_ring_discard_one(struct ptr_ring *) found; the anchor is "
                          f"{ANCHOR_DESCRIPTION}")
-    first, last = _function_span(code, m, header)
+    first, last = _function_span(code, m, header, name)
     code_lines = code.splitlines()
     hits = [(i, mm) for i in range(first, last + 1)
             if (mm := _ANCHOR_RE.match(code_lines[i])) and mm.group(3) != "0"]
@@ -165,7 +182,7 @@ def find_anchor(text: str, header: Path | str = "ptr_ring.h") -> tuple[int, str,
         gen = ""
         if not hits and not re.search(r"\bconsumer_tail\b", code):
             gen = " (this header has no consumer_tail: a v4.8-v4.11 header, before batched zeroing)"
-        raise PatchError(f"patch builtin:flush-delay: {header}: anchor {why}{gen}; the anchor is "
+        raise PatchError(f"patch builtin:{name}: {header}: anchor {why}{gen}; the anchor is "
                          f"{ANCHOR_DESCRIPTION}")
     i, mm = hits[0]
     return i, mm.group(1), mm.group(2)
@@ -191,6 +208,17 @@ def _delay_lines(indent: str, spins: int) -> list[str]:
             f"{indent}}}"]
 
 
+def _spin_lines(indent: str, spins: int) -> list[str]:
+    step = "\t" if "\t" in indent or not indent else "    "
+    return [f"{indent}/* ringlab builtin:flush-spin: a small fixed cost on every batch flush */",
+            f"{indent}{{",
+            f"{indent}{step}volatile int ringlab_spin;",
+            "",
+            f"{indent}{step}for (ringlab_spin = 0; ringlab_spin < {spins}; ringlab_spin++)",
+            f"{indent}{step}{step};",
+            f"{indent}}}"]
+
+
 def _pad_lines(nbytes: int) -> list[str]:
     return [f"/* ringlab builtin:pad: {nbytes} bytes of code that never runs, ahead of the ring code */",
             "static void __attribute__((used, noinline, cold)) ringlab_builtin_pad(void)",
@@ -209,28 +237,32 @@ def effective_batch(size: int, batch: int = 0) -> int:
     return 1 if b > size // 2 else b
 
 
-def expected_extra_per_op(spins: int = DEFAULT_SPINS, size: int = 1000, batch: int = 16) -> float:
-    """Expected extra instructions per operation of ``flush-delay:spins`` in mode 0: flushes
-    per op x loop cost.
+def expected_extra_per_op(spins: int = DEFAULT_SPINS, size: int = 1000, batch: int = 16,
+                          name: str = "flush-delay") -> float:
+    """Expected extra instructions per operation of ``flush-delay:spins`` (or ``flush-spin``)
+    in mode 0: flushes per op x loop cost.
 
     A flush happens every ``batch`` consumes and at the end of the array (ring sizes
     that are not a multiple of ``batch`` get one short batch per lap)."""
     flushes_per_lap = -(-size // batch)
-    return spins * INSNS_PER_SPIN * flushes_per_lap / size
+    per_flush = (INSNS_VSPIN_SETUP + spins * INSNS_PER_VSPIN if name == "flush-spin"
+                 else spins * INSNS_PER_SPIN)
+    return per_flush * flushes_per_lap / size
 
 
 def expected_extra(spec: str, size: int = 1000, batch: int = 16) -> float:
     """Expected extra instructions per operation of the built-in ``spec`` in mode 0, stated
     before measuring: ``expected_extra_per_op`` for flush-delay, 0 for pad (layout only)."""
     name, n = parse_builtin(spec)
-    return 0.0 if name == "pad" else expected_extra_per_op(n, size, batch)
+    return 0.0 if name == "pad" else expected_extra_per_op(n, size, batch, name)
 
 
-def spins_for(extra_per_op: float, size: int = 1000, batch: int = 16) -> int:
-    """The flush-delay N whose expected extra instructions per operation is closest to
-    ``extra_per_op`` (at least 1)."""
-    per_spin = expected_extra_per_op(1, size, batch)
-    return max(1, min(MAX_SPINS, round(extra_per_op / per_spin)))
+def spins_for(extra_per_op: float, size: int = 1000, batch: int = 16, name: str = "flush-delay") -> int:
+    """The flush-delay (or flush-spin) N whose expected extra instructions per operation is
+    closest to ``extra_per_op`` (at least 1)."""
+    fixed = expected_extra_per_op(0, size, batch, name)
+    per_spin = expected_extra_per_op(1, size, batch, name) - fixed
+    return max(1, min(MAX_SPINS, round((extra_per_op - fixed) / per_spin)))
 
 
 def _description(name: str, n: int, idx: int, ring: str) -> tuple[str, list[str]]:
@@ -243,6 +275,15 @@ def _description(name: str, n: int, idx: int, ring: str) -> tuple[str, list[str]
                  "the code after it change.  Expected: +0 instructions per operation",
                  "(identical callgrind counts), and no difference in time other than",
                  "what the new code layout makes."])
+    if name == "flush-spin":
+        return (f"[PATCH] ptr_ring: count a volatile to {n} after each batch flush",
+                [f"After the batch flush in __ptr_ring_discard_one() (after line {idx + 1},",
+                 f"'{ring}->consumer_tail = ...;'), run {n} iterations of a loop over a",
+                 "volatile counter, which the compiler can neither remove nor unroll.",
+                 "Nothing else changes.  Expected: about",
+                 f"{INSNS_VSPIN_SETUP} + {n} x {INSNS_PER_VSPIN} more instructions per flush "
+                 f"(+{expected_extra_per_op(n, name=name):.2f}/op for a ring of 1000",
+                 "with the default batch of 16), and a slightly slower ring."])
     return (f"[PATCH] ptr_ring: spin {n} iterations after each batch flush",
             [f"After the batch flush in __ptr_ring_discard_one() (after line {idx + 1},",
              f"'{ring}->consumer_tail = ...;'), spin {n} iterations of an empty asm",
@@ -269,9 +310,9 @@ def builtin_patch(spec: str, base_header) -> BuiltinPatch:
         ins = _pad_lines(n)
         new = lines[:idx] + [ln + eol for ln in ins] + lines[idx:]
     else:
-        idx, indent, ring = find_anchor(text, base_header)
+        idx, indent, ring = find_anchor(text, base_header, name)
         eol = "\r\n" if lines[idx].endswith("\r\n") else "\n"
-        ins = _delay_lines(indent, n)
+        ins = (_spin_lines if name == "flush-spin" else _delay_lines)(indent, n)
         new = lines[:idx + 1] + [ln + eol for ln in ins] + lines[idx + 1:]
     diff = "".join(difflib.unified_diff(lines, new, f"a/{HEADER_IN_TREE}", f"b/{HEADER_IN_TREE}", n=3))
     norm = f"{PREFIX}{name}:{n}"

@@ -29,7 +29,7 @@ from ringlab.sources.builtin_patches import (BuiltinPatch, PatchError, builtin_p
 ARM_NAMES = ("base", "patched")
 _SOURCE_HELP = ("a ptr_ring.h, a kernel tree or a headers package root (or another header source "
                 "that `ringlab build --kernel-header` accepts)")
-_PATCH_HELP = "a patch file, an mbox, lore:MESSAGE-ID, builtin:flush-delay[:N] or builtin:pad[:N]"
+_PATCH_HELP = "a patch file, an mbox, lore:MESSAGE-ID, builtin:flush-delay[:N], builtin:flush-spin[:N] or builtin:pad[:N]"
 
 
 @dataclass(frozen=True)

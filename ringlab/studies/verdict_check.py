@@ -6,11 +6,12 @@ effect is known before measuring:
 * ``base``: the header as it is;
 * ``pad48``: ``builtin:pad:48``, 48 bytes of never-called code ahead of the ring.  The same
   instructions run (callgrind counts are equal); only the layout changes;
-* ``d2`` / ``d8``: ``builtin:flush-delay:N`` with N chosen (:func:`plan`) so that
-  ``expected_extra_per_op`` is +2.5% / +7.7% of the base's instructions per operation as callgrind
-  counts them.  That figure is a lower bound (two instructions per spin): the loop's set-up and
-  the reloads its memory clobber force add a fixed cost per flush (and gcc unrolls a short loop
-  to nothing), so the run's exact counts (``icount``) say what each arm really adds;
+* ``d2`` / ``d8``: ``builtin:flush-spin:N`` (N iterations of a loop over a volatile counter
+  after each batch flush, a cost gcc can neither remove nor unroll) with N chosen (:func:`plan`)
+  so that the arm adds +2.5% / +7.7% of the base's instructions per operation.  Where callgrind
+  is here, the cost of one iteration and of the loop's set-up are counted, not assumed: two
+  probe builds (:data:`PROBE_SPINS`) are counted beside the base and N comes from the line
+  through them; the run's own exact counts (``icount``) then say what each arm really adds;
 
 and a second run of ``base`` and ``d8`` built with :data:`ALIGN_CFLAGS`.  What must hold
 (:data:`EXPECTATIONS`, checked by :func:`expectations`): pad48 is not called (no significant
@@ -38,7 +39,9 @@ from ringlab.tools import icount
 
 BASELINE = "base"
 #: arm -> (built-in patch, expected extra instructions in percent of the base; None: fixed N)
-ARMS = {"pad48": ("builtin:pad:48", 0.0), "d2": ("builtin:flush-delay", 2.5), "d8": ("builtin:flush-delay", 7.7)}
+ARMS = {"pad48": ("builtin:pad:48", 0.0), "d2": ("builtin:flush-spin", 2.5), "d8": ("builtin:flush-spin", 7.7)}
+#: flush-spin iterations of the two probe builds whose callgrind counts give the cost per iteration
+PROBE_SPINS = (1, 8)
 #: the second run's compiler flags (loops and jumps pinned to 64 bytes as well as functions)
 ALIGN_CFLAGS = "-falign-functions=64 -falign-loops=64 -falign-jumps=64"
 #: the verdicts that do not call a difference
@@ -50,6 +53,8 @@ EXPECTATIONS = (
     "d8 (about +7.7% instructions) is called slower",
     "d8's CI from the default build overlaps its CI from the aligned build",
 )
+#: rounds per layout pair at profile full: the design whose power ``ringlab bench power`` checks
+FULL_ROUNDS_PER_LAYOUT = 20
 #: ring size and operations of the callgrind count that sizes d2 and d8
 ICOUNT_SIZE, ICOUNT_OPS = 1000, 200_000
 #: instructions/op of Debian 6.1's ptr_ring.h in mode 0 (docs/fidelity.md): sizes d2 and d8 only
@@ -66,6 +71,9 @@ class CheckPlan:
     count_source: str                        # "callgrind", or why there is no count
     specs: dict[str, str] = field(default_factory=dict)       # arm -> normalised built-in spec
     files: dict[str, Path] = field(default_factory=dict)      # arm -> generated patch file
+    #: flush-spin's extra instructions/op as (fixed, per iteration), from callgrind counts of
+    #: the probe builds; None: the stated figures of ``builtin_patches`` size the arms
+    spin_cost: tuple[float, float] | None = None
 
     def kernel_headers(self, arms) -> str:
         """``kernel_headers`` of a run holding ``arms`` (``base`` first)."""
@@ -83,19 +91,23 @@ class CheckPlan:
         return ",".join([BASELINE, *arms])
 
     def expected_extra(self, spec: str) -> float:
-        """Extra instructions/op of ``spec`` stated before measuring (``builtin_patches.expected_extra``:
-        a lower bound for flush-delay, whose loop set-up adds a fixed cost per flush; 0 for pad)."""
+        """Extra instructions/op of ``spec`` stated before measuring: from the probe builds'
+        counts for flush-spin where they were made, else ``builtin_patches.expected_extra``
+        (0 for pad)."""
+        name, n = builtin_patches.parse_builtin(spec)
+        if name == "flush-spin" and self.spin_cost is not None:
+            return self.spin_cost[0] + n * self.spin_cost[1]
         return builtin_patches.expected_extra(spec)
 
     def expected(self) -> pd.DataFrame:
         """What each arm is expected to change, stated before measuring."""
-        rows = [{"arm": BASELINE, "patch": "none", "expected extra instructions/op (at least)": 0.0,
-                 "expected extra % (at least)": 0.0, "expected verdict": "(the baseline)"}]
+        rows = [{"arm": BASELINE, "patch": "none", "expected extra instructions/op": 0.0,
+                 "expected extra %": 0.0, "expected verdict": "(the baseline)"}]
         verdicts = {"pad48": " or ".join(NOT_CALLED), "d2": "not faster", "d8": "slower"}
         for arm, spec in self.specs.items():
             extra = self.expected_extra(spec)
-            rows.append({"arm": arm, "patch": spec, "expected extra instructions/op (at least)": round(extra, 3),
-                         "expected extra % (at least)": round(100 * extra / self.base_per_op, 2),
+            rows.append({"arm": arm, "patch": spec, "expected extra instructions/op": round(extra, 3),
+                         "expected extra %": round(100 * extra / self.base_per_op, 2),
                          "expected verdict": verdicts[arm]})
         return pd.DataFrame(rows)
 
@@ -114,23 +126,54 @@ def _count(exe: Path) -> float:
     return icount.count(argv).instructions / ICOUNT_OPS
 
 
+def _counts(sources: dict[str, str], out_dir: Path | None) -> dict[str, float]:
+    """Callgrind instructions/op (mode 0, ring of 1000) of each ``name: header source``."""
+    out_dir = Path(out_dir) if out_dir else paths.build_dir() / "verdict-check"
+    info = driver.build_all(kernel_headers=sources, out_dir=out_dir, only=[f"ptr_ring_test-{n}" for n in sources])
+    return {n: _count(Path(info.binaries[f"ptr_ring_test-{n}"].path)) for n in sources}
+
+
 def base_instructions(header: Path, out_dir: Path | None = None) -> tuple[float | None, str]:
     """(instructions/op, "callgrind") of ``header`` in mode 0 with a ring of 1000; (None, why)
     when callgrind is not available here."""
     av = icount.availability()
     if not av.ok:
         return None, f"no callgrind count: {av.reason}"
-    out_dir = Path(out_dir) if out_dir else paths.build_dir() / "verdict-check"
-    info = driver.build_all(kernel_headers={BASELINE: str(header)}, out_dir=out_dir,
-                            only=[f"ptr_ring_test-{BASELINE}"])
-    return _count(Path(info.binaries[f"ptr_ring_test-{BASELINE}"].path)), "callgrind"
+    return _counts({BASELINE: str(header)}, out_dir)[BASELINE], "callgrind"
+
+
+def spin_cost(header: Path, base_per_op: float, workdir: Path, out_dir: Path | None = None) -> tuple[float, float]:
+    """(fixed, per iteration) extra instructions/op of ``builtin:flush-spin`` on ``header``: the
+    line through the callgrind counts of the :data:`PROBE_SPINS` builds, less ``base_per_op``.
+    Raises ParamError where the probes add nothing (the anchor's code never runs)."""
+    sources = {}
+    for n in PROBE_SPINS:
+        patch_file = Path(workdir) / f"probe-spin-{n}.patch"
+        builtin_patches.write_builtin(f"builtin:flush-spin:{n}", header, patch_file)
+        sources[f"probe{n}"] = f"{header}+{patch_file}"
+    counts = _counts(sources, out_dir)
+    lo, hi = PROBE_SPINS
+    per = (counts[f"probe{hi}"] - counts[f"probe{lo}"]) / (hi - lo)
+    if not per > 0:
+        raise ParamError(f"parameter 'base': {header}: builtin:flush-spin:{hi} counts no more instructions "
+                         f"than builtin:flush-spin:{lo}; allowed: a header whose batch flush runs in mode 0")
+    return counts[f"probe{lo}"] - base_per_op - lo * per, per
+
+
+def _spins(target: float, cost: tuple[float, float] | None) -> int:
+    """The flush-spin N whose extra instructions/op is closest to ``target`` (at least 1)."""
+    if cost is None:
+        return builtin_patches.spins_for(target, name="flush-spin")
+    fixed, per = cost
+    return max(1, min(builtin_patches.MAX_SPINS, round((target - fixed) / per)))
 
 
 def plan(base: str = "", workdir=None, base_per_op: float | None = None) -> CheckPlan:
     """Generate the arms' patches against ``base`` (empty: :func:`default_base`) into ``workdir``
-    (default ``build/patches``).  d2's and d8's N make ``expected_extra_per_op`` the arm's
+    (default ``build/patches``).  d2's and d8's N make the arm's extra instructions/op its
     percentage of ``base_per_op`` (default: the base's callgrind count, :func:`base_instructions`;
-    without callgrind :data:`NOMINAL_BASE_PER_OP`, and ``count_source`` says so)."""
+    without callgrind :data:`NOMINAL_BASE_PER_OP`, and ``count_source`` says so).  The extra per
+    N is counted (:func:`spin_cost`) where the base was counted, else the stated figures."""
     base = (base or "").strip() or default_base()
     try:
         header = patches.base_header_file(base)
@@ -145,15 +188,27 @@ def plan(base: str = "", workdir=None, base_per_op: float | None = None) -> Chec
     if not (math.isfinite(base_per_op) and base_per_op > 0):
         raise ParamError(f"parameter 'base': {base}: counted {base_per_op} instructions per operation; "
                          "allowed: a header whose ring runs in mode 0")
+    cost = spin_cost(header, base_per_op, workdir) if source == "callgrind" else None
     specs, files = {}, {}
     for arm, (spec, pct) in ARMS.items():
-        if spec.startswith("builtin:flush-delay"):
-            spec = f"{spec}:{builtin_patches.spins_for(base_per_op * pct / 100)}"
+        if spec.startswith("builtin:flush-spin"):
+            spec = f"{spec}:{_spins(base_per_op * pct / 100, cost)}"
         name, n = builtin_patches.parse_builtin(spec)
         probe = builtin_patches.builtin_patch(spec, header)
         files[arm] = workdir / f"{name}-{n}-{probe.base_sha256[:12]}.patch"
         specs[arm] = builtin_patches.write_builtin(spec, header, files[arm]).spec
-    return CheckPlan(base=base, base_per_op=float(base_per_op), count_source=source, specs=specs, files=files)
+    return CheckPlan(base=base, base_per_op=float(base_per_op), count_source=source, specs=specs, files=files,
+                     spin_cost=cost)
+
+
+def rounds(layouts: int, per_layout: int = 0, profile: str = "full") -> int | None:
+    """Rounds of the run: ``per_layout`` (0: :data:`FULL_ROUNDS_PER_LAYOUT` at profile full) times
+    ``layouts``; None (the profile's trials) at other profiles when ``per_layout`` is 0."""
+    if per_layout < 0:
+        raise ParamError(f"parameter 'rounds_per_layout': {per_layout}; allowed: 0 (the profile's) or a positive integer")
+    if not per_layout and profile != "full":
+        return None
+    return (per_layout or FULL_ROUNDS_PER_LAYOUT) * max(1, int(layouts))
 
 
 # -- after measuring ------------------------------------------------------------------------------
@@ -266,5 +321,5 @@ def forest_rows(cmp_default: pd.DataFrame, cmp_aligned: pd.DataFrame | None) -> 
 
 
 __all__ = ["ALIGN_CFLAGS", "ARMS", "BASELINE", "CheckPlan", "EXPECTATIONS", "NOT_CALLED", "base_instructions",
-           "compare_run", "default_base", "expectations", "forest_rows", "instruction_table", "plan",
-           "verdict_table"]
+           "compare_run", "default_base", "spin_cost", "expectations", "forest_rows", "instruction_table", "plan",
+           "rounds", "verdict_table"]
