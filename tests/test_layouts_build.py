@@ -57,11 +57,21 @@ def test_one_layout_is_the_plain_build_and_names():
     names = [x.binary_name("ptr_ring_test-batch") for x in lays]
     assert len(set(names)) == 8
     for x, n in zip(lays, names):
-        assert n == f"ptr_ring_test-batch@p{x.pad}-a{x.align}" and L.base_name(n) == "ptr_ring_test-batch"
-        assert x.flags() == [f"-DRINGLAB_LAYOUT_PAD={x.pad}", f"-falign-functions={x.align}"]
-        assert not any("loops" in f or "jumps" in f for f in x.flags())   # executed NOPs: never
+        assert n == f"ptr_ring_test-batch@p{x.pad}-a{x.align}-l1" and L.base_name(n) == "ptr_ring_test-batch"
+        # loop heads unaligned in every layout alike: no padding NOPs that would run in some only
+        assert x.flags() == [f"-DRINGLAB_LAYOUT_PAD={x.pad}", f"-falign-functions={x.align}",
+                             "-falign-loops=1", "-falign-jumps=1"]
     with pytest.raises(ValueError):
         L.arm_layouts(5, "batch", 0)
+
+
+def test_user_pinned_alignments_stand():
+    for cflags, align, loops in (("-falign-functions=64", False, True),
+                                 ("-falign-loops=32", True, False), ("-O2 -falign-jumps=64", True, False),
+                                 ("-falign-functions=64 -falign-loops=64 -falign-jumps=64", False, False)):
+        for lay in L.arm_layouts(5, "batch", 4, cflags):
+            assert bool(lay.align) is align and bool(lay.loops) is loops and lay.pad == L.layout_spec(5, "batch", lay.index).pad
+            assert not lay.plain
 
 
 @pytest.mark.parametrize("raw", ["0", "65", "two"])
@@ -89,7 +99,7 @@ def test_build_plan_names_and_flags(tmp_path):
         job = by[lay.binary_name("ptr_ring_test-batch")]
         flags = job.argv_flags()
         # the user's validated cflags, then the layout's
-        assert flags[-2:] == lay.flags() and flags.index("-O3") < flags.index(lay.flags()[0])
+        assert flags[-len(lay.flags()):] == lay.flags() and flags.index("-O3") < flags.index(lay.flags()[0])
         assert job.layout == lay
     # layout names in ``only`` select their base target
     jobs2, _, _ = driver._plan(None, "", None, tmp_path, [lays["ptr_ring_test-batch"][1].binary_name(
@@ -114,8 +124,8 @@ def test_records_hold_the_layout_and_no_build_checks_it(tmp_path):
     for lay in lays["ptr_ring_test-batch"]:
         name = lay.binary_name("ptr_ring_test-batch")
         rec = json.loads(source_record_path(out / name).read_text())
-        assert rec["layout"] == {"index": lay.index, "pad": lay.pad, "align": lay.align, "seed": lay.seed,
-                                 "flags": lay.flags()}
+        assert rec["layout"] == {"index": lay.index, "pad": lay.pad, "align": lay.align, "loops": lay.loops,
+                                 "seed": lay.seed, "flags": lay.flags()}
         assert not any("RINGLAB_LAYOUT_PAD" in f for f in rec["flags"])   # moves code, changes none
         assert info.binaries[name].layout == rec["layout"]
         srcs.add(rec["source_sha256"])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -143,7 +144,9 @@ def test_reproduce_continues_after_a_failing_notebook(tmp_path, monkeypatch):
     p = nbformat.v4.new_code_cell('profile = "quick"\nout_dir = ""\nhost = ""')
     p.metadata["tags"] = ["parameters"]
     good.cells = [p, nbformat.v4.new_code_cell("from pathlib import Path\nPath(out_dir).mkdir(parents=True)\n"
-                                                "(Path(out_dir) / 'ok.txt').write_text(profile)")]
+                                                "(Path(out_dir) / 'ok.txt').write_text(profile)\n"
+                                                "from ringlab.system.envinfo import host_id\n"
+                                                "(Path(out_dir) / 'host.txt').write_text(host_id())")]
     bad = nbformat.v4.new_notebook(metadata=good.metadata)
     bad.cells = [p, nbformat.v4.new_code_cell("raise RuntimeError('boom')")]
     nbformat.write(bad, nbdir / "a-bad.ipynb")
@@ -155,6 +158,8 @@ def test_reproduce_continues_after_a_failing_notebook(tmp_path, monkeypatch):
     assert "boom" in outs[0].error
     assert (outs[0].run_dir / "a-bad.ipynb").exists(), "the failed notebook is kept, with its error cell"
     assert (outs[1].run_dir / "ok.txt").read_text() == "smoke"
+    assert (outs[1].run_dir / "host.txt").read_text() == "testhost", "the runs record the folder's host"
+    assert outs[1].run_dir.parent.name == "testhost" and os.environ.get("RINGLAB_HOST") != "testhost"
     text, code = reproduce.main_summary(outs)
     assert code == 1 and "FAILED a-bad" in text
     index = (tmp_path / "results" / "README.md").read_text()

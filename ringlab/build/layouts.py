@@ -9,22 +9,29 @@ slower.  An A/B run with ``layouts`` K > 1 therefore builds every arm K times, e
   (``-DRINGLAB_LAYOUT_PAD=N``, csrc/harness/ptr_ring_bench.c), drawn uniformly from 0..4095,
   any size, not only multiples of 64, so the measured code lands at every cache-line and
   page offset;
-* ``align``: the function alignment ``-falign-functions=N``, N drawn from :data:`ALIGNS`.
+* ``align``: the function alignment ``-falign-functions=N``, N drawn from :data:`ALIGNS`;
+* ``loops``: loop and jump heads left unaligned (``-falign-loops=1 -falign-jumps=1``), so that
+  the random pad and function alignment move every loop to a random offset within its cache
+  line and page too, 64-byte-aligned among them.  gcc's default alignment (loops padded to 16
+  bytes) would keep loops on a few offsets that no layout leaves, and drawing the alignment per
+  layout would not do: the padding before a loop head is NOPs that run each time the loop is
+  entered, so the executed instructions would differ between layouts.
 
-Neither changes one executed instruction, so callgrind's instruction counts of an arm are the
-same in all its layouts (tests/test_layouts_build.py checks it with real gcc and valgrind).
+None of these changes one executed instruction between the layouts of an arm, so callgrind's
+instruction counts of an arm are the same in all its layouts (tests/test_layouts_build.py
+checks it with real gcc and valgrind).  They may differ from the plain build's (``layouts`` 1),
+which keeps gcc's loop padding.  Where the user's cflags pin ``-falign-functions``,
+``-falign-loops`` or ``-falign-jumps``, that choice stands and the layouts leave it alone.
 
 What is not randomized, and why:
 
-* loop and jump alignment: ``-falign-loops``/``-falign-jumps`` insert NOPs that are executed,
-  which would change the exact instruction counts per arm (``ringlab.tools.icount``);
 * function order: GNU ld cannot reorder the functions of an object without a linker script,
   so the order stays the compiler's.
 
 Each layout is derived from (run seed, arm name, k) with sha256 (never Python's ``hash()``,
 which changes between processes), so the same seed gives the same layouts, hence the same
 binaries.  With ``layouts`` 1 the one layout is :data:`PLAIN`: today's build, no pad, no flag.
-A layout's binary is named by what it holds (``ptr_ring_test-batch@p1234-a16``), so the
+A layout's binary is named by what it holds (``ptr_ring_test-batch@p1234-a16-l1``), so the
 builds of two seeds never overwrite each other, and the same build is reused across runs.
 """
 from __future__ import annotations
@@ -38,6 +45,8 @@ from dataclasses import dataclass
 ALIGNS = (1, 2, 4, 8, 16, 32, 64)
 #: pads are drawn from 0..PAD_RANGE-1 bytes
 PAD_RANGE = 4096
+#: ``loops`` of a drawn layout: loop and jump heads unaligned (``-falign-loops=1 -falign-jumps=1``)
+UNALIGNED = 1
 #: the most layouts per arm (``-p layouts``)
 MAX_LAYOUTS = 64
 #: what separates a binary's name from its layout (a variant name never holds it)
@@ -47,35 +56,40 @@ SEPARATOR = "@"
 @dataclass(frozen=True)
 class Layout:
     """One build of an arm: layout index ``index``, ``pad`` bytes of unused code ahead of the
-    measured functions, function alignment ``align`` (0: the compiler's default) and the seed
-    it was drawn from (0 for :data:`PLAIN`)."""
+    measured functions, function alignment ``align`` (0: the compiler's default), loop and jump
+    alignment ``loops`` (1: none; 0: the compiler's default) and the seed it was drawn from (0
+    for :data:`PLAIN`)."""
     index: int
     pad: int
     align: int
     seed: int
+    loops: int = 0
 
     @property
     def plain(self) -> bool:
-        return self.pad == 0 and self.align == 0
+        return self.pad == 0 and self.align == 0 and self.loops == 0
 
     def flags(self) -> list[str]:
         """Compiler options of this layout, added after the user's cflags."""
         if self.plain:
             return []
-        return [f"-DRINGLAB_LAYOUT_PAD={self.pad}"] + ([f"-falign-functions={self.align}"] if self.align else [])
+        return ([f"-DRINGLAB_LAYOUT_PAD={self.pad}"] + ([f"-falign-functions={self.align}"] if self.align else [])
+                + ([f"-falign-loops={self.loops}", f"-falign-jumps={self.loops}"] if self.loops else []))
 
     def suffix(self) -> str:
-        """``@p<pad>-a<align>``; empty for the plain build."""
-        return "" if self.plain else f"{SEPARATOR}p{self.pad}-a{self.align}"
+        """``@p<pad>-a<align>`` (``-l<loops>`` added when loops are unaligned); empty for the plain build."""
+        if self.plain:
+            return ""
+        return f"{SEPARATOR}p{self.pad}-a{self.align}" + (f"-l{self.loops}" if self.loops else "")
 
     def binary_name(self, base: str) -> str:
-        """``ptr_ring_test-batch`` -> ``ptr_ring_test-batch@p1234-a16``."""
+        """``ptr_ring_test-batch`` -> ``ptr_ring_test-batch@p1234-a16-l1``."""
         return base + self.suffix()
 
     def record(self) -> dict:
         """What the build record (``NAME.source.json`` ``layout``) says of this layout."""
-        return {"index": self.index, "pad": self.pad, "align": self.align, "seed": self.seed,
-                "flags": self.flags()}
+        return {"index": self.index, "pad": self.pad, "align": self.align, "loops": self.loops,
+                "seed": self.seed, "flags": self.flags()}
 
 
 #: The one build of ``layouts`` 1: no pad, no extra flag.
@@ -93,19 +107,29 @@ def layout_spec(seed: int, arm: str, k: int) -> Layout:
     always give the same layout; each arm's layouts are drawn independently."""
     s = layout_seed(seed, arm, k)
     rng = random.Random(s)
-    return Layout(index=int(k), pad=rng.randrange(PAD_RANGE), align=rng.choice(ALIGNS), seed=s)
+    return Layout(index=int(k), pad=rng.randrange(PAD_RANGE), align=rng.choice(ALIGNS), seed=s, loops=UNALIGNED)
+
+
+def _pins(cflags, *options: str) -> bool:
+    words = cflags.split() if isinstance(cflags, str) else list(cflags or [])
+    return any(str(w).startswith(o) for w in words for o in options)
 
 
 def pins_function_alignment(cflags) -> bool:
     """True when the user's cflags set ``-falign-functions``: their choice then stands, and the
     layouts vary only the pad (the compiler takes the last of two such options)."""
-    words = cflags.split() if isinstance(cflags, str) else list(cflags or [])
-    return any(str(w).startswith("-falign-functions") for w in words)
+    return _pins(cflags, "-falign-functions")
+
+
+def pins_loop_alignment(cflags) -> bool:
+    """True when the user's cflags set ``-falign-loops`` or ``-falign-jumps``: their choice then
+    stands, and the layouts keep it."""
+    return _pins(cflags, "-falign-loops", "-falign-jumps")
 
 
 def arm_layouts(seed: int, arm: str, count: int, cflags=None) -> list[Layout]:
     """The ``count`` layouts of one arm: ``[PLAIN]`` for 1, else ``layout_spec(seed, arm, k)``,
-    without a function alignment of their own when ``cflags`` pin one."""
+    without a function (or loop) alignment of their own when ``cflags`` pin one."""
     count = int(count)
     if not 1 <= count <= MAX_LAYOUTS:
         raise ValueError(f"layouts {count}: allowed: 1..{MAX_LAYOUTS}")
@@ -114,6 +138,8 @@ def arm_layouts(seed: int, arm: str, count: int, cflags=None) -> list[Layout]:
     out = [layout_spec(seed, arm, k) for k in range(count)]
     if pins_function_alignment(cflags):
         out = [dataclasses.replace(lay, align=0) for lay in out]
+    if pins_loop_alignment(cflags):
+        out = [dataclasses.replace(lay, loops=0) for lay in out]
     return out
 
 

@@ -15,6 +15,7 @@ root, git-ignored), so a smoke run never changes results/ or its index.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from pathlib import Path
 from ringlab import paths
 from ringlab.lab.results_index import is_complete, write_index
 from ringlab.run import host_id, new_run_id
+from ringlab.system.envinfo import HOST_ENV
 
 
 #: notebook stem -> results experiment folder.  Order is execution order
@@ -111,6 +113,9 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
     params.update(parameters or {})
     t0 = time.monotonic()
     ok, err = True, ""
+    # the kernel inherits the environment: its runs record the same host as the folder they go to
+    saved_host = os.environ.get(HOST_ENV)
+    os.environ[HOST_ENV] = host
     try:
         pm.execute_notebook(str(src), str(staging), parameters=params, kernel_name="python3",
                             cwd=str(paths.NOTEBOOKS), progress_bar=False, log_output=False,
@@ -118,6 +123,10 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
     except Exception as e:  # PapermillExecutionError, DeadKernelError, timeouts ...
         ok, err = False, error_line(e)
     finally:
+        if saved_host is None:
+            os.environ.pop(HOST_ENV, None)
+        else:
+            os.environ[HOST_ENV] = saved_host
         if staging.exists():
             run_dir.mkdir(parents=True, exist_ok=True)
             shutil.move(str(staging), str(run_dir / f"{notebook}.ipynb"))

@@ -23,9 +23,13 @@ from ringlab.system.topology import Topology
 PACKAGES = ("numpy", "pandas", "scipy", "seaborn", "matplotlib", "cffi", "papermill", "diptest")
 
 
+#: the environment variable that names this machine in raw.csv and the results path
+HOST_ENV = "RINGLAB_HOST"
+
+
 def host_id() -> str:
     """Short stable machine id for raw.csv: $RINGLAB_HOST or the short hostname, as [a-z0-9-]."""
-    raw = os.environ.get("RINGLAB_HOST") or socket.gethostname().split(".")[0]
+    raw = os.environ.get(HOST_ENV) or socket.gethostname().split(".")[0]
     s = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")
     return s or "unknown"
 
