@@ -47,6 +47,8 @@ ALIGNS = (1, 2, 4, 8, 16, 32, 64)
 PAD_RANGE = 4096
 #: ``loops`` of a drawn layout: loop and jump heads unaligned (``-falign-loops=1 -falign-jumps=1``)
 UNALIGNED = 1
+#: the loop flags of every drawn layout (what a count of an arm's layouts must be built with)
+UNALIGNED_LOOP_FLAGS = (f"-falign-loops={UNALIGNED}", f"-falign-jumps={UNALIGNED}")
 #: the most layouts per arm (``-p layouts``)
 MAX_LAYOUTS = 64
 #: what separates a binary's name from its layout (a variant name never holds it)

@@ -35,6 +35,7 @@ from ringlab.sources import patches
 from ringlab.sources import builtin_patches
 from ringlab.stats.compare import compare
 from ringlab.build import driver
+from ringlab.build.layouts import UNALIGNED_LOOP_FLAGS
 from ringlab.tools import icount
 
 BASELINE = "base"
@@ -127,15 +128,17 @@ def _count(exe: Path) -> float:
 
 
 def _counts(sources: dict[str, str], out_dir: Path | None) -> dict[str, float]:
-    """Callgrind instructions/op (mode 0, ring of 1000) of each ``name: header source``."""
+    """Callgrind instructions/op (mode 0, ring of 1000) of each ``name: header source``, built
+    with the loop flags of the run's layouts (their loops are unaligned: no padding NOPs run)."""
     out_dir = Path(out_dir) if out_dir else paths.build_dir() / "verdict-check"
-    info = driver.build_all(kernel_headers=sources, out_dir=out_dir, only=[f"ptr_ring_test-{n}" for n in sources])
+    info = driver.build_all(kernel_headers=sources, out_dir=out_dir, cflags=" ".join(UNALIGNED_LOOP_FLAGS),
+                            only=[f"ptr_ring_test-{n}" for n in sources])
     return {n: _count(Path(info.binaries[f"ptr_ring_test-{n}"].path)) for n in sources}
 
 
 def base_instructions(header: Path, out_dir: Path | None = None) -> tuple[float | None, str]:
-    """(instructions/op, "callgrind") of ``header`` in mode 0 with a ring of 1000; (None, why)
-    when callgrind is not available here."""
+    """(instructions/op, "callgrind") of ``header`` in mode 0 with a ring of 1000, as the run's
+    layouts build it; (None, why) when callgrind is not available here."""
     av = icount.availability()
     if not av.ok:
         return None, f"no callgrind count: {av.reason}"
