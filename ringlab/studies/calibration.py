@@ -3,7 +3,8 @@
 The measurement is an A/A run of the layout design: one kernel ``ptr_ring.h`` (the newest
 found by ``ringlab env --headers``, or ``header``) built under two arm names, ``a`` and ``b``
 (``kernel_headers=a=PATH,b=PATH``), each arm with its own ``LAYOUTS`` random layouts, mode 0,
-``ROUNDS`` rounds.  The run goes through ``ringlab.run.run_experiment`` like any other, into
+``ROUNDS_PER_LAYOUT`` rounds per layout pair (with 3-4 rounds a pair, one disturbed trial moves
+that pair's estimate by several points and shows up as layout spread).  The run goes through ``ringlab.run.run_experiment`` like any other, into
 ``<out>/runs/<UTC date>/``; ``ringlab.stats.calibration.calibrate_frame`` analyses it, and
 ``<out>/calibration.json`` (written atomically) records the result with the run id, the date,
 the host and the ringlab commit.  ``<out>`` is ``results/calibration/<host>/`` unless given.
@@ -31,7 +32,7 @@ from ringlab.system.checkout import git_info
 from ringlab.system.envinfo import host_id
 
 LAYOUTS = 8
-ROUNDS = 30
+ROUNDS_PER_LAYOUT = 30
 ARMS = ("a", "b")
 #: parameters the calibration sets itself (``-p`` may not override them)
 FIXED = ("variants", "kernel_headers", "layouts")
@@ -61,7 +62,7 @@ def aa_params(header: Path, extra: dict[str, Any] | None = None) -> dict[str, An
     if fixed:
         raise ParamError(f"parameter '{fixed[0]}': set by the calibration itself; allowed: any other "
                          "ptr_ring parameter")
-    params: dict[str, Any] = {"modes": "0", "trials": str(ROUNDS), "profile": "quick"}
+    params: dict[str, Any] = {"modes": "0", "trials": str(LAYOUTS * ROUNDS_PER_LAYOUT), "profile": "quick"}
     params.update(extra)
     params.update(variants=",".join(ARMS), kernel_headers=",".join(f"{a}={header}" for a in ARMS),
                   layouts=str(LAYOUTS))
