@@ -33,6 +33,10 @@ import time
 from pathlib import Path
 
 
+#: effect (percent) -> the most seconds of trials that 80% power for it may cost on this machine
+MACHINE_TIME_TARGETS_S = {5.0: 60.0, 2.0: 180.0}
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--reps", type=int, default=200, help="simulated runs per configuration and size (default 200)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -173,25 +177,31 @@ def layout_section(a, files) -> bool:
     K, R = plan["layouts"], plan["rounds_per_layout"]
     if not isinstance(K, int):
         print("  no layout count up to 1000 reaches 80% power for 5%; section skipped")
-        return True
+        print("NOT MET machine time for 80% power at 5% <= 60 s: no design reaches 80% power")
+        return False
     rates = layoutsim.layout_rates(K, R, sigma, reps=a.layout_reps, seed=a.seed, **kw)
     print(f"  {a.layout_reps} simulated runs of K={K} layout pairs x R={R} rounds, new layouts each run; 95% CI")
     print(" | ".join(f"{h:>13}" for h in ["design", "A/A rate", "power 2%", "power 5%"]))
     for d, v in rates.items():
         print(" | ".join(f"{c:>13}" for c in [d, *(f"{v['rate'][e]:.1%}" for e in (0.0, 0.02, 0.05))]))
     print(f"  seconds per round (two trials): {spr:.3g} s, from {spr_src}")
+    times = {}
     for e in (5.0, 2.0):
         p = power.layout_plan(e, sigma, s)
-        t = layoutsim.machine_time_s(p["layouts"], p["rounds_per_layout"], spr)
+        t = times[e] = layoutsim.machine_time_s(p["layouts"], p["rounds_per_layout"], spr)
         print(f"  80% power for a {e:g}% effect: K={p['layouts']} layouts x R={p['rounds_per_layout']} rounds "
-              f"= {p['rounds']} rounds, {t / 60:.1f} min of trials (builds not counted)")
+              f"= {p['rounds']} rounds, {t:.0f} s ({t / 60:.1f} min) of trials (builds not counted)")
+    for e, budget in MACHINE_TIME_TARGETS_S.items():
+        t = times[e]
+        print(f"{'MET    ' if t <= budget else 'NOT MET'} machine time for 80% power at {e:g}% <= {budget:.0f} s: "
+              f"{t:.0f} s")
     met, pv = layoutsim.aa_check(rates["layouts"]["calls"][0.0], a.layout_reps)
     print(f"{'MET    ' if met else 'NOT MET'} layout design A/A false positives consistent with <= 5% "
           f"(binomial test): {rates['layouts']['rate'][0.0]:.1%}, p = {pv:.3g}")
     one, pone = layoutsim.aa_check(rates["one-build"]["calls"][0.0], a.layout_reps)
     print(f"INFO    one-build design, A/A across independent builds: {rates['one-build']['rate'][0.0]:.1%} "
           f"({'consistent with' if one else 'above'} 5%, p = {pone:.3g})")
-    return met
+    return met and all(times[e] <= b for e, b in MACHINE_TIME_TARGETS_S.items())
 
 
 if __name__ == "__main__":
