@@ -146,6 +146,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, help="seed of the interleaved order (default 1)")
     p.add_argument("--layouts", type=int, default=8, metavar="K",
                    help="code layouts per variant for the layouts timing comparison, 2..64 (default 8; 0: skip it)")
+    p.add_argument("--layout-rounds", type=int, default=20, metavar="R",
+                   help="rounds per layout pair of the layouts timing comparison (default 20: K x R trials "
+                        "per variant and mode)")
     p.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="also write every trial to FILE")
     p.add_argument("--icount-ops", type=int, default=1_000_000, metavar="N",
                    help="operations per callgrind instruction count, 1e5..1e8 (default 1e6)")
@@ -231,6 +234,8 @@ def _check_args(args) -> tuple[str, list[int], int, int]:
         return f"--count {args.count}: allowed: an integer > 0", [], -1, -1
     if not 2 <= args.size <= 10_000_000:
         return f"--size {args.size}: allowed: 2..10000000", [], -1, -1
+    if args.layout_rounds < 1:
+        return f"--layout-rounds {args.layout_rounds}: allowed: an integer >= 1", [], -1, -1
     if args.layouts != 0 and not 2 <= args.layouts <= 64:
         return f"--layouts {args.layouts}: allowed: 0 (skip) or an integer in [2, 64]", [], -1, -1
     if not 100_000 <= args.icount_ops <= 100_000_000:
@@ -341,11 +346,12 @@ def layouts_timing(args, prep, modes, one_build: dict, ours: str) -> list[dict]:
     values = get("ptr_ring").resolve({
         "variants": f"{ours},{KERNEL_NAME}", "kernel_headers": f"{KERNEL_NAME}={prep.header}",
         "modes": ",".join(map(str, modes)), "sizes": str(args.size), "count": args.count,
-        "trials": args.trials, "warmup": args.warmup, "layouts": args.layouts, "seed": args.seed,
+        "trials": args.layouts * args.layout_rounds, "warmup": args.warmup, "layouts": args.layouts, "seed": args.seed,
         "icount": False}, profile="quick")
     print()
     print(f"timing across code layouts: ringlab run ptr_ring, {args.layouts} layouts per variant, "
-          f"{args.trials} trials per variant and mode; ours/real from the t interval across the layout pairs")
+          f"{args.layout_rounds} rounds per layout pair ({args.layouts * args.layout_rounds} trials per variant "
+          "and mode); ours/real from the t interval across the layout pairs")
     sys.stdout.flush()
     res = run_experiment("ptr_ring", values, None, progress=False, log=lambda msg: None)
     table = layouts_ratio(res.out_dir, ours, KERNEL_NAME)
