@@ -76,9 +76,9 @@ struct ptr_ring {
 /* [P0] Producer only (caller holds producer_lock or is the single producer).
  * Loops polling this need cpu_relax() or another compiler barrier; the
  * atomic load already is one. */
-static inline int __ptr_ring_full(struct ptr_ring *r)
+static inline int __ptr_ring_full(struct ptr_ring *r)	/* [P0] producer only */
 {
-	return __atomic_load_n(&r->queue[r->producer], __ATOMIC_RELAXED) != NULL;
+	return rlr_slot_busy(&r->queue[r->producer]);
 }
 
 /* Returns 0, or -ENOSPC when the slot at producer is still in use. */

@@ -48,7 +48,7 @@ struct ptr_ring {
 
 static inline int __ptr_ring_full(struct ptr_ring *r)	/* [P0] producer only */
 {
-	return __atomic_load_n(&r->queue[r->producer], __ATOMIC_RELAXED) != NULL;
+	return rlr_slot_busy(&r->queue[r->producer]);
 }
 
 static inline int __ptr_ring_produce(struct ptr_ring *r, void *ptr)

@@ -54,15 +54,17 @@
 
 /*
  * The producer's check that its slot is still in use ([P0] of
- * __ptr_ring_produce).  The kernel reads the slot with a plain load, which
- * x86 folds into the compare (cmpq $0, slot); gcc never folds an atomic
- * load, so a relaxed one costs one more instruction per produce.  The racing
- * write is the consumer's NULL store of an aligned pointer, so the load
- * cannot tear, and every wait loop around it holds a compiler barrier (the
- * lockless producer waits on __ptr_ring_full, a relaxed atomic load; the
- * locked one takes the lock again).  ThreadSanitizer would report the plain
- * load as a race, so under it this is the relaxed atomic load, the C11
- * spelling of the same access.
+ * __ptr_ring_full and __ptr_ring_produce).  The kernel reads the slot with a
+ * plain load, which x86 folds into the compare (cmpq $0, slot), and which gcc
+ * merges when __ptr_ring_produce follows __ptr_ring_full; gcc does neither
+ * with an atomic load, so a relaxed one costs instructions the kernel does
+ * not run.  The racing write is the consumer's NULL store of an aligned
+ * pointer, so the load cannot tear; a caller that waits for the slot must
+ * put a compiler barrier in its loop, as the kernel's callers do with
+ * cpu_relax() (the harness's wait step is "pause" with a memory clobber, or
+ * sched_yield).  ThreadSanitizer would report the plain load as a race, so
+ * under it this is the relaxed atomic load, the C11 spelling of the same
+ * access.
  */
 #if defined(__SANITIZE_THREAD__)
 #define rlr_slot_busy(slot) (__atomic_load_n((slot), __ATOMIC_RELAXED) != NULL)
