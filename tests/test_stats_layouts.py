@@ -110,6 +110,24 @@ def test_opposite_per_state_effects_depend_on_the_state():
     assert v["estimate"] == pytest.approx(0.025, abs=0.01)
 
 
+def test_a_state_of_a_few_rounds_is_pooled_not_weighted_equally():
+    """4 of 240 rounds in the fast state (two layout pairs): its own estimate would be a handful of
+    rounds with half the headline's weight; the rounds are pooled instead, as with one state."""
+    rng = np.random.default_rng(8)
+    K, R = 8, 30
+    lay = np.tile(np.arange(K), R)
+    st = np.ones(K * R, dtype=int)
+    st[[0, 1, 8, 9]] = 0
+    d = 0.05 + rng.normal(0, 0.01, K * R)
+    d[st == 0] += rng.normal(0, 0.5, 4)         # the rare state's rounds are wild
+    v = layouts.layout_verdict(d, lay, st)
+    assert v["states"] == 1 and v["per_state"] == {} and not v["state_dependent"]
+    assert v["layouts"] == K and v["ci_low"] < 0.05 < v["ci_high"] and v["ci_high"] - v["ci_low"] < 0.05
+    # enough rounds in enough layout pairs: the states are told apart again
+    st2 = np.tile(np.repeat([0, 1], K), R // 2)
+    assert layouts.layout_verdict(d, lay, st2)["states"] == 2
+
+
 # -- error rates under the VM's noise ----------------------------------------------------------
 
 @pytest.mark.parametrize("sigma_layout", [0.01, 0.034])

@@ -197,25 +197,23 @@ def find_pad_anchor(text: str, header: Path | str = "ptr_ring.h") -> int:
     return hits[0]
 
 
-def _delay_lines(indent: str, spins: int) -> list[str]:
-    step = "\t" if "\t" in indent or not indent else "    "
-    return [f"{indent}/* ringlab builtin:flush-delay: a fixed delay on every batch flush */",
-            f"{indent}{{",
-            f"{indent}{step}int ringlab_spin;",
-            "",
-            f"{indent}{step}for (ringlab_spin = 0; ringlab_spin < {spins}; ringlab_spin++)",
-            f"{indent}{step}{step}__asm__ __volatile__(\"\" ::: \"memory\");",
-            f"{indent}}}"]
+#: the flush built-ins' loops: name -> (comment, counter declaration, loop body)
+_LOOPS = {
+    "flush-delay": ("a fixed delay on every batch flush", "int ringlab_spin;", '__asm__ __volatile__("" ::: "memory");'),
+    "flush-spin": ("a small fixed cost on every batch flush", "volatile int ringlab_spin;", ";"),
+}
 
 
-def _spin_lines(indent: str, spins: int) -> list[str]:
+def _loop_lines(name: str, indent: str, spins: int) -> list[str]:
+    """The block that built-in ``name`` inserts after the flush: a loop of ``spins`` iterations."""
+    comment, decl, body = _LOOPS[name]
     step = "\t" if "\t" in indent or not indent else "    "
-    return [f"{indent}/* ringlab builtin:flush-spin: a small fixed cost on every batch flush */",
+    return [f"{indent}/* ringlab builtin:{name}: {comment} */",
             f"{indent}{{",
-            f"{indent}{step}volatile int ringlab_spin;",
+            f"{indent}{step}{decl}",
             "",
             f"{indent}{step}for (ringlab_spin = 0; ringlab_spin < {spins}; ringlab_spin++)",
-            f"{indent}{step}{step};",
+            f"{indent}{step}{step}{body}",
             f"{indent}}}"]
 
 
@@ -312,7 +310,7 @@ def builtin_patch(spec: str, base_header) -> BuiltinPatch:
     else:
         idx, indent, ring = find_anchor(text, base_header, name)
         eol = "\r\n" if lines[idx].endswith("\r\n") else "\n"
-        ins = (_spin_lines if name == "flush-spin" else _delay_lines)(indent, n)
+        ins = _loop_lines(name, indent, n)
         new = lines[:idx + 1] + [ln + eol for ln in ins] + lines[idx + 1:]
     diff = "".join(difflib.unified_diff(lines, new, f"a/{HEADER_IN_TREE}", f"b/{HEADER_IN_TREE}", n=3))
     norm = f"{PREFIX}{name}:{n}"

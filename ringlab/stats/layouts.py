@@ -46,6 +46,13 @@ from ringlab.stats import states as _states
 #: rounds a layout pair needs (in a state) for its estimate: one will do, since the t interval
 #: across layouts takes the spread of the estimates as it is (a pair with few rounds is only noisier)
 MIN_ROUNDS = 1
+#: a machine state gets its own estimate (and half the headline's weight) only with at least this
+#: many rounds, in at least MIN_STATE_LAYOUTS layout pairs that hold both states; a rarer state
+#: would put half the weight on an estimate from a handful of rounds (a CI of -90% to +2000%
+#: was seen with 4 rounds in the fast state), so its rounds are pooled with the others instead,
+#: as in the one-build design (ringlab.stats.designs.one_build)
+MIN_STATE_ROUNDS = 8
+MIN_STATE_LAYOUTS = 3
 
 
 def hodges_lehmann(d) -> float:
@@ -138,7 +145,9 @@ def layout_verdict(d, layout, state=None, level: float = 0.95) -> dict:
     the round's machine state (0 fast, 1 slow, -1 a round that straddles a switch), or None."""
     cells = per_layout(d, layout, state)
     states = sorted({s for _, s in cells})
-    two = len(states) == 2
+    two = len(states) == 2 and _states_estimable(cells)
+    if not two:
+        cells, states = per_layout(d, layout), [0]
     est, sds, ns = _combine_states(cells, states) if two else (
         [v[0] for v in cells.values()], [v[1] for v in cells.values()], [v[2] for v in cells.values()])
     head = t_interval(est, level)
@@ -154,6 +163,13 @@ def layout_verdict(d, layout, state=None, level: float = 0.95) -> dict:
         dirs = {_direction(r) for r in out["per_state"].values()}
         out["state_dependent"] = {1, -1} <= dirs
     return out
+
+
+def _states_estimable(cells: dict) -> bool:
+    """Whether both states hold MIN_STATE_ROUNDS rounds and MIN_STATE_LAYOUTS layout pairs hold both."""
+    rounds = {s: sum(v[2] for (_, st), v in cells.items() if st == s) for s in (0, 1)}
+    both = {k for k, s in cells if s == 0} & {k for k, s in cells if s == 1}
+    return min(rounds.values()) >= MIN_STATE_ROUNDS and len(both) >= MIN_STATE_LAYOUTS
 
 
 def pooled_signed_rank(d, level: float = 0.95) -> dict:
