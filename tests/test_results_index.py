@@ -39,6 +39,21 @@ def test_index_lists_latest_run_with_table_links_and_machine(tmp_path):
     assert results_index.render(tmp_path) == text
 
 
+def test_a_bisection_names_the_machine_of_its_steps(tmp_path):
+    """A bisect folder keeps env.json per step: the index reads the machine from the first step."""
+    env = {"environment": {"cpu": {"model": "Intel Xeon"}, "topology": {"n_cpus": 16},
+                           "host": {"machine": "x86_64"}}}
+    d = _run(tmp_path, "bisect", "box", "20260301T000000Z-dddddd", "| step |\n|---|\n| 00 |\n", {},
+             {"profile": "full"})
+    (d / "env.json").unlink()
+    for step, doc in (("00-endpoints", env), ("01-abc", {})):
+        (d / "steps" / step).mkdir(parents=True)
+        (d / "steps" / step / "env.json").write_text(json.dumps(doc))
+    assert "Machine: Intel Xeon, 16 CPUs, x86_64." in results_index.render(tmp_path)
+    (d / "steps" / "00-endpoints" / "env.json").write_text("{}")
+    assert "Machine: machine not recorded." in results_index.render(tmp_path)
+
+
 def test_empty_results(tmp_path):
     assert "No runs yet" in results_index.render(tmp_path / "nothing")
 

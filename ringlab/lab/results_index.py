@@ -47,6 +47,9 @@ def _find(d, *keys, default=None):
     return default
 
 
+NO_MACHINE = "machine not recorded"
+
+
 def machine_line(env: dict) -> str:
     """One line naming the machine a run came from, read from env.json."""
     # a runner's env.json nests `ringlab env` under "environment"; notebook 00 writes it flat
@@ -59,7 +62,7 @@ def machine_line(env: dict) -> str:
     parts = [str(p) for p in (model, f"{ncpu} CPUs" if ncpu else None, arch,
                                f"virt: {virt}" if virt else None,
                                f"kernel {kernel}" if kernel else None) if p]
-    return ", ".join(parts) or "machine not recorded"
+    return ", ".join(parts) or NO_MACHINE
 
 
 def _headline(summary_md: Path, max_lines: int = 14) -> str:
@@ -119,12 +122,27 @@ def _run_status(run: Path, env_status: str = "unknown") -> str:
     return "ok"
 
 
+def _machine_env(run: Path, env: dict) -> dict:
+    """``env``, or where it names no machine (a bisection keeps env.json per step, under steps/),
+    the first step's env.json."""
+    if machine_line(env) != NO_MACHINE:
+        return env
+    for step in sorted(run.glob("steps/*/env.json")):
+        try:
+            doc = json.loads(step.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and machine_line(doc) != NO_MACHINE:
+            return doc
+    return env
+
+
 def _info(run: Path) -> dict:
     data = read_run(run, require_raw=False, load_raw=False)
     env = data.env
     profile = _notebook_params(run).get("profile") or _find(env, "parameters.profile", default="?")
     status = _run_status(run, data.status)
-    return {"env": env, "profile": str(profile), "status": status,
+    return {"env": env, "machine_env": _machine_env(run, env), "profile": str(profile), "status": status,
             "headline": status == "ok" and str(profile) in HEADLINE_PROFILES}
 
 
@@ -156,10 +174,9 @@ def render(root: Path) -> str:
         else:
             latest = heads[-1]
             rel = latest.relative_to(root)
-            env = infos[latest]["env"]
             out.append(f"Latest run: [`{rel}`]({rel}/) on host `{latest.parent.name}` "
                        f"(profile `{infos[latest]['profile']}`, {infos[latest]['status']}).  \n"
-                       f"Machine: {machine_line(env)}.\n")
+                       f"Machine: {machine_line(infos[latest]['machine_env'])}.\n")
             head = _headline(latest / "summary.md")
             if head:
                 out.append(head + "\n")
