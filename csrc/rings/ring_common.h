@@ -52,6 +52,15 @@
 #define RLR_PEEK_ORDER __ATOMIC_RELAXED
 #endif
 
+/* Built with ThreadSanitizer (gcc says so with __SANITIZE_THREAD__, clang with __has_feature). */
+#if defined(__SANITIZE_THREAD__)
+#define RLR_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RLR_TSAN 1
+#endif
+#endif
+
 /*
  * The producer's check that its slot is still in use ([P0] of
  * __ptr_ring_full and __ptr_ring_produce).  The kernel reads the slot with a
@@ -66,7 +75,7 @@
  * under it this is the relaxed atomic load, the C11 spelling of the same
  * access.
  */
-#if defined(__SANITIZE_THREAD__)
+#ifdef RLR_TSAN
 #define rlr_slot_busy(slot) (__atomic_load_n((slot), __ATOMIC_RELAXED) != NULL)
 #else
 #define rlr_slot_busy(slot) (*(slot) != NULL)
@@ -83,7 +92,7 @@
  * them under -fsanitize=thread), so under it this is a release store,
  * which orders the same.  @slot is evaluated once.
  */
-#if defined(__SANITIZE_THREAD__)
+#ifdef RLR_TSAN
 #define rlr_slot_publish(slot, ptr) __atomic_store_n((slot), (ptr), __ATOMIC_RELEASE)
 #else
 #define rlr_slot_publish(slot, ptr)					\

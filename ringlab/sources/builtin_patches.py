@@ -259,7 +259,11 @@ def spins_for(extra_per_op: float, size: int = 1000, batch: int = 16, name: str 
     """The flush-delay (or flush-spin) N whose expected extra instructions per operation is
     closest to ``extra_per_op`` (at least 1)."""
     fixed = expected_extra_per_op(0, size, batch, name)
-    per_spin = expected_extra_per_op(1, size, batch, name) - fixed
+    return nearest_spins(extra_per_op, fixed, expected_extra_per_op(1, size, batch, name) - fixed)
+
+
+def nearest_spins(extra_per_op: float, fixed: float, per_spin: float) -> int:
+    """The N (1..MAX_SPINS) whose ``fixed + N * per_spin`` is closest to ``extra_per_op``."""
     return max(1, min(MAX_SPINS, round((extra_per_op - fixed) / per_spin)))
 
 
@@ -353,4 +357,4 @@ def write_builtin(spec: str, base_header, out_path) -> BuiltinPatch:
 
 __all__ = ["PatchError", "BuiltinPatch", "BUILTINS", "DEFAULT_SPINS", "DEFAULT_PAD", "HEADER_IN_TREE",
            "is_builtin", "parse_builtin", "find_anchor", "find_pad_anchor", "builtin_patch", "write_builtin",
-           "expected_extra_per_op", "expected_extra", "effective_batch", "spins_for"]
+           "expected_extra_per_op", "expected_extra", "effective_batch", "spins_for", "nearest_spins"]

@@ -167,8 +167,7 @@ def _spins(target: float, cost: tuple[float, float] | None) -> int:
     """The flush-spin N whose extra instructions/op is closest to ``target`` (at least 1)."""
     if cost is None:
         return builtin_patches.spins_for(target, name="flush-spin")
-    fixed, per = cost
-    return max(1, min(builtin_patches.MAX_SPINS, round((target - fixed) / per)))
+    return builtin_patches.nearest_spins(target, *cost)
 
 
 def plan(base: str = "", workdir=None, base_per_op: float | None = None) -> CheckPlan:
