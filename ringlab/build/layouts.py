@@ -47,8 +47,15 @@ ALIGNS = (1, 2, 4, 8, 16, 32, 64)
 PAD_RANGE = 4096
 #: ``loops`` of a drawn layout: loop and jump heads unaligned (``-falign-loops=1 -falign-jumps=1``)
 UNALIGNED = 1
+
+
+def _loop_flags(loops: int) -> list[str]:
+    """``-falign-loops/-jumps`` of a layout's ``loops`` (none for 0, the compiler's default)."""
+    return [f"-falign-loops={loops}", f"-falign-jumps={loops}"] if loops else []
+
+
 #: the loop flags of every drawn layout (what a count of an arm's layouts must be built with)
-UNALIGNED_LOOP_FLAGS = (f"-falign-loops={UNALIGNED}", f"-falign-jumps={UNALIGNED}")
+UNALIGNED_LOOP_FLAGS = tuple(_loop_flags(UNALIGNED))
 #: the most layouts per arm (``-p layouts``)
 MAX_LAYOUTS = 64
 #: what separates a binary's name from its layout (a variant name never holds it)
@@ -76,7 +83,7 @@ class Layout:
         if self.plain:
             return []
         return ([f"-DRINGLAB_LAYOUT_PAD={self.pad}"] + ([f"-falign-functions={self.align}"] if self.align else [])
-                + ([f"-falign-loops={self.loops}", f"-falign-jumps={self.loops}"] if self.loops else []))
+                + _loop_flags(self.loops))
 
     def suffix(self) -> str:
         """``@p<pad>-a<align>`` (``-l<loops>`` added when loops are unaligned); empty for the plain build."""

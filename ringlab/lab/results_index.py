@@ -142,7 +142,7 @@ def _info(run: Path) -> dict:
     env = data.env
     profile = _notebook_params(run).get("profile") or _find(env, "parameters.profile", default="?")
     status = _run_status(run, data.status)
-    return {"env": env, "machine_env": _machine_env(run, env), "profile": str(profile), "status": status,
+    return {"machine_env": _machine_env(run, env), "profile": str(profile), "status": status,
             "headline": status == "ok" and str(profile) in HEADLINE_PROFILES}
 
 

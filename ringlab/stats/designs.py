@@ -34,8 +34,8 @@ from ringlab.stats import ranktests as _rt
 LAYOUT_COLUMN = "layout"
 #: columns that describe the layout of a trial's binary, never a configuration
 LAYOUT_COLUMNS = ("layout", "ring_offset", "env_pad")
-#: rounds each state needs in the one-build design (a 95% signed-rank CI needs 6)
-MIN_STATE_ROUNDS = 8
+#: rounds each state needs, in the one-build design as in the layouts one (ringlab.stats.layouts)
+MIN_STATE_ROUNDS = _lay.MIN_STATE_ROUNDS
 
 
 def defaults(frame_has_layout: bool, n_layouts: int) -> dict:

@@ -50,7 +50,8 @@ MIN_ROUNDS = 1
 #: many rounds, in at least MIN_STATE_LAYOUTS layout pairs that hold both states; a rarer state
 #: would put half the weight on an estimate from a handful of rounds (a CI of -90% to +2000%
 #: was seen with 4 rounds in the fast state), so its rounds are pooled with the others instead,
-#: as in the one-build design (ringlab.stats.designs.one_build)
+#: as in the one-build design (ringlab.stats.designs.one_build, which uses the same 8: a 95%
+#: signed-rank CI needs 6 rounds)
 MIN_STATE_ROUNDS = 8
 MIN_STATE_LAYOUTS = 3
 
