@@ -30,3 +30,11 @@ def command_shape(argv: list[str], measured_binary: str) -> list[str]:
         else:
             out.append(a)
     return out
+
+
+def python_module(module: str) -> list[str]:
+    """argv that runs ``python -m module`` of the interpreter running ringlab, isolated from the
+    working directory: a folder named ``ringlab`` there (a checkout's parent folder holds one)
+    never shadows the installed package.  ``-P`` (Python 3.11+) drops only the working directory
+    from sys.path; Python 3.10 has ``-I``, which also drops PYTHONPATH and the user site."""
+    return [sys.executable, "-P" if sys.version_info >= (3, 11) else "-I", "-m", module]

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.sources import kernel_tree
-from ringlab.tools.argv import split_at_dashes
+from ringlab.tools.argv import python_module, split_at_dashes
 from ringlab.build.driver import validate_cflags
 
 RINGTEST_DIR = "tools/virtio/ringtest"
@@ -267,7 +267,7 @@ def ringtest_argv(binary, *, ring_size: int, run_cycles: int, batch: int = 1, ou
 
 # -- the timing wrapper ------------------------------------------------------------------
 def time_argv(items: int, program_argv: list[str]) -> list[str]:
-    return [sys.executable, "-m", "ringlab.tools.kernel_tests", "time", "--items", str(int(items)), "--",
+    return [*python_module("ringlab.tools.kernel_tests"), "time", "--items", str(int(items)), "--",
             *map(str, program_argv)]
 
 

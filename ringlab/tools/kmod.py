@@ -49,7 +49,7 @@ from ringlab import paths, rundir
 from ringlab.errors import DataError, UnsafeDirError
 from ringlab.system import modules
 from ringlab.system.modules import module_state, state_dir
-from ringlab.tools.argv import split_at_dashes
+from ringlab.tools.argv import python_module, split_at_dashes
 
 #: seed 002's result line (page_frag_test.ko): "N of iterations for aligned|non-aligned testing took: Xus"
 DEFAULT_PATTERN = r"(?P<items>\d+) of iterations for (?P<label>[\w-]+) testing took: ?(?P<us>\d+) ?us"
@@ -177,7 +177,7 @@ def _log(path: str | None, msg: str) -> None:
 
 def trial_argv(module: str, args: list[str], *, name: str | None = None, pattern: str = DEFAULT_PATTERN,
                log: str | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "ringlab.tools.kmod", "trial", "--module", str(module),
+    argv = [*python_module("ringlab.tools.kmod"), "trial", "--module", str(module),
             "--name", name or module_name(module), "--pattern", pattern]
     if log:
         argv += ["--log", str(log)]
@@ -186,7 +186,7 @@ def trial_argv(module: str, args: list[str], *, name: str | None = None, pattern
 
 def _start_guard(name: str, log: str | None) -> tuple[subprocess.Popen, int]:
     r, w = os.pipe()
-    argv = [sys.executable, "-m", "ringlab.tools.kmod", "guard", "--name", name, "--parent", str(os.getpid())]
+    argv = [*python_module("ringlab.tools.kmod"), "guard", "--name", name, "--parent", str(os.getpid())]
     if log:
         argv += ["--log", log]
     g = subprocess.Popen(argv, stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

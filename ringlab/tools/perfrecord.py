@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ringlab.system.sysfs import procfs_root, sysfs_root
-from ringlab.tools.argv import split_at_dashes
+from ringlab.tools.argv import python_module, split_at_dashes
 
 #: The tracepoints seed 004 records: sys_enter and sys_exit, two records per syscall.
 EVENTS = "raw_syscalls:*"
@@ -123,7 +123,7 @@ def pin_prefix(cpu: int | None) -> list[str]:
     """argv prefix that runs the rest of the argv pinned to ``cpu`` (empty when None/-1)."""
     if cpu is None or cpu < 0:
         return []
-    return [sys.executable, "-m", "ringlab.tools.perfrecord", "--cpu", str(int(cpu)), "--"]
+    return [*python_module("ringlab.tools.perfrecord"), "--cpu", str(int(cpu)), "--"]
 
 
 def record_argv(perf: str, workload: list[str], *, overwrite: bool = False, cpu: int | None = None,
