@@ -74,3 +74,12 @@ def test_ptr_ring_trials_run_from_the_checkouts_parent_folder(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     df = pd.read_csv(tmp_path / "run" / "raw.csv")
     assert len(df) == N_TRIALS and (df["status"] == "ok").all()
+
+
+def test_ci_runs_make_test_in_a_clone_named_ringlab():
+    text = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    lines = [ln.strip() for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    clone = [ln for ln in lines if ln.startswith("git clone")]
+    assert len(clone) == 1 and clone[0].endswith('/ringlab"')
+    i = lines.index(next(ln for ln in lines if ln.startswith("make test ")))
+    assert lines.index(clone[0]) < i and lines[i].endswith("|| status=$?") and lines[-1] == 'exit "$status"'
