@@ -144,6 +144,27 @@ def test_dirty_tree_is_refused_unless_allowed(tmp_path):
     assert record.git_commit(tmp_path, True) == (commit, True)
 
 
+def test_runs_under_results_and_scratch_are_not_code_changes(tmp_path):
+    g = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*g, "init", "-q"], check=True)
+    for f in ("f", "results/README.md", "scratch/keep"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("1")
+    subprocess.run([*g, "add", "."], check=True)
+    subprocess.run([*g, "commit", "-qm", "x"], check=True)
+    (tmp_path / "results/README.md").write_text("2")
+    (tmp_path / "scratch/keep").write_text("2")
+    (tmp_path / "results/new-run").mkdir()
+    (tmp_path / "results/new-run/env.json").write_text("{}")
+    commit, dirty = record.git_commit(tmp_path, False)
+    assert not dirty
+    (tmp_path / "resultsx").write_text("1")  # untracked, a sibling name: still not dirty
+    assert record.git_commit(tmp_path, False) == (commit, False)
+    (tmp_path / "f").write_text("2")
+    with pytest.raises(ParamError, match="uncommitted changes.*f"):
+        record.git_commit(tmp_path, False)
+
+
 def test_collect_verdicts_and_why(fake_slurm, tmp_path, capsys):
     doc = submit_run(fake_slurm, ("a", "b", "c"))
     runs = {n: Path(e["run_dir"]) for n, e in doc["nodes"].items()}

@@ -114,7 +114,7 @@ def test_parse_stderr_samples_lost_noise_and_errors():
 def test_record_argv_is_a_list_with_pinning():
     argv = perfrecord.record_argv("/usr/bin/perf", ["wl", "-N", "5"], overwrite=True, cpu=3)
     assert argv[:7] == [*python_module("ringlab.tools.perfrecord"), "--cpu", "3", "--"]
-    assert argv[6:] == ["/usr/bin/perf", "record", "-o", "/dev/null", "--no-buildid-cache", "-e", "raw_syscalls:*",
+    assert argv[7:] == ["/usr/bin/perf", "record", "-o", "/dev/null", "--no-buildid-cache", "-e", "raw_syscalls:*",
                         "--overwrite", "--", "wl", "-N", "5"]
     assert perfrecord.record_argv("perf", ["wl"], cpu=-1)[0] == "perf"
 

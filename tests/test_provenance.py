@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -135,6 +136,23 @@ def test_git_info():
     assert len(g["commit"]) == 40 and isinstance(g["dirty"], bool)
     assert all(not f.startswith(" ") for f in g["dirty_files"])
     assert checkout.git_info("/")["commit"] is None
+
+
+def test_results_only_changes_are_not_dirty(tmp_path):
+    g = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*g, "init", "-q"], check=True)
+    for f in ("code.py", "results/README.md", "scratch/x/y.txt", "docs/results/a.md"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("1")
+    subprocess.run([*g, "add", "."], check=True)
+    subprocess.run([*g, "commit", "-qm", "x"], check=True)
+    (tmp_path / "results/README.md").write_text("2")
+    (tmp_path / "scratch/x/y.txt").write_text("2")
+    assert checkout.git_info(tmp_path)["dirty"] is False
+    (tmp_path / "docs/results/a.md").write_text("2")  # a results/ folder deeper down is code
+    g2 = checkout.git_info(tmp_path)
+    assert g2["dirty"] is True and g2["dirty_files"] == ["docs/results/a.md"]
+    assert checkout.code_changes(' M "results/odd name"\n M code.py\n') == [" M code.py"]
 
 
 def _perf_rb_run(tmp_path: Path) -> Path:

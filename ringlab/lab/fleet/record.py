@@ -12,6 +12,7 @@ from ringlab.errors import DataError, ParamError
 from ringlab.rundir import utc_now
 from ringlab.rundir.envjson import atomic_write_json
 from ringlab.system import git as hgit
+from ringlab.system import checkout as checkout_info
 
 FLEET_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]+$")
 
@@ -44,7 +45,8 @@ def save(doc: dict, results: Path | None = None) -> Path:
 
 
 def git_commit(checkout: Path, allow_dirty: bool) -> tuple[str, bool]:
-    """(HEAD's commit, whether the tree has uncommitted changes); ParamError for a dirty tree
+    """(HEAD's commit, whether the tree has uncommitted changes to code: changes under results/
+    and scratch/ are runs, not code); ParamError for a dirty tree
     unless ``allow_dirty``, and for a checkout git cannot read."""
     def git(*a: str) -> subprocess.CompletedProcess:
         proc = hgit.run(list(a), checkout, check=False, timeout=60, what=f"git {a[0]}")
@@ -52,15 +54,16 @@ def git_commit(checkout: Path, allow_dirty: bool) -> tuple[str, bool]:
                                            proc.stderr.decode(errors="replace"))
     try:
         head = git("rev-parse", "HEAD")
-        st = git("status", "--porcelain", "--untracked-files=no")
+        st = git(*checkout_info.STATUS_ARGS)
     except hgit.GitError as e:
         raise ParamError(f"checkout {checkout}: git failed ({e}); allowed: a git checkout") from None
     if head.returncode != 0 or st.returncode != 0:
         raise ParamError(f"checkout {checkout}: not a git checkout ({(head.stderr or st.stderr).strip()[:120]}); "
                          "allowed: a git checkout")
-    dirty = bool(st.stdout.strip())
+    changes = checkout_info.code_changes(st.stdout)
+    dirty = bool(changes)
     if dirty and not allow_dirty:
-        first = st.stdout.strip().splitlines()[0].strip()
+        first = changes[0].strip()
         raise ParamError(f"checkout {checkout} has uncommitted changes ({first} ...); every job must run "
                          "one commit: commit them, or pass --allow-dirty")
     return head.stdout.strip(), dirty
