@@ -129,3 +129,49 @@ def test_reproduce_rewrites_the_index_only_when_it_adds_a_complete_run(tmp_path,
         assert index.read_text() == results_index.render(root) and "20260401T000000Z-newrun" in index.read_text()
     else:
         assert any("README.md left as it is" in m for m in logs)
+
+
+def test_runs_of_a_local_host_stay_out_of_the_committed_index(tmp_path):
+    _run(tmp_path, "ptr-ring-reorder", "vm", "20260101T000000Z-aaaaaa", "| old |\n|---|\n| 1 |\n",
+         {"status": "complete"}, {"profile": "full"})
+    committed = results_index.render(tmp_path)
+    results_index.mark_local(tmp_path / "ptr-ring-reorder" / "mine")
+    _run(tmp_path, "ptr-ring-reorder", "mine", "20260501T000000Z-bbbbbb", "| new |\n|---|\n| 2 |\n",
+         {"status": "complete"}, {"profile": "quick"})
+    assert results_index.render(tmp_path) == committed
+    assert results_index.has_published_runs(tmp_path, "vm") and not results_index.has_published_runs(tmp_path, "mine")
+    results_index.write_index(tmp_path)
+    local = (tmp_path / results_index.LOCAL_INDEX).read_text()
+    assert "20260501T000000Z-bbbbbb" in local and "20260101T000000Z-aaaaaa" not in local
+    assert (tmp_path / "README.md").read_text() == committed
+
+
+def test_make_reproduce_of_another_host_leaves_the_checkout_clean(tmp_path):
+    """A smoke reproduce of one notebook under a host without committed runs, into a git copy of
+    the committed results/: no tracked file changes, git status stays empty, LOCAL.md lists it."""
+    import shutil
+    import subprocess
+    from ringlab import paths
+    g = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    tracked = subprocess.run(["git", "-C", str(paths.ROOT), "ls-files", "-z", "results", ".gitignore"],
+                             capture_output=True, check=True).stdout.decode().split("\0")
+    for f in filter(None, tracked):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(paths.ROOT / f, tmp_path / f)
+    subprocess.run([*g, "init", "-q"], check=True)
+    subprocess.run([*g, "add", "-A"], check=True)
+    subprocess.run([*g, "commit", "-qm", "committed runs"], check=True)
+    root = tmp_path / "results"
+    hosts = {h.name for exp in root.iterdir() if exp.is_dir() for h in exp.iterdir() if h.is_dir()}
+    host = "first-run-host"
+    assert host not in hosts
+    before = (root / "README.md").read_bytes()
+    outs = reproduce.reproduce("smoke", only=["00-environment"], host=host, results_root=root,
+                               parameters={"probe_counters": False}, log=lambda m: None)
+    assert [o.ok for o in outs] == [True], outs[0].error
+    assert outs[0].run_dir.is_relative_to(root / "environment" / host)
+    assert (root / "README.md").read_bytes() == before
+    status = subprocess.run([*g, "status", "--porcelain", "--untracked-files=all"], capture_output=True,
+                            text=True, check=True).stdout
+    assert status == "", status
+    assert outs[0].run_dir.name in (root / results_index.LOCAL_INDEX).read_text()

@@ -6,7 +6,9 @@ writes ``results/<experiment>/<host>/<run-id>/`` holding the executed notebook,
 raw.csv, summary.md/csv, env.json and figures/.  A failing notebook does not stop
 the others; failures are listed at the end and make the exit code non-zero.
 ``results/README.md`` is regenerated when a reproduce added at least one complete run
-(``results_index.is_complete``); otherwise the tracked index is left as it is.
+(``results_index.is_complete``); otherwise the tracked index is left as it is.  The runs of a
+host without committed runs go to a local host folder (git-ignored, listed in
+``results/LOCAL.md``, never in README.md): see ``results_index``.
 
 Only ``reproduce`` writes into results/: it hands each notebook ``out_dir``.  A notebook
 run any other way (plain papermill, JupyterLab) without ``out_dir`` writes its run folder
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ringlab import paths
-from ringlab.lab.results_index import is_complete, write_index
+from ringlab.lab.results_index import LOCAL_INDEX, has_published_runs, is_complete, is_local, mark_local, write_index
 from ringlab.run import host_id, new_run_id
 from ringlab.system.envinfo import HOST_ENV
 
@@ -103,7 +105,11 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
     import papermill as pm
     src = paths.NOTEBOOKS / f"{notebook}.ipynb"
     host = host or host_id()
-    run_dir = run_dir_for(NOTEBOOKS[notebook], host, root=results_root or paths.results_dir())
+    root = results_root or paths.results_dir()
+    run_dir = run_dir_for(NOTEBOOKS[notebook], host, root=root)
+    if not run_dir.parent.exists() and not has_published_runs(root, host):
+        # a host without committed runs: its runs stay out of git and out of README.md
+        mark_local(run_dir.parent)
     # The notebook is executed into a staging file next to the run folder and
     # moved in afterwards: the runner refuses an existing output folder, and a
     # failed notebook must still be kept (papermill saves it with an error banner).
@@ -151,6 +157,9 @@ def reproduce(profile: str = "quick", only: list[str] | None = None, host: str |
         write_index(root)
     else:
         log(f"[reproduce] no complete run added: {Path(root) / 'README.md'} left as it is")
+    if any(o.run_dir.parent.is_dir() and is_local(o.run_dir.parent) for o in outcomes):
+        log(f"[reproduce] runs of host {outcomes[0].run_dir.parent.name} are this checkout's (git-ignored): "
+            f"listed in {Path(root) / LOCAL_INDEX}")
     return outcomes
 
 
