@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import signal
+from pathlib import Path
 
 #: errno values of a full disk or quota
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
@@ -65,7 +66,7 @@ class DiskFullError(RinglabError):
 
     The run ends ``interrupted`` with no torn row and no temporary file left; exit code 1
     (the input was fine, the disk was not).  The message names the file and says to free
-    space and run again with --resume."""
+    space and run again (with --resume where the run folder holds an env.json: ``disk_full``)."""
 
     exit_code = 1
 
@@ -88,10 +89,23 @@ class RunInterrupted(KeyboardInterrupt):
         self.exit_code = 128 + signum
 
 
+#: the files of a run that ``ringlab run --resume`` continues
+RUN_FILES = ("raw.csv", "env.json")
+
+
 def disk_full(path, e: OSError) -> DiskFullError:
-    """The one message of a full disk: the file, the error, and what to do."""
-    return DiskFullError(f"disk full while writing {path}: {e.strerror or e}; free space and run again "
-                         "with --resume")
+    """The one message of a full disk: the file, the error, and what to do.  Only a run's own
+    files (raw.csv, env.json) in a folder that holds an env.json are continued with --resume;
+    a run whose env.json was never written has nothing to resume, and any other output
+    (summary, figures, mail) is written again by running its command again."""
+    path = Path(path)
+    why = f"disk full while writing {path}: {e.strerror or e}; free space and "
+    if path.name not in RUN_FILES:
+        return DiskFullError(why + "run the command again")
+    if (path.parent / "env.json").is_file():
+        return DiskFullError(why + "run again with --resume")
+    return DiskFullError(why + f"run again: {path.parent} holds no env.json, so there is nothing to resume; "
+                               "remove it or pick another --out")
 
 
 __all__ = ["RunInterrupted", "RinglabError", "ParamError", "DataError", "RunLockedError", "CpuBusyError", "RunnerError",

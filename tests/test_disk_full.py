@@ -168,3 +168,42 @@ def test_a_real_full_tmpfs_then_resume_after_freeing_space(fakebin, tmp_path, ca
         assert json.loads((out / "env.json").read_text())["status"] == "complete"
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_full_disk_before_the_first_env_json_advises_what_works(fakebin, tmp_path, monkeypatch, capsys):
+    """env.json never written: --resume would refuse the folder, so the message does not advise
+    it; following its advice (remove the folder, run again) completes the run."""
+    out = tmp_path / "run"
+
+    class FullJson:
+        @staticmethod
+        def dump(doc, f, **kw):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    with monkeypatch.context() as m:
+        m.setattr(envjson, "json", FullJson)
+        rc = cli.main([*RUN, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert "disk full while writing" in err and "--resume" not in err and "Traceback" not in err
+    assert f"{out} holds no env.json" in err and "remove it or pick another --out" in err
+    assert not (out / "env.json").exists()
+    assert cli.main([*RUN, "--out", str(out), "--resume"]) == 2   # what it did not advise
+    assert "holds no env.json" in capsys.readouterr().err
+    assert cli.main([*RUN, "--out", str(out)]) == 2
+    again = capsys.readouterr().err
+    assert "already exists" in again and "--resume" not in again
+    shutil.rmtree(out)
+    assert cli.main([*RUN, "--out", str(out)]) == 0, capsys.readouterr().err
+
+
+def test_a_full_disk_while_writing_a_report_advises_running_it_again(tmp_path, monkeypatch):
+    """A summary, figure or mail is written again by its own command, which has no --resume."""
+    from ringlab.errors import DiskFullError
+    from ringlab.rundir import files
+
+    def full(*a, **kw):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(files.os, "fdopen", full)
+    with pytest.raises(DiskFullError) as e:
+        files.write_text(tmp_path, "summary.md", "x")
+    assert str(e.value).endswith("free space and run the command again") and "--resume" not in str(e.value)

@@ -85,8 +85,8 @@ def check_out_dir(out_dir: Path, resume: bool) -> None:
             raise ParamError(f"parameter '--resume': {out_dir} holds no env.json of an earlier run; "
                              "allowed: the folder of an interrupted run")
     elif out_dir.exists():
-        raise ParamError(f"parameter '--out': {out_dir} already exists; allowed: a new folder "
-                         "(or pass --resume to continue the run in it)")
+        raise ParamError(f"parameter '--out': {out_dir} already exists; allowed: a new folder"
+                         + (" (or pass --resume to continue the run in it)" if (out_dir / "env.json").is_file() else ""))
     anc = out_dir
     while not anc.exists():
         if anc.parent == anc:

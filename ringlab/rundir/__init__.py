@@ -169,8 +169,9 @@ class RunFolder:
             return self
         if self.mode == "create":
             if self.path.exists():
-                raise ParamError(f"parameter '--out': {self.path} already exists; allowed: a new folder "
-                                 "(or pass --resume to continue the run in it)")
+                raise ParamError(f"parameter '--out': {self.path} already exists; allowed: a new folder"
+                                 + (" (or pass --resume to continue the run in it)"
+                                    if (self.path / "env.json").is_file() else ""))
             self.path.mkdir(parents=True)
         elif self.mode == "write":
             self.path.mkdir(parents=True, exist_ok=True)
