@@ -235,9 +235,30 @@ def test_layout_runs_show_layouts_states_and_the_fixed_build_caveat():
     text = " ".join(mail._results(df, env, "base", "ns_per_op", 72, None))
     text = " ".join(text.split())
     assert "design layouts" in text and "8 layout pairs, layout spread" in text
-    assert "of the CI width squared" in text and "one fixed build" not in text
+    assert "of the CI width squared" in text and "one layout pair measured" not in text
     df1, env1 = layout_frame(1, rounds_per_layout=120, effect=(-0.035, 0.087), sigma_layout=0.0, seed=4)
     text1 = " ".join(" ".join(mail._results(df1, env1, "base", "ns_per_op", 72, None)).split())
-    assert ("one fixed build (layouts=1): the CI describes this binary pair, not the code change") in text1
+    assert ("one layout pair measured (one fixed build): the CI describes this binary pair, "
+            "not the code change") in text1
     assert "two machine states" in text1 and "verdict depends on machine state" in text1
     assert all(len(ln) <= 72 for ln in mail._results(df1, env1, "base", "ns_per_op", 72, None))
+
+
+def test_a_smoke_ab_with_two_layouts_never_says_layouts_1(fakebin, tmp_path, capsys):
+    """smoke builds two layouts (``-p layouts 2`` in the mail's reproduce line, as --list-params
+    says); its two measured rounds may run one pair: the mail says so, never "layouts=1"."""
+    out = tmp_path / "run"
+    assert cli_main(["run", "ptr_ring", "-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",
+                     "-p", "variants", "batch,reorder", "-p", "modes", "0", "--no-build", "--no-progress",
+                     "--out", str(out)]) == 0
+    env = json.loads((out / "env.json").read_text())
+    assert env["parameters"]["layouts"] == 2
+    df = pd.read_csv(out / "raw.csv")
+    measured = df[~df["warmup"].astype(bool)]
+    text = " ".join(mail.mail_text(out).split())
+    assert "-p layouts 2" in text and "layouts=1" not in text
+    if measured["layout"].nunique() == 1:
+        assert "one layout pair measured" in text
+    else:
+        assert "one layout pair measured" not in text
+    capsys.readouterr()

@@ -28,7 +28,11 @@ CALLGRIND_MARK = "(callgrind)"
 COUNTER_TABLE = [("ipc", "IPC", "{:.3g}"), ("branch_miss_rate", "branch-miss rate", "{:.3%}"),
                  ("instructions_per_op", "instructions/op", "{:.4g}")]
 GAIN_HEADER = "gain (mail sign: + = candidate faster)"
-FIXED_BUILD = "one fixed build (layouts=1): the CI describes this binary pair, not the code change"
+#: a comparison whose measured rounds hold one layout pair: ``-p layouts 1``, or a run built with
+#: more layouts whose measured rounds all ran one pair (a smoke run: 2 measured rounds, the
+#: warm-up round took the other pair)
+FIXED_BUILD = ("one layout pair measured (one fixed build): the CI describes this binary pair, "
+               "not the code change")
 LAYOUT_HEADER = "layouts and machine states"
 
 
