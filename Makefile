@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(BIN)/python -m ringlab.lab.kernel_provisioner
 	touch $@
 	@echo "ringlab is installed in $(VENV)/. Put $(BIN) on PATH (ringlab, papermill, pytest) with:"
 	@echo "    . $(BIN)/activate"
