@@ -20,9 +20,13 @@ KERNEL_JSON = Path(sys.prefix) / "share" / "jupyter" / "kernels" / "python3" / "
 
 def test_install_names_the_provisioner_once(tmp_path):
     spec = tmp_path / "kernel.json"
-    spec.write_text(json.dumps({"argv": ["python"], "metadata": {"supported_encryption": ["curve"]}}))
+    argv = ["/v/bin/python", "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    spec.write_text(json.dumps({"argv": argv, "metadata": {"supported_encryption": ["curve"]}}))
     assert kp.install(spec) is True
-    meta = json.loads(spec.read_text())["metadata"]
+    doc = json.loads(spec.read_text())
+    if sys.version_info >= (3, 11):
+        assert doc["argv"] == [argv[0], "-P", *argv[1:]]
+    meta = doc["metadata"]
     assert meta["kernel_provisioner"]["provisioner_name"] == kp.NAME and meta["supported_encryption"] == ["curve"]
     before = spec.read_bytes()
     assert kp.install(spec) is False and spec.read_bytes() == before
@@ -49,6 +53,23 @@ def test_a_notebook_kernel_starts_without_the_plain_tcp_warning(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "42" in (tmp_path / "o.ipynb").read_text()
     assert "without encryption" not in out.stderr, out.stderr[-2000:]
+
+
+@pytest.mark.skipif(not KERNEL_JSON.is_file(), reason=f"{KERNEL_JSON} missing: make venv installs it")
+def test_a_notebook_started_from_the_checkouts_parent_folder_imports_the_package(tmp_path):
+    if "-P" not in json.loads(KERNEL_JSON.read_text())["argv"]:
+        pytest.skip(f"{KERNEL_JSON} has no -P: run make venv (Python 3.11+)")
+    parent = tmp_path / "parent"
+    for sub in ("ringlab/build", "ringlab/tools", "ringlab/notebooks"):
+        (parent / sub).mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import ringlab.build.driver, ringlab\nprint(ringlab.__file__)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "n.ipynb")
+    out = subprocess.run([PAPERMILL, str(tmp_path / "n.ipynb"), str(tmp_path / "o.ipynb"), "-k", "python3"],
+                         capture_output=True, text=True, cwd=parent, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "ModuleNotFoundError" not in (tmp_path / "o.ipynb").read_text()
 
 
 def test_license_is_an_spdx_string():

@@ -10,7 +10,10 @@ knows the option, and otherwise launches the kernel exactly as the local provisi
 
 ``python -m ringlab.lab.kernel_provisioner`` (the Makefile's venv step, after
 ``ipykernel install --sys-prefix``) names the provisioner in the kernelspec ``python3`` of the
-running interpreter's prefix.
+running interpreter's prefix, and starts the kernel's Python with ``-P`` (3.11+): the kernel's
+working directory is not on sys.path, so a checkout folder named ``ringlab`` there (papermill
+started from the checkout's parent folder) never shadows the installed package.  The notebooks
+import only ringlab and installed packages.
 """
 from __future__ import annotations
 
@@ -41,13 +44,20 @@ class CurveLocalProvisioner(LocalProvisioner):
 
 
 def install(kernel_json: Path) -> bool:
-    """Name the provisioner in ``kernel_json``; False when it already does (file left alone)."""
+    """Name the provisioner in ``kernel_json`` and put ``-P`` in its argv; False when both are
+    there already (the file is left alone)."""
     spec = json.loads(kernel_json.read_text(encoding="utf-8"))
     meta = spec.setdefault("metadata", {})
     want = {"provisioner_name": NAME, "config": {}}
-    if meta.get("kernel_provisioner") == want:
+    argv = list(spec.get("argv") or [])
+    # the interpreter's options come before "-m ipykernel_launcher"
+    isolate = (sys.version_info >= (3, 11) and "-m" in argv[1:]
+               and "-P" not in argv[1:argv.index("-m", 1)])
+    if meta.get("kernel_provisioner") == want and not isolate:
         return False
     meta["kernel_provisioner"] = want
+    if isolate:
+        spec["argv"] = [argv[0], "-P", *argv[1:]]
     kernel_json.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
     return True
 
