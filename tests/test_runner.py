@@ -246,8 +246,13 @@ def test_out_exists_without_resume(fakebin, tmp_path, capsys):
     out.mkdir()
     assert cli.main(["run", "ptr_ring", "-p", "profile", "smoke", "--no-build", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "'--out'" in err and "already exists" in err and "--resume" in err
+    # an empty folder holds no run: --resume would refuse it, so it is not advised
+    assert "'--out'" in err and "already exists" in err and "--resume" not in err
     assert list(out.iterdir()) == []
+    (out / "env.json").write_text("{}")
+    assert cli.main(["run", "ptr_ring", "-p", "profile", "smoke", "--no-build", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and "pass --resume to continue the run in it" in err
 
 
 def test_out_not_writable(fakebin, tmp_path, capsys):
