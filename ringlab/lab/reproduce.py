@@ -155,11 +155,12 @@ def reproduce(profile: str = "quick", only: list[str] | None = None, host: str |
     root = results_root or paths.results_dir()
     if any(o.ok and is_complete(o.run_dir) for o in outcomes):
         write_index(root)
+        local = sorted({o.run_dir.parent.name for o in outcomes if is_local(o.run_dir.parent)})
+        if local:
+            log(f"[reproduce] runs of host {', '.join(local)} are this checkout's, not committed (git-ignored): "
+                f"listed in {Path(root) / LOCAL_INDEX}, not in {Path(root) / 'README.md'}")
     else:
         log(f"[reproduce] no complete run added: {Path(root) / 'README.md'} left as it is")
-    if any(o.run_dir.parent.is_dir() and is_local(o.run_dir.parent) for o in outcomes):
-        log(f"[reproduce] runs of host {outcomes[0].run_dir.parent.name} are this checkout's (git-ignored): "
-            f"listed in {Path(root) / LOCAL_INDEX}")
     return outcomes
 
 
