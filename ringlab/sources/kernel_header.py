@@ -173,7 +173,7 @@ def first_error(stderr: str) -> str:
     """The first compiler diagnostic that is an error (or the first line, if none is marked)."""
     lines = [ln.rstrip() for ln in stderr.splitlines() if ln.strip()]
     for ln in lines:
-        if re.search(r"\b(fatal )?error:", ln):
+        if re.search(r"\b(fatal )?error:", ln, re.I):
             return ln.strip()
     return lines[0].strip() if lines else "(no compiler output)"
 
