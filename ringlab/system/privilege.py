@@ -257,17 +257,23 @@ def copy_out(src: Path, dest: Path, mode: int = 0o755) -> None:
     os.replace(tmp, dest)
 
 
-def record() -> dict:
-    """env.json ``privilege``: which uid ran ringlab, its compiles and its trials."""
+def record(trial: str = "user") -> dict:
+    """env.json ``privilege``: which uid ran ringlab (``parent_uid``), its compiles
+    (``build_uid``) and the code under test in its trials (``trial_uid``), and the user's name.
+    ``trial``: the experiment's ``trial_privilege`` ("user", "wrapper" or "root")."""
     euid = os.geteuid()
     if not dropping():
         try:
             name = pwd.getpwuid(euid).pw_name
         except KeyError:
             name = str(euid)
-        return {"parent_uid": euid, "build_uid": euid, "trial_uid": euid, "user": name,
-                "dropped": False}
+        return {"parent_uid": euid, "build_uid": euid, "trial_uid": euid, "user": name, "dropped": False}
     acc = account()
-    return {"parent_uid": euid, "build_uid": acc.uid, "trial_uid": acc.uid, "user": acc.name,
-            "dropped": True, "via": "setpriv",
-            "root_keeps": "governor, tracepoints (perf), modules (insmod), the state file"}
+    out = {"parent_uid": euid, "build_uid": acc.uid, "trial_uid": acc.uid, "user": acc.name,
+           "dropped": True, "via": "setpriv",
+           "root_keeps": "governor, tracepoints (perf), modules (insmod, rmmod), the state file"}
+    if trial == "wrapper":
+        out["wrapper_uid"] = euid       # ringlab's own timing or perf wrapper; it starts the code as the user
+    elif trial == "root":
+        out["trial_uid"] = euid         # insmod: the code under test is a kernel module
+    return out
