@@ -16,6 +16,21 @@ os.environ.setdefault("RINGLAB_STATE_DIR", str(ROOT / "build" / "test-state"))
 os.environ.setdefault("RINGLAB_LOCK_DIR", str(ROOT / "build" / "test-locks"))
 
 
+@pytest.fixture(autouse=True)
+def _tmp_path_reachable(request):
+    """Under root, a test's tmp_path (pytest makes it and its parents 0700) can be searched by
+    others, so the unprivileged user that compiles and runs trials (ringlab.system.privilege)
+    reaches what a test builds there, as it would in a checkout; nothing becomes listable."""
+    if os.geteuid() == 0 and "tmp_path" in request.fixturenames:
+        tmp = request.getfixturevalue("tmp_path")
+        base = request.getfixturevalue("tmp_path_factory").getbasetemp().parent
+        for d in [tmp, *tmp.parents]:
+            os.chmod(d, os.stat(d).st_mode | 0o011)
+            if d == base:
+                break
+    yield
+
+
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
@@ -42,6 +57,10 @@ def fakebin(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("RINGLAB_SCRATCH", str(tmp_path / "scratch"))
     monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("RINGLAB_LOCK_DIR", str(tmp_path / "locks"))
+    # The mock binaries are Python scripts of this suite, whose interpreter may lie where only
+    # root can reach it: under root they run as root (tests/test_least_privilege.py checks the
+    # unprivileged trials with real binaries).
+    monkeypatch.setenv("RINGLAB_RUN_USER", "root")
     for k in list(os.environ):
         if k.startswith("FAKE_"):
             monkeypatch.delenv(k)

@@ -23,6 +23,7 @@ spaces work.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,6 +205,8 @@ def check_compiles(header, cc: str = "gcc", extra_flags: list[str] | None = None
 
 
 def _run_check(argv: list[str], work, header: Path, cc: str) -> subprocess.CompletedProcess:
+    if work is not None and shutil.which(cc) is None:   # setpriv would report it less clearly
+        raise KernelHeaderError(f"kernel header {header}: C compiler {cc!r} not found")
     try:
         return subprocess.run(privilege.wrap(argv), input=_CHECK_TU, capture_output=True, text=True,
                               timeout=120, cwd=None if work is None else str(work),

@@ -10,7 +10,11 @@ as root or embed root-only files.  The root parent keeps only what needs root.
   created with ``useradd --system`` on first use.  A dedicated uid rather than ``nobody``
   (65534): ``nobody`` is shared with NFS root squashing and with other daemons, so its files
   and processes would be open to them and theirs to a trial.  ``RINGLAB_RUN_USER`` names
-  another existing account instead (never one with uid 0).
+  another existing account instead (never one with uid 0), or is ``root`` to keep root for
+  everything: an explicit choice of whoever sets root's environment (a machine where every
+  header and tree is trusted, or a test double whose interpreter only root can reach), recorded
+  in env.json as ``"dropped": false``.  It is read from the environment only, never from a run's
+  files.
 * The switch is util-linux ``setpriv``: real and effective uid and gid of the user, no
   supplementary groups, no capabilities (inheritable, ambient and bounding set emptied),
   ``no_new_privs`` (a setuid program cannot give root back), and the parent-death signal, so
@@ -64,9 +68,14 @@ _account: dict[str, Account] = {}
 _readable: set[str] = set()
 
 
+#: RINGLAB_RUN_USER value that keeps root for compiles and trials
+KEEP_ROOT = "root"
+
+
 def dropping() -> bool:
-    """True when compiles and trials must leave root: ringlab's effective uid is 0."""
-    return os.geteuid() == 0
+    """True when compiles and trials must leave root: ringlab's effective uid is 0 (and
+    RINGLAB_RUN_USER is not ``root``)."""
+    return os.geteuid() == 0 and os.environ.get(USER_VAR) != KEEP_ROOT
 
 
 def _lookup(name: str) -> Account | None:
