@@ -16,6 +16,28 @@ os.environ.setdefault("RINGLAB_STATE_DIR", str(ROOT / "build" / "test-state"))
 os.environ.setdefault("RINGLAB_LOCK_DIR", str(ROOT / "build" / "test-locks"))
 
 
+_BASETEMP_TOP: list[Path] = []
+
+
+def pytest_configure(config):
+    """Under root, the session's temporary folders lie in a folder of their own that others
+    may search (0711), not in /tmp/pytest-of-root, which every pytest session resets to 0700:
+    the unprivileged user of the compiles and trials must reach what a test builds."""
+    if os.geteuid() != 0 or getattr(config.option, "basetemp", None) or hasattr(config, "workerinput"):
+        return
+    import tempfile
+    top = Path(tempfile.mkdtemp(prefix="pytest-ringlab-"))
+    os.chmod(top, 0o711)
+    _BASETEMP_TOP.append(top)
+    config.option.basetemp = str(top / "t")
+
+
+def pytest_unconfigure(config):
+    import shutil
+    for top in _BASETEMP_TOP:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def _tmp_path_reachable(request):
     """Under root, a test's tmp_path (pytest makes it and its parents 0700) can be searched by

@@ -151,19 +151,42 @@ def prefix(pdeathsig: bool = True) -> list[str]:
     return out + ["--"]
 
 
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def as_written():
+    """Within it :func:`wrap` leaves argv as it is: for rebuilding a command to describe it
+    (provenance), not to run it; nothing is looked up or created."""
+    old = getattr(_local, "describe", False)
+    _local.describe = True
+    try:
+        yield
+    finally:
+        _local.describe = old
+
+
 def wrap(argv: list[str]) -> list[str]:
     """``argv`` run as the unprivileged user (unchanged when not root)."""
+    if getattr(_local, "describe", False):
+        return [str(a) for a in argv]
     return [*prefix(), *map(str, argv)]
 
 
 def strip(argv: list[str]) -> list[str]:
-    """``argv`` without a leading :func:`prefix` (what the command is, whoever runs it)."""
-    argv = list(argv)
-    for i, a in enumerate(argv):
-        if a == "--" and i > 0 and os.path.basename(argv[0]) == "setpriv" and any(
-                x.startswith("--reuid=") for x in argv[1:i]):
-            return argv[i + 1:]
-    return argv
+    """``argv`` without the :func:`prefix` it holds (at its start, or after a wrapper's ``--``):
+    what the command is, whoever runs it."""
+    out, i, argv = [], 0, [str(a) for a in argv]
+    while i < len(argv):
+        a = argv[i]
+        if os.path.basename(a) == "setpriv" and "--" in argv[i + 1:]:
+            end = argv.index("--", i + 1)
+            if any(x.startswith("--reuid=") for x in argv[i + 1:end]):
+                i = end + 1
+                continue
+        out.append(a)
+        i += 1
+    return out
 
 
 def env(base: dict[str, str] | None = None, home: Path | None = None) -> dict[str, str]:
