@@ -16,7 +16,11 @@ Rules:
 * A binary is rebuilt only when its inputs change: a stamp next to it stores
   the compile command and the sha256 of every file the compiler read (taken
   from its own ``-MMD`` dependency output, so it covers the user's kernel
-  header too).
+  header too) and every file the assembler read (GNU as's ``--MD`` output: an
+  ``.incbin`` or ``.include`` in an ``asm`` statement).
+* Under root every compile and link runs as the unprivileged user
+  (ringlab.system.privilege) in a folder it owns, on a copy of the kernel header;
+  root copies the binary out.  Without root nothing of this happens.
 * Each binary's source set (ringlab.sourceset: what it was built from, by
   content) is written next to it as ``NAME.source.json``; a failed build removes
   the binary of that NAME, so no older one can be measured in its place
