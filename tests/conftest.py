@@ -20,37 +20,35 @@ _BASETEMP_TOP: list[Path] = []
 
 
 def pytest_configure(config):
-    """Under root, the session's temporary folders lie in a folder of their own that others
-    may search (0711), not in /tmp/pytest-of-root, which every pytest session resets to 0700:
-    the unprivileged user of the compiles and trials must reach what a test builds."""
-    if os.geteuid() != 0 or getattr(config.option, "basetemp", None) or hasattr(config, "workerinput"):
+    """Under root, the session's temporary folders lie in a folder of their own, not in
+    /tmp/pytest-of-root, which every pytest session resets to 0700, and others may search each
+    one (o+x, not list it): the unprivileged user of the compiles and trials
+    (ringlab.system.privilege) must reach what a test builds there, as in a checkout."""
+    if os.geteuid() != 0:
         return
-    import tempfile
-    top = Path(tempfile.mkdtemp(prefix="pytest-ringlab-"))
-    os.chmod(top, 0o711)
-    _BASETEMP_TOP.append(top)
-    config.option.basetemp = str(top / "t")
+    if not getattr(config.option, "basetemp", None) and not hasattr(config, "workerinput"):
+        import tempfile
+        top = Path(tempfile.mkdtemp(prefix="pytest-ringlab-"))
+        os.chmod(top, 0o711)
+        _BASETEMP_TOP.append(top)
+        config.option.basetemp = str(top / "t")
+    from _pytest.tmpdir import TempPathFactory
+    made = TempPathFactory.mktemp
+
+    def mktemp(self, basename, numbered=True):
+        p = made(self, basename, numbered)
+        for d in (p, self.getbasetemp()):
+            os.chmod(d, os.stat(d).st_mode | 0o011)
+        return p
+    if not getattr(made, "searchable", False):
+        mktemp.searchable = True
+        TempPathFactory.mktemp = mktemp
 
 
 def pytest_unconfigure(config):
     import shutil
     for top in _BASETEMP_TOP:
         shutil.rmtree(top, ignore_errors=True)
-
-
-@pytest.fixture(autouse=True)
-def _tmp_path_reachable(request):
-    """Under root, a test's tmp_path (pytest makes it and its parents 0700) can be searched by
-    others, so the unprivileged user that compiles and runs trials (ringlab.system.privilege)
-    reaches what a test builds there, as it would in a checkout; nothing becomes listable."""
-    if os.geteuid() == 0 and "tmp_path" in request.fixturenames:
-        tmp = request.getfixturevalue("tmp_path")
-        base = request.getfixturevalue("tmp_path_factory").getbasetemp().parent
-        for d in [tmp, *tmp.parents]:
-            os.chmod(d, os.stat(d).st_mode | 0o011)
-            if d == base:
-                break
-    yield
 
 
 @pytest.fixture
