@@ -37,7 +37,9 @@ def pytest_configure(config):
 
     def mktemp(self, basename, numbered=True):
         p = made(self, basename, numbered)
-        for d in (p, self.getbasetemp()):
+        chain = [p, *p.parents]
+        top = next((i for i, d in enumerate(chain) if d.name.startswith("pytest-ringlab-")), None)
+        for d in chain[:top + 1] if top is not None else (p, self.getbasetemp()):
             os.chmod(d, os.stat(d).st_mode | 0o011)
         return p
     if not getattr(made, "searchable", False):
