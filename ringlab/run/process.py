@@ -62,8 +62,8 @@ def run_process(argv: list[str], timeout: float, env: dict[str, str] | None = No
                 drop: bool = True) -> TrialOutcome:
     """Run argv (never a shell) in its own session; kill the whole group on timeout.
 
-    Under root, ``drop`` runs it as the unprivileged user (ringlab.system.privilege), from
-    ``/``; ``drop=False`` is for ringlab's own wrappers that need root and start the code under
+    Under root, ``drop`` runs it as the unprivileged user (ringlab.system.privilege);
+    ``drop=False`` is for ringlab's own wrappers that need root and start the code under
     test unprivileged themselves.
 
     ``start_new_session`` puts the trial and anything it forks in a new process group,
@@ -73,7 +73,7 @@ def run_process(argv: list[str], timeout: float, env: dict[str, str] | None = No
     t0 = time.perf_counter()
     if drop and privilege.dropping():
         # one setpriv: the user's uid and gid, no groups or capabilities, and the death signal
-        argv, env, extra = privilege.wrap(argv), privilege.env(env), {"cwd": "/"}
+        argv, env, extra = privilege.wrap(argv), privilege.env(env), {}
     elif _SETPRIV:
         argv, extra = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv], {}
     else:

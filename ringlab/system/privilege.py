@@ -20,7 +20,8 @@ as root or embed root-only files.  The root parent keeps only what needs root.
   ``no_new_privs`` (a setuid program cannot give root back), and the parent-death signal, so
   the process dies with ringlab.
 * A compile runs in a folder the user owns (``build/unprivileged/<job>/``, 0700, removed
-  after the build); the root parent copies the linked binary out without following links.
+  after the build), on a copy of the kernel header that root made there; the root parent
+  copies the linked binary out without following links.
 * Where the drop cannot work (no ``setpriv``, the user cannot be found or created, an input
   the user cannot read) the build or trial fails with :class:`PrivilegeError` naming the
   reason: ringlab never falls back to compiling or running such code as root.
@@ -240,14 +241,14 @@ def workdir(label: str):
         yield None
         return
     acc = account()
-    top = paths.build_dir() / WORK_SUBDIR
+    top = paths.build_dir().resolve() / WORK_SUBDIR
     top.mkdir(parents=True, exist_ok=True)
     st = os.lstat(top)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
         raise PrivilegeError(f"{top}: not a root-owned folder that only root can write; remove it")
     os.chmod(top, 0o755)
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:80]
-    d = Path(tempfile.mkdtemp(prefix=f"{safe}-", dir=top))
+    d = Path(tempfile.mkdtemp(prefix=f"{safe}-", dir=top)).resolve()
     try:
         os.chown(d, acc.uid, acc.gid)
         yield d
