@@ -16,6 +16,43 @@ os.environ.setdefault("RINGLAB_STATE_DIR", str(ROOT / "build" / "test-state"))
 os.environ.setdefault("RINGLAB_LOCK_DIR", str(ROOT / "build" / "test-locks"))
 
 
+_BASETEMP_TOP: list[Path] = []
+
+
+def pytest_configure(config):
+    """Under root, the session's temporary folders lie in a folder of their own, not in
+    /tmp/pytest-of-root, which every pytest session resets to 0700, and others may search each
+    one (o+x, not list it): the unprivileged user of the compiles and trials
+    (ringlab.system.privilege) must reach what a test builds there, as in a checkout."""
+    if os.geteuid() != 0:
+        return
+    if not getattr(config.option, "basetemp", None) and not hasattr(config, "workerinput"):
+        import tempfile
+        top = Path(tempfile.mkdtemp(prefix="pytest-ringlab-"))
+        os.chmod(top, 0o711)
+        _BASETEMP_TOP.append(top)
+        config.option.basetemp = str(top / "t")
+    from _pytest.tmpdir import TempPathFactory
+    made = TempPathFactory.mktemp
+
+    def mktemp(self, basename, numbered=True):
+        p = made(self, basename, numbered)
+        chain = [p, *p.parents]
+        top = next((i for i, d in enumerate(chain) if d.name.startswith("pytest-ringlab-")), None)
+        for d in chain[:top + 1] if top is not None else (p, self.getbasetemp()):
+            os.chmod(d, os.stat(d).st_mode | 0o011)
+        return p
+    if not getattr(made, "searchable", False):
+        mktemp.searchable = True
+        TempPathFactory.mktemp = mktemp
+
+
+def pytest_unconfigure(config):
+    import shutil
+    for top in _BASETEMP_TOP:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
@@ -42,6 +79,10 @@ def fakebin(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("RINGLAB_SCRATCH", str(tmp_path / "scratch"))
     monkeypatch.setenv("RINGLAB_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("RINGLAB_LOCK_DIR", str(tmp_path / "locks"))
+    # The mock binaries are Python scripts of this suite, whose interpreter may lie where only
+    # root can reach it: under root they run as root (tests/test_least_privilege.py checks the
+    # unprivileged trials with real binaries).
+    monkeypatch.setenv("RINGLAB_RUN_USER", "root")
     for k in list(os.environ):
         if k.startswith("FAKE_"):
             monkeypatch.delenv(k)

@@ -116,6 +116,8 @@ def test_trials_are_pinned_timed_and_written(tmp_path, build_dir, monkeypatch):
     cpus = sorted(os.sched_getaffinity(0))[:2]
     tree = write_fake_ringtest_tree(tmp_path / "linux")
     log = tmp_path / "argv.txt"
+    log.touch()
+    log.chmod(0o666)        # under root the ring programs run as the unprivileged user
     monkeypatch.setenv("FAKE_RINGTEST_ARGV", str(log))
     res = _run({"tree": f"mine={tree}", "rings": "ptr_ring,noring", "ring_sizes": "64", "run_cycles": 1000,
                 "batch": 4, "param": 2, "cpus": f"{cpus[0]}:{cpus[1]}", "trials": 2, "warmup": 0,

@@ -16,7 +16,11 @@ Rules:
 * A binary is rebuilt only when its inputs change: a stamp next to it stores
   the compile command and the sha256 of every file the compiler read (taken
   from its own ``-MMD`` dependency output, so it covers the user's kernel
-  header too).
+  header too) and every file the assembler read (GNU as's ``--MD`` output: an
+  ``.incbin`` or ``.include`` in an ``asm`` statement).
+* Under root every compile and link runs as the unprivileged user
+  (ringlab.system.privilege) in a folder it owns, on a copy of the kernel header;
+  root copies the binary out.  Without root nothing of this happens.
 * Each binary's source set (ringlab.sourceset: what it was built from, by
   content) is written next to it as ``NAME.source.json``; a failed build removes
   the binary of that NAME, so no older one can be measured in its place
@@ -39,6 +43,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -52,6 +57,7 @@ from ringlab.build.sourceset import (hashed_flags, parse_depfile, source_label,
 from ringlab.sources.header_files import KernelHeaderError
 from ringlab.sources.header_source import resolve_source
 from ringlab.sources.kernel_header import compile_flags, first_error
+from ringlab.system import privilege
 
 #: Ring headers of the built-in ptr_ring variants (relative to csrc/).
 RING_HEADERS = {
@@ -231,6 +237,109 @@ def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo
         raise
 
 
+def _dep_inputs(dep_text: str, cwd: Path, skip_dir: Path | None, source: Path) -> dict[str, str]:
+    """{absolute path: sha256} of the files one dependency file lists.  Relative names are the
+    compile's folder's; the assembler's list also names its own temporary input (in
+    ``skip_dir``) and the ``.file`` name of the source, which are left out."""
+    out = {}
+    for d in parse_depfile(dep_text):
+        p = Path(d)
+        if not p.is_absolute():
+            if skip_dir is not None and d == source.name:
+                continue          # the assembler's `.file "NAME"`: the source, already listed
+            p = cwd / p
+        p = p.resolve()
+        if skip_dir is not None and p.is_relative_to(skip_dir.resolve()):
+            continue
+        if skip_dir is not None and not p.is_file():
+            continue
+        out[str(p)] = sha256_file(p)
+    return out
+
+
+def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj_dir: Path, out: Path,
+                  work: Path | None) -> tuple[dict[str, str], list[str]]:
+    """Compile and link ``job`` into ``out``; (every file the compiler and assembler read, the
+    first compile argv).  ``work``: the unprivileged user's folder when ringlab runs as root
+    (ringlab.system.privilege): the compiler runs there as that user, the root parent only
+    reads what it wrote."""
+    objs: list[str] = []
+    inputs: dict[str, str] = {}
+    first_cmd = None
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    tmpdir = obj_dir / ".tmp"
+    tmpdir.mkdir(exist_ok=True)
+    staged: dict[str, str] = {}          # staged copy -> the header it stands for
+    if work is not None:
+        privilege.give(tmpdir)
+        if job.header is not None:
+            # The root parent reads the header (the input it was given, wherever it lies) and
+            # hands the compile a copy in the user's folder; the user never needs the original.
+            orig = str(Path(job.header).resolve())
+            copy = work / "header" / Path(orig).name
+            copy.parent.mkdir()
+            copy.write_bytes(Path(orig).read_bytes())
+            privilege.give(copy.parent)
+            privilege.give(copy)
+            staged[str(copy.resolve())] = orig
+            flags = [f.replace(orig, str(copy)) if f.startswith("-DRINGLAB_KERNEL_HEADER=") else f
+                     for f in flags]
+        privilege.check_readable([*sources, *_include_dirs(flags)], job.what)
+    cwd = work if work is not None else Path.cwd()
+    env = privilege.env(dict(os.environ, TMPDIR=str(tmpdir)), home=work)
+    asm_md = assembler_depfile(cc)
+    for i, src in enumerate(sources):
+        obj = obj_dir / f"{i}-{src.stem}.o"
+        dep, asdep = obj.with_suffix(".d"), obj.with_suffix(".as.d")
+        argv = [cc, *flags, "-c", str(src), "-o", str(obj), "-MMD", "-MF", str(dep),
+                *([f"-Wa,--MD,{asdep}"] if asm_md else [])]
+        first_cmd = first_cmd or argv
+        proc = subprocess.run(privilege.wrap(argv), capture_output=True, text=True, cwd=cwd, env=env)
+        if proc.returncode != 0:
+            raise BuildError(f"{job.what}: compiling {src} failed: {first_error(proc.stderr)}")
+        read = privilege.read_bytes if work is not None else (lambda p: Path(p).read_bytes())
+        found = _dep_inputs(read(dep).decode(errors="replace"), cwd, None, src)
+        try:
+            as_text = read(asdep).decode(errors="replace")
+        except FileNotFoundError:       # an assembler without --MD writes none
+            as_text = ""
+        found.update(_dep_inputs(as_text, cwd, tmpdir, src))
+        inputs.update({staged.get(f, f): h for f, h in found.items()})
+        objs.append(str(obj))
+    tmp = (obj_dir / out.name) if work is not None else out.with_name(f".{out.name}.tmp")
+    argv = [cc, *flags, *objs, "-o", str(tmp), *LDLIBS]
+    proc = subprocess.run(privilege.wrap(argv), capture_output=True, text=True, cwd=cwd, env=env)
+    if proc.returncode != 0:
+        raise BuildError(f"{job.what}: linking {out.name} failed: {first_error(proc.stderr)}")
+    if work is not None:
+        privilege.copy_out(tmp, out)  # atomic, links not followed
+    else:
+        os.replace(tmp, out)          # atomic: a concurrent run never sees half a binary
+    return inputs, first_cmd
+
+
+_asm_md: dict[str, bool] = {}
+
+
+def assembler_depfile(cc: str) -> bool:
+    """Whether ``cc -Wa,--MD,FILE`` works (GNU as): the assembler then lists the files its
+    ``.incbin`` and ``.include`` read, which the compiler's own dependency output does not."""
+    if cc not in _asm_md:
+        with tempfile.TemporaryDirectory(prefix="ringlab-asmd-") as d:
+            argv = [cc, "-x", "c", "-c", "-", "-o", os.path.join(d, "t.o"), f"-Wa,--MD,{os.path.join(d, 't.d')}"]
+            try:
+                proc = subprocess.run(argv, input="int ringlab_probe;\n", capture_output=True, text=True,
+                                      timeout=60)
+                _asm_md[cc] = proc.returncode == 0 and os.path.isfile(os.path.join(d, "t.d"))
+            except (OSError, subprocess.TimeoutExpired):
+                _asm_md[cc] = False
+    return _asm_md[cc]
+
+
+def _include_dirs(flags: list[str]) -> list[Path]:
+    return [Path(f[2:]) for f in flags if f.startswith("-I") and len(f) > 2]
+
+
 def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
     name, sources, flags, what = job.name, job.sources, job.argv_flags(), job.what
     out = out_dir / name
@@ -240,33 +349,13 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
     data = _stamp_ok(stamp, out, key)
     rebuilt = data is None
     if rebuilt:
-        obj_dir.mkdir(parents=True, exist_ok=True)
         stamp.parent.mkdir(parents=True, exist_ok=True)
-        objs, inputs, first_cmd = [], {}, None
-        for i, src in enumerate(sources):
-            obj = obj_dir / f"{i}-{src.stem}.o"
-            dep = obj.with_suffix(".d")
-            argv = [cc, *flags, "-c", str(src), "-o", str(obj), "-MMD", "-MF", str(dep)]
-            first_cmd = first_cmd or argv
-            proc = subprocess.run(argv, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise BuildError(f"{what}: compiling {src} failed: {first_error(proc.stderr)}")
-            for d in parse_depfile(dep.read_text()):
-                p = Path(d)
-                if not p.is_absolute():
-                    p = (Path.cwd() / p)
-                p = p.resolve()
-                inputs[str(p)] = sha256_file(p)
-            objs.append(str(obj))
-        tmp = out.with_name(f".{name}.tmp")
-        argv = [cc, *flags, *objs, "-o", str(tmp), *LDLIBS]
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise BuildError(f"{what}: linking {name} failed: {first_error(proc.stderr)}")
+        with privilege.workdir(name) as work:
+            inputs, first_cmd = _compile_link(job, cc, flags, sources, obj_dir if work is None else work,
+                                              out, work)
         # The layout's flags move code, they change none of it: not part of the source set.
         src_set = source_set({source_label(Path(f), job.header): h for f, h in inputs.items()},
                              hashed_flags(job.flags))
-        os.replace(tmp, out)          # atomic: a concurrent run never sees half a binary
         digest = sha256_file(out)
         data = {"key": key, "sha256": digest, "inputs": dict(sorted(inputs.items())),
                 "command": first_cmd, "source": src_set}

@@ -52,6 +52,7 @@ from ringlab.build.binutils import compiler_version
 from ringlab.build.cflags import BuildError
 from ringlab.build.driver import RING_HEADERS
 from ringlab.sources import kernel_header as kh
+from ringlab.system import privilege
 
 COUNTER_CHOICES_HELP = '"none", "all", or a comma-separated list of ringlab.schema.COUNTER_EVENTS'
 
@@ -248,6 +249,12 @@ def load(variant: str = "batch", kernel_header=None, verbose: bool = False):
         _kernel_headers[variant] = kh.resolve_header(kernel_header)
     elif variant in _kernel_headers:
         kernel_header = _kernel_headers[variant]
+    if kernel_header is not None and privilege.dropping():
+        # A loaded module runs in this process: a header's constructor would run as root.
+        raise NativeError(f"variant '{variant}': a kernel header is not built into an in-process "
+                          "module while ringlab runs as root (its code would run as root); use the "
+                          "standalone binary (ringlab build --kernel-header, ringlab run ptr_ring), "
+                          "which is built and run as the unprivileged user, or run as a user")
     name = module_name(variant, kernel_header)
     with _lock:
         if name in _modules:

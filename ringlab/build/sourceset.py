@@ -1,7 +1,8 @@
 """Source sets: what a binary was built from, by content.
 
 A source set is every file the compiler read for one binary (from its ``-MMD``
-dependency file: the ring or kernel header, the compat shim, the harness) named
+dependency file: the ring or kernel header, the compat shim, the harness; and from the
+assembler's ``--MD`` file: what an ``.incbin`` or ``.include`` read) named
 by a label that does not depend on where the files lie, each with the sha256 of
 its content, plus the compile flags with checkout paths and the variant's name
 left out.  ``source_sha256`` hashes the whole set: two binaries with the same

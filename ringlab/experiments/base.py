@@ -61,6 +61,11 @@ class Experiment:
     #: perf executable, a kernel tree, a header, a .ko): ``--resume`` takes them from the
     #: command line only, never from a results folder's env.json (unless they hold the default)
     code_params: tuple[str, ...] = ()
+    #: who runs a trial when ringlab runs as root (ringlab.system.privilege): "user" (the trial
+    #: process runs as the unprivileged user), "wrapper" (the argv is ringlab's own wrapper, which
+    #: keeps root for perf tracepoints and starts the code under test as the user itself) or
+    #: "root" (the trial loads a kernel module: insmod and rmmod need root)
+    trial_privilege: str = "user"
 
     # -- parameters -----------------------------------------------------------------
     @classmethod

@@ -149,6 +149,7 @@ class Kmod(Experiment):
     }
     binaries: list[str] = []
     code_params = ("module", "tree")
+    trial_privilege = "root"      # insmod/rmmod need root; the module's code runs in the kernel
     extra_columns = list(schema.EXPERIMENT_COLUMNS["kmod"])
 
     @classmethod

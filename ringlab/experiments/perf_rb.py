@@ -50,6 +50,7 @@ from ringlab.tools import perfrecord
 from ringlab.errors import ParamError
 from ringlab.experiments.base import Experiment, TrialSpec, parse_harness_json
 from ringlab.experiments.params import Param
+from ringlab.system import privilege
 from ringlab.system.topology import Topology, pick_single_cpu, select_pairs
 
 VARIANTS = ("base", "forward", "backward")
@@ -91,6 +92,7 @@ class PerfRb(Experiment):
     }
     binaries = [BINARY]
     code_params = ("perf",)
+    trial_privilege = "wrapper"
     extra_columns = list(schema.EXPERIMENT_COLUMNS["perf_rb"])
 
     @classmethod
@@ -154,6 +156,8 @@ class PerfRb(Experiment):
             workload += ["-c", str(ex["workload_cpu"])]
         if ex.get("repeats", 1) > 1:
             workload += ["-r", str(ex["repeats"])]
+        # perf stays root (tracepoints); the workload it starts runs as the unprivileged user
+        workload = privilege.wrap(workload)
         if cfg["variant"] == "base":
             return workload
         return perfrecord.record_argv(ex["perf"], workload, overwrite=cfg["variant"] == "backward",

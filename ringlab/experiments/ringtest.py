@@ -49,6 +49,7 @@ from ringlab.experiments.params import Param
 from ringlab.build.driver import validate_cflags
 from ringlab.digest import sha256_file
 from ringlab.schema import COUNTER_EVENTS
+from ringlab.system import privilege
 
 DEFAULT_TREE = "debian:linux-source-6.1"
 _PAIR = re.compile(r"^\d+:\d+$")
@@ -100,6 +101,7 @@ class Ringtest(Experiment):
     }
     binaries: list[str] = []
     code_params = ("tree", "make")
+    trial_privilege = "wrapper"      # the timing wrapper; it starts the program unprivileged
     extra_columns = list(schema.EXPERIMENT_COLUMNS["ringtest"])
 
     @classmethod
@@ -242,7 +244,8 @@ class Ringtest(Experiment):
                                           run_cycles=c["run_cycles"], batch=c["batch"],
                                           outstanding=c["outstanding"], param=c["param"], sleep=c["sleep"],
                                           relax=c["relax"], host_cpu=h, guest_cpu=g)
-        return kernel_tests.time_argv(c["run_cycles"], prog)
+        # the timing wrapper is ringlab's own; the ringtest program runs as the unprivileged user
+        return kernel_tests.time_argv(c["run_cycles"], privilege.wrap(prog))
 
     def measured_binary(self, spec: TrialSpec, argv: list[str], ctx: Any) -> str:
         return self.trial_binary(spec)

@@ -11,6 +11,7 @@ from typing import Any
 
 from ringlab import paths
 from ringlab.experiments import base
+from ringlab.system import privilege
 from ringlab.tools import perfrecord
 from ringlab.tools.argv import command_shape
 
@@ -102,7 +103,8 @@ def commands(env: dict, rows: list[dict[str, str]]) -> tuple[dict[str, dict[str,
         spec = base.TrialSpec(config=config, trial=_int(row.get("trial"), 0), warmup=False, cpus=cpus,
                               pair_class=row.get("pair_class") or "unpinned", extra=extra)
         try:
-            argv = [str(a) for a in exp.command(spec, ctx)]
+            with privilege.as_written():     # the command, not who it would run as
+                argv = [str(a) for a in exp.command(spec, ctx)]
             shape = command_shape(argv, str(exp.measured_binary(spec, argv, ctx)))
         except Exception as e:
             return {}, f"cannot rebuild the measured command ({type(e).__name__}: {e})", ""

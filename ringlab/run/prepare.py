@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ringlab import __version__, paths, schema
 from ringlab.build import driver as build_mod
-from ringlab.system import checkout
+from ringlab.system import checkout, privilege
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
@@ -316,6 +316,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         plan={"trials_total": len(plan), "seed": values["seed"], "order": ORDER_DESCRIPTION,
               "layouts": layouts, **({"layout_order": LAYOUT_DESCRIPTION} if layouts > 1 else {})},
         environment=envinfo.collect(),
+        privilege=privilege.record(getattr(exp, "trial_privilege", "user")),
         # What will actually run, hashed here whatever the build step said.
         binaries_used={b: {"path": str(ctx.binary(b)), "sha256": sha256_file(ctx.binary(b))}
                        for b in exp.needed_binaries(values) if os.path.isfile(ctx.binary(b))})

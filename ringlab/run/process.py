@@ -32,7 +32,7 @@ from ringlab.tools import icount
 from ringlab.experiments.base import TrialSpec
 from ringlab.digest import sha256_file
 from ringlab.rundir import utc_now
-from ringlab.system import procstat
+from ringlab.system import privilege, procstat
 
 #: bytes of stderr kept for a failed trial
 STDERR_TAIL = 500
@@ -58,15 +58,23 @@ class TrialOutcome:
     wall_s: float
 
 
-def run_process(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> TrialOutcome:
+def run_process(argv: list[str], timeout: float, env: dict[str, str] | None = None,
+                drop: bool = True) -> TrialOutcome:
     """Run argv (never a shell) in its own session; kill the whole group on timeout.
+
+    Under root, ``drop`` runs it as the unprivileged user (ringlab.system.privilege);
+    ``drop=False`` is for ringlab's own wrappers that need root and start the code under
+    test unprivileged themselves.
 
     ``start_new_session`` puts the trial and anything it forks in a new process group,
     so ``killpg`` reaches grandchildren too; ``communicate`` after the kill reaps it.
     Exceptions (Ctrl-C, SIGTERM) also kill the group before propagating.
     """
     t0 = time.perf_counter()
-    if _SETPRIV:
+    if drop and privilege.dropping():
+        # one setpriv: the user's uid and gid, no groups or capabilities, and the death signal
+        argv, env, extra = privilege.wrap(argv), privilege.env(env), {}
+    elif _SETPRIV:
         argv, extra = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv], {}
     else:
         extra = {"preexec_fn": _child_setup}
@@ -196,7 +204,7 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
     except OSError:
         sha = ""
     if spec.kind == "timing":
-        ctx.record_command(spec, _shape_argv(argv), measured)
+        ctx.record_command(spec, _shape_argv(privilege.strip(argv)), measured)
     p, c = spec.cpus
     base_row: dict[str, Any] = {
         "run_id": ctx.run_id, "experiment": ctx.experiment, "host": ctx.host, **spec.config,
@@ -205,11 +213,14 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
         "binary_sha256": sha, "c2c_latency_ns": ctx.c2c_of(p, c),
         "layout": int(spec.extra.get("layout", 0)), "ring_offset": "", "env_pad": spec.extra["env_pad"],
     }
+    drop = getattr(exp, "trial_privilege", "user") == "user"
+    if privilege.dropping() and measured and os.path.exists(measured):
+        privilege.check_readable([measured], f"{ctx.experiment}: trial binary")
     if spec.kind == "icount":
         return [_icount_row(exp, ctx, spec, argv, base_row)]
     before = system_before()
     try:
-        out = run_process(argv, ctx.timeout, trial_env(spec.extra["env_pad"]))
+        out = run_process(argv, ctx.timeout, trial_env(spec.extra["env_pad"]), drop=drop)
     except BaseException:       # Ctrl-C, SIGTERM: the group is killed; undo what the trial left
         _cleanup(exp, spec, ctx)
         raise
@@ -264,6 +275,9 @@ def _icount_row(exp, ctx, spec: TrialSpec, argv: list[str], row: dict) -> dict:
     with tempfile.TemporaryDirectory(prefix="ringlab-cg-") as tmp:
         out_file = Path(tmp) / "callgrind.out"
         # callgrind is 50-100x slower than native: scale the trial timeout
+        if privilege.dropping():
+            # callgrind runs as the unprivileged user and writes its count into a folder it owns
+            privilege.give(Path(tmp))
         out = run_process(icount.callgrind_argv(argv, out_file), max(600.0, 100 * ctx.timeout),
                           trial_env(spec.extra["env_pad"]))
         row.update(wall_s=out.wall_s, exit_code=out.exit_code)
@@ -271,7 +285,7 @@ def _icount_row(exp, ctx, spec: TrialSpec, argv: list[str], row: dict) -> dict:
             row.update(status=out.status, stderr_tail=out.stderr[-STDERR_TAIL:])
             return row
         try:
-            ir = icount.parse_callgrind_out(out_file.read_text(errors="replace"))
+            ir = icount.parse_callgrind_out(privilege.read_bytes(out_file).decode(errors="replace"))
             parsed = exp.parse(spec, out.stdout, out.stderr, ctx)[0]
         except (OSError, ValueError) as e:
             row.update(status="error", stderr_tail=f"icount: {e}")

@@ -23,6 +23,7 @@ spaces work.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from pathlib import Path
 from ringlab.paths import CSRC
 from ringlab.sources.header_files import IN_TREE, KernelHeaderError, read_header_bytes
 from ringlab.sources.header_source import resolve_source
+from ringlab.system import privilege
 
 #: Built-in ring variants; a kernel-header NAME may not shadow one of them.
 BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
@@ -173,7 +175,7 @@ def first_error(stderr: str) -> str:
     """The first compiler diagnostic that is an error (or the first line, if none is marked)."""
     lines = [ln.rstrip() for ln in stderr.splitlines() if ln.strip()]
     for ln in lines:
-        if re.search(r"\b(fatal )?error:", ln):
+        if re.search(r"\b(fatal )?error:", ln, re.I):
             return ln.strip()
     return lines[0].strip() if lines else "(no compiler output)"
 
@@ -181,19 +183,36 @@ def first_error(stderr: str) -> str:
 def check_compiles(header, cc: str = "gcc", extra_flags: list[str] | None = None) -> None:
     """Compile a tiny TU through the shim (-fsyntax-only); raise KernelHeaderError if it fails."""
     header = resolve_header(header)
-    flags = compile_flags("check", header)
-    # implicit declarations are errors so that a header lacking part of the API
-    # is reported here, not as a link error deep in the harness build.
-    argv = [cc, "-std=gnu11", "-fsyntax-only", "-Werror=implicit-function-declaration",
-            *flags, *(extra_flags or []), "-x", "c", "-"]
-    try:
-        proc = subprocess.run(argv, input=_CHECK_TU, capture_output=True, text=True, timeout=120)
-    except FileNotFoundError:
-        raise KernelHeaderError(f"kernel header {header}: C compiler {cc!r} not found") from None
+    with privilege.workdir("check") as work:
+        compiled = header
+        if work is not None:
+            # under root the check runs as the unprivileged user, on a copy in its own folder
+            compiled = work / header.name
+            compiled.write_bytes(read_header_bytes(header))
+            privilege.give(compiled)
+        flags = compile_flags("check", header)
+        flags = [f.replace(str(Path(header).resolve()), str(compiled)) if f.startswith("-DRINGLAB_KERNEL_HEADER=") else f
+                 for f in flags]
+        # implicit declarations are errors so that a header lacking part of the API
+        # is reported here, not as a link error deep in the harness build.
+        argv = [cc, "-std=gnu11", "-fsyntax-only", "-Werror=implicit-function-declaration",
+                *flags, *(extra_flags or []), "-x", "c", "-"]
+        proc = _run_check(argv, work, header, cc)
     if proc.returncode != 0:
         raise KernelHeaderError(
             f"kernel header {header} does not compile through the ringlab shim "
             f"(csrc/compat/kernel_shim.h): {first_error(proc.stderr)}")
+
+
+def _run_check(argv: list[str], work, header: Path, cc: str) -> subprocess.CompletedProcess:
+    if work is not None and shutil.which(cc) is None:   # setpriv would report it less clearly
+        raise KernelHeaderError(f"kernel header {header}: C compiler {cc!r} not found")
+    try:
+        return subprocess.run(privilege.wrap(argv), input=_CHECK_TU, capture_output=True, text=True,
+                              timeout=120, cwd=None if work is None else str(work),
+                              env=privilege.env(home=work))
+    except FileNotFoundError:
+        raise KernelHeaderError(f"kernel header {header}: C compiler {cc!r} not found") from None
 
 
 def kernel_variant(spec: str, check: bool = True, cc: str = "gcc") -> KernelVariant:

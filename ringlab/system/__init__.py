@@ -8,6 +8,7 @@ One module per concern:
 * ``governor``   tuning the knobs for a run, with a checked state file for restore after SIGKILL
 * ``procstat``   /proc/stat steal ticks, load average, busiest processes, kernel cmdline
 * ``perfprobe``  which perf_event_open counters open here, paranoid level, tracepoints
+* ``privilege``  under root: compiles and trials as the unprivileged user (setpriv), who ran what
 * ``envinfo``    everything above (plus compiler, packages, virtualization) for ``ringlab env``
 
 Submodules are imported on use, so ``import ringlab.system`` stays cheap.

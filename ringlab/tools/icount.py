@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ringlab.system import privilege
+
 #: functions whose inclusive cost is collected (see csrc/harness/ring_api.h)
 TOGGLE = "rl_measured_*"
 
@@ -91,13 +93,18 @@ def count(argv: list[str], timeout: float = 600.0, valgrind: str = "valgrind",
         raise RuntimeError(av.reason)
     with tempfile.TemporaryDirectory(prefix="ringlab-cg-") as tmp:
         out_file = Path(tmp) / "callgrind.out"
-        proc = subprocess.run(callgrind_argv(argv, out_file, valgrind, toggle), capture_output=True,
-                              text=True, timeout=timeout, start_new_session=True)
+        if privilege.dropping():
+            # under root the binary (code from a header, perhaps) runs as the unprivileged user,
+            # and callgrind writes into a folder that user owns
+            privilege.give(Path(tmp))
+        proc = subprocess.run(privilege.wrap(callgrind_argv(argv, out_file, valgrind, toggle)),
+                              capture_output=True, text=True, timeout=timeout, start_new_session=True,
+                              env=privilege.env())
         if proc.returncode != 0:
             raise RuntimeError(f"callgrind run exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
         if not out_file.exists():
             raise RuntimeError("callgrind wrote no output file")
-        ir = parse_callgrind_out(out_file.read_text(errors="replace"))
+        ir = parse_callgrind_out(privilege.read_bytes(out_file).decode(errors="replace"))
     if ir == 0:
         raise RuntimeError(f"callgrind counted 0 instructions in {toggle!r}: "
                            "the binary has no function of that name (inlined or stripped?)")

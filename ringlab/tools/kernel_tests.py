@@ -50,6 +50,7 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.sources import kernel_tree
+from ringlab.system import privilege
 from ringlab.tools.argv import python_module, split_at_dashes
 from ringlab.build.driver import validate_cflags
 
@@ -219,7 +220,11 @@ def build(prep: Prepared, program: str, make: str = "make", cflags: str = "",
     log = prep.ringtest_dir / f".make-{program}.log"
     try:
         with _locked(prep.build_root):
-            r = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env, timeout=timeout)
+            if privilege.dropping():
+                r, argv = _make_unprivileged(prep, program, argv, env, timeout)
+            else:
+                r = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
+                                   timeout=timeout)
     except FileNotFoundError:
         raise RingtestError(f"ringtest program {program!r} of tree {prep.tree.name!r}: "
                             f"'{make}' not found (install make)") from None
@@ -233,6 +238,31 @@ def build(prep: Prepared, program: str, make: str = "make", cflags: str = "",
                             f"(make exit {r.returncode}): {_first_error(r.stderr or r.stdout)} "
                             f"[full log: {log}]")
     return binary
+
+
+def _make_unprivileged(prep: Prepared, program: str, argv: list[str], env: dict, timeout: float):
+    """Under root: ``make`` as the unprivileged user, in a fresh copy of the build folder that the
+    user owns; the root parent copies the program out (links not followed).  The tree's Makefile
+    and sources are code from elsewhere: they never run as root."""
+    with privilege.workdir(f"ringtest-{program}") as work:
+        tree = work / "tree"
+        shutil.copytree(prep.build_root, tree, symlinks=True,
+                        ignore=shutil.ignore_patterns(".ringlab-lock", ".make-*.log"))
+        for dirpath, dirnames, filenames in os.walk(tree):
+            for n in [*dirnames, *filenames]:
+                privilege.give(Path(dirpath) / n)
+        privilege.give(tree)
+        rdir = tree / RINGTEST_DIR
+        argv = [argv[0], "-C", str(rdir), *argv[3:]]
+        r = subprocess.run(privilege.wrap(argv), capture_output=True, text=True, errors="replace",
+                           env=privilege.env(env, home=work), cwd=str(work), timeout=timeout)
+        built = rdir / program
+        if r.returncode == 0:
+            try:
+                privilege.copy_out(built, prep.ringtest_dir / program)
+            except (OSError, privilege.PrivilegeError) as e:
+                r = subprocess.CompletedProcess(argv, 1, r.stdout, f"{r.stderr}\nerror: {program}: {e}")
+    return r, argv
 
 
 def _first_error(text: str) -> str:
@@ -301,9 +331,9 @@ def _time(items: int, argv: list[str]) -> int:
     code = proc.returncode
     if code != 0:
         what = f"killed by signal {-code}" if code < 0 else f"exit {code}"
-        print(f"ringlab.kernel_tests: {os.path.basename(argv[0])} {what}", file=sys.stderr)
+        print(f"ringlab.kernel_tests: {os.path.basename(privilege.strip(argv)[0])} {what}", file=sys.stderr)
         return 128 - code if code < 0 else code
-    print(json.dumps({"schema": 1, "binary": "ringtest", "program": os.path.basename(argv[0]),
+    print(json.dumps({"schema": 1, "binary": "ringtest", "program": os.path.basename(privilege.strip(argv)[0]),
                       "items": items, "wall_ns": t1 - t0,
                       "cpu_user_ns": int(ru.ru_utime * 1e9), "cpu_sys_ns": int(ru.ru_stime * 1e9),
                       "ctx_voluntary": ru.ru_nvcsw, "ctx_involuntary": ru.ru_nivcsw,

@@ -10,9 +10,11 @@ binary, a CPU offline, a timeout); ``Probe`` caches per run, so each pair is mea
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 from ringlab import paths
+from ringlab.system import privilege
 
 #: ping-pong round trips per round, and rounds (the median is reported)
 ITERATIONS = 20_000
@@ -32,8 +34,12 @@ def run_probe(a: int, b: int, iterations: int = ITERATIONS, rounds: int = ROUNDS
         raise RuntimeError("same CPU: a ping-pong between two spinning threads on one CPU measures the scheduler")
     argv = [exe or binary(), "-a", str(int(a)), "-b", str(int(b)), "-n", str(int(iterations)),
             "-k", str(int(rounds)), "--json"]
+    if privilege.dropping() and not os.path.isfile(argv[0]):
+        raise RuntimeError(f"{argv[0]} not built (ringlab build)")
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, start_new_session=True)
+        # under root the probe runs as the unprivileged user, like every trial
+        p = subprocess.run(privilege.wrap(argv), capture_output=True, text=True, timeout=timeout,
+                           start_new_session=True, env=privilege.env())
     except FileNotFoundError:
         raise RuntimeError(f"{argv[0]} not built (ringlab build)") from None
     except subprocess.TimeoutExpired:
