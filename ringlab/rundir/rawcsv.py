@@ -25,6 +25,7 @@ import pandas as pd
 
 from ringlab import schema
 from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
+from ringlab.rundir.rawrows import RowChecks
 
 #: integer columns that every reader relies on
 INT_COLUMNS = ("trial", "round", "iteration", "order")
@@ -168,6 +169,11 @@ def _check_header(path: Path, reader, required: tuple[str, ...], strict: bool) -
     if not header or not any(h.strip() for h in header):
         raise DataError(f"{path}: line 1: empty file; expected a header naming the raw.csv columns "
                         f"({', '.join(schema.ID_COLUMNS)}, ...) and one row per trial")
+    seen: set[str] = set()
+    dup = sorted({c for c in header if c in seen or seen.add(c)})
+    if dup:
+        raise DataError(f"{path}: line 1: column {', '.join(repr(c[:40]) for c in dup[:5])} appears more than "
+                        "once in the header; expected each raw.csv column once")
     missing = [c for c in required if c not in header]
     if missing:
         raise DataError(f"{path}: line 1: the header has no column {', '.join(repr(m) for m in missing)}; "
@@ -210,15 +216,43 @@ def _check_metric_cells(path: Path, lineno: int, row: list[str], metrics: dict[s
                             "expected a finite number > 0 in an ok trial")
 
 
-def _check_rows(path: Path, text: str, required: tuple[str, ...], torn_ok: bool = False,
-                strict: bool = True) -> tuple[list[str], int]:
-    """Validate the CSV structure; return the header and the number of a torn last line (0: none).
+class _Lines:
+    """The lines of a raw.csv opened in binary, decoded one at a time (bounded memory): a
+    ``DataError`` naming the line and column of a byte that is not UTF-8 or of a NUL byte.
+    ``unterminated`` is the number of a last line without a newline (0: none)."""
+
+    def __init__(self, path: Path, f):
+        self.path, self.f, self.lineno, self.unterminated = path, f, 0, 0
+
+    def __iter__(self):
+        for raw in self.f:
+            self.lineno += 1
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"{self.path}: line {self.lineno}, column {e.start + 1}: byte "
+                                f"0x{raw[e.start]:02x} is not UTF-8; expected UTF-8 text as `ringlab run` "
+                                "writes it") from None
+            if "\x00" in line:
+                raise DataError(f"{self.path}: line {self.lineno}: a NUL byte; expected CSV text as "
+                                "`ringlab run` writes it")
+            if not line.endswith("\n"):
+                self.unterminated = self.lineno
+            yield line
+
+
+def _check_rows(path: Path, f, required: tuple[str, ...], torn_ok: bool = False,
+                strict: bool = True) -> tuple[list[str], int, int]:
+    """Validate the CSV structure of the open binary file ``f``, one row at a time; return the
+    header, the number of complete rows and the number of a torn last line (0: none).
 
     A torn last line is a DataError unless ``torn_ok``.  ``strict`` also refuses unknown columns
-    after ``trial`` and metric cells of ok trials that are not finite numbers > 0."""
-    lines = text.split("\n")
-    reader = csv.reader(io.StringIO(text))
+    after ``trial``, metric cells of ok trials that are not finite numbers > 0 and the
+    values ``check_row`` refuses (``ringlab.rundir.rawrows``)."""
+    lines = _Lines(path, f)
+    reader = csv.reader(lines)
     header = _check_header(path, reader, required, strict)
+    rows_check = RowChecks(path, header) if strict else None
     torn, n_rows = 0, 0
     idx = {c: header.index(c) for c in INT_COLUMNS if c in header}
     metrics = {c: header.index(c) for c in METRIC_COLUMNS if c in header} if strict else {}
@@ -226,14 +260,13 @@ def _check_rows(path: Path, text: str, required: tuple[str, ...], torn_ok: bool 
     ic = header.index("icount_source") if "icount_source" in header else None
     measured: set[str] = set()                       # metric columns with a value in some ok trial
     first_nan: dict[str, tuple[int, str]] = {}       # ... and their first ok trial without one
-    last_line = len(lines) - (1 if text.endswith("\n") else 0)
     try:
         for row in reader:
             lineno = reader.line_num
             if not row:
                 continue
             if len(row) != len(header):
-                if lineno == last_line and not text.endswith("\n"):
+                if lines.unterminated == lineno:
                     if not torn_ok:
                         raise DataError(f"{path}: line {lineno}: a torn last row ({len(row)} of {len(header)} "
                                         "fields, no newline), as a killed run leaves; expected complete rows "
@@ -243,9 +276,15 @@ def _check_rows(path: Path, text: str, required: tuple[str, ...], torn_ok: bool 
                 raise DataError(f"{path}: line {lineno}: {len(row)} fields; expected {len(header)} "
                                 "(one per header column)")
             n_rows += 1
+            if n_rows > MAX_RAW_ROWS:
+                raise DataError(f"{path}: line {lineno}: more than {MAX_RAW_ROWS} trial rows; expected at most "
+                                f"{MAX_RAW_ROWS} rows in one raw.csv (split the run)")
             _check_int_cells(path, lineno, row, idx)
-            if metrics and (si is None or row[si].strip() == "ok") and (ic is None or row[ic] != "callgrind"):
+            ok = si is None or row[si].strip() == "ok"
+            if metrics and ok and (ic is None or row[ic] != "callgrind"):
                 _check_metric_cells(path, lineno, row, metrics, measured, first_nan)
+            if rows_check is not None:
+                rows_check.check(lineno, row, ok)
     except csv.Error as e:
         raise DataError(f"{path}: line {reader.line_num}: {e}; expected one CSV row per line") from None
     if n_rows == 0:
@@ -256,24 +295,31 @@ def _check_rows(path: Path, text: str, required: tuple[str, ...], torn_ok: bool 
             lineno, v = first_nan[c]
             raise DataError(f"{path}: line {lineno}: column '{c}' is {v[:40]!r} (empty (NaN)); "
                             "expected a finite number > 0 in an ok trial")
-    return header, torn
+    return header, n_rows, torn
 
 
-#: raw.csv larger than this is refused (a million trial rows are about 1 GiB)
+#: raw.csv larger than this is refused before it is read (10^6 trial rows of ptr_ring are
+#: 400-550 MiB; docs/results.md)
 MAX_RAW_BYTES = 2 << 30
+#: raw.csv with more trial rows than this is refused (docs/results.md)
+MAX_RAW_ROWS = 4_000_000
 
 
 def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), torn_ok: bool = False,
              strict: bool = True) -> pd.DataFrame:
     """raw.csv as a DataFrame, or ``DataError`` naming the file, the line and what was expected.
 
-    Checks: a regular file, UTF-8, a header with the ``required`` columns and no unknown
-    column after ``trial``, at least one row, the same number of fields in every row,
-    integers in ``trial``/``round``/``iteration``/``order``, finite metrics > 0 in ok trials
-    (``METRIC_COLUMNS``).  A torn last line (a killed run) is a DataError naming the line,
-    unless ``torn_ok`` (the run itself, --resume), which leaves it out; ``strict=False``
-    (the run reading its own rows) skips the column and metric checks.  Files written before
-    the ``round`` column existed get ``round`` = ``trial``.
+    Checks: a regular file of at most ``MAX_RAW_BYTES``, UTF-8, a header with the ``required``
+    columns, each column once, and no unknown column after ``trial``, at least one row and at
+    most ``MAX_RAW_ROWS``, the same number of fields in every row, integers in
+    ``trial``/``round``/``iteration``/``order``, finite metrics > 0 in ok trials
+    (``METRIC_COLUMNS``) and the bounds of ``ringlab.rundir.rawrows``.  A torn last line (a
+    killed run) is a DataError naming the line, unless ``torn_ok`` (the run itself, --resume),
+    which leaves it out; ``strict=False`` (the run reading its own rows) skips the column and
+    value checks.  Files written before the ``round`` column existed get ``round`` = ``trial``.
+
+    Memory: the file is checked one row at a time and then parsed by pandas straight from the
+    file, so a read holds the frame and the parser's buffers, never a copy of the text.
     """
     path = Path(path)
     if path.is_dir():
@@ -283,24 +329,20 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
             raise DataError(f"{path}: a directory; expected a raw.csv file written by `ringlab run`")
         if path.exists() and not path.is_file():
             raise DataError(f"{path}: not a regular file; expected a raw.csv written by `ringlab run`")
-        if path.stat().st_size > MAX_RAW_BYTES:
-            raise DataError(f"{path}: larger than {MAX_RAW_BYTES >> 30} GiB; expected a raw.csv written by "
-                            "`ringlab run`")
-        data = path.read_bytes()
+        size = path.stat().st_size
+        if size > MAX_RAW_BYTES:
+            raise DataError(f"{path}: {size / 2**30:.1f} GiB, larger than the {MAX_RAW_BYTES >> 30} GiB a raw.csv "
+                            "may hold; expected a raw.csv written by `ringlab run` (split the run)")
+        with open(path, "rb") as f:
+            header, n_rows, torn = _check_rows(path, f, required, torn_ok, strict)
     except FileNotFoundError:
         raise DataError(f"{path}: no such file; expected a raw.csv written by `ringlab run`") from None
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv") from None
-    text = _decode(path, data)
-    if "\x00" in text:
-        line = text[:text.index("\x00")].count("\n") + 1
-        raise DataError(f"{path}: line {line}: a NUL byte; expected CSV text as `ringlab run` writes it")
-    _, torn = _check_rows(path, text, required, torn_ok, strict)
-    if torn:
-        text = text[:text.rfind("\n") + 1]
     try:
-        df = pd.read_csv(io.StringIO(text), low_memory=False)
-    except (ValueError, pd.errors.ParserError) as e:
+        df = pd.read_csv(path, low_memory=False, nrows=n_rows if torn else None, encoding="utf-8",
+                         keep_default_na=True)
+    except (ValueError, pd.errors.ParserError, OSError) as e:
         raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`") from None
     if "round" not in df.columns and "trial" in df.columns:
         df.insert(df.columns.get_loc("trial") + 1, "round", df["trial"])
