@@ -255,6 +255,11 @@ def read_env(run_dir: str | os.PathLike, experiment: str | None = None) -> RunEn
     except RecursionError:
         raise DataError(f"{p}: nested deeper than {MAX_ENV_DEPTH} levels; expected the env.json of a run "
                         "folder written by `ringlab run`") from None
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise DataError(f"{p}: a string holds the lone surrogate \\u{ord(e.object[e.start]):04x}; expected "
+                        "text that is UTF-8 (as `ringlab run` writes it)") from None
     check_env_doc(p, doc, experiment)
     version, kind, doc = _normalize(doc)
     return RunEnv(p, version, kind, doc)

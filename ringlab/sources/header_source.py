@@ -33,7 +33,7 @@ def resolve_source(spec) -> HeaderSource:
     s = str(spec).strip()
     if not s:
         raise KernelHeaderError("kernel header: empty source")
-    p = expand_user(s)
+    p = expand_user(s, KernelHeaderError)
     if p.exists():
         header = find_in_tree(p)
         rec = cached_record(header) or {"kind": "path", "spec": s, "header": str(header),
@@ -42,7 +42,7 @@ def resolve_source(spec) -> HeaderSource:
     plus = [i for i, c in enumerate(s) if c == "+"]
     for i in reversed(plus):
         base, patch = s[:i], s[i + 1:]
-        if base and (patch.startswith("lore:") or expand_user(patch).is_file()):
+        if base and (patch.startswith("lore:") or expand_user(patch, KernelHeaderError).is_file()):
             return _patched(s, base, patch)
     if s.startswith("git:"):
         return _from_git(s)
@@ -86,7 +86,7 @@ def _patched(s: str, base_spec: str, patch_spec: str) -> HeaderSource:
     if patch_spec.startswith("lore:"):
         patch_file = fetch_lore(patch_spec[len("lore:"):])
     else:
-        patch_file = expand_user(patch_spec).resolve()
+        patch_file = expand_user(patch_spec, KernelHeaderError).resolve()
     data = read_regular(patch_file, MAX_PATCH_BYTES, f"kernel header {s!r}: patch")
     try:
         msgs = patchmail.read_patches(data, str(patch_file))

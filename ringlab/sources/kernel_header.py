@@ -99,7 +99,7 @@ def parse_spec(spec: str) -> tuple[str, Path]:
             f"choose a name other than {', '.join(BUILTIN_VARIANTS)}")
     if not path:
         raise KernelHeaderError(f"--kernel-header: empty PATH in {spec!r}; expected NAME=PATH")
-    return name, expand_user(path)
+    return name, expand_user(path, KernelHeaderError)
 
 def resolve_header(path) -> Path:
     """The ptr_ring.h file to compile for any header source (see :func:`resolve_source`):

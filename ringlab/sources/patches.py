@@ -116,7 +116,7 @@ def plan_ab(base: str = "", patch: str = "builtin:flush-delay", workdir=None,
     elif patch.startswith("lore:"):
         ref = patch
     else:
-        pfile = expand_user(patch)
+        pfile = expand_user(patch, PatchError)
         if not pfile.is_file():
             raise PatchError(f"parameter 'patch': no such file {patch!r}; allowed: {_PATCH_HELP}")
         pfile = pfile.resolve()
