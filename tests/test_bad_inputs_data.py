@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ringlab.lab import cli
-from ringlab.rundir import rawcsv, read_raw
+from ringlab.rundir import rawcsv, rawrows, read_raw
 from ringlab.errors import DataError
 
 from tests.fakes.cli_runs import in_process_run
@@ -352,7 +352,7 @@ def test_raw_over_the_size_cap_is_refused_unread(good_run, tmp_path, monkeypatch
 
     def no_read(*a, **k):   # pragma: no cover - the point is that it is not called
         raise AssertionError("a raw.csv over the cap was read")
-    monkeypatch.setattr(rawcsv, "_check_rows", no_read)
+    monkeypatch.setattr(rawcsv, "check_rows", no_read)
     with pytest.raises(DataError, match="larger than"):
         read_raw(raw)
     assert cli.main(["compare", str(raw), "--baseline", "batch"]) == 2
@@ -363,7 +363,7 @@ def test_raw_over_the_size_cap_is_refused_unread(good_run, tmp_path, monkeypatch
 def test_raw_over_the_row_cap_is_refused(good_run, tmp_path, monkeypatch):
     raw = tmp_path / "raw.csv"
     _big_raw(good_run, raw, 50)
-    monkeypatch.setattr(rawcsv, "MAX_RAW_ROWS", 49)
+    monkeypatch.setattr(rawrows, "MAX_RAW_ROWS", 49)
     with pytest.raises(DataError, match="more than 49 trial rows"):
         read_raw(raw)
 
