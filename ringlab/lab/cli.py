@@ -59,12 +59,16 @@ def _not_utf8_argument(argv: list[str]) -> str | None:
         try:
             str(a).encode("utf-8")
         except UnicodeEncodeError:
-            shown = str(a).encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")[:200]
+            try:
+                raw = str(a).encode("utf-8", "surrogateescape")   # the bytes as given
+            except UnicodeEncodeError:
+                raw = str(a).encode("utf-8", "backslashreplace")
+            shown = raw.decode("ascii", "backslashreplace")[:200]
             opt = argv[i - 1] if i and str(argv[i - 1]).startswith("-") else None
             where = f"the value of '{opt}'" if opt else f"argument {i + 1}"
             if i >= 2 and argv[i - 2] in ("-p", "--parameter"):
                 where = f"parameter '{argv[i - 1]}'"
-            return (f"{where} {shown!r} is not UTF-8 text; allowed: arguments in UTF-8 (paths and names "
+            return (f"{where} '{shown}' is not UTF-8 text; allowed: arguments in UTF-8 (paths and names "
                     "as ringlab writes them)")
     return None
 
