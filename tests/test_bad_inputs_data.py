@@ -271,7 +271,21 @@ def _file_option_cases() -> list[Case]:
     return out
 
 
-CORPUS = _raw_cases() + _env_cases() + _surrogate_cases() + _git_cases() + _bisect_cases() + _file_option_cases()
+# -- numeric run parameters: digits of other scripts, subnormal numbers ----------------------------------
+def _number_cases() -> list[Case]:
+    out = []
+    for name in ("trials", "seed", "sizes", "count", "batch"):
+        out.append(Case(f"run-ptr_ring-{name}-fullwidth", ["run", "ptr_ring", "-p", name, "\uff19", *RUN[2:]],
+                        f"parameter '{name}'"))
+    for name in ("target_ci", "budget", "quiet_timeout", "timeout"):
+        out.append(Case(f"run-ptr_ring-{name}-subnormal", ["run", "ptr_ring", "-p", name, "1e-320", *RUN[2:]],
+                        f"parameter '{name}'"))
+        out.append(Case(f"run-ptr_ring-{name}-arabic", ["run", "ptr_ring", "-p", name, "\u0665", *RUN[2:]],
+                        f"parameter '{name}'"))
+    return out
+
+
+CORPUS = _number_cases() + _raw_cases() + _env_cases() + _surrogate_cases() + _git_cases() + _bisect_cases() + _file_option_cases()
 
 
 def test_corpus_is_large_and_distinct():
