@@ -164,7 +164,7 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv") from None
     try:
-        df = pd.read_csv(path, low_memory=False, nrows=n_rows if torn else None, encoding="utf-8",
+        df = pd.read_csv(path, low_memory=False, nrows=n_rows, encoding="utf-8",
                          keep_default_na=True)
     except (ValueError, pd.errors.ParserError, OSError) as e:
         raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`") from None
