@@ -6,9 +6,20 @@ import pwd
 import stat as _stat
 from pathlib import Path
 
-from ringlab.errors import UnsafeDirError
+from ringlab.errors import ParamError, UnsafeDirError
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def expand_user(text: str | os.PathLike, error: type[Exception] = ParamError) -> Path:
+    """``Path(text).expanduser()``, or ``error`` (a one-line RinglabError) when ``~USER`` names no
+    user of this machine or the home folder is unknown."""
+    try:
+        return Path(text).expanduser()
+    except (RuntimeError, KeyError):
+        head = str(text).split("/", 1)[0]
+        raise error(f"{str(text)[:80]!r}: {head[:40]!r} names no user with a home folder on this machine; "
+                    "allowed: ~/PATH, ~USER/PATH of a user of this machine, or an absolute path") from None
 CSRC = ROOT / "csrc"
 NOTEBOOKS = ROOT / "notebooks"
 

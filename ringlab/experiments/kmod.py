@@ -42,6 +42,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ringlab.paths import expand_user
 from ringlab import rundir, schema
 from ringlab.errors import DataError, InputFileError, ParamError, RunnerError
 from ringlab.tools import kmod
@@ -98,7 +99,7 @@ def parse_modules(text: str, tree: str = "") -> dict[str, str]:
                 raise ParamError(f"parameter 'module': no {path}.ko below {tree} (build it first, e.g. "
                                  f"make -C {tree} M=<its folder>); allowed: a .ko path, or a built module's name")
             path = str(found)
-        p = Path(path).expanduser()
+        p = expand_user(path)
         name = name or kmod.module_name(p)
         if name in out:
             raise ParamError(f"parameter 'module': NAME {name!r} given twice; allowed: distinct NAMEs")

@@ -8,6 +8,7 @@ allowed values.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +109,8 @@ class Param:
         if not isinstance(raw, str):
             raise self._fail(raw, "not an integer:")
         s = raw.strip().replace("_", "")
+        if not s.isascii():   # int() reads other scripts' digits too
+            raise self._fail(raw, "not an integer in ASCII digits:")
         try:
             return int(s, 0) if s.lower().startswith(("0x", "0o", "0b")) else int(s)
         except ValueError:
@@ -124,12 +127,16 @@ class Param:
     def _parse_float(self, raw: Any) -> float:
         if isinstance(raw, bool):
             raise self._fail(raw, "not a number:")
+        if isinstance(raw, str) and not raw.isascii():   # float() reads other scripts' digits too
+            raise self._fail(raw, "not a number in ASCII digits:")
         try:
             val = float(raw)
         except (TypeError, ValueError):
             raise self._fail(raw, "not a number:") from None
         if not math.isfinite(val):
             raise self._fail(raw, "not a finite number:")
+        if val != 0 and abs(val) < sys.float_info.min:
+            raise self._fail(raw, "a subnormal number (too small to be a measure):")
         return val
 
     def _parse_str(self, raw: Any) -> str:

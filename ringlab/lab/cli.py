@@ -53,11 +53,36 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _not_utf8_argument(argv: list[str]) -> str | None:
+    """Why an argument is not text (a lone surrogate: bytes that are not UTF-8), or None."""
+    for i, a in enumerate(argv):
+        try:
+            str(a).encode("utf-8")
+        except UnicodeEncodeError:
+            try:
+                raw = str(a).encode("utf-8", "surrogateescape")   # the bytes as given
+            except UnicodeEncodeError:
+                raw = str(a).encode("utf-8", "backslashreplace")
+            shown = raw.decode("ascii", "backslashreplace")[:200]
+            opt = argv[i - 1] if i and str(argv[i - 1]).startswith("-") else None
+            where = f"the value of '{opt}'" if opt else f"argument {i + 1}"
+            if i >= 2 and argv[i - 2] in ("-p", "--parameter"):
+                where = f"parameter '{argv[i - 1]}'"
+            return (f"{where} '{shown}' is not UTF-8 text; allowed: arguments in UTF-8 (paths and names "
+                    "as ringlab writes them)")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command.  User errors (``ringlab.errors.RinglabError``: bad parameter, corrupt
     file, folder or CPUs in use) print one line and return their exit code (2; 1 for a
     failed build), never a traceback.  SIGINT returns 130, SIGTERM during a run 143, SIGHUP 129; a full disk
     during a run (``DiskFullError``) returns 1."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    bad = _not_utf8_argument(argv)
+    if bad:
+        print(f"ringlab: error: {bad}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     try:
         return int(args._run(args) or 0)

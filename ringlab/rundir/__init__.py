@@ -40,7 +40,7 @@ life of a run or a ``--resume``): a second one fails at once with ``RunLockedErr
 naming the holder's PID.
 
 Files: ``rawcsv.py`` (the crash-safe appender, ``repair_csv``, ``read_raw``,
-``read_done``), ``envjson.py`` (atomic write, ``read_env``); this module holds the
+``read_done``), ``rawrows.py`` (the checks of raw.csv's header and rows), ``envjson.py`` (atomic write, ``read_env``); this module holds the
 folder, its lock and its status.
 """
 from __future__ import annotations

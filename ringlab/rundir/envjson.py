@@ -4,6 +4,7 @@ typed reader, ``read_env``, which also reads the layouts written before ``ENV_VE
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -38,6 +39,19 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
 _JSON_NAMES = {int: "an integer", str: "a string", list: "a list", dict: "an object", float: "a number"}
 
 
+def _finite(v: Any) -> Any:
+    """``v`` with every NaN or infinite float replaced by None: env.json holds only JSON."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    if type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0:
+        return _finite(v.item())
+    return v
+
+
 def atomic_write_json(path: Path, doc: dict) -> None:
     """temp + fsync + rename: a reader (or a crash) never sees half a file.  On any failure
     the temporary file is removed and ``path`` keeps its old content; a full disk (ENOSPC,
@@ -45,7 +59,7 @@ def atomic_write_json(path: Path, doc: dict) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w") as f:
-            json.dump(doc, f, indent=2, sort_keys=False, default=str)
+            json.dump(_finite(doc), f, indent=2, sort_keys=False, default=str, allow_nan=False)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
@@ -174,6 +188,38 @@ def check_env_doc(p: Path, doc: Any, experiment: str | None = None) -> None:
 _RUN_STATUSES = ("running", "complete", "failed", "interrupted", "skipped")
 
 
+def _no_duplicates(p: Path):
+    """json object_pairs_hook: a key twice in one object is refused (JSON readers disagree on
+    which value wins)."""
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        doc: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in doc:
+                raise DataError(f"{p}: key {k[:40]!r} appears twice in one object; expected each key once")
+            doc[k] = v
+        return doc
+    return hook
+
+
+def _no_constant(p: Path):
+    """json parse_constant: NaN, Infinity and -Infinity are not JSON (ringlab writes null)."""
+    def hook(name: str) -> Any:
+        raise DataError(f"{p}: {name} is not a JSON number; expected finite numbers (or null) as "
+                        "`ringlab run` writes them")
+    return hook
+
+
+def _finite_float(p: Path):
+    """json parse_float: a number too large for a float (1e309) is refused, not read as inf."""
+    def hook(text: str) -> float:
+        f = float(text)
+        if not math.isfinite(f):
+            raise DataError(f"{p}: the number {text[:40]} is out of range; expected finite numbers as "
+                            "`ringlab run` writes them")
+        return f
+    return hook
+
+
 def read_env(run_dir: str | os.PathLike, experiment: str | None = None) -> RunEnv:
     """The one reader of env.json; ``DataError`` naming the file and line when it is not one:
     not UTF-8, not JSON, not an object, larger than ``MAX_ENV_BYTES``, nested deeper than
@@ -199,12 +245,21 @@ def read_env(run_dir: str | os.PathLike, experiment: str | None = None) -> RunEn
     if not text.strip():
         raise DataError(f"{p}: line 1: empty file; expected a JSON object")
     try:
-        doc = json.loads(_decode(p, text))
+        doc = json.loads(_decode(p, text), object_pairs_hook=_no_duplicates(p), parse_constant=_no_constant(p),
+                         parse_float=_finite_float(p))
     except json.JSONDecodeError as e:
         raise DataError(f"{p}: line {e.lineno}, column {e.colno}: {e.msg}; expected a JSON object") from None
+    except ValueError as e:   # an integer of more digits than Python converts
+        raise DataError(f"{p}: {str(e)[:80]}; expected the env.json of a run folder written by "
+                        "`ringlab run`") from None
     except RecursionError:
         raise DataError(f"{p}: nested deeper than {MAX_ENV_DEPTH} levels; expected the env.json of a run "
                         "folder written by `ringlab run`") from None
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise DataError(f"{p}: a string holds the lone surrogate \\u{ord(e.object[e.start]):04x}; expected "
+                        "text that is UTF-8 (as `ringlab run` writes it)") from None
     check_env_doc(p, doc, experiment)
     version, kind, doc = _normalize(doc)
     return RunEnv(p, version, kind, doc)

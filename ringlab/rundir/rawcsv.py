@@ -23,26 +23,9 @@ from typing import Any
 
 import pandas as pd
 
-from ringlab import schema
 from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
-
-#: integer columns that every reader relies on
-INT_COLUMNS = ("trial", "round", "iteration", "order")
-#: metric columns whose values in an ok trial row must be finite numbers > 0 (an instruction-count
-#: trial, icount_source "callgrind", measures no time and leaves them empty)
-METRIC_COLUMNS = ("ns_per_op", "elapsed_ns", "elapsed_us")
-#: raw.csv columns after ``trial`` that an earlier ringlab wrote (still read)
-LEGACY_COLUMNS = ("elapsed_us",)
-
-
-def known_columns() -> set[str]:
-    """Every column a raw.csv may hold after the parameter columns: ``ringlab.schema``'s, with
-    every experiment's own (``schema.EXPERIMENT_COLUMNS``)."""
-    cols = set(schema.NON_PARAM_COLUMNS) | {"variant"} | set(LEGACY_COLUMNS)
-    for extra in schema.EXPERIMENT_COLUMNS.values():
-        cols |= set(extra)
-    return cols
-
+from ringlab.rundir.rawrows import (INT_COLUMNS, LEGACY_COLUMNS, METRIC_COLUMNS, MAX_RAW_ROWS,  # noqa: F401
+                                   check_rows, known_columns)
 
 # -- raw.csv: writing ----------------------------------------------------------------------------
 def _cell(v: Any) -> str:
@@ -141,125 +124,8 @@ def _decode(path: Path, data: bytes) -> str:
                         "expected UTF-8 text as `ringlab run` writes it") from None
 
 
-def _bad_metric(v: str) -> str | None:
-    """Why a metric cell of an ok trial is not a finite number > 0 (None: it is)."""
-    t = v.strip()
-    if t == "" or t.lower() == "nan":
-        return "empty (NaN)"
-    try:
-        f = float(t)
-    except ValueError:
-        return "not a number"
-    if not math.isfinite(f):
-        return "not finite"
-    if f <= 0:
-        return "zero or negative"
-    return None
-
-
-def _check_header(path: Path, reader, required: tuple[str, ...], strict: bool) -> list[str]:
-    """Read and validate the header line: not empty, has ``required``, (strict) no unknown column."""
-    try:
-        header = next(reader)
-    except StopIteration:
-        header = []
-    except csv.Error as e:
-        raise DataError(f"{path}: line 1: {e}; expected the raw.csv header") from None
-    if not header or not any(h.strip() for h in header):
-        raise DataError(f"{path}: line 1: empty file; expected a header naming the raw.csv columns "
-                        f"({', '.join(schema.ID_COLUMNS)}, ...) and one row per trial")
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise DataError(f"{path}: line 1: the header has no column {', '.join(repr(m) for m in missing)}; "
-                        f"expected a raw.csv written by `ringlab run` (got: {', '.join(header[:8])}"
-                        f"{' ...' if len(header) > 8 else ''})")
-    if strict and "trial" in header:
-        known = known_columns()
-        unknown = [c for c in header[header.index("trial"):] if c not in known]
-        if unknown:
-            raise DataError(f"{path}: line 1: unknown column {', '.join(repr(c) for c in unknown[:5])}; "
-                            "expected the columns of ringlab.schema (schema version "
-                            f"{schema.SCHEMA_VERSION}) and the experiment's own")
-    return header
-
-
-def _check_int_cells(path: Path, lineno: int, row: list[str], idx: dict[str, int]) -> None:
-    """Refuse an integer column whose cell is not an integer (iteration/round may be empty)."""
-    for c, i in idx.items():
-        v = row[i].strip()
-        if c in ("iteration", "round") and v == "":
-            continue
-        try:
-            int(v)
-        except ValueError:
-            raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i]!r}; expected an integer"
-                            ) from None
-
-
-def _check_metric_cells(path: Path, lineno: int, row: list[str], metrics: dict[str, int],
-                        measured: set[str], first_nan: dict[str, tuple[int, str]]) -> None:
-    """Refuse a metric cell of an ok trial that is not a finite number > 0; note empty ones."""
-    for c, i in metrics.items():
-        why = _bad_metric(row[i])
-        if why is None:
-            measured.add(c)
-        elif why == "empty (NaN)":
-            first_nan.setdefault(c, (lineno, row[i]))
-        else:
-            raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i][:40]!r} ({why}); "
-                            "expected a finite number > 0 in an ok trial")
-
-
-def _check_rows(path: Path, text: str, required: tuple[str, ...], torn_ok: bool = False,
-                strict: bool = True) -> tuple[list[str], int]:
-    """Validate the CSV structure; return the header and the number of a torn last line (0: none).
-
-    A torn last line is a DataError unless ``torn_ok``.  ``strict`` also refuses unknown columns
-    after ``trial`` and metric cells of ok trials that are not finite numbers > 0."""
-    lines = text.split("\n")
-    reader = csv.reader(io.StringIO(text))
-    header = _check_header(path, reader, required, strict)
-    torn, n_rows = 0, 0
-    idx = {c: header.index(c) for c in INT_COLUMNS if c in header}
-    metrics = {c: header.index(c) for c in METRIC_COLUMNS if c in header} if strict else {}
-    si = header.index("status") if "status" in header else None
-    ic = header.index("icount_source") if "icount_source" in header else None
-    measured: set[str] = set()                       # metric columns with a value in some ok trial
-    first_nan: dict[str, tuple[int, str]] = {}       # ... and their first ok trial without one
-    last_line = len(lines) - (1 if text.endswith("\n") else 0)
-    try:
-        for row in reader:
-            lineno = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(header):
-                if lineno == last_line and not text.endswith("\n"):
-                    if not torn_ok:
-                        raise DataError(f"{path}: line {lineno}: a torn last row ({len(row)} of {len(header)} "
-                                        "fields, no newline), as a killed run leaves; expected complete rows "
-                                        "(`ringlab run --resume` repairs it)")
-                    torn = lineno  # what a killed run leaves; --resume repairs it
-                    break
-                raise DataError(f"{path}: line {lineno}: {len(row)} fields; expected {len(header)} "
-                                "(one per header column)")
-            n_rows += 1
-            _check_int_cells(path, lineno, row, idx)
-            if metrics and (si is None or row[si].strip() == "ok") and (ic is None or row[ic] != "callgrind"):
-                _check_metric_cells(path, lineno, row, metrics, measured, first_nan)
-    except csv.Error as e:
-        raise DataError(f"{path}: line {reader.line_num}: {e}; expected one CSV row per line") from None
-    if n_rows == 0:
-        raise DataError(f"{path}: line 1: a header and no rows; expected at least one trial row "
-                        "(the run recorded no trial)")
-    for c in metrics:   # a column no ok trial fills is one this experiment does not measure
-        if c in measured and c in first_nan:
-            lineno, v = first_nan[c]
-            raise DataError(f"{path}: line {lineno}: column '{c}' is {v[:40]!r} (empty (NaN)); "
-                            "expected a finite number > 0 in an ok trial")
-    return header, torn
-
-
-#: raw.csv larger than this is refused (a million trial rows are about 1 GiB)
+#: raw.csv larger than this is refused before it is read (10^6 trial rows of ptr_ring are
+#: 400-550 MiB; docs/results.md)
 MAX_RAW_BYTES = 2 << 30
 
 
@@ -267,13 +133,17 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
              strict: bool = True) -> pd.DataFrame:
     """raw.csv as a DataFrame, or ``DataError`` naming the file, the line and what was expected.
 
-    Checks: a regular file, UTF-8, a header with the ``required`` columns and no unknown
-    column after ``trial``, at least one row, the same number of fields in every row,
-    integers in ``trial``/``round``/``iteration``/``order``, finite metrics > 0 in ok trials
-    (``METRIC_COLUMNS``).  A torn last line (a killed run) is a DataError naming the line,
-    unless ``torn_ok`` (the run itself, --resume), which leaves it out; ``strict=False``
-    (the run reading its own rows) skips the column and metric checks.  Files written before
-    the ``round`` column existed get ``round`` = ``trial``.
+    Checks: a regular file of at most ``MAX_RAW_BYTES``, UTF-8, a header with the ``required``
+    columns, each column once, and no unknown column after ``trial``, at least one row and at
+    most ``MAX_RAW_ROWS``, the same number of fields in every row, integers in
+    ``trial``/``round``/``iteration``/``order``, finite metrics > 0 in ok trials
+    (``METRIC_COLUMNS``) and the bounds of ``ringlab.rundir.rawrows``.  A torn last line (a
+    killed run) is a DataError naming the line, unless ``torn_ok`` (the run itself, --resume),
+    which leaves it out; ``strict=False`` (the run reading its own rows) skips the column and
+    value checks.  Files written before the ``round`` column existed get ``round`` = ``trial``.
+
+    Memory: the file is checked one row at a time and then parsed by pandas straight from the
+    file, so a read holds the frame and the parser's buffers, never a copy of the text.
     """
     path = Path(path)
     if path.is_dir():
@@ -283,24 +153,20 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
             raise DataError(f"{path}: a directory; expected a raw.csv file written by `ringlab run`")
         if path.exists() and not path.is_file():
             raise DataError(f"{path}: not a regular file; expected a raw.csv written by `ringlab run`")
-        if path.stat().st_size > MAX_RAW_BYTES:
-            raise DataError(f"{path}: larger than {MAX_RAW_BYTES >> 30} GiB; expected a raw.csv written by "
-                            "`ringlab run`")
-        data = path.read_bytes()
+        size = path.stat().st_size
+        if size > MAX_RAW_BYTES:
+            raise DataError(f"{path}: {size / 2**30:.1f} GiB, larger than the {MAX_RAW_BYTES >> 30} GiB a raw.csv "
+                            "may hold; expected a raw.csv written by `ringlab run` (split the run)")
+        with open(path, "rb") as f:
+            header, n_rows, torn = check_rows(path, f, required, torn_ok, strict)
     except FileNotFoundError:
         raise DataError(f"{path}: no such file; expected a raw.csv written by `ringlab run`") from None
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv") from None
-    text = _decode(path, data)
-    if "\x00" in text:
-        line = text[:text.index("\x00")].count("\n") + 1
-        raise DataError(f"{path}: line {line}: a NUL byte; expected CSV text as `ringlab run` writes it")
-    _, torn = _check_rows(path, text, required, torn_ok, strict)
-    if torn:
-        text = text[:text.rfind("\n") + 1]
     try:
-        df = pd.read_csv(io.StringIO(text), low_memory=False)
-    except (ValueError, pd.errors.ParserError) as e:
+        df = pd.read_csv(path, low_memory=False, nrows=n_rows, encoding="utf-8",
+                         keep_default_na=True)
+    except (ValueError, pd.errors.ParserError, OSError) as e:
         raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`") from None
     if "round" not in df.columns and "trial" in df.columns:
         df.insert(df.columns.get_loc("trial") + 1, "round", df["trial"])

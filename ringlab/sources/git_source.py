@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ringlab.paths import expand_user
 from ringlab import paths
 from ringlab.system import git
 from ringlab.system.git import GitError, GitRefused
@@ -42,11 +43,11 @@ def parse(spec: str) -> GitSource:
     body = s[len(PREFIX):]
     tree_s, at, rev = body.rpartition("@")
     if (not at or not tree_s or not rev
-            or (not Path(tree_s).expanduser().is_dir() and Path(body).expanduser().is_dir())):
+            or (not expand_user(tree_s, GitError).is_dir() and expand_user(body, GitError).is_dir())):
         raise GitError(f"{s!r}: expected git:TREE@REV with both TREE and REV (e.g. git:~/linux@v6.1)")
     if rev.startswith("-"):
         raise GitError(f"{s!r}: REV {rev!r} starts with '-'; allowed: a commit, tag or branch name")
-    return GitSource(s, Path(tree_s).expanduser(), rev)
+    return GitSource(s, expand_user(tree_s, GitError), rev)
 
 
 def _repo(src: GitSource) -> Path:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ringlab.paths import expand_user
 from ringlab.sources import git_source, patchmail
 from ringlab.sources.header_cache import (SOURCE_RECORD, HeaderSource, cached_record, header_cache_dir,
                                           sha256_bytes, sha256_path, store)
@@ -32,7 +33,7 @@ def resolve_source(spec) -> HeaderSource:
     s = str(spec).strip()
     if not s:
         raise KernelHeaderError("kernel header: empty source")
-    p = Path(s).expanduser()
+    p = expand_user(s, KernelHeaderError)
     if p.exists():
         header = find_in_tree(p)
         rec = cached_record(header) or {"kind": "path", "spec": s, "header": str(header),
@@ -41,7 +42,7 @@ def resolve_source(spec) -> HeaderSource:
     plus = [i for i, c in enumerate(s) if c == "+"]
     for i in reversed(plus):
         base, patch = s[:i], s[i + 1:]
-        if base and (patch.startswith("lore:") or Path(patch).expanduser().is_file()):
+        if base and (patch.startswith("lore:") or expand_user(patch, KernelHeaderError).is_file()):
             return _patched(s, base, patch)
     if s.startswith("git:"):
         return _from_git(s)
@@ -85,7 +86,7 @@ def _patched(s: str, base_spec: str, patch_spec: str) -> HeaderSource:
     if patch_spec.startswith("lore:"):
         patch_file = fetch_lore(patch_spec[len("lore:"):])
     else:
-        patch_file = Path(patch_spec).expanduser().resolve()
+        patch_file = expand_user(patch_spec, KernelHeaderError).resolve()
     data = read_regular(patch_file, MAX_PATCH_BYTES, f"kernel header {s!r}: patch")
     try:
         msgs = patchmail.read_patches(data, str(patch_file))

@@ -28,6 +28,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ringlab.paths import expand_user
 from ringlab.paths import CSRC
 from ringlab.sources.header_files import IN_TREE, KernelHeaderError, read_header_bytes
 from ringlab.sources.header_source import resolve_source
@@ -100,7 +101,7 @@ def parse_spec(spec: str) -> tuple[str, Path]:
             f"choose a name other than {', '.join(BUILTIN_VARIANTS)}")
     if not path:
         raise KernelHeaderError(f"--kernel-header: empty PATH in {spec!r}; expected NAME=PATH")
-    return name, Path(path).expanduser()
+    return name, expand_user(path, KernelHeaderError)
 
 def resolve_header(path) -> Path:
     """The ptr_ring.h file to compile for any header source (see :func:`resolve_source`):

@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ringlab.paths import expand_user
 from ringlab import paths
 from ringlab.sources import git_source
 
@@ -107,7 +108,7 @@ def parse_one(text: str, name: str | None = None) -> TreeSpec:
         except git_source.GitError as e:
             raise TreeError(str(e)) from None
         return TreeSpec(name or _derive_name("git", g.tree, g.rev), "git", text, g.tree, g.rev)
-    path = Path(text).expanduser()
+    path = expand_user(text, TreeError)
     kind = "tarball" if path.name.endswith(TAR_SUFFIXES) else "dir"
     return TreeSpec(name or _derive_name(kind, path, ""), kind, text, path)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab.paths import expand_user
 from ringlab import paths, rundir
 from ringlab.errors import DataError
 from ringlab.rundir import read_raw
@@ -115,7 +116,7 @@ def plan_ab(base: str = "", patch: str = "builtin:flush-delay", workdir=None,
     elif patch.startswith("lore:"):
         ref = patch
     else:
-        pfile = Path(patch).expanduser()
+        pfile = expand_user(patch, PatchError)
         if not pfile.is_file():
             raise PatchError(f"parameter 'patch': no such file {patch!r}; allowed: {_PATCH_HELP}")
         pfile = pfile.resolve()

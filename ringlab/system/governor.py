@@ -109,10 +109,11 @@ def load_state(path: Path) -> dict:
         if path.is_symlink():
             raise StateFileError(f"{path} is a symbolic link") from None
         raise StateFileError(f"cannot open {path}: {e.strerror or e}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise StateFileError(f"{path} is {'a directory' if stat.S_ISDIR(st.st_mode) else 'not a regular file'}")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise StateFileError(f"{path} is not a regular file")
         if st.st_uid != os.geteuid():
             raise StateFileError(f"{path} is owned by uid {st.st_uid}, not by the current user "
                                  f"(uid {os.geteuid()}); it could name any file to write")

@@ -45,6 +45,7 @@ import sys
 import time
 from pathlib import Path
 
+from ringlab.paths import expand_user
 from ringlab import paths, rundir
 from ringlab.errors import DataError, UnsafeDirError
 from ringlab.system import modules
@@ -77,7 +78,7 @@ def module_name(path) -> str:
 
 def find_module(tree, name: str) -> Path | None:
     """NAME.ko below a kernel tree (e.g. tools/testing/selftests/mm/page_frag/page_frag_test.ko)."""
-    hits = sorted(Path(tree).expanduser().rglob(f"{name}.ko"))
+    hits = sorted(expand_user(tree).rglob(f"{name}.ko"))
     return hits[0].resolve() if hits else None
 
 

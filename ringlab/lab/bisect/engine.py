@@ -23,7 +23,8 @@ import pandas as pd
 
 from ringlab.errors import DataError, ParamError
 from ringlab.lab.bisect import gitrange, steps
-from ringlab import rundir
+from ringlab import rundir, schema
+from ringlab.experiments.params import MAX_TRIALS
 
 STATE_FILE = "bisect.json"
 STATE_VERSION = 1
@@ -70,12 +71,39 @@ def _rounds(df: pd.DataFrame) -> int:
     return int(ok.groupby(keys).ngroups) if keys else len(ok)
 
 
+#: metrics a bisect may follow (lower is better for all but ipc)
+BISECT_METRICS = tuple(sorted(schema.LOWER_IS_BETTER | {"ipc"}))
+#: the largest regression threshold, in percent
+MAX_THRESHOLD_PCT = 1000.0
+#: step_budget bounds, in rounds (a step is one run: at most MAX_TRIALS rounds)
+MAX_STEP_BUDGET = MAX_TRIALS
+MAX_SEED = 2**32 - 1
+
+
+def check_config(cfg: Config) -> None:
+    """ParamError (exit 2) for a bisect parameter out of its bounds, before anything is measured."""
+    if cfg.metric not in BISECT_METRICS:
+        raise ParamError(f"parameter 'metric': {str(cfg.metric)[:40]!r}; allowed: one of {', '.join(BISECT_METRICS)}")
+    t = cfg.threshold_pct
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t) and 0 <= t <= MAX_THRESHOLD_PCT):
+        raise ParamError(f"parameter 'threshold': {t!r}; allowed: a percentage in [0, {MAX_THRESHOLD_PCT:g}]")
+    b = cfg.step_budget
+    if b is not None and (isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_STEP_BUDGET):
+        raise ParamError(f"parameter 'step_budget': {b!r}; allowed: an integer in [1, {MAX_STEP_BUDGET}] (rounds)")
+    seed = cfg.params.get("seed", 1)
+    try:
+        ok = str(seed).strip().lstrip("+").isdigit() and 0 <= int(seed) <= MAX_SEED
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ParamError(f"parameter 'seed': {str(seed)[:40]!r}; allowed: an integer in [0, {MAX_SEED}]")
+
+
 def init_state(cfg: Config) -> dict:
     """Resolve and check the range (ParamError, exit 2) and list its candidates."""
     if cfg.experiment not in gitrange.MEASURED_PATHS or cfg.experiment != "ptr_ring":
         raise ParamError(f"experiment {cfg.experiment!r}: not bisectable; allowed: ptr_ring")
-    if not (math.isfinite(cfg.threshold_pct) and cfg.threshold_pct >= 0):
-        raise ParamError(f"parameter 'threshold': {cfg.threshold_pct!r}; allowed: a percentage >= 0")
+    check_config(cfg)
     tree = gitrange.check_tree(cfg.tree)
     good = gitrange.resolve(tree, cfg.good, "good")
     bad = gitrange.resolve(tree, cfg.bad, "bad")

@@ -10,6 +10,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ringlab.paths import expand_user
 from ringlab.errors import ParamError
 from ringlab.system import git as hgit
 
@@ -48,7 +49,7 @@ def _text(args: list[str], tree: Path, what: str) -> str:
 
 def check_tree(tree: str) -> Path:
     """The absolute folder of a git tree, or ParamError naming ``tree``."""
-    p = Path(tree).expanduser().resolve()
+    p = expand_user(tree).resolve()
     if not p.is_dir():
         raise ParamError(f"parameter 'tree': {tree!r} is not a directory; allowed: a git tree's folder")
     _text(["rev-parse", "--git-dir"], p, f"parameter 'tree': {p} is not a git repository")

@@ -4,13 +4,17 @@
 
 Exit codes: 0 report printed (or state restored / nothing to restore), 1 restore failed or the
 state file was refused (not yours, writable by others, or naming anything but a cpufreq governor
-or boost knob under the sysfs root: nothing is written then).
+or boost knob under the sysfs root: nothing is written then), 2 a --state-file that is a directory,
+a FIFO or a device.
 """
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 
+from ringlab.errors import ParamError
 from ringlab.lab.commands.dashvalues import allow_dash_values
 from ringlab.sources import kernel_header as kh
 from ringlab.system import envinfo
@@ -35,6 +39,7 @@ def run(args) -> int:
     if args.headers:
         return _headers()
     if args.restore:
+        _check_state_file(args.state_file)
         res = restore_saved_state(args.state_file)
         if args.json:
             print(json.dumps(res, indent=2))
@@ -49,6 +54,24 @@ def run(args) -> int:
     else:
         print(envinfo.format_text(info), end="")
     return 0
+
+
+def _check_state_file(path: str | None) -> None:
+    """ParamError (exit 2) for a --state-file that is there but is a folder, a FIFO or a device."""
+    if not path:
+        return
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return   # nothing to restore
+    except OSError as e:
+        raise ParamError(f"parameter '--state-file': {path!r}: {e.strerror}; allowed: a regular file") from None
+    if stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode):
+        return   # a symbolic link is refused by the state file's own checks (exit 1)
+    kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+            else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+    raise ParamError(f"parameter '--state-file': {path!r} is {kind}; allowed: a regular file (the tuning state "
+                     "file a tuned run writes)")
 
 
 def _headers() -> int:

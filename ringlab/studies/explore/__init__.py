@@ -45,6 +45,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab.paths import expand_user
 from ringlab import paths
 from ringlab.errors import DataError, ParamError
 from ringlab.studies.explore.record import record
@@ -60,7 +61,7 @@ ALLOWED = ("a run folder (holding raw.csv and env.json), results/<experiment> (i
 def _resolve(path) -> Path:
     if path is None or (isinstance(path, str) and not path.strip()):
         return paths.results_dir()
-    p = Path(path).expanduser()
+    p = expand_user(path)
     if not p.is_absolute() and not p.exists() and (paths.ROOT / p).exists():
         p = paths.ROOT / p
     if p.is_file() and p.name in ("raw.csv", "env.json"):

@@ -1,0 +1,271 @@
+"""The header and the rows a raw.csv may hold, checked one row at a time by ``read_raw``
+(``check_rows``).
+
+* one run per file: ``run_id``, ``experiment`` and ``host`` are the same in every row;
+* indexes (``trial``, ``round``, ``iteration``, ``order``) are integers in [0, ``MAX_INDEX``];
+* integer parameter columns of an experiment (``INT_PARAM_COLUMNS``) hold integers in their bounds;
+* metrics of an ok trial lie in ``METRIC_BOUNDS``: 10^-3 ns to 10^12 ns (16 minutes) per
+  operation; a denormal such as 1e-320 ns is a corrupt file, not a speed-up.
+
+Bounds are documented in docs/results.md ("What a raw.csv may hold").
+"""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+from ringlab import schema
+from ringlab.errors import DataError
+
+#: integer columns that every reader relies on
+INT_COLUMNS = ("trial", "round", "iteration", "order")
+#: metric columns whose values in an ok trial row must be finite numbers > 0 (an instruction-count
+#: trial, icount_source "callgrind", measures no time and leaves them empty)
+METRIC_COLUMNS = ("ns_per_op", "elapsed_ns", "elapsed_us")
+#: raw.csv columns after ``trial`` that an earlier ringlab wrote (still read)
+LEGACY_COLUMNS = ("elapsed_us",)
+
+
+def known_columns() -> set[str]:
+    """Every column a raw.csv may hold after the parameter columns: ``ringlab.schema``'s, with
+    every experiment's own (``schema.EXPERIMENT_COLUMNS``)."""
+    cols = set(schema.NON_PARAM_COLUMNS) | {"variant"} | set(LEGACY_COLUMNS)
+    for extra in schema.EXPERIMENT_COLUMNS.values():
+        cols |= set(extra)
+    return cols
+
+#: raw.csv with more trial rows than this is refused (docs/results.md)
+MAX_RAW_ROWS = 4_000_000
+
+#: trial, round, iteration and order are at most this (a run holds at most 10^6 planned trials)
+MAX_INDEX = 10**9
+#: columns that hold one value for the whole file
+RUN_COLUMNS = ("run_id", "experiment", "host")
+#: integer parameter columns and their inclusive bounds (the experiments' own parameter bounds)
+INT_PARAM_COLUMNS: dict[str, dict[str, tuple[int, int]]] = {
+    "ptr_ring": {"mode": (0, 2), "size": (2, 10_000_000), "count": (1, 10**12), "batch": (0, 1_000_000)},
+    "page_frag": {"align": (0, 1), "alloc_len": (1, 4096), "nr_test": (1, 10**12)},
+    "perf_rb": {"count": (1, 10**12)},
+    "ringtest": {"ring_size": (1, 1 << 30), "run_cycles": (1, 2**31 - 2), "batch": (1, 2**31 - 2),
+                 "outstanding": (0, 2**31 - 2), "param": (0, 2**31 - 2)},
+}
+#: plausible values of a metric in an ok trial (inclusive), in its unit
+METRIC_BOUNDS: dict[str, tuple[float, float]] = {
+    "ns_per_op": (1e-3, 1e12),
+    "elapsed_ns": (1e-3, 1e16),
+    "elapsed_us": (1e-6, 1e13),
+}
+
+
+def _bound_text(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e6 else f"{x:g}"
+
+
+class RowChecks:
+    """Checks of one raw.csv's rows against the first row and the bounds above."""
+
+    def __init__(self, path: Path, header: list[str]):
+        self.path = path
+        self.run_idx = {c: header.index(c) for c in RUN_COLUMNS if c in header}
+        self.first: dict[str, str] = {}
+        self.index_idx = {c: header.index(c) for c in ("trial", "round", "iteration", "order") if c in header}
+        self.metric_idx = {c: header.index(c) for c in METRIC_BOUNDS if c in header}
+        self.param_idx: dict[str, tuple[int, tuple[int, int]]] = {}
+        self.header = header
+
+    def _fail(self, lineno: int, col: str, value: str, expected: str) -> DataError:
+        return DataError(f"{self.path}: line {lineno}: column '{col}' is {value[:40]!r}; expected {expected}")
+
+    def check(self, lineno: int, row: list[str], ok: bool) -> None:
+        for c, i in self.run_idx.items():
+            v = row[i]
+            first = self.first.setdefault(c, v)
+            if v != first:
+                raise self._fail(lineno, c, v, f"{first[:40]!r} as in the first row (one run per raw.csv)")
+            if c == "experiment" and not self.param_idx:
+                bounds = INT_PARAM_COLUMNS.get(v, {})
+                self.param_idx = {p: (self.header.index(p), b) for p, b in bounds.items() if p in self.header}
+        for c, i in self.index_idx.items():
+            v = row[i].strip()
+            if v and not 0 <= int(v) <= MAX_INDEX:   # integerness is checked before
+                raise self._fail(lineno, c, row[i], f"an integer in [0, {MAX_INDEX}]")
+        for c, (i, (lo, hi)) in self.param_idx.items():
+            v = row[i].strip()
+            if v == "":
+                continue
+            try:
+                n = int(v)
+            except ValueError:
+                raise self._fail(lineno, c, row[i], f"an integer in [{lo}, {_bound_text(hi)}]") from None
+            if not lo <= n <= hi:
+                raise self._fail(lineno, c, row[i], f"an integer in [{lo}, {_bound_text(hi)}]")
+        if ok:
+            for c, i in self.metric_idx.items():
+                v = row[i].strip()
+                if v == "" or v.lower() == "nan":
+                    continue
+                try:
+                    f = float(v)
+                except ValueError:
+                    continue   # refused by the metric check with its own words
+                lo, hi = METRIC_BOUNDS[c]
+                if math.isfinite(f) and f > 0 and not lo <= f <= hi:
+                    raise self._fail(lineno, c, row[i], f"a number in [{_bound_text(lo)}, {_bound_text(hi)}] "
+                                                        "in an ok trial")
+
+
+def _bad_metric(v: str) -> str | None:
+    """Why a metric cell of an ok trial is not a finite number > 0 (None: it is)."""
+    t = v.strip()
+    if t == "" or t.lower() == "nan":
+        return "empty (NaN)"
+    try:
+        f = float(t)
+    except ValueError:
+        return "not a number"
+    if not math.isfinite(f):
+        return "not finite"
+    if f <= 0:
+        return "zero or negative"
+    return None
+
+
+def _check_header(path: Path, reader, required: tuple[str, ...], strict: bool) -> list[str]:
+    """Read and validate the header line: not empty, has ``required``, (strict) no unknown column."""
+    try:
+        header = next(reader)
+    except StopIteration:
+        header = []
+    except csv.Error as e:
+        raise DataError(f"{path}: line 1: {e}; expected the raw.csv header") from None
+    if not header or not any(h.strip() for h in header):
+        raise DataError(f"{path}: line 1: empty file; expected a header naming the raw.csv columns "
+                        f"({', '.join(schema.ID_COLUMNS)}, ...) and one row per trial")
+    seen: set[str] = set()
+    dup = sorted({c for c in header if c in seen or seen.add(c)})
+    if dup:
+        raise DataError(f"{path}: line 1: column {', '.join(repr(c[:40]) for c in dup[:5])} appears more than "
+                        "once in the header; expected each raw.csv column once")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise DataError(f"{path}: line 1: the header has no column {', '.join(repr(m) for m in missing)}; "
+                        f"expected a raw.csv written by `ringlab run` (got: {', '.join(header[:8])}"
+                        f"{' ...' if len(header) > 8 else ''})")
+    if strict and "trial" in header:
+        known = known_columns()
+        unknown = [c for c in header[header.index("trial"):] if c not in known]
+        if unknown:
+            raise DataError(f"{path}: line 1: unknown column {', '.join(repr(c) for c in unknown[:5])}; "
+                            "expected the columns of ringlab.schema (schema version "
+                            f"{schema.SCHEMA_VERSION}) and the experiment's own")
+    return header
+
+
+def _check_int_cells(path: Path, lineno: int, row: list[str], idx: dict[str, int]) -> None:
+    """Refuse an integer column whose cell is not an integer (iteration/round may be empty)."""
+    for c, i in idx.items():
+        v = row[i].strip()
+        if c in ("iteration", "round") and v == "":
+            continue
+        try:
+            int(v)
+        except ValueError:
+            raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i]!r}; expected an integer"
+                            ) from None
+
+
+def _check_metric_cells(path: Path, lineno: int, row: list[str], metrics: dict[str, int],
+                        measured: set[str], first_nan: dict[str, tuple[int, str]]) -> None:
+    """Refuse a metric cell of an ok trial that is not a finite number > 0; note empty ones."""
+    for c, i in metrics.items():
+        why = _bad_metric(row[i])
+        if why is None:
+            measured.add(c)
+        elif why == "empty (NaN)":
+            first_nan.setdefault(c, (lineno, row[i]))
+        else:
+            raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i][:40]!r} ({why}); "
+                            "expected a finite number > 0 in an ok trial")
+
+
+class _Lines:
+    """The lines of a raw.csv opened in binary, decoded one at a time (bounded memory): a
+    ``DataError`` naming the line and column of a byte that is not UTF-8 or of a NUL byte.
+    ``unterminated`` is the number of a last line without a newline (0: none)."""
+
+    def __init__(self, path: Path, f):
+        self.path, self.f, self.lineno, self.unterminated = path, f, 0, 0
+
+    def __iter__(self):
+        for raw in self.f:
+            self.lineno += 1
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"{self.path}: line {self.lineno}, column {e.start + 1}: byte "
+                                f"0x{raw[e.start]:02x} is not UTF-8; expected UTF-8 text as `ringlab run` "
+                                "writes it") from None
+            if "\x00" in line:
+                raise DataError(f"{self.path}: line {self.lineno}: a NUL byte; expected CSV text as "
+                                "`ringlab run` writes it")
+            if not line.endswith("\n"):
+                self.unterminated = self.lineno
+            yield line
+
+
+def check_rows(path: Path, f, required: tuple[str, ...], torn_ok: bool = False,
+                strict: bool = True) -> tuple[list[str], int, int]:
+    """Validate the CSV structure of the open binary file ``f``, one row at a time; return the
+    header, the number of complete rows and the number of a torn last line (0: none).
+
+    A torn last line is a DataError unless ``torn_ok``.  ``strict`` also refuses unknown columns
+    after ``trial``, metric cells of ok trials that are not finite numbers > 0 and the
+    values ``check_row`` refuses (``ringlab.rundir.rawrows``)."""
+    lines = _Lines(path, f)
+    reader = csv.reader(lines)
+    header = _check_header(path, reader, required, strict)
+    rows_check = RowChecks(path, header) if strict else None
+    torn, n_rows = 0, 0
+    idx = {c: header.index(c) for c in INT_COLUMNS if c in header}
+    metrics = {c: header.index(c) for c in METRIC_COLUMNS if c in header} if strict else {}
+    si = header.index("status") if "status" in header else None
+    ic = header.index("icount_source") if "icount_source" in header else None
+    measured: set[str] = set()                       # metric columns with a value in some ok trial
+    first_nan: dict[str, tuple[int, str]] = {}       # ... and their first ok trial without one
+    try:
+        for row in reader:
+            lineno = reader.line_num
+            if not row:
+                continue
+            if len(row) != len(header):
+                if lines.unterminated == lineno:
+                    if not torn_ok:
+                        raise DataError(f"{path}: line {lineno}: a torn last row ({len(row)} of {len(header)} "
+                                        "fields, no newline), as a killed run leaves; expected complete rows "
+                                        "(`ringlab run --resume` repairs it)")
+                    torn = lineno  # what a killed run leaves; --resume repairs it
+                    break
+                raise DataError(f"{path}: line {lineno}: {len(row)} fields; expected {len(header)} "
+                                "(one per header column)")
+            n_rows += 1
+            if n_rows > MAX_RAW_ROWS:
+                raise DataError(f"{path}: line {lineno}: more than {MAX_RAW_ROWS} trial rows; expected at most "
+                                f"{MAX_RAW_ROWS} rows in one raw.csv (split the run)")
+            _check_int_cells(path, lineno, row, idx)
+            ok = si is None or row[si].strip() == "ok"
+            if metrics and ok and (ic is None or row[ic] != "callgrind"):
+                _check_metric_cells(path, lineno, row, metrics, measured, first_nan)
+            if rows_check is not None:
+                rows_check.check(lineno, row, ok)
+    except csv.Error as e:
+        raise DataError(f"{path}: line {reader.line_num}: {e}; expected one CSV row per line") from None
+    if n_rows == 0:
+        raise DataError(f"{path}: line 1: a header and no rows; expected at least one trial row "
+                        "(the run recorded no trial)")
+    for c in metrics:   # a column no ok trial fills is one this experiment does not measure
+        if c in measured and c in first_nan:
+            lineno, v = first_nan[c]
+            raise DataError(f"{path}: line {lineno}: column '{c}' is {v[:40]!r} (empty (NaN)); "
+                            "expected a finite number > 0 in an ok trial")
+    return header, n_rows, torn
