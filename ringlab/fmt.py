@@ -74,9 +74,9 @@ def cell(v: Any, floatfmt: str = ".4g") -> str:
 
 
 def md_table(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> str:
-    """A markdown table; "|" inside a cell is escaped."""
+    """A markdown table; "|" inside a cell is escaped, control characters dropped (:func:`printable`)."""
     def esc(s: Any) -> str:
-        return str(s).replace("|", "\\|").replace("\n", " ")
+        return printable(str(s).replace("\n", " ")).replace("|", "\\|")
     out = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     return "\n".join(out)

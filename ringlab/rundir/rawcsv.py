@@ -25,6 +25,7 @@ import pandas as pd
 
 from ringlab import schema
 from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
+from ringlab.names import check_data_name, name_problem
 
 #: integer columns that every reader relies on
 INT_COLUMNS = ("trial", "round", "iteration", "order")
@@ -302,9 +303,29 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
         df = pd.read_csv(io.StringIO(text), low_memory=False)
     except (ValueError, pd.errors.ParserError) as e:
         raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`") from None
+    check_raw_names(path, df)
     if "round" not in df.columns and "trial" in df.columns:
         df.insert(df.columns.get_loc("trial") + 1, "round", df["trial"])
     return df
+
+
+#: raw.csv columns that hold a name (ringlab.names): they become paths, mail lines and table cells
+NAME_COLUMNS = ("run_id", "experiment", "host", "variant")
+
+
+def check_raw_names(path: Path, df: pd.DataFrame) -> None:
+    """``BadDataNameError`` (a DataError) naming the file, the column and the first row whose
+    cell of a name column (:data:`NAME_COLUMNS`) is not a name; empty cells are left to the
+    readers that need them."""
+    for col in NAME_COLUMNS:
+        if col not in df.columns:
+            continue
+        s = df[col]
+        for v in s.dropna().unique():
+            text = v if isinstance(v, str) else str(v)
+            if name_problem(text) is not None:
+                row = int((s == v).to_numpy().argmax()) + 1
+                check_data_name(text, path, f"column '{col}' (row {row}):")
 
 
 def require_metric(df: pd.DataFrame, metric: str, path: str | os.PathLike) -> None:
