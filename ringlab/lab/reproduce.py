@@ -141,7 +141,7 @@ def reproduce(profile: str = "quick", only: list[str] | None = None, host: str |
     if profile not in PROFILES:
         raise ReproduceError(f"parameter 'profile': unknown value {profile!r}; allowed: {', '.join(PROFILES)}")
     names = _resolve_only(only)
-    if host:
+    if host is not None:
         check_name(host, "--host")
     outcomes = []
     for nb in names:
