@@ -317,3 +317,26 @@ def test_mail_into_its_own_file_of_the_run(good_run, tmp_path, capsys):
     text = (run / "mail.txt").read_text()
     assert "batch" in text and "\x1b" not in text and capsys.readouterr().out == ""
     assert (run / "env.json").read_bytes() == env_before
+
+
+@pytest.mark.parametrize("key", ["dotdot_deep", "slash", "newline", "long1000", "hidden"])
+def test_notebook_host_parameter_is_a_name(tmp_path, monkeypatch, key):
+    from ringlab.errors import ParamError
+    from ringlab.lab import notebook
+    monkeypatch.setenv("RINGLAB_SCRATCH", str(tmp_path / "scratch"))
+    with pytest.raises(ParamError, match=r"^parameter 'host': .* is not a name"):
+        notebook.run_dir("", "ptr-ring-reorder", HOSTILE[key])
+    assert not (tmp_path / "scratch").exists()
+    assert notebook.run_dir("", "ptr-ring-reorder", "lab2").parent.name == "lab2"
+
+
+def test_provenance_prints_no_escapes(good_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(good_run, run)
+    doc = json.loads((run / "env.json").read_text())
+    doc["status_reason"] = "x\x1b]0;pwned\x07y"
+    doc.setdefault("git", {})["subject"] = "\x1b[2Jsubject"
+    (run / "env.json").write_text(json.dumps(doc))
+    cli.main(["provenance", str(run)])
+    cap = capsys.readouterr()
+    assert "\x1b" not in cap.out + cap.err and cap.out
