@@ -9,10 +9,14 @@ number two ways.
 * :func:`ci_header` "95% CI" from a level such as 0.95 (or 95)
 * :func:`md_table` markdown table from a header and rows of cells
 * :func:`df_to_markdown` markdown table from a DataFrame (floats as ``floatfmt``, NaN empty)
+* :func:`printable` text from a data file made safe for a terminal, a mail or markdown: no control
+                   character, no ANSI/OSC escape; ``html=True`` also escapes ``& < >``
 """
 from __future__ import annotations
 
+import html as _html
 import math
+import re
 from typing import Any, Iterable, Sequence
 
 NA = "n/a"
@@ -70,9 +74,9 @@ def cell(v: Any, floatfmt: str = ".4g") -> str:
 
 
 def md_table(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> str:
-    """A markdown table; "|" inside a cell is escaped."""
+    """A markdown table; "|" inside a cell is escaped, control characters dropped (:func:`printable`)."""
     def esc(s: Any) -> str:
-        return str(s).replace("|", "\\|").replace("\n", " ")
+        return printable(str(s).replace("\n", " ")).replace("|", "\\|")
     out = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
@@ -84,4 +88,27 @@ def df_to_markdown(df, floatfmt: str = ".4g") -> str:
                     [[cell(v, floatfmt) for v in row] for row in df.itertuples(index=False)])
 
 
-__all__ = ["NA", "p", "pct", "ci", "ci_header", "cell", "md_table", "df_to_markdown"]
+#: an ANSI/ECMA-48 escape: CSI (ESC [ ... final byte, or the C1 CSI), OSC/DCS/PM/APC/SOS strings up
+#: to their terminator (BEL, ESC \\ or the C1 ST), or ESC and one more character
+_ESCAPE_RE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+                        r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"
+                        r"|\x1b.?", re.S)
+#: C0 controls, DEL and C1 controls; tab and newline are kept only in multi-line text
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_KEEP_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: Any, multiline: bool = False, html: bool = False) -> str:
+    """``text`` (from a data file: a variant name, a host, a note, a commit subject) as it may
+    reach a terminal, a mail or markdown: ANSI/OSC escape sequences removed, then every other
+    control character (C0, DEL, C1; tab and newline too unless ``multiline``) replaced by
+    ``?``; lone surrogates replaced too.  With ``html``, ``&``, ``<`` and ``>`` are escaped
+    (markdown renders raw HTML)."""
+    s = "" if text is None else str(text)
+    s = s.encode("utf-8", "replace").decode("utf-8") if any("\ud800" <= c <= "\udfff" for c in s) else s
+    s = _ESCAPE_RE.sub("", s)
+    s = (_CONTROL_KEEP_RE if multiline else _CONTROL_RE).sub("?", s)
+    return _html.escape(s, quote=False) if html else s
+
+
+__all__ = ["NA", "printable", "p", "pct", "ci", "ci_header", "cell", "md_table", "df_to_markdown"]

@@ -158,3 +158,55 @@ def test_cli_bad_sanitize():
     p = subprocess.run([sys.executable, "-m", "ringlab", "build", "--sanitize", "bogus"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--sanitize" in p.stderr and "allowed" in p.stderr
+
+
+# -- one rule for compiler options that write files --------------------------------------------
+def _kit_flags() -> list[str]:
+    """Every flag the kit itself passes to the compiler: the defaults, the sanitizers, the layouts'
+    alignments, the cffi module's and the verdict check's."""
+    from ringlab.build import layouts, native
+    from ringlab.studies.verdict_check import ALIGN_CFLAGS
+    flags = list(B.DEFAULT_CFLAGS) + [f for v in B.SANITIZERS.values() for f in v]
+    flags += ALIGN_CFLAGS.split() + list(layouts.UNALIGNED_LOOP_FLAGS)
+    flags += [f for a in layouts.ALIGNS for f in layouts.Layout(1, 64, a, 7, 1).flags()]
+    flags += native.describe()["flags"]
+    return flags
+
+
+def test_kit_default_flags_pass_the_rule():
+    flags = _kit_flags()
+    assert "-pthread" in flags and "-falign-functions=64" in flags and "-fsanitize=thread" in flags
+    assert [f for f in flags if cflags.writes_files(f)] == []
+    assert cflags.validate_cflags(flags) == flags
+    # what `ringlab build` prints as its flags, given back as -p cflags
+    assert cflags.validate_cflags("-O2 -g -pthread -falign-functions=64") == ["-O2", "-g", "-pthread",
+                                                                              "-falign-functions=64"]
+    assert cflags.validate_cflags(" ".join(B.DEFAULT_CFLAGS)) == B.DEFAULT_CFLAGS
+
+
+@pytest.mark.parametrize("opt", [
+    "-fopt-info", "-fopt-info-all=FILE", "-fopt-info-vec-optimized=victim.txt", "-fopt-info-missed",
+    "-fdump-tree-all", "-fdump-rtl-expand=x", "-fdump-ipa-all", "-fdump-final-insns=x", "-fdump-go-spec=x",
+    "-fcallgraph-info", "-fcallgraph-info=su,da", "-fstack-usage", "-fno-stack-usage",
+    "-fsave-optimization-record", "-fprofile-arcs", "-fprofile-generate", "-fprofile-use=x", "-fprofile-dir=x",
+    "-fauto-profile=x", "-ftest-coverage", "-fdiagnostics-format=sarif-file", "-fdiagnostics-format=json-file",
+    "-fdiagnostics-add-output=sarif", "-fdebug-prefix-map=a=b", "-ffile-prefix-map=a=b", "-flto-incremental=x",
+    "-fcompare-debug", "-fcompare-debug=-O1", "-gsplit-dwarf", "-fplugin=x", "-fplugin-arg-x-y=1",
+    "-ftime-trace", "-fcrash-diagnostics-dir=x", "-fmodules-cache-path=x", "-fsanitize-ignorelist=x",
+    "-fbasic-block-sections=list=x", "-fdeps-file=x", "-mfoo-file=x",
+    "-save-temps", "-save-temps=obj", "-aux-info", "-MD", "-MMD", "-MF", "-M", "-o", "-ox", "-dumpdir",
+    "-Wa,-adhln=x", "-Wl,-Map=x", "-Wp,-MD,x", "-Xassembler", "-Xlinker", "-p", "-pg", "--coverage",
+])
+def test_writing_options_are_refused_by_the_one_rule(opt):
+    assert cflags.writes_files(opt)
+    with pytest.raises(cflags.ParamError) as e:
+        cflags.validate_cflags(opt)
+    msg = str(e.value)
+    assert msg.startswith(f"parameter 'cflags': option {opt!r} ") and "\n" not in msg and "allowed:" in msg
+
+
+@pytest.mark.parametrize("opt", ["-fcompare-elim", "-fsplit-stack", "-ftracer", "-fvisibility=hidden", "-fPIC",
+                                 "-fcf-protection=full", "-flto=auto", "-ffunction-sections", "-march=native",
+                                 "-gdwarf-4", "-fno-omit-frame-pointer", "-fstack-protector-strong"])
+def test_codegen_options_are_not_taken_for_writing_ones(opt):
+    assert cflags.writes_files(opt) is None and cflags.validate_cflags(opt) == [opt]

@@ -1,7 +1,8 @@
 """User compiler options (``ringlab build --cflags``, ``-p cflags``): split and checked.
 
 Each option must have one of the shapes of :data:`CFLAG_SHAPES` (:func:`validate_cflags`): no
-option that runs a program, loads code or names a file, and no shell or make metacharacter, so
+option that runs a program, loads code or writes or reads a file (one rule, :func:`writes_files`),
+and no shell or make metacharacter, so
 the same flags are safe in argv and in ringtest's ``make`` variable.
 """
 from __future__ import annotations
@@ -30,40 +31,59 @@ def split_cflags(cflags: str | list[str] | None) -> list[str]:
 
 
 #: The shapes a user compiler option may have (``ringlab build --cflags``, ``-p cflags``).
-CFLAG_SHAPES = ("-O*", "-f*", "-m*", "-D*", "-U*", "-g*", "-W*", "-std=*")
+CFLAG_SHAPES = ("-O*", "-f*", "-m*", "-D*", "-U*", "-g*", "-W*", "-std=*", "-pthread")
 #: Characters a user compiler option may hold: no shell or make metacharacter (``$``, backquote,
 #: ``;&|<>()'"\\``, ``#``, globs, whitespace) and no ``/``, so no option names a file by path.
 CFLAG_CHARS = "letters, digits and _ = + , . : -"
 _CFLAG_CHAR_RE = re.compile(r"[A-Za-z0-9_=+,.:-]")
-_CFLAG_RE = re.compile(r"-O(?:[0-3sgz]|fast)?|-f[a-z0-9][A-Za-z0-9_=+,.:-]*|-m[a-z0-9][A-Za-z0-9_=+,.:-]*"
+_CFLAG_RE = re.compile(r"-O(?:[0-3sgz]|fast)?|-f[A-Za-z0-9][A-Za-z0-9_=+,.:-]*|-m[a-z0-9][A-Za-z0-9_=+,.:-]*"
                        r"|-D[A-Za-z_][A-Za-z0-9_]*(?:=[A-Za-z0-9_=+,.:-]*)?|-U[A-Za-z_][A-Za-z0-9_]*"
-                       r"|-g[a-z0-9=,-]*|-W[A-Za-z0-9][A-Za-z0-9_=+,.:-]*|-std=[a-z0-9+]+")
-#: Options of an allowed shape that still load code, name a program or read/write a file
-#: the user did not name as an output of this build (prefixes, matched after the shape).
-_CFLAG_REFUSED = (
-    ("-fplugin", "loads a compiler plugin"),
-    ("-wrapper", "runs a program around the compiler"),
-    ("-Wl,", "passes options to the linker"),
-    ("-Wp,", "passes options to the preprocessor"),
-    ("-Wa,", "passes options to the assembler"),
-    ("-fprofile-use=", "reads a profile file"),
-    ("-fprofile-generate=", "names where the binary writes profiles"),
-    ("-fprofile-dir=", "names where the binary writes profiles"),
-    ("-fauto-profile", "reads a profile file"),
-    ("-fdump-", "writes compiler dump files"),
-    ("-fcallgraph-info", "writes files next to the build"),
-    ("-fsave-optimization-record", "writes files next to the build"),
-    ("-fstack-usage", "writes files next to the build"),
-    ("-fcompare-debug", "runs the compiler a second time with other options"),
-)
+                       r"|-g[a-z0-9=,-]*|-W[A-Za-z0-9][A-Za-z0-9_=+,.:-]*|-std=[a-z0-9+]+|-pthread")
+
+#: The one rule for options that make the compiler, or the binary it builds, write or read a file
+#: the build does not name, or run or load other code (:func:`writes_files`):
+#:
+#: * an output or pass-through option of the driver: ``-o``, ``-M...`` (dependency outputs),
+#:   ``-save-temps``, ``-aux-info``, ``-dump...``, ``-p``/``-pg``, ``--...``, ``-X...``
+#:   (``-Xassembler``, ``-Xlinker``), ``-Wa,``/``-Wl,``/``-Wp,``;
+#: * a ``-f...``, ``-g...`` or ``-m...`` option whose name or value holds one of :data:`FILE_WORDS`,
+#:   whole between ``-``, ``=``, ``,`` or ``:``: the words gcc and clang use for options that take an
+#:   output or input file (``-fdump-*``, ``-fopt-info*=FILE``, ``-fcallgraph-info``, ``-fstack-usage``,
+#:   ``-fsave-optimization-record``, ``-fprofile-*``, ``-ftest-coverage``,
+#:   ``-fdiagnostics-format=sarif-file``, ``-fdebug-prefix-map``, ``-flto-incremental=DIR``,
+#:   ``-gsplit-dwarf``, ``-fplugin``, ``-fcompare-debug`` ...), so a new option of such a family is
+#:   refused without being listed.
+FILE_WORDS = ("dump", "info", "temps", "save", "usage", "profile", "coverage", "report", "trace", "file", "files",
+              "dir", "directory", "path", "map", "list", "ignorelist", "blacklist", "output", "prefix", "deps",
+              "spec", "specs", "index", "incremental", "cache", "plugin", "wrapper", "xray", "compare-debug",
+              "split-dwarf")
+_FILE_WORD_RE = re.compile(r"(?:^|[-=,:])(?:" + "|".join(re.escape(w) for w in FILE_WORDS) + r")(?=$|[-=,:])")
+_OUTPUT_OPTION_RE = re.compile(r"-o|-M|-save-temps|-aux-info|-dump|-pg?$|--|-X|-W[A-Za-z],")
 _FUSE_LD = ("-fuse-ld=bfd", "-fuse-ld=gold", "-fuse-ld=lld", "-fuse-ld=mold")
+
+
+def writes_files(option: str) -> str | None:
+    """Why ``option`` may write or read a file the build does not name, or run or load other
+    code; None when it does not (the one rule above; the kit's own flags pass it)."""
+    if _OUTPUT_OPTION_RE.match(option):
+        return "names an output file or passes options through to another program"
+    if option[:2] in ("-f", "-g", "-m"):
+        m = _FILE_WORD_RE.search(option[2:])
+        if m:
+            word = m.group(0).lstrip("-=,:")
+            return (f"can write or read a file, or load code, the build does not name (options whose name "
+                    f"or value holds {word!r} are refused)")
+    if option.startswith("-fuse-ld") and option not in _FUSE_LD:
+        return "chooses the linker program (allowed: " + ", ".join(_FUSE_LD) + ")"
+    return None
 
 
 def cflags_allowed() -> str:
     """The 'allowed:' text of a refused compiler option."""
     return (f"compiler options shaped {', '.join(CFLAG_SHAPES)}, made of {CFLAG_CHARS} "
-            f"(no -wrapper, -B, -specs, @file, -fplugin, -Wl,/-Wp,/-Wa, pass-through, "
-            f"-o, -x, -I or -include, and no path)")
+            f"(no option that writes or reads a file or runs a program: no -o, -M..., -save-temps, "
+            f"-fdump-*, -fopt-info*, -fstack-usage, -fprofile-*, -wrapper, -B, -specs, @file, -fplugin, "
+            f"-Wl,/-Wp,/-Wa, pass-through, -x, -I or -include, and no path)")
 
 
 def validate_cflags(cflags: str | list[str] | None, name: str = "cflags") -> list[str]:
@@ -71,7 +91,9 @@ def validate_cflags(cflags: str | list[str] | None, name: str = "cflags") -> lis
 
     Raises ParamError naming ``name`` (``cflags``, ``--cflags``) and the allowed shapes for an
     option that could run a program, load code or name a file (``-wrapper``, ``-B``,
-    ``-specs``, ``@file``, ``-fplugin``, ``-Wl,...``, ``-o``, ``-x``, ``-I``, ``-include``), or
+    ``-specs``, ``@file``, ``-x``, ``-I``, ``-include``), that could write or read a file
+    (:func:`writes_files`: ``-o``, ``-M...``, ``-save-temps``, ``-fdump-*``, ``-fopt-info*``,
+    ``-fplugin``, ``-Wl,...`` ...), or
     that holds a shell or make metacharacter (``$``, backquote, ``;&|<>()'"\\``, ``#``,
     whitespace inside an option) or a ``/``.  The accepted options are safe as argv elements
     and, joined by spaces, as one ``make`` variable (nothing in them is expanded)."""
@@ -93,13 +115,9 @@ def validate_cflags(cflags: str | list[str] | None, name: str = "cflags") -> lis
         bad = next((c for c in w if not _CFLAG_CHAR_RE.fullmatch(c)), None)
         if bad is not None:
             raise ParamError(f"{label}: character {bad!r} in {w!r} is not allowed; allowed: {cflags_allowed()}")
-        why = next((why for pre, why in _CFLAG_REFUSED if w.startswith(pre)), None)
-        if why is None and w.startswith("-fuse-ld") and w not in _FUSE_LD:
-            why = "chooses the linker program (allowed: " + ", ".join(_FUSE_LD) + ")"
-        if why is None and "-wrapper" in w:
-            why = "runs a program around the compiler"
+        why = writes_files(w)
         if why is None and not _CFLAG_RE.fullmatch(w):
-            why = "is not of an allowed shape"
+            why = "runs a program around the compiler" if "-wrapper" in w else "is not of an allowed shape"
         if why is not None:
             raise ParamError(f"{label}: option {w!r} {why}; allowed: {cflags_allowed()}")
     return words

@@ -45,6 +45,7 @@ from typing import Any
 from ringlab.paths import expand_user
 from ringlab import rundir, schema
 from ringlab.errors import DataError, InputFileError, ParamError, RunnerError
+from ringlab.names import check_name
 from ringlab.tools import kmod
 from ringlab.system import modules
 from ringlab.experiments.base import Experiment, TrialSpec, last_json_object
@@ -52,7 +53,6 @@ from ringlab.experiments.params import Param
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PAIR = re.compile(r"^\d+:\d+$")
-_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 def _runner_error(msg: str) -> Exception:
@@ -88,8 +88,8 @@ def parse_modules(text: str, tree: str = "") -> dict[str, str]:
         name, sep, path = part.partition("=")
         if not sep:
             name, path = "", part
-        if name and not _NAME.match(name):
-            raise ParamError(f"parameter 'module': invalid NAME {name!r}; allowed: letters, digits, '_', '.', '-'")
+        if name:
+            check_name(name, "parameter 'module': NAME")
         if "/" not in path and not path.endswith(".ko"):
             if not tree:
                 raise ParamError(f"parameter 'module': {path!r} is a module name, so 'tree' must name the kernel "

@@ -49,7 +49,7 @@ class PageFrag(Experiment):
     description = "page_frag cache before/after Part-1: push/pop over a ptr_ring across CPUs (seed 002)"
     params = [
         Param("variants", "str_list", list(VARIANTS), "page_frag implementations to compare",
-              choices=VARIANTS),
+              choices=VARIANTS, names=True),
         Param("aligns", "int_list", [0, 1], "0: page_frag_alloc; 1: page_frag_alloc_align(64)",
               choices=(0, 1), column=False),
         Param("alloc_lens", "int_list", [12, 64, 2048], f"fragment sizes in bytes (test_alloc_len), "

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ringlab.errors import ParamError
+from ringlab.names import check_name
 
 
 KINDS = ("int", "float", "bool", "str", "int_list", "str_list", "float_list")
@@ -46,6 +47,7 @@ class Param:
     min: float | None = None       # inclusive bounds for numbers (each list element too)
     max: float | None = None
     column: bool = True            # recorded as a raw.csv parameter column per trial
+    names: bool = False            # each value is a name (ringlab.names), e.g. a variant: refused otherwise
 
     def allowed(self) -> str:
         if self.choices is not None:
@@ -69,13 +71,16 @@ class Param:
 
     def _parse_list(self, raw: Any) -> list[Any]:
         """A comma/semicolon separated string or a sequence, each element parsed as the element kind."""
-        elem = Param(self.name, self.kind[:-5], None, self.help, self.choices, self.min, self.max)
+        elem = Param(self.name, self.kind[:-5], None, self.help, self.choices, self.min, self.max,
+                     names=self.names)
+        # a name keeps its tabs and newlines, so that the name rule refuses them
+        strip = (lambda s: s.strip(" ")) if self.names else (lambda s: s.strip())
         if isinstance(raw, str):
-            parts = [p.strip() for p in raw.replace(";", ",").split(",")]
+            parts = [strip(p) for p in raw.replace(";", ",").split(",")]
             if parts == [""]:
                 raise self._fail(raw, "empty list")
         elif isinstance(raw, (list, tuple)):
-            parts = [p.strip() if isinstance(p, str) else p for p in raw]
+            parts = [strip(p) if isinstance(p, str) else p for p in raw]
         elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
             parts = [raw]
         else:
@@ -144,7 +149,7 @@ class Param:
             raise self._fail(raw, "not a string:")
         # papermill trap: -p version 1.10 arrives as 1.1; we cannot undo that,
         # so strings that must look like numbers should be passed with -r.
-        return str(raw).strip()
+        return str(raw).strip(" ") if self.names else str(raw).strip()
 
     def parse(self, raw: Any) -> Any:
         """Turn a CLI string / papermill value into the typed value, or raise ParamError."""
@@ -158,6 +163,8 @@ class Param:
             val = self._parse_float(raw)
         elif self.kind == "str":
             val = self._parse_str(raw)
+            if self.names:
+                check_name(val, f"parameter '{self.name}'")
         else:  # pragma: no cover - programming error
             raise AssertionError(self.kind)
         if self.choices is not None and val not in self.choices:

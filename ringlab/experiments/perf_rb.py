@@ -75,7 +75,7 @@ class PerfRb(Experiment):
     description = "perf ring buffer overhead: close(-1) loop alone / under perf record forward / backward"
     params = [
         Param("variants", "str_list", list(VARIANTS), "configurations: base, forward, backward",
-              choices=VARIANTS),
+              choices=VARIANTS, names=True),
         Param("placements", "str_list", ["auto"],
               "where workload and perf run: none, same-core, split, a topology class, or auto",
               choices=PLACEMENTS),

@@ -84,7 +84,8 @@ class PtrRing(Experiment):
     description = "ptr_ring variants (prebatch/batch/reorder/spsc + your kernel header), seed 000/003"
     params = [
         Param("variants", "str_list", list(BUILTIN_VARIANTS),
-              "ring variants to compare: prebatch, batch, reorder, spsc, or a NAME from kernel_headers"),
+              "ring variants to compare: prebatch, batch, reorder, spsc, or a NAME from kernel_headers",
+              names=True),
         Param("modes", "int_list", [0, 1], "; ".join(f"{m} {d}" for m, d in MODE_DESCRIPTIONS.items()),
               choices=MODES, column=False),
         Param("sizes", "int_list", [1000], "ring sizes (entries)", min=2, max=10_000_000, column=False),

@@ -17,6 +17,7 @@ from ringlab.report import mail
 from ringlab.report.figures import round_ratio
 from ringlab.errors import ParamError as _BaseParamError
 from ringlab.errors import RinglabError
+from ringlab.names import check_name
 from ringlab.experiments import get as get_experiment
 from ringlab.lab.reproduce import run_dir_for
 from ringlab.report import report as _report
@@ -67,6 +68,11 @@ def run_dir(out_dir: str, experiment_folder: str, host: str = "") -> Path:
     ``scratch/`` at the repository root, git-ignored), so it never shows up in results/."""
     if out_dir:
         return Path(out_dir).resolve()
+    if host:
+        try:
+            check_name(host, "parameter 'host'")
+        except _BaseParamError as e:
+            raise ParamError(str(e)) from None
     return run_dir_for(experiment_folder, host or None, root=paths.scratch_dir()).resolve()
 
 

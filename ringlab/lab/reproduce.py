@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ringlab import paths
+from ringlab.names import check_name
 from ringlab.lab.results_index import LOCAL_INDEX, has_published_runs, is_complete, is_local, mark_local, write_index
 from ringlab.run import host_id, new_run_id
 from ringlab.system.envinfo import HOST_ENV
@@ -59,7 +60,8 @@ def run_dir_for(experiment: str, host: str | None = None, run_id: str | None = N
                 root: Path | None = None) -> Path:
     """<root>/<experiment>/<host>/<run-id>/ (``root`` default: the repository's results/)."""
     root = Path(root) if root is not None else paths.results_dir()
-    return root / experiment / (host or host_id()) / (run_id or new_run_id())
+    return (root / check_name(experiment, "experiment folder") / check_name(host or host_id(), "host")
+            / check_name(run_id or new_run_id(), "run id"))
 
 
 @dataclass
@@ -145,6 +147,8 @@ def reproduce(profile: str = "quick", only: list[str] | None = None, host: str |
     if profile not in PROFILES:
         raise ReproduceError(f"parameter 'profile': unknown value {profile!r}; allowed: {', '.join(PROFILES)}")
     names = _resolve_only(only)
+    if host is not None:
+        check_name(host, "--host")
     outcomes = []
     for nb in names:
         log(f"[reproduce] {nb} (profile={profile}) ...")

@@ -23,6 +23,7 @@ from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
 from ringlab.experiments.params import MAX_PLAN_TRIALS
+from ringlab.names import check_name
 from ringlab.digest import sha256_file
 from ringlab.rundir import read_done, read_env
 from ringlab.run.context import RunContext
@@ -57,7 +58,8 @@ def default_out_dir(experiment: str, host: str | None = None, run_id: str | None
     """scratch/<experiment>/<host>/<run-id>/ (never an existing folder): the scratch folder of
     notebook runs made outside ``ringlab reproduce`` (``reproduce.scratch_dir``,
     $RINGLAB_SCRATCH), so a run without --out never lands in results/ or its index."""
-    return paths.scratch_dir() / experiment / (host or host_id()) / (run_id or new_run_id())
+    return (paths.scratch_dir() / check_name(experiment, "experiment") / check_name(host or host_id(), "host")
+            / check_name(run_id or new_run_id(), "run id"))
 
 
 @dataclass

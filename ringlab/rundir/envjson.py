@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
+from ringlab.names import check_data_name
 from ringlab.rundir.rawcsv import _decode
 
 #: version of env.json's layout (see ringlab/rundir/__init__.py)
@@ -179,9 +180,29 @@ def check_env_doc(p: Path, doc: Any, experiment: str | None = None) -> None:
     st = doc.get("status")
     if st is not None and st not in _RUN_STATUSES and not st.startswith("failed"):
         raise DataError(f"{p}: field 'status' is {st[:40]!r}; expected one of {', '.join(_RUN_STATUSES)}")
+    check_env_names(p, doc)
     if experiment is not None and doc.get("experiment") not in (None, experiment):
         raise DataError(f"{p}: field 'experiment' is {doc['experiment'][:40]!r}; expected '{experiment}' "
                         "(the experiment of this run's raw.csv)")
+
+
+#: env.json fields that hold a name (ringlab.names): they become paths, mail lines and table cells
+NAME_FIELDS = ("run_id", "experiment", "host", "baseline")
+
+
+def check_env_names(p: Path, doc: dict) -> None:
+    """``BadDataNameError`` (a DataError) naming the file and the field when a name field
+    (:data:`NAME_FIELDS`, ``parameters.variants``) of env.json is not a name."""
+    for key in NAME_FIELDS:
+        if isinstance(doc.get(key), str):
+            check_data_name(doc[key], p, f"field '{key}':")
+    params = doc.get("parameters")
+    variants = params.get("variants") if isinstance(params, dict) else None
+    if isinstance(variants, str):
+        variants = [v.strip(" ") for v in variants.split(",")]
+    if isinstance(variants, list):
+        for v in variants:
+            check_data_name(v, p, "field 'parameters.variants':")
 
 
 #: statuses of a run (env.json "status"; the same as ringlab.rundir.RUN_STATUSES)

@@ -24,6 +24,7 @@ import stat
 from pathlib import Path
 
 from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
+from ringlab.fmt import printable
 
 #: text files of a run folder, and who renders them (rundir writes them all)
 TEXT_FILES = (
@@ -129,7 +130,10 @@ def write_bytes(run_dir, name: str, data: bytes) -> Path:
 
 
 def write_text(run_dir, name: str, text: str) -> Path:
-    """``text`` (UTF-8) as file ``name`` of ``run_dir``, atomically; its path."""
+    """``text`` (UTF-8) as file ``name`` of ``run_dir``, atomically; its path.  A .md, .txt or
+    .tex file is written without control characters or terminal escapes (``ringlab.fmt.printable``)."""
+    if name.endswith((".md", ".txt", ".tex")):
+        text = printable(text, multiline=True)
     return write_bytes(run_dir, name, text.encode("utf-8", errors="surrogateescape"))
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
 from ringlab.rundir.rawrows import (INT_COLUMNS, LEGACY_COLUMNS, METRIC_COLUMNS, MAX_RAW_ROWS,  # noqa: F401
                                    check_rows, known_columns)
+from ringlab.names import check_data_name, name_problem
 
 # -- raw.csv: writing ----------------------------------------------------------------------------
 def _cell(v: Any) -> str:
@@ -168,9 +169,29 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
                          keep_default_na=True)
     except (ValueError, pd.errors.ParserError, OSError) as e:
         raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`") from None
+    check_raw_names(path, df)
     if "round" not in df.columns and "trial" in df.columns:
         df.insert(df.columns.get_loc("trial") + 1, "round", df["trial"])
     return df
+
+
+#: raw.csv columns that hold a name (ringlab.names): they become paths, mail lines and table cells
+NAME_COLUMNS = ("run_id", "experiment", "host", "variant")
+
+
+def check_raw_names(path: Path, df: pd.DataFrame) -> None:
+    """``BadDataNameError`` (a DataError) naming the file, the column and the first row whose
+    cell of a name column (:data:`NAME_COLUMNS`) is not a name; empty cells are left to the
+    readers that need them."""
+    for col in NAME_COLUMNS:
+        if col not in df.columns:
+            continue
+        s = df[col]
+        for v in s.dropna().unique():
+            text = v if isinstance(v, str) else str(v)
+            if name_problem(text) is not None:
+                row = int((s == v).to_numpy().argmax()) + 1
+                check_data_name(text, path, f"column '{col}' (row {row}):")
 
 
 def require_metric(df: pd.DataFrame, metric: str, path: str | os.PathLike) -> None:

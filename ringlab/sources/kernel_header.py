@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ringlab.paths import expand_user
+from ringlab.names import NAME_RULE, name_problem
 from ringlab.paths import CSRC
 from ringlab.sources.header_files import IN_TREE, KernelHeaderError, read_header_bytes
 from ringlab.sources.header_source import resolve_source
@@ -42,9 +43,8 @@ COMPAT_DIR = CSRC / "compat"
 STUB_INCLUDE_DIR = COMPAT_DIR / "include"
 WRAPPER = "compat/kernel_ptr_ring.h"       # relative to csrc/, as the harness includes it
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-#: a NAME is a file name (build/bin/ptr_ring_test_NAME) and a raw.csv variant: short
-MAX_NAME_LEN = 64
+#: a NAME is a file name (build/bin/ptr_ring_test_NAME) and a raw.csv variant: one name
+#: (ringlab.names: NAME_RULE, at most MAX_NAME_LEN characters)
 
 # A tiny translation unit that includes the wrapper and names every function
 # the harness calls, so a header that compiles but lacks the API fails here,
@@ -90,11 +90,10 @@ def parse_spec(spec: str) -> tuple[str, Path]:
             f"--kernel-header: expected NAME=PATH (e.g. mine=~/linux), got {spec!r}")
     name, _, path = spec.partition("=")
     name, path = name.strip(), path.strip()
-    if len(name) > MAX_NAME_LEN or not _NAME_RE.match(name) or name in (".", ".."):
+    why = name_problem(name)
+    if why is not None:
         shown = name if len(name) <= 40 else name[:40] + "..."
-        raise KernelHeaderError(
-            f"--kernel-header: invalid NAME {shown!r} ({len(name)} characters); allowed: 1 to {MAX_NAME_LEN} "
-            "letters, digits, '_', '.', '-' ([A-Za-z0-9_.-]+, not '.' or '..')")
+        raise KernelHeaderError(f"--kernel-header: invalid NAME {shown!r} ({why}); allowed: {NAME_RULE}")
     if name in BUILTIN_VARIANTS:
         raise KernelHeaderError(
             f"--kernel-header: NAME {name!r} clashes with a built-in variant; "

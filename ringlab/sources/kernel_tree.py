@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ringlab.paths import expand_user
 from ringlab import paths
+from ringlab.names import NAME_RULE, name_problem
 from ringlab.sources import git_source
 
 DEBIAN_PREFIX = "debian:"
@@ -144,8 +145,9 @@ def parse_trees(text: str) -> list[TreeSpec]:
     if dup:
         raise TreeError(f"tree name {dup[0]!r} used twice; name them: A=SPEC,B=SPEC")
     for n in names:
-        if not _NAME_RE.match(n):
-            raise TreeError(f"invalid tree NAME {n!r}; allowed: letters, digits, '_', '.', '-'")
+        why = name_problem(n)
+        if why is not None:
+            raise TreeError(f"invalid tree NAME {n!r} ({why}); allowed: {NAME_RULE}")
     return out
 
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 from ringlab import __version__
+from ringlab.names import MAX_NAME_LEN, check_name
 from ringlab.system import governor, modules, perfprobe, procstat, sysfs
 from ringlab.system.topology import Topology
 
@@ -28,9 +29,17 @@ HOST_ENV = "RINGLAB_HOST"
 
 
 def host_id() -> str:
-    """Short stable machine id for raw.csv: $RINGLAB_HOST or the short hostname, as [a-z0-9-]."""
-    raw = os.environ.get(HOST_ENV) or socket.gethostname().split(".")[0]
-    s = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")
+    """Short stable machine id for raw.csv: $RINGLAB_HOST or the short hostname, as [a-z0-9-].
+
+    $RINGLAB_HOST is the user's input: it must be a name (``ringlab.names``, as ``--host``),
+    else ``BadNameError`` (exit 2) names the variable.  A name is then written in the host id's
+    own shape (lower case, runs of other characters as ``-``), like the hostname."""
+    raw = os.environ.get(HOST_ENV)
+    if raw:
+        check_name(raw, f"${HOST_ENV}")
+    else:
+        raw = socket.gethostname().split(".")[0]
+    s = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")[:MAX_NAME_LEN].strip("-")
     return s or "unknown"
 
 

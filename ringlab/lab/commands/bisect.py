@@ -10,11 +10,14 @@ every other -p goes to each step's run (profile, layouts, modes, seed ...).  doc
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import sys
 from pathlib import Path
 
 from ringlab.errors import ParamError
+from ringlab.names import check_name
+from ringlab.rundir.outputs import check_output
 from ringlab.lab.bisect import Config, start
 from ringlab.lab.bisect.report import write_outputs
 from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
@@ -45,6 +48,17 @@ def _number(params: dict, name: str, kind, default):
     return v
 
 
+def _rev_label(rev: str) -> str:
+    """A revision as part of a name: characters outside the name rule as '_', at most 24."""
+    return re.sub(r"\.{2,}", "_", re.sub(r"[^A-Za-z0-9._-]", "_", rev))[:24]
+
+
+def bisect_label(experiment: str, good: str, bad: str) -> str:
+    """The default bisect folder's name, EXPERIMENT-GOOD-BAD, made a name (ringlab.names): a
+    revision such as ``origin/master`` or ``HEAD~3`` gives ``origin_master``, ``HEAD_3``."""
+    return check_name(f"{experiment}-{_rev_label(good)}-{_rev_label(bad)}", "bisect label (EXPERIMENT-GOOD-BAD)")
+
+
 def config(args):
     params: dict[str, str] = {}
     for name, value in args.parameter:
@@ -54,11 +68,12 @@ def config(args):
     missing = [n for n in ("tree", "good", "bad") if not params.get(n)]
     if missing:
         raise ParamError(f"parameter '{missing[0]}': missing; allowed: -p tree DIR -p good REV -p bad REV")
-    out = Path(args.out) if args.out else Path("scratch") / "bisect" / (
-        f"{args.experiment}-{params['good']}-{params['bad']}".replace("/", "_"))
+    out = Path(args.out) if args.out else Path("scratch") / "bisect" / bisect_label(
+        args.experiment, params["good"], params["bad"])
     cmd = ["ringlab", "bisect", args.experiment]
     for name, value in args.parameter:
         cmd += ["-p", name, value]
+    check_output(out, "--out", folder=True)
     cmd += ["--out", str(out)]
     return Config(experiment=args.experiment, tree=params["tree"], good=params["good"], bad=params["bad"],
                   out=out, metric=params.get("metric", "ns_per_op"),

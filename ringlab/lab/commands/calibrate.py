@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
 from ringlab.errors import ParamError
+from ringlab.rundir.outputs import check_output
 from ringlab.studies import calibration as cal
 
 
@@ -53,6 +54,8 @@ def run(args) -> int:
         if name in params:
             raise ParamError(f"parameter '{name}' given twice; allowed: each parameter once")
         params[name] = value
+    if args.out:
+        check_output(args.out, "--out", folder=True)
     if args.from_run:
         if params or args.header:
             raise ParamError("--from: analyses a run already measured; allowed without -p and --header")

@@ -7,6 +7,7 @@ import sys
 
 from ringlab.lab.commands.dashvalues import allow_dash_values
 from ringlab.errors import ParamError
+from ringlab.fmt import printable
 from ringlab.report.tables import comparison_rows, md_table
 from ringlab.rundir import read_raw, require_metric
 from ringlab.stats import StatsError, compare, to_records
@@ -43,12 +44,13 @@ def run(args) -> int:
         print(json.dumps(to_records(res), indent=2))
         return 0
     header, rows = comparison_rows(res)
-    print(md_table(header, rows))
+    out = [md_table(header, rows)]
     if len(res):
-        print()
-        print(method_text(res))
+        out += ["", method_text(res)]
         welch = ", ".join(f"{r.candidate}@{r.group}: {r.p_welch:.3g}" for r in res.itertuples()
                           if isinstance(r.p_welch, float) and not math.isnan(r.p_welch))
         if welch:
-            print(f"Welch t-test p (uncorrected, descriptive): {welch}")
+            out.append(f"Welch t-test p (uncorrected, descriptive): {welch}")
+    # text from raw.csv reaches the terminal without control characters or escapes
+    print(printable("\n".join(out), multiline=True))
     return 0

@@ -11,6 +11,7 @@ import sys
 
 from ringlab.errors import DataError, ParamError
 from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.rundir.outputs import check_output
 from ringlab.tools import kmod_perf, perfstat
 
 
@@ -47,6 +48,7 @@ def run(args) -> int:
     if len(text) > MAX_INPUT_BYTES:
         raise DataError(f"{args.file}: larger than {MAX_INPUT_BYTES >> 20} MiB; expected pasted perf stat output")
     if args.csv:
+        check_output(args.csv, "--csv")
         out = os.path.dirname(args.csv) or "."
         if os.path.isdir(args.csv) or not os.path.isdir(out):
             raise ParamError(f"parameter '--csv': {args.csv!r} is a directory or in a folder that does not exist; "

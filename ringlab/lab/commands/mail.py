@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 from ringlab.errors import ParamError
+from ringlab.fmt import printable
 from ringlab.report.bisect_mail import bisect_mail_text, is_bisect_folder
 from ringlab.report.mail import MailError, mail_text
+from ringlab.rundir import write_text
+from ringlab.rundir.outputs import check_output
 
 
 def add_arguments(p) -> None:
@@ -25,8 +28,14 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write the text to FILE instead of stdout")
 
 
+#: the mail's own file in a run folder: ``-o RUN/mail.txt`` is the one target inside a run folder
+OWN_OUTPUT = "mail.txt"
+
+
 def run(args) -> int:
+    into_run = None
     if args.output:
+        into_run = check_output(args.output, "-o", own=(OWN_OUTPUT,))
         out = Path(args.output)
         if out.is_dir():
             raise ParamError(f"parameter '-o': {out} is a directory; allowed: a file path in an existing folder")
@@ -45,7 +54,11 @@ def run(args) -> int:
     except MailError as e:
         print(f"ringlab mail: error: {e}", file=sys.stderr)
         return 2
-    if args.output:
+    # text from the run's files reaches the terminal or the file without control characters
+    text = printable(text, multiline=True)
+    if into_run is not None:
+        write_text(into_run, OWN_OUTPUT, text)
+    elif args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)

@@ -12,6 +12,7 @@ from ringlab.errors import ParamError
 from ringlab.lab.commands.dashvalues import allow_dash_values
 from ringlab.report import provenance
 from ringlab.rundir import read_env, read_run
+from ringlab.fmt import printable
 
 
 def add_arguments(p):
@@ -85,5 +86,6 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(res, indent=2, default=str))
     else:
-        print(format_compare(res) if args.against else format_check(res))
+        # text from the run's files reaches the terminal without control characters or escapes
+        print(printable(format_compare(res) if args.against else format_check(res), multiline=True))
     return 1 if res["problems"] else 0

@@ -12,6 +12,7 @@ from ringlab.errors import ParamError
 from ringlab.experiments.base import get
 from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
 from ringlab.run import run_experiment
+from ringlab.rundir.outputs import check_output
 
 
 def add_arguments(p):
@@ -48,6 +49,8 @@ def run(args) -> int:
         if name in params:
             raise ParamError(f"parameter '{name}' given twice; allowed: each parameter once")
         params[name] = value
+    if args.out:
+        check_output(args.out, "--out", folder=True)
     res = run_experiment(args.experiment, params, args.out, resume=args.resume, progress=args.progress,
                          build=not args.no_build, argv=list(sys.argv))
     print(f"run {res.run_id}: {res}")

@@ -8,6 +8,9 @@ from ringlab.lab.commands.dashvalues import allow_dash_values
 from ringlab.report import pick_metric, write_report
 from ringlab.rundir import RunFolder, read_run, require_metric
 from ringlab.stats import StatsError
+from ringlab.errors import ParamError
+from ringlab.fmt import printable
+from ringlab.names import check_name
 
 
 def add_arguments(p) -> None:
@@ -28,6 +31,10 @@ def run(args) -> int:
             print(f"ringlab summarize: error: --label {item!r}: expected VARIANT=LABEL", file=sys.stderr)
             return 2
         k, v = item.split("=", 1)
+        check_name(k, "--label VARIANT")
+        if not v or printable(v, html=True) != v or len(v) > 80:
+            raise ParamError(f"--label {item!r}: LABEL {v!r} is not a plain label; allowed: 1 to 80 printable "
+                             "characters without control characters, '<', '>' or '&'")
         labels[k] = v
     folder = RunFolder(args.dir)
     # corrupt files: DataError (exit 2) naming the file and line

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.errors import DataError, ParamError
+from ringlab.names import check_data_name
 from ringlab.rundir import utc_now
 from ringlab.rundir.envjson import atomic_write_json
 from ringlab.system import git as hgit
@@ -34,6 +35,8 @@ def load(fleet_id: str, results: Path | None = None) -> dict:
         raise DataError(f"{p}: unreadable fleet record ({e})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), dict):
         raise DataError(f"{p}: field 'nodes' missing; expected a fleet record written by ringlab fleet submit")
+    for node in doc["nodes"]:
+        check_data_name(node, p, "field 'nodes': node")
     return doc
 
 

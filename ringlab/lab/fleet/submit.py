@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ringlab import paths
 from ringlab.errors import ParamError
+from ringlab.names import check_name
 from ringlab.lab.fleet import record, slurm
 from ringlab.lab.fleet.collect import verdicts
 from ringlab.lab.fleet.command import parse_command, reproduce_args
@@ -32,10 +33,14 @@ def choose_nodes(nodes: str | None, partition: str | None, constraint: str | Non
         if not out:
             raise ParamError(f"parameter '--partition': no node in {partition!r}"
                              + (f" with constraint {constraint!r}" if constraint else ""))
+        for n in out:
+            check_name(n, f"parameter '--partition': node of {partition!r}")
         return out
     out = list(dict.fromkeys(n.strip() for n in nodes.split(",") if n.strip()))
     if not out:
         raise ParamError("parameter '--nodes': empty node list; allowed: node names, comma-separated")
+    for n in out:
+        check_name(n, "parameter '--nodes'")
     known = slurm.known_nodes()
     unknown = [n for n in out if known is not None and n not in known]
     if unknown:
@@ -75,6 +80,7 @@ def node_args(doc: dict, node: str, todo: list[str] | None, resume: bool) -> lis
 
 
 def _submit_node(doc: dict, node: str, todo: list[str] | None, resume: bool) -> str:
+    check_name(node, "node")
     d = record.fleet_dir(doc["fleet_id"], Path(doc["results"]))
     n = len(doc["nodes"][node]["jobs"])
     script = d / f"{node}-{n}.sh"
@@ -93,6 +99,8 @@ def submit(nodes: list[str], command: list[str], time_limit: str = "1:00:00",
     """Submit one job per node; returns the fleet record (also in results/fleet/<id>/fleet.json)."""
     slurm.require("sbatch")
     slurm.check_time(time_limit)
+    for node in nodes:
+        check_name(node, "node")
     kind, args = parse_command(command)
     commit, dirty = record.git_commit(paths.ROOT, allow_dirty)
     doc = record.new_record(new_run_id(), commit, dirty, sys.executable, args, kind, time_limit,
