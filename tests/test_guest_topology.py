@@ -25,6 +25,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ringlab.system import envinfo
+from ringlab.system.topology import Topology
 from tests import guestvm
 
 pytestmark = pytest.mark.skipif(guestvm.unavailable() is not None, reason=str(guestvm.unavailable()))
@@ -38,8 +40,10 @@ C2C = ("import json, sys\nfrom ringlab.tools import latency\n"
        "pairs = [tuple(map(int, p.split(':'))) for p in sys.argv[1:]]\n"
        "print(json.dumps({f'{a}:{b}': latency.run_probe(a, b, iterations=2000, rounds=3, timeout=120)"
        " for a, b in pairs}))\n")
-FIGURE = ("import sys\nfrom ringlab.studies import envreport\n"
-          "env = envreport.write_environment_run(sys.argv[1], probe_counters=False)\n"
+FIGURE = ("import json, sys\nfrom pathlib import Path\nfrom ringlab import rundir\n"
+          "from ringlab.studies import envreport\n"
+          "env = json.loads(Path(sys.argv[1]).read_text())\n"
+          "rundir.write_figure(sys.argv[2], 'topology', envreport.topology_figure(env))\n"
           "print(env['topology']['n_cpus'])\n")
 
 
@@ -64,15 +68,13 @@ def two_sockets(tmp_path_factory):
     _host_build(work / "build", [])
     out = work / "out"
     out.mkdir()
-    mpl = guestvm.prepare_matplotlib(out)
     steps = [
         {"name": "sysfs", "capture_sysfs": True},
         {"name": "env_json", "argv": [guestvm.RINGLAB, "env", "--json", "--no-probe"], "timeout": 300},
-        {"name": "env_text", "argv": [guestvm.RINGLAB, "env", "--no-probe"], "timeout": 300},
         _ringlab_run(out, "run_auto", ["-p", "cpus", "auto"]),
         _ringlab_run(out, "run_all", ["-p", "cpus", "all", *ALL_PARAMS]),
         {"name": "c2c", "argv": [guestvm.PY, "-c", C2C, "1:5", "1:2", "1:6"], "timeout": 300},
-        {"name": "figure", "argv": [guestvm.PY, "-c", FIGURE, str(out / "envrun")], "env": mpl,
+        {"name": "figure", "argv": [guestvm.PY, "-c", FIGURE, str(out / "env_json.out"), str(out / "envrun")],
          "timeout": 600},
     ]
     return guestvm.boot(guestvm.TWO_SOCKETS, out, steps, work)
@@ -86,10 +88,8 @@ def split_llc(tmp_path_factory):
     out.mkdir()
     steps = [
         {"name": "sysfs", "capture_sysfs": True},
-        {"name": "env_json", "argv": [guestvm.RINGLAB, "env", "--json", "--no-probe"], "timeout": 300},
         {"name": "offline", "offline": [3, 6]},
         {"name": "sysfs_offline", "capture_sysfs": True},
-        {"name": "env_json_offline", "argv": [guestvm.RINGLAB, "env", "--json", "--no-probe"], "timeout": 300},
         _ringlab_run(out, "run_all", ["-p", "cpus", "all", *ALL_PARAMS]),
     ]
     return guestvm.boot(guestvm.SPLIT_LLC, out, steps, work)
@@ -143,10 +143,8 @@ def test_env_text_and_no_container_in_the_guest(two_sockets):
     env = _env(two_sockets)
     v = env["host"]["virtualization"]
     assert v["container"] in (None, "none"), v
-    _ok(two_sockets, "env_text")
-    text = two_sockets.text("env_text")
-    assert "container:" not in text
-    assert "8" in text
+    text = envinfo.format_text(env)
+    assert "container:" not in text and "qemu" in text
 
 
 def test_cpus_auto_places_every_class(two_sockets):
@@ -180,20 +178,24 @@ def test_notebook00_topology_figure(two_sockets):
 
 # -- one socket, L3 split in two, then two CPUs offline ---------------------------------------------
 def test_split_llc_has_cross_llc(split_llc):
-    t = _env(split_llc)["topology"]
-    assert t["n_cpus"] == 8 and t["n_packages"] == 1
+    _ok(split_llc, "sysfs")
+    t = Topology.read(split_llc.out / "sysfs").to_dict()
+    assert t["n_cpus"] == 8 and t["n_packages"] == 1 and t["threads_per_core"] == 2
     assert t["llc_groups"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert t["numa_nodes"] == {"0": list(range(8))}
     assert t["classes_present"] == ["same-cpu", "smt-sibling", "same-llc", "cross-llc"]
 
 
 def test_offline_cpus_are_left_out(split_llc):
-    t = _env(split_llc, "env_json_offline")["topology"]
+    _ok(split_llc, "offline")
+    d = _trials(split_llc, "run_all")
+    # the run's own env.json: the topology ringlab read in the guest, CPUs 3 and 6 offline
+    t = json.loads((split_llc.out / "run_all" / "env.json").read_text())["environment"]["topology"]
     assert t["online"] == "0-2,4-5,7" and t["n_cpus"] == 6
     by_cpu = {c["cpu"]: c for c in t["cpus"]}
     assert by_cpu[2]["smt_siblings"] == [2] and by_cpu[7]["smt_siblings"] == [7]
     assert t["llc_groups"] == [[0, 1, 2], [4, 5, 7]]
-    d = _trials(split_llc, "run_all")
+    assert Topology.read(split_llc.out / "sysfs_offline").to_dict()["llc_groups"] == t["llc_groups"]
     _check_placement(d, t)
     online = [0, 1, 2, 4, 5, 7]
     assert set(zip(d["cpu_req_producer"], d["cpu_req_consumer"])) == \
