@@ -201,3 +201,26 @@ def test_offline_cpus_are_left_out(split_llc):
     online = [0, 1, 2, 4, 5, 7]
     assert set(zip(d["cpu_req_producer"], d["cpu_req_consumer"])) == \
         {(a, b) for a in online for b in online if a != b}
+
+
+# -- the committed trees (tests/data/sysfs-qemu-*) are what this kernel writes ---------------------
+DATA = guestvm.ROOT / "tests" / "data"
+
+
+def _same_tree(captured: Path, fixture: Path) -> None:
+    from tests.fakes import sysfs_shape
+    a, b = Topology.read(captured).to_dict(), Topology.read(fixture).to_dict()
+    a.pop("source"), b.pop("source")
+    assert a == b
+    assert sysfs_shape.problems(fixture, captured) == []
+
+
+def test_fixture_is_the_captured_tree(two_sockets):
+    _ok(two_sockets, "sysfs")
+    _same_tree(two_sockets.out / "sysfs", DATA / "sysfs-qemu-2s2c2t-numa")
+
+
+def test_split_llc_fixtures_are_the_captured_trees(split_llc):
+    _ok(split_llc, "sysfs_offline")
+    _same_tree(split_llc.out / "sysfs", DATA / "sysfs-qemu-1s2llc")
+    _same_tree(split_llc.out / "sysfs_offline", DATA / "sysfs-qemu-1s2llc-offline")

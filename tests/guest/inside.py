@@ -30,7 +30,7 @@ def capture_sysfs(dest: Path) -> dict:
     n = 0
     for pat in SYSFS_GLOBS:
         for src in sorted(glob.glob("/sys/" + pat)):
-            if not os.path.isfile(src):
+            if not os.path.isfile(src) or src.endswith("/uevent"):
                 continue
             try:
                 with open(src) as f:
