@@ -38,7 +38,7 @@ def _why_not() -> str | None:
 pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
 
 RUN = ["-p", "profile", "smoke", "-p", "counters", "false", "-p", "governor", "false", "-p", "quiet", "off",
-       "-p", "trials", "1", "--no-progress"]
+       "-p", "trials", "1", "--no-progress", "--no-build"]
 
 
 def _run(out, name, module, args, extra):
