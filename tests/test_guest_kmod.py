@@ -42,7 +42,7 @@ RUN = ["-p", "profile", "smoke", "-p", "counters", "false", "-p", "governor", "f
 
 
 def _run(out, name, module, args, extra):
-    return {"name": name, "timeout": 600,
+    return {"name": name, "timeout": 1500,
             "argv": [guestvm.RINGLAB, "run", "kmod", *RUN, "-p", "module", str(module), "-p", "args", args,
                      *extra, "--out", str(out / name)]}
 
@@ -61,15 +61,17 @@ def guest(tmp_path_factory):
     out = work / "out"
     out.mkdir()
     steps = [
-        _run(out, "run_ok", ko, "nr_test=20000 test_alloc_len=64", ["-p", "cpus", "auto"]),
+        # a trial process takes up to a minute to start under TCG on a small machine
+        _run(out, "run_ok", ko, "nr_test=2000 test_alloc_len=64", ["-p", "cpus", "auto", "-p", "timeout", "400"]),
         {"name": "modules_ok", "argv": ["cat", "/proc/modules"]},
-        _run(out, "run_fail", ko, "test_fail=1", ["-p", "cpus", "none"]),
-        _run(out, "run_hang", ko, "test_hang_s=40 nr_test=1000", ["-p", "cpus", "none", "-p", "timeout", "5"]),
+        _run(out, "run_fail", ko, "test_fail=1", ["-p", "cpus", "none", "-p", "timeout", "400"]),
+        # init sleeps 90 s; the trial (its process starts in up to a minute) is killed at 80 s
+        _run(out, "run_hang", ko, "test_hang_s=90 nr_test=1000", ["-p", "cpus", "none", "-p", "timeout", "80"]),
         # the guardian unloads the hanging module once its init returns
-        {"name": "modules_hang", "argv": ["sh", "-c", "sleep 60; cat /proc/modules"], "timeout": 120},
+        {"name": "modules_hang", "argv": ["sh", "-c", "sleep 90; cat /proc/modules"], "timeout": 200},
         {"name": "dmesg", "argv": ["dmesg"]},
     ]
-    return guestvm.boot(SHAPE, out, steps, work), ko
+    return guestvm.boot(SHAPE, out, steps, work, timeout=1800), ko
 
 
 def _raw(run, name):
@@ -92,7 +94,7 @@ def test_kmod_run_loads_parses_and_unloads(guest):
     assert (d["status"] == "ok").all(), d.to_string()
     assert {"same-cpu", "smt-sibling", "cross-numa"} <= set(d["pair_class"])
     assert (d["ns_per_op"] > 0).all()
-    assert "20000 of iterations for non-aligned testing took" in run.text("dmesg")
+    assert "2000 of iterations for non-aligned testing took" in run.text("dmesg")
     assert "ringlab_frag_test" not in run.text("modules_ok")
 
 
@@ -102,4 +104,6 @@ def test_failing_and_hanging_module(guest):
     assert (f["status"] != "ok").all(), f.to_string()
     h = _raw(run, "run_hang")
     assert (h["status"] == "timeout").all(), h[["status", "stderr_tail"]].to_string()
+    # the hanging module was loaded (its init ended and logged), then unloaded by the guardian
+    assert "1000 of iterations for non-aligned testing took" in run.text("dmesg")
     assert "ringlab_frag_test" not in run.text("modules_hang"), run.text("modules_hang")
