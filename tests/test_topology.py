@@ -101,3 +101,88 @@ def test_real_machine():
         assert topo.pair_class(a, b) == cls
     if len(topo.cpus) > 1:
         assert pick_single_cpu(topo) != 0
+
+
+# -- a real kernel's tree (Debian 6.1 in QEMU: 2 sockets x 2 cores x 2 threads, 2 NUMA nodes) ----------
+from pathlib import Path  # noqa: E402
+
+from fakes import sysfs_shape  # noqa: E402
+
+REAL = Path(__file__).resolve().parent / "data" / "sysfs-qemu-2s2c2t-numa"
+
+
+@pytest.fixture
+def real():
+    return Topology.read(REAL)
+
+
+def test_real_tree_topology(real):
+    d = real.to_dict()
+    assert real.cpus == list(range(8)) and d["notes"] == []
+    assert (d["n_packages"], d["n_cores"], d["threads_per_core"]) == (2, 4, 2)
+    assert real.cores() == [(0, 1), (2, 3), (4, 5), (6, 7)]     # QEMU numbers siblings next to each other
+    assert real.llc_groups() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert real.numa_nodes() == {0: [0, 1, 2, 3], 1: [4, 5, 6, 7]}
+    assert real.pair_class(1, 0) == "smt-sibling"
+    assert real.pair_class(1, 2) == "same-llc"
+    assert real.pair_class(1, 5) == "cross-numa"      # the LLC is the socket: no cross-llc pair here
+    assert real.classes_present() == ["same-cpu", "smt-sibling", "same-llc", "cross-numa"]
+
+
+def test_real_tree_pairs(real):
+    pairs = select_pairs(real, "auto")
+    assert [p[2] for p in pairs] == ["same-cpu", "smt-sibling", "same-llc", "cross-numa"]
+    for a, b, cls in pairs:
+        assert real.pair_class(a, b) == cls and 0 not in (a, b) and 1 not in (a, b)
+    assert pick_single_cpu(real) == 2
+    assert len(select_pairs(real, "all")) == 56
+
+
+def test_real_tree_has_its_own_shape():
+    assert sysfs_shape.problems(REAL, REAL) == []
+
+
+@pytest.mark.parametrize("shape,offline", [((2, 4, 2, 2), []), ((1, 4, 1, 1), [3]), ((2, 2, 2, 1), [5]),
+                                           ((1, 8, 2, 2), [])])
+def test_hand_made_trees_have_the_kernels_shape(tmp_path, shape, offline):
+    write_topology(tmp_path, Topology.fake(*shape), offline=offline)
+    assert sysfs_shape.problems(tmp_path, REAL) == []
+
+
+def test_shape_check_catches_what_the_kernel_never_writes(tmp_path):
+    write_topology(tmp_path, Topology.fake(1, 4, 1, 1))
+    cpu = tmp_path / "devices" / "system" / "cpu"
+    (cpu / "cpu1" / "topology" / "thread_siblings_list").write_text("1,2\n")   # not a sibling, nor kernel form
+    (cpu / "cpu2" / "cache" / "index3" / "shared_cpu_list").write_text("0 1 2 3\n")
+    (cpu / "cpu3" / "topology" / "siblings").write_text("3\n")
+    (cpu / "cpu0" / "cache" / "index2" / "type").unlink()
+    (cpu / "online").write_text("0-2\n")                                      # cpu3 offline, tree kept
+    got = sysfs_shape.problems(tmp_path, REAL)
+    for frag in ("cpu1/topology/thread_siblings_list", "cpu2/cache/index3/shared_cpu_list",
+                 "cpu3/topology/siblings: the kernel writes no such file", "cpu0/cache/index2/type: missing",
+                 "cpu3/topology: present for an offline CPU"):
+        assert any(frag in p for p in got), (frag, got)
+
+
+REAL_SPLIT = REAL.parent / "sysfs-qemu-1s2llc"
+REAL_OFFLINE = REAL.parent / "sysfs-qemu-1s2llc-offline"
+
+
+def test_real_split_llc_and_offline_trees():
+    t = Topology.read(REAL_SPLIT)
+    assert t.llc_groups() == [[0, 1, 2, 3], [4, 5, 6, 7]] and t.packages() == [0]
+    assert t.classes_present() == ["same-cpu", "smt-sibling", "same-llc", "cross-llc"]
+    o = Topology.read(REAL_OFFLINE)     # CPUs 3 and 6 offline
+    assert o.cpus == [0, 1, 2, 4, 5, 7]
+    assert o.info(2).smt_siblings == (2,) and o.llc_groups() == [[0, 1, 2], [4, 5, 7]]
+    assert len(select_pairs(o, "all")) == 30
+    for tree in (REAL_SPLIT, REAL_OFFLINE):
+        assert sysfs_shape.problems(tree, REAL) == []
+
+
+def test_hand_made_offline_tree_matches_the_kernels(tmp_path):
+    # the same machine by hand: 1 socket, 4 cores in 2 LLCs, 2 threads, QEMU's numbering, 3 and 6 offline
+    write_topology(tmp_path, Topology.read(REAL_SPLIT), offline=[3, 6])
+    assert sysfs_shape.problems(tmp_path, REAL_OFFLINE) == []
+    a, b = Topology.read(tmp_path), Topology.read(REAL_OFFLINE)
+    assert a.to_dict()["cpus"] == b.to_dict()["cpus"]

@@ -158,6 +158,7 @@ class BuildInfo:
     kernel_headers: dict[str, str] = field(default_factory=dict)  # NAME -> resolved header
     header_sources: dict[str, dict] = field(default_factory=dict)  # NAME -> provenance record
     source_sha256: dict[str, str] = field(default_factory=dict)   # binary name -> source set hash
+    target: str = ""                # `cc -dumpmachine`: aarch64-linux-gnu for CC=aarch64-linux-gnu-gcc
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -169,8 +170,20 @@ class BuildInfo:
 # ----------------------------------------------------------------------------- helpers
 
 def compiler() -> str:
-    """$CC or gcc (a single program name or path; CC with arguments is not supported)."""
+    """$CC or gcc (a single program name or path; CC with arguments is not supported).
+
+    A cross compiler works the same way: CC=aarch64-linux-gnu-gcc builds arm64 binaries, and the
+    build record's ``target`` says so."""
     return os.environ.get("CC") or "gcc"
+
+
+def compiler_target(cc: str) -> str:
+    """The machine ``cc`` builds for (``cc -dumpmachine``), or "" when it does not say."""
+    try:
+        out = subprocess.run([cc, "-dumpmachine"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
 
 
 CC = compiler()
@@ -454,7 +467,7 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
     out_dir.mkdir(parents=True, exist_ok=True)
     info = BuildInfo(compiler=shutil.which(cc) or cc, compiler_version=ccver, cflags=st["common"],
                      user_cflags=st["user"], sanitize=sanitize or None, out_dir=str(out_dir),
-                     skipped=skipped)
+                     skipped=skipped, target=compiler_target(cc))
     for job in jobs_list:
         if job.header is not None:
             variant = base_name(job.name).removeprefix("ptr_ring_test-")

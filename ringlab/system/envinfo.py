@@ -76,6 +76,11 @@ def _virtualization(cpu: dict) -> dict:
             out.update(type=vm or "none", container=ct or "none", source="systemd-detect-virt")
         except (OSError, subprocess.TimeoutExpired):
             pass
+    if out["container"] not in (None, "none") and _in_chroot():
+        # systemd-detect-virt recognises docker and podman by files at the root (/.dockerenv,
+        # /run/.containerenv); inside a chroot those belong to the tree chrooted into (a VM that
+        # mounts its host's root), not to this process.  PID 1's environment is ours.
+        out["container"] = _pid1_container() or "none"
     if out["type"] in (None, "none"):
         hv = sysfs.read(sysfs.sysfs_root() / "hypervisor" / "type")
         if hv:
@@ -85,6 +90,27 @@ def _virtualization(cpu: dict) -> dict:
         elif out["type"] is None:
             out.update(type="none", source="no hypervisor flag in cpuinfo")
     return out
+
+
+def _in_chroot() -> bool:
+    """True when / is not PID 1's root (a chroot); False when that cannot be told."""
+    try:
+        return os.stat("/").st_ino != os.stat(sysfs.procfs_root() / "1" / "root" / "").st_ino \
+            or os.stat("/").st_dev != os.stat(sysfs.procfs_root() / "1" / "root" / "").st_dev
+    except OSError:
+        return False
+
+
+def _pid1_container() -> str | None:
+    """The ``container=`` variable of PID 1's environment (set by container managers), or None."""
+    try:
+        env = (sysfs.procfs_root() / "1" / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    for kv in env:
+        if kv.startswith(b"container="):
+            return kv[len(b"container="):].decode(errors="replace") or None
+    return None
 
 
 def _compiler() -> dict:

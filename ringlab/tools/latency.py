@@ -21,15 +21,30 @@ ITERATIONS = 20_000
 ROUNDS = 7
 #: seconds; a pair whose CPU is preempted for long (a busy VM host) gives up rather than stall a run
 TIMEOUT_S = 20.0
+#: environment variable that lowers the round trips per round a run's probe makes (an emulated
+#: machine, whose latency means nothing, need not spend minutes on it)
+ITERATIONS_VAR = "RINGLAB_C2C_ITERATIONS"
+
+
+def default_iterations() -> int:
+    """ITERATIONS, or $RINGLAB_C2C_ITERATIONS when it is a positive integer."""
+    try:
+        v = int(os.environ.get(ITERATIONS_VAR, ""))
+    except ValueError:
+        return ITERATIONS
+    return v if v > 0 else ITERATIONS
 
 
 def binary() -> str:
     return str(paths.bin_dir() / "c2c_latency")
 
 
-def run_probe(a: int, b: int, iterations: int = ITERATIONS, rounds: int = ROUNDS,
+def run_probe(a: int, b: int, iterations: int | None = None, rounds: int = ROUNDS,
               timeout: float = TIMEOUT_S, exe: str | None = None) -> dict:
-    """Run the probe and return its JSON document; raise RuntimeError with the reason."""
+    """Run the probe and return its JSON document; raise RuntimeError with the reason.
+
+    ``iterations`` defaults to default_iterations(); the document says how many were made."""
+    iterations = default_iterations() if iterations is None else iterations
     if a == b:
         raise RuntimeError("same CPU: a ping-pong between two spinning threads on one CPU measures the scheduler")
     argv = [exe or binary(), "-a", str(int(a)), "-b", str(int(b)), "-n", str(int(iterations)),

@@ -25,21 +25,29 @@ def write_topology(root: Path, topo: Topology, offline: list[int] = ()) -> Path:
     _w(cpu_dir / "online", format_cpulist(online))
     _w(cpu_dir / "possible", format_cpulist(topo.cpus))
     _w(cpu_dir / "offline", format_cpulist(offline))
+    on = set(online)
     for c in topo.cpus:
+        if c not in on:
+            # the kernel removes an offline CPU's topology/ and cache/; cpuN/online says 0
+            _w(cpu_dir / f"cpu{c}" / "online", 0)
+            continue
         i = topo.info(c)
         t = cpu_dir / f"cpu{c}" / "topology"
+        sib = [x for x in i.smt_siblings if x in on]
         _w(t / "physical_package_id", i.package)
         _w(t / "core_id", i.core)
-        _w(t / "thread_siblings_list", format_cpulist(i.smt_siblings))
+        _w(t / "thread_siblings_list", format_cpulist(sib))
         cache = cpu_dir / f"cpu{c}" / "cache"
         for idx, (level, typ, shared) in enumerate([
-                (1, "Data", i.smt_siblings), (1, "Instruction", i.smt_siblings),
-                (2, "Unified", i.smt_siblings), (3, "Unified", i.llc_cpus)]):
+                (1, "Data", sib), (1, "Instruction", sib),
+                (2, "Unified", sib), (3, "Unified", [x for x in i.llc_cpus if x in on])]):
             _w(cache / f"index{idx}" / "level", level)
             _w(cache / f"index{idx}" / "type", typ)
             _w(cache / f"index{idx}" / "shared_cpu_list", format_cpulist(shared))
     for node, cpus in topo.numa_nodes().items():
-        _w(root / "devices" / "system" / "node" / f"node{node}" / "cpulist", format_cpulist(cpus))
+        # node*/cpulist lists the node's online CPUs only
+        _w(root / "devices" / "system" / "node" / f"node{node}" / "cpulist",
+           format_cpulist([x for x in cpus if x in on]))
     return root
 
 

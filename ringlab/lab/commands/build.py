@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import sys
 
 from ringlab.build import native
@@ -85,6 +86,8 @@ def run(args) -> int:
         print(f"# skipped {name}: {why}", file=sys.stderr)
     print(f"compiler: {info.compiler} ({info.compiler_version})")
     print(f"flags: {' '.join(info.cflags)}")
+    if info.target and not info.target.startswith(platform.machine()):
+        print(f"target: {info.target} (cross-built: run under qemu-user for functional checks only)")
     if "error" in cffi_module:
         print(f"cffi module: unavailable ({cffi_module['error']})")
     else:
