@@ -11,33 +11,19 @@ each case gets a copy of its two files.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
 import ringlab
-from ringlab.lab import cli
 from ringlab.errors import RinglabError
 
 from tests.fakes.cli_runs import in_process_run
+from tests.fakes.corpus import Case, check_refused, git_status
 
 GOOD_PARAMS = ["-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",
                "-p", "variants", "batch,reorder", "-p", "modes", "0", "-p", "trials", "2", "-p", "warmup", "0"]
-
-
-@dataclass
-class Case:
-    """``argv`` uses the placeholders RUN (the case's run folder), OUT (a path that must stay
-    absent) and TMP (the case's scratch folder); ``setup(tmp, run)`` breaks something;
-    ``names`` is the text the error line must contain (placeholders allowed)."""
-    id: str
-    argv: list[str]
-    names: str
-    setup: Callable[[Path, Path], None] | None = None
-    needs_run: bool = False
-    extra: dict = field(default_factory=dict)
 
 
 # -- what replaces a file -------------------------------------------------------------------------
@@ -350,33 +336,14 @@ def good_run(tmp_path_factory):
     yield from in_process_run(tmp_path_factory.mktemp("bad-inputs"), GOOD_PARAMS)
 
 
-def _fill(s: str, tmp: Path, run: Path, out: Path) -> str:
-    return s.replace("RUN", str(run)).replace("OUT", str(out)).replace("TMP", str(tmp))
+@pytest.fixture(scope="module")
+def git_before():
+    return git_status()
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c.id for c in CORPUS])
-def test_bad_input_exits_2_with_one_line(good_run, tmp_path, capsys, case):
-    run, out = tmp_path / "run", tmp_path / "out"
-    if case.needs_run:
-        run.mkdir()
-        for name in ("raw.csv", "env.json"):
-            shutil.copyfile(good_run / name, run / name)
-    if case.setup:
-        case.setup(tmp_path, run)
-    before = sorted(p.name for p in tmp_path.iterdir())
-    argv = [_fill(a, tmp_path, run, out) for a in case.argv]
-    try:
-        rc = cli.main(argv)
-    except SystemExit as e:   # argparse's own usage errors
-        rc = e.code
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert rc == 2, err
-    assert len(lines) == 1, err
-    assert _fill(case.names, tmp_path, run, out) in lines[0], lines[0]
-    assert not out.exists(), "a refused run left its folder behind"
-    assert sorted(p.name for p in tmp_path.iterdir()) == before
+def test_bad_input_exits_2_with_one_line(good_run, git_before, tmp_path, monkeypatch, capsys, case):
+    check_refused(case, good_run, tmp_path, monkeypatch, capsys, git_before)
 
 
 # -- ringlab.open ----------------------------------------------------------------------------------

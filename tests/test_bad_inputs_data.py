@@ -19,7 +19,8 @@ from ringlab.rundir import rawcsv, rawrows, read_raw
 from ringlab.errors import DataError
 
 from tests.fakes.cli_runs import in_process_run
-from tests.test_bad_inputs import GOOD_PARAMS, Case, _put, _raw_edit, _set_cell
+from tests.fakes.corpus import Case, check_refused, git_status
+from tests.test_bad_inputs import GOOD_PARAMS, _put, _raw_edit, _set_cell
 
 COMPARE = ["compare", "RUN/raw.csv", "--baseline", "batch"]
 SUMMARIZE = ["summarize", "RUN", "--no-figures"]
@@ -298,41 +299,14 @@ def good_run(tmp_path_factory):
     yield from in_process_run(tmp_path_factory.mktemp("bad-inputs-data"), GOOD_PARAMS)
 
 
-def _fill(s: str, tmp: Path, run: Path, out: Path) -> str:
-    return s.replace("RUN", str(run)).replace("OUT", str(out)).replace("TMP", str(tmp))
-
-
-def _cwd_entries() -> set[str]:
-    return {p.name for p in Path.cwd().iterdir()} - {"build", "scratch"}
+@pytest.fixture(scope="module")
+def git_before():
+    return git_status()
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c.id for c in CORPUS])
-def test_bad_input_exits_2_with_one_line(good_run, tmp_path, capsys, case):
-    run, out = tmp_path / "run", tmp_path / "out"
-    if case.needs_run:
-        run.mkdir()
-        for name in ("raw.csv", "env.json"):
-            shutil.copyfile(good_run / name, run / name)
-    if case.setup:
-        case.setup(tmp_path, run)
-    before = sorted(p.name for p in tmp_path.iterdir())
-    run_before = sorted(p.name for p in run.iterdir()) if run.is_dir() else []
-    cwd_before = _cwd_entries()
-    argv = [_fill(a, tmp_path, run, out) for a in case.argv]
-    try:
-        rc = cli.main(argv)
-    except SystemExit as e:   # argparse's own usage errors
-        rc = e.code
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert rc == 2, err
-    assert len(lines) == 1, err
-    assert _fill(case.names, tmp_path, run, out) in lines[0], lines[0]
-    assert not out.exists(), "a refused command left its output behind"
-    assert sorted(p.name for p in tmp_path.iterdir()) == before
-    assert (sorted(p.name for p in run.iterdir()) if run.is_dir() else []) == run_before
-    assert _cwd_entries() <= cwd_before
+def test_bad_input_exits_2_with_one_line(good_run, git_before, tmp_path, monkeypatch, capsys, case):
+    check_refused(case, good_run, tmp_path, monkeypatch, capsys, git_before)
 
 
 # -- size ---------------------------------------------------------------------------------------------

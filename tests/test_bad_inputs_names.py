@@ -16,12 +16,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import shutil
-import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -30,22 +26,13 @@ from ringlab.lab import cli
 from ringlab.lab.commands.bisect import bisect_label
 
 from tests.fakes.cli_runs import in_process_run
+from tests.fakes.corpus import Case, check_refused, git_status
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ["-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",
         "-p", "modes", "0", "-p", "trials", "2", "-p", "warmup", "0"]
 GOOD_PARAMS = GOOD + ["-p", "variants", "batch,reorder"]
 RUN_PTR = ["run", "ptr_ring", *GOOD, "--no-build", "--no-progress"]
-
-
-@dataclass
-class Case:
-    id: str
-    argv: list[str]
-    names: str
-    setup: Callable[[Path, Path], None] | None = None
-    needs_run: bool = False
-    env: dict = field(default_factory=dict)
 
 
 #: names that are not names: a path, a separator, shell text, escapes, markup, too long ...
@@ -199,57 +186,14 @@ def good_run(tmp_path_factory):
     yield from in_process_run(tmp_path_factory.mktemp("bad-names"), GOOD_PARAMS)
 
 
-def _fill(s: str, tmp: Path, run: Path, out: Path) -> str:
-    return s.replace("RUN", str(run)).replace("OUT", str(out)).replace("TMP", str(tmp))
-
-
-def _tree(root: Path) -> dict:
-    """Every path below ``root`` with its size and mtime (folders: their entries tell)."""
-    return {str(p.relative_to(root)): None if p.is_dir() and not p.is_symlink() else
-            (p.lstat().st_size, p.lstat().st_mtime_ns) for p in root.rglob("*")}
-
-
-def _git_status() -> str:
-    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
-                          capture_output=True, text=True).stdout
-
-
 @pytest.fixture(scope="module")
 def git_before():
-    return _git_status()
+    return git_status()
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c.id for c in CORPUS])
 def test_bad_name_exits_2_with_one_line(good_run, git_before, tmp_path, monkeypatch, capsys, case):
-    run, out = tmp_path / "run", tmp_path / "out"
-    case_dir = tmp_path
-    monkeypatch.setenv("RINGLAB_RESULTS", str(case_dir / "results"))
-    monkeypatch.setenv("RINGLAB_SCRATCH", str(case_dir / "scratch"))
-    for k, v in case.env.items():
-        monkeypatch.setenv(k, v)
-    if case.needs_run:
-        run.mkdir()
-        for name in ("raw.csv", "env.json"):
-            shutil.copyfile(good_run / name, run / name)
-    if case.setup:
-        case.setup(tmp_path, run)
-    before = _tree(tmp_path)
-    argv = [_fill(a, tmp_path, run, out) for a in case.argv]
-    try:
-        rc = cli.main(argv)
-    except SystemExit as e:   # argparse's own usage errors
-        rc = e.code
-    cap = capsys.readouterr()
-    err = cap.err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert rc == 2, err
-    assert len(lines) == 1, err
-    assert _fill(case.names, tmp_path, run, out) in lines[0], lines[0]
-    assert "\x1b" not in err + cap.out
-    assert not out.exists(), "a refused command left its output behind"
-    assert _tree(tmp_path) == before, "a refused command wrote below its folder"
-    assert _git_status() == git_before, "a refused command wrote into the checkout"
+    check_refused(case, good_run, tmp_path, monkeypatch, capsys, git_before)
 
 
 # -- the validator ---------------------------------------------------------------------------------
