@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from ringlab.errors import ParamError
+from ringlab.fmt import printable
 from ringlab.lab import fleet
 
 
@@ -55,7 +56,7 @@ def _submit(args) -> int:
 
 def _status(args) -> int:
     doc, states = fleet.status(args.fleet_id)
-    print(f"fleet {doc['fleet_id']} at {doc['commit'][:12]}: ringlab {doc['kind']} {' '.join(doc['command'])}")
+    print(printable(f"fleet {doc['fleet_id']} at {doc['commit'][:12]}: ringlab {doc['kind']} {' '.join(doc['command'])}"))
     for node, entry in doc["nodes"].items():
         job = entry["jobs"][-1] if entry["jobs"] else "-"
         st = states.get(job)
@@ -64,7 +65,7 @@ def _status(args) -> int:
             line += f" exit {st.exit_code or '-'} elapsed {st.elapsed or '-'} ({st.source})"
         else:
             line += " (neither accounting nor squeue knows the job)"
-        print(line)
+        print(printable(line))
     return 0
 
 
@@ -74,8 +75,8 @@ def _collect(args) -> int:
     print(f"fleet {doc['fleet_id']}: {len(ok)} of {len(verdicts)} hosts delivered complete runs")
     for v in verdicts:
         where = ", ".join(str(r.path) for r in v.runs if r.path is not None) or "-"
-        print(f"  {v.verdict.upper() if v.verdict != 'complete' else 'ok':9s} {v.node} ({v.host}): {where}"
-              + (f": {v.why}" if v.why else ""))
+        print(printable(f"  {v.verdict.upper() if v.verdict != 'complete' else 'ok':9s} {v.node} ({v.host}): {where}"
+                        + (f": {v.why}" if v.why else "")))
     print(f"index: {index}" if index else "index: no complete run; results/README.md left as it is")
     return 0 if len(ok) == len(verdicts) else 1
 
