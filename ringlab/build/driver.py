@@ -250,6 +250,10 @@ def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo
         raise
 
 
+#: the name the unprivileged user's work folder has inside a binary
+WORK_PREFIX = "/ringlab-unprivileged-build"
+
+
 def _dep_inputs(dep_text: str, cwd: Path, skip_dir: Path | None, source: Path) -> dict[str, str]:
     """{absolute path: sha256} of the files one dependency file lists.  Relative names are the
     compile's folder's; the assembler's list also names its own temporary input (in
@@ -299,6 +303,10 @@ def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj
                      for f in flags]
         privilege.check_readable([*sources, *_include_dirs(flags)], job.what)
     cwd = work if work is not None else Path.cwd()
+    if work is not None:
+        # the work folder's random name must not reach the binary (debug info, __FILE__): the
+        # same sources and flags give the same bytes, whoever builds them
+        flags = [*flags, f"-ffile-prefix-map={work}={WORK_PREFIX}"]
     env = privilege.env(dict(os.environ, TMPDIR=str(tmpdir)), home=work)
     asm_md = assembler_depfile(cc)
     for i, src in enumerate(sources):
