@@ -169,7 +169,9 @@ def test_reproduce_continues_after_a_failing_notebook(tmp_path, monkeypatch):
     assert outs[1].run_dir.parent.name == "testhost" and os.environ.get("RINGLAB_HOST") != "testhost"
     text, code = reproduce.main_summary(outs)
     assert code == 1 and "FAILED a-bad" in text
-    index = (tmp_path / "results" / "README.md").read_text()
+    # a host without committed runs is a local one: its runs are listed in LOCAL.md, not README.md
+    from ringlab.lab.results_index import LOCAL_INDEX
+    index = (tmp_path / "results" / LOCAL_INDEX).read_text()
     assert "## good" in index and "## bad" in index and "FAILED" in index
 
 

@@ -50,7 +50,7 @@ def test_cleanup_runs_when_interrupted_and_its_errors_are_warnings(fakebin, tmp_
     calls = []
     monkeypatch.setattr(PtrRing, "cleanup", lambda self, spec, ctx: calls.append(spec.trial), raising=False)
 
-    def interrupted(argv, timeout, env=None):
+    def interrupted(argv, timeout, env=None, drop=True):
         raise KeyboardInterrupt
     monkeypatch.setattr(process, "run_process", interrupted)
     with pytest.raises(KeyboardInterrupt):
