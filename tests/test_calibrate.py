@@ -101,6 +101,12 @@ def test_calibration_json_layout(tmp_path, monkeypatch, capsys):
     found = cal.find_calibration("calhost", tmp_path / "cal")
     assert found["sigma_layout"] == doc["sigma_layout"] and found["path"].endswith("calibration.json")
     assert cal.find_calibration("otherhost", tmp_path / "cal") is None
+    # per mode, the variance and cost of each level (the build cost is not measured with --from)
+    lv = doc["levels"]["0"] if "0" in doc["levels"] else next(iter(doc["levels"].values()))
+    assert set(lv["upper"]) == {"layout", "process", "iteration"}
+    assert lv["upper"]["layout"] >= lv["variance"]["layout"] >= 0
+    assert any("build cost not measured" in n for n in lv["notes"])
+    assert "layout <" in text and "process <" in text
 
 
 @pytest.mark.parametrize("argv, what", [

@@ -4,7 +4,12 @@ The measurement is an A/A run of the layout design: one kernel ``ptr_ring.h`` (t
 found by ``ringlab env --headers``, or ``header``) built under two arm names, ``a`` and ``b``
 (``kernel_headers=a=PATH,b=PATH``), each arm with its own ``LAYOUTS`` random layouts, mode 0,
 ``ROUNDS_PER_LAYOUT`` rounds per layout pair (with 3-4 rounds a pair, one disturbed trial moves
-that pair's estimate by several points and shows up as layout spread).  The run goes through ``ringlab.run.run_experiment`` like any other, into
+that pair's estimate by several points and shows up as layout spread), in each of ``MODES`` with
+``REPEATS`` timed iterations per process.  The layout spread and states are those of mode 0 (one
+value per process: the median of its iterations); ``levels`` holds, per mode, the variance of the
+A/A log ratio at each level (layout, process, iteration) with its upper bound and the seconds
+each level costs (``ringlab.stats.levels``).  A layout's cost is measured as the run's time
+outside its trials divided by the binaries it built.  The run goes through ``ringlab.run.run_experiment`` like any other, into
 ``<out>/runs/<UTC date>/``; ``ringlab.stats.calibration.calibrate_frame`` analyses it, and
 ``<out>/calibration.json`` (written atomically) records the result with the run id, the date,
 the host and the ringlab commit.  ``<out>`` is ``results/calibration/<host>/`` unless given.
@@ -16,23 +21,29 @@ from __future__ import annotations
 
 import json
 import math
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
 from ringlab import paths
-from ringlab.errors import ParamError, RunnerError
+from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments.base import get as get_experiment
 from ringlab.rundir import atomic_write_json, read_run, utc_now
 from ringlab.run import run_experiment
 from ringlab.run.prepare import new_run_id
 from ringlab.sources import kernel_header
 from ringlab.stats import calibration as _cal
+from ringlab.stats.levels import CAUTIOUS, calibrate_levels
+from ringlab.stats.summary import measurements
 from ringlab.stats.summary import StatsError
 from ringlab.system.checkout import git_info
 from ringlab.system.envinfo import host_id
 
 LAYOUTS = 8
-ROUNDS_PER_LAYOUT = 30
+ROUNDS_PER_LAYOUT = 16
+MODES = "0,1,2"
+REPEATS = 3
 ARMS = ("a", "b")
 #: parameters the calibration sets itself (``-p`` may not override them)
 FIXED = ("variants", "kernel_headers", "layouts")
@@ -62,7 +73,8 @@ def aa_params(header: Path, extra: dict[str, Any] | None = None) -> dict[str, An
     if fixed:
         raise ParamError(f"parameter '{fixed[0]}': set by the calibration itself; allowed: any other "
                          "ptr_ring parameter")
-    params: dict[str, Any] = {"modes": "0", "trials": str(LAYOUTS * ROUNDS_PER_LAYOUT), "profile": "quick"}
+    params: dict[str, Any] = {"modes": MODES, "repeats": str(REPEATS), "trials": str(LAYOUTS * ROUNDS_PER_LAYOUT),
+                              "profile": "quick"}
     params.update(extra)
     params.update(variants=",".join(ARMS), kernel_headers=",".join(f"{a}={header}" for a in ARMS),
                   layouts=str(LAYOUTS))
@@ -83,7 +95,35 @@ def calibration_doc(analysis: dict, run_id: str, run_dir: Path, host: str, date_
     """calibration.json: the analysis plus where and when it was measured."""
     doc = {"calibration_version": _cal.CALIBRATION_VERSION, "host": host, "date_utc": date_utc or utc_now(),
            "run_id": run_id, "ringlab_commit": commit, "run_dir": _shown(run_dir), **analysis}
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in doc.items()}
+    return _json_safe(doc)
+
+
+def _json_safe(v):
+    """NaN and infinities as null (JSON has neither), through nested fields."""
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def levels_lines(doc: dict) -> list[str]:
+    """One line per mode of the calibration's levels: the SD of the A/A log ratio at each level
+    (upper bound) and what one unit of it costs."""
+    out = []
+    for mode, lv in sorted((doc.get("levels") or {}).items()):
+        if "error" in lv:
+            out.append(f"  mode {mode}:       no levels ({lv['error']})")
+            continue
+        parts = []
+        for name in ("layout", "process", "iteration"):
+            up, cost = (lv.get("upper") or {}).get(name), (lv.get("cost_s") or {}).get(name)
+            sd = "n/a" if up is None else f"<{math.sqrt(up) * 100:.2f}%"
+            parts.append(f"{name} {sd} {'' if cost is None else f'{cost * 1000:.1f} ms'}".rstrip())
+        out.append(f"  mode {mode}:       " + "; ".join(parts))
+    return out
 
 
 def store(out: Path, analysis: dict, run_id: str, run_dir: Path, host: str) -> Path:
@@ -96,13 +136,65 @@ def store(out: Path, analysis: dict, run_id: str, run_dir: Path, host: str) -> P
     return path
 
 
-def analyse_run(run_dir: Path, metric: str = "ns_per_op") -> dict:
+def _per_process(meas, metric: str):
+    """Mode 0's rows, one per process (the median of its iterations): the layout-spread analysis."""
+    if "mode" in meas.columns:
+        modes = sorted(meas["mode"].dropna().unique(), key=str)
+        meas = meas[meas["mode"] == modes[0]] if modes else meas
+    keys = [c for c in ("run_id", "variant", "layout", "round", "trial") if c in meas.columns]
+    if "iteration" not in meas.columns or meas.groupby(keys).size().max() <= 1:
+        return meas
+    first = meas.groupby(keys, sort=False, as_index=False).first()
+    first[metric] = meas.groupby(keys, sort=False)[metric].median().to_numpy()
+    return first
+
+
+def levels_of(meas, metric: str, build_s: float) -> dict[str, dict]:
+    """Per mode, the level calibration of the A/A's measured rows (or why there is none)."""
+    out: dict[str, dict] = {}
+    note = None
+    if not (isinstance(build_s, float) and math.isfinite(build_s)):
+        build_s, note = CAUTIOUS.cost_s["layout"] / 2, "build cost not measured: the cautious default"
+    groups = meas.groupby("mode", sort=True) if "mode" in meas.columns else [("0", meas)]
+    for mode, sub in groups:
+        try:
+            lc = calibrate_levels(sub, ARMS[0], ARMS[1], metric, mode, build_s)
+        except DataError as e:
+            out[str(mode)] = {"mode": str(mode), "error": str(e)}
+            continue
+        doc = lc.as_dict()
+        if note:
+            doc["notes"].append(note)
+        out[str(mode)] = doc
+    return out
+
+
+def build_seconds(total_s: float, env: dict | None) -> float:
+    """Seconds per binary the run spent outside its trials (building), from the run's wall time
+    and env.json's start and end of the trials."""
+    try:
+        start = datetime.fromisoformat(str(env["started_utc"]).replace("Z", "+00:00"))
+        end = datetime.fromisoformat(str(env["ended_utc"]).replace("Z", "+00:00"))
+        n = len(env.get("binaries_used") or {})
+    except (KeyError, TypeError, ValueError):
+        return math.nan
+    if n < 1:
+        return math.nan
+    return max(0.0, total_s - (end - start).total_seconds()) / n
+
+
+def analyse_run(run_dir: Path, metric: str = "ns_per_op", build_s: float = math.nan) -> dict:
     """The calibration of an A/A run folder (DataError / ParamError when it cannot be read as one)."""
     df, env = read_run(run_dir)
+    arms = ARMS if set(ARMS) <= set(map(str, df["variant"])) else None
     try:
-        return _cal.calibrate_frame(df, metric, ARMS if set(ARMS) <= set(map(str, df["variant"])) else None)
+        meas, _ = measurements(df, metric)
+        analysis = _cal.calibrate_frame(_per_process(meas, metric), metric, arms)
     except StatsError as e:
         raise ParamError(f"{run_dir / 'raw.csv'}: {e}") from None
+    if arms is not None:
+        analysis["levels"] = levels_of(meas, metric, build_s)
+    return analysis
 
 
 def calibrate(out: Path | None = None, params: dict[str, Any] | None = None, header: str | None = None,
@@ -115,10 +207,13 @@ def calibrate(out: Path | None = None, params: dict[str, Any] | None = None, hea
     out = Path(out) if out is not None else _cal.calibration_dir(host)
     src = pick_header(header)
     run_dir = out / "runs" / new_run_id()     # the folder is named by its run id
+    t0 = time.monotonic()
     res = run_experiment("ptr_ring", aa_params(src, params), run_dir, build=build, log=log)
+    total_s = time.monotonic() - t0
     if res.exit_code:
         raise RunnerError(f"{res.raw_csv}: the A/A run ended {res.status} ({res.status_reason}); no calibration")
-    analysis = analyse_run(res.out_dir)
+    build_s = build_seconds(total_s, read_run(res.out_dir)[1]) if build else math.nan
+    analysis = analyse_run(res.out_dir, build_s=build_s)
     path = store(out, analysis, res.run_id, res.out_dir, host)
     return path, json.loads(path.read_text())
 

@@ -45,6 +45,8 @@ def show(path: Path, doc: dict) -> None:
               f"slow share {st.get('slow_share', math.nan):.0%}, mean durations {dur[0]:.0f} / {dur[1]:.0f} trials")
     else:
         print(f"  states:       1 ({st.get('reason') or 'one state'})")
+    for line in cal.levels_lines(doc):
+        print(line)
 
 
 def run(args) -> int:
