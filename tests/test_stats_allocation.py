@@ -89,3 +89,11 @@ def test_bad_arguments_are_named(kw, word):
 def test_bad_level_values_are_named():
     with pytest.raises(ParamError, match="process variance"):
         Level("process", -1.0, 1.0)
+
+
+def test_layout_cap_buys_processes_instead():
+    L, P, I = Level("layout", 1e-4, 0.5), Level("process", 1e-4, 0.01), Level("iteration", 1e-6, 1e-3)
+    free = allocate(L, P, I, target_half_width=0.002)
+    capped = allocate(L, P, I, target_half_width=0.002, max_layouts=64)
+    assert free.layouts > 64 and capped.layouts == 64
+    assert capped.processes > free.processes

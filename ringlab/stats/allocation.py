@@ -132,10 +132,13 @@ def _half_width(var_unit: float, n_l: int, level: float) -> float:
 
 
 def allocate(layout: Level, process: Level, iteration: Level, *, target_half_width: float | None = None,
-             budget_s: float | None = None, level: float = 0.95, min_layouts: int = MIN_LAYOUTS) -> Allocation:
+             budget_s: float | None = None, level: float = 0.95, min_layouts: int = MIN_LAYOUTS,
+             max_layouts: int = MAX_LAYOUTS) -> Allocation:
     """The cheapest design whose t half-width (log scale, at ``level``) reaches
     ``target_half_width``, within ``budget_s`` seconds when one is given; with a budget and no
-    target, the narrowest design the budget buys.  At least ``min_layouts`` layout pairs."""
+    target, the narrowest design the budget buys.  At least ``min_layouts`` layout pairs and at
+    most ``max_layouts`` (an experiment's cap): past it, more processes per layout narrow what
+    the layouts allow."""
     if target_half_width is None and budget_s is None:
         raise ParamError("allocate: neither a target half-width nor a budget; allowed: either or both")
     if target_half_width is not None and not (math.isfinite(target_half_width) and target_half_width > 0):
@@ -144,22 +147,31 @@ def allocate(layout: Level, process: Level, iteration: Level, *, target_half_wid
         raise ParamError(f"budget_s: {budget_s!r} not allowed; allowed: seconds > 0")
     if not 0 < level < 1:
         raise ParamError(f"level: {level!r} not allowed; allowed: a number in (0, 1)")
+    cap = max(2, min(int(max_layouts), MAX_LAYOUTS))
+    lo = max(2, min(int(min_layouts), cap))
     n_p, n_i = _best_repeats(layout, process, iteration)
     var, cost = _unit(layout, process, iteration, n_p, n_i)
-    n_l, why = max(2, int(min_layouts)), "target"
+    n_l, why = lo, "target"
     if target_half_width is not None:
-        while n_l < MAX_LAYOUTS and _half_width(var, n_l, level) > target_half_width:
-            n_l = min(MAX_LAYOUTS, max(n_l + 1, int(n_l * 1.05)))
-        while n_l > min_layouts and _half_width(var, n_l - 1, level) <= target_half_width:
+        while n_l < cap and _half_width(var, n_l, level) > target_half_width:
+            n_l = min(cap, max(n_l + 1, int(n_l * 1.05)))
+        while n_l > lo and _half_width(var, n_l - 1, level) <= target_half_width:
             n_l -= 1
+        while _half_width(var, n_l, level) > target_half_width and n_p < MAX_REPEATS \
+                and _unit(layout, process, iteration, n_p + 1, n_i)[0] < var:
+            n_p += 1                    # at the layout cap: more processes per layout
+            var, cost = _unit(layout, process, iteration, n_p, n_i)
         if _half_width(var, n_l, level) > target_half_width:
             why = "cap"
     if budget_s is not None:
-        fit = int(budget_s // cost) if cost > 0 else MAX_LAYOUTS
+        while n_p > 1 and n_l * cost > budget_s and n_l >= cap:
+            n_p -= 1                    # undo processes the budget cannot pay for
+            var, cost = _unit(layout, process, iteration, n_p, n_i)
+        fit = int(budget_s // cost) if cost > 0 else cap
         if target_half_width is None:
-            n_l, why = max(int(min_layouts), min(MAX_LAYOUTS, fit)), "budget"
+            n_l, why = max(lo, min(cap, fit)), "budget"
         elif fit < n_l:
-            n_l, why = max(int(min_layouts), fit), "budget"
+            n_l, why = max(lo, fit), "budget"
     return Allocation(layouts=n_l, processes=n_p, iterations=n_i, variance=var / n_l,
                       half_width=_half_width(var, n_l, level), seconds=n_l * cost, level=level, limited_by=why)
 
