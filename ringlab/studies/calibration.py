@@ -22,7 +22,7 @@ from typing import Any, Callable
 from ringlab import paths
 from ringlab.errors import ParamError, RunnerError
 from ringlab.experiments.base import get as get_experiment
-from ringlab.rundir import atomic_write_json, read_run, utc_now
+from ringlab.rundir import Run, atomic_write_json, utc_now
 from ringlab.run import run_experiment
 from ringlab.run.prepare import new_run_id
 from ringlab.sources import kernel_header
@@ -98,7 +98,7 @@ def store(out: Path, analysis: dict, run_id: str, run_dir: Path, host: str) -> P
 
 def analyse_run(run_dir: Path, metric: str = "ns_per_op") -> dict:
     """The calibration of an A/A run folder (DataError / ParamError when it cannot be read as one)."""
-    df, env = read_run(run_dir)
+    df, env = Run(run_dir).read()
     try:
         return _cal.calibrate_frame(df, metric, ARMS if set(ARMS) <= set(map(str, df["variant"])) else None)
     except StatsError as e:
@@ -129,7 +129,7 @@ def calibrate_existing(run_dir: Path, out: Path | None = None) -> tuple[Path, di
     host = host_id()
     out = Path(out) if out is not None else _cal.calibration_dir(host)
     analysis = analyse_run(run_dir)
-    _, env = read_run(run_dir)
+    _, env = Run(run_dir).read()
     run_id = (env.get("run_id") if env is not None else None) or run_dir.name
     path = store(out, analysis, str(run_id), run_dir, host)
     return path, json.loads(path.read_text())
