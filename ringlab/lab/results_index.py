@@ -223,7 +223,7 @@ def render(root: Path, local: bool = False) -> str:
             head = _headline(latest)
             if head:
                 out.append(head + "\n")
-            links = [f"[{nb.name}]({rel}/{nb.name})" for nb in sorted(latest.glob("*.ipynb"))]
+            links = [f"[{nb.name}]({rel}/{nb.name})" for nb in Run(latest).notebooks]
             links += [f"[summary.md]({rel}/summary.md)"] if (latest / "summary.md").exists() else []
             links += [f"[raw.csv]({rel}/raw.csv)"] if (latest / "raw.csv").exists() else []
             figs = sorted((latest / "figures").glob("*.png")) if (latest / "figures").is_dir() else []

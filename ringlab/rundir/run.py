@@ -75,9 +75,6 @@ class Run:
     def has_env(self) -> bool:
         return _there(self.env_json)
 
-    def file(self, name: str) -> Path:
-        return self.path / name
-
     # -- raw.csv -----------------------------------------------------------------------------------
     @property
     def raw(self) -> pd.DataFrame:
