@@ -1,4 +1,4 @@
-"""One baseline rule (ringlab.report.baseline): summary.md, ringlab mail and ringlab.open name
+"""One baseline rule (ringlab.rundir.baseline): summary.md, ringlab mail and ringlab.open name
 the same baseline for the same run."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import ringlab
 from ringlab.report import mail
 from ringlab.errors import ParamError
 from ringlab.report import write_report
-from ringlab.report.baseline import pick_baseline
+from ringlab.rundir.baseline import pick_baseline
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = sorted((ROOT / "results" / "ptr-ring-reorder").glob("*/*/raw.csv"))

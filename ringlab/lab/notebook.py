@@ -21,7 +21,7 @@ from ringlab.names import check_name
 from ringlab.experiments import get as get_experiment
 from ringlab.lab.reproduce import run_dir_for
 from ringlab.report import report as _report
-from ringlab.report.rundata import read_run
+from ringlab.rundir import Run
 from ringlab.run import run_experiment
 from ringlab.rundir import annotate
 
@@ -153,8 +153,8 @@ def run(experiment: str, values: dict, run_dir: Path):
 
 def run_overview(run_dir: Path) -> str:
     """What ran, where, and what could not be done (from env.json and raw.csv)."""
-    run = read_run(run_dir)
-    env, df = run.env, run.raw
+    run = Run(run_dir)
+    df, env = run.raw, run.env
     lines = []
     if run.status_line:
         lines.append(f"**{run.status_line}** The tables below hold only the trials recorded.")

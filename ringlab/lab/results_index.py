@@ -19,10 +19,9 @@ remove the ``.gitignore`` of its folders.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ringlab.report.rundata import read_run
+from ringlab.rundir import Run
 
 #: profiles whose complete runs can be an experiment's headline
 HEADLINE_PROFILES = ("quick", "full")
@@ -85,10 +84,12 @@ def machine_line(env: dict) -> str:
     return ", ".join(parts) or NO_MACHINE
 
 
-def _headline(summary_md: Path, max_lines: int = 14) -> str:
-    if not summary_md.exists():
+def _headline(run: Path, max_lines: int = 14) -> str:
+    """The first table of the run's summary.md ("" without one)."""
+    text = Run(run).summary_md
+    if text is None:
         return ""
-    lines = summary_md.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = text.splitlines()
     out, started = [], False
     for ln in lines:
         if ln.startswith("|"):
@@ -144,24 +145,21 @@ def runs(root: Path, local: bool = False) -> dict[str, list[Path]]:
 
 def _notebook_params(run: Path) -> dict:
     """Parameters papermill recorded in the executed notebook's metadata."""
-    for nb in sorted(run.glob("*.ipynb")):
-        try:
-            return json.loads(nb.read_text(encoding="utf-8")).get("metadata", {}).get("papermill", {}).get("parameters", {}) or {}
-        except (OSError, ValueError):
-            pass
+    for nb in Run(run).notebooks:
+        meta = Run.papermill(nb)
+        if meta is not None:
+            return meta.get("parameters", {}) or {}
     return {}
 
 
 def _run_status(run: Path, env_status: str = "unknown") -> str:
     """"ok", "no notebook", "unreadable notebook", "FAILED (...)" or the env.json status."""
-    nbs = sorted(run.glob("*.ipynb"))
-    if not nbs:
+    nb = Run(run).notebook
+    if nb is None:
         return "no notebook"
-    try:
-        nb = json.loads(nbs[0].read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    pm = Run.papermill(nb)
+    if pm is None:
         return "unreadable notebook"
-    pm = nb.get("metadata", {}).get("papermill", {})
     if pm.get("exception"):
         return "FAILED (see the notebook's error cell)"
     if env_status in ("failed", "interrupted", "running"):
@@ -174,18 +172,15 @@ def _machine_env(run: Path, env: dict) -> dict:
     the first step's env.json."""
     if machine_line(env) != NO_MACHINE:
         return env
-    for step in sorted(run.glob("steps/*/env.json")):
-        try:
-            doc = json.loads(step.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and machine_line(doc) != NO_MACHINE:
+    for step in Run(run).steps():
+        doc = step.env_doc
+        if doc and machine_line(doc) != NO_MACHINE:
             return doc
     return env
 
 
 def _info(run: Path) -> dict:
-    data = read_run(run, require_raw=False, load_raw=False)
+    data = Run(run)
     env = data.env
     profile = _notebook_params(run).get("profile") or _find(env, "parameters.profile", default="?")
     status = _run_status(run, data.status)
@@ -225,10 +220,10 @@ def render(root: Path, local: bool = False) -> str:
             out.append(f"Latest run: [`{rel}`]({rel}/) on host `{latest.parent.name}` "
                        f"(profile `{infos[latest]['profile']}`, {infos[latest]['status']}).  \n"
                        f"Machine: {machine_line(infos[latest]['machine_env'])}.\n")
-            head = _headline(latest / "summary.md")
+            head = _headline(latest)
             if head:
                 out.append(head + "\n")
-            links = [f"[{nb.name}]({rel}/{nb.name})" for nb in sorted(latest.glob("*.ipynb"))]
+            links = [f"[{nb.name}]({rel}/{nb.name})" for nb in Run(latest).notebooks]
             links += [f"[summary.md]({rel}/summary.md)"] if (latest / "summary.md").exists() else []
             links += [f"[raw.csv]({rel}/raw.csv)"] if (latest / "raw.csv").exists() else []
             figs = sorted((latest / "figures").glob("*.png")) if (latest / "figures").is_dir() else []

@@ -1,7 +1,7 @@
 """Reports of a run folder: a :class:`Report` object with named tables and figures, and
 the files summary.md / summary.csv / summary.tex / compare.csv and figures/.
 
-``report(run_dir)`` reads the run through :func:`ringlab.report.rundata.read_run`, asks
+``report(run_dir)`` reads the run through :class:`ringlab.rundir.Run`, asks
 ``ringlab.stats`` for every number (``compute``), renders tables, text and figures
 (``render_files``, :mod:`ringlab.report.figures`), has :mod:`ringlab.rundir` write them and
 returns a :class:`Report`:
@@ -27,8 +27,7 @@ import pandas as pd
 from ringlab import fmt, rundir, schema
 from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
-from ringlab.report.baseline import pick_baseline
-from ringlab.report.rundata import read_run
+from ringlab.rundir import pick_baseline
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
 from ringlab.stats.compare import method_text
 from ringlab.stats.sequential import stopping_text
@@ -146,7 +145,7 @@ class _Computed:
 def compute(run_dir, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
             patched: str | None = None) -> _Computed:
     """Read ``run_dir`` and compute every statistic of its report (nothing is written)."""
-    run = read_run(run_dir)
+    run = rundir.Run(run_dir)
     df, env = run.raw, run.env
     # How the run's notebook asked for its report (env.json "report"), unless told otherwise:
     # `ringlab summarize` then renders the same summary.md.

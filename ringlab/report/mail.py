@@ -13,7 +13,8 @@ wrapped elsewhere.  Nothing here computes a statistic: the numbers come from
 ``ringlab.stats.compare`` / ``summarize``, read by column name, so new columns
 (``design``, ``n_pairs``, ``ci_level``, ``family_size``) are shown when present.
 
-env.json is read through :func:`read_env` only.
+The run folder is read through :class:`ringlab.rundir.Run` only (raw.csv, env.json, the
+executed notebook); the baseline is the one rule of :mod:`ringlab.rundir.baseline`.
 """
 from __future__ import annotations
 
@@ -32,9 +33,7 @@ from ringlab.report.mail_run import _PLACEMENT_COLS, _icount_note, _machine, _me
 from ringlab.report.tables import layout_texts
 from ringlab.report.mailfmt import _field, _fmt, _num, _ok, _para
 from ringlab.report import pick_metric
-from ringlab.report.baseline import pick_baseline as baseline_rule, run_variants
-from ringlab.report.provenance_record import read_env as read_env_json
-from ringlab.rundir import read_run, require_metric
+from ringlab.rundir import Run, pick_baseline as baseline_rule, require_metric, run_variants
 
 WIDTH = 72
 MIN_WIDTH = 60
@@ -51,21 +50,19 @@ class MailError(ValueError):
 
 
 def read_env(run_dir) -> dict[str, Any]:
-    """env.json of a run folder ({} when missing).  The only place this module reads it."""
-    return read_env_json(run_dir)
+    """env.json of a run folder ({} when missing or unreadable): ``Run(run_dir).env_doc``."""
+    return Run(run_dir).env_doc
 
 
 # -- what the run was-----------------------------------------------------------------------------------------
-def pick_baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
-    """The run's baseline by the one rule of :mod:`ringlab.report.baseline` (the one summary.md
-    names); a run with a single variant compares nothing and names that variant."""
+def _baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
+    """The run's baseline by the one rule of :mod:`ringlab.rundir.baseline` (the one summary.md
+    names), ``--baseline`` naming the input; a run with a single variant compares nothing and
+    names that variant."""
     variants = run_variants(df)
     if not variants:
         raise MailError("RUN: raw.csv has no variant column or no rows; nothing to compare")
-    if baseline and str(baseline) not in variants:
-        raise MailError(f"--baseline: {baseline!r} is not a variant of this run; allowed: "
-                        + ", ".join(sorted(variants)))
-    return baseline_rule(df, env, baseline) or variants[0]
+    return baseline_rule(df, env, baseline, option="--baseline", error=MailError) or variants[0]
 
 
 # -- the results ----------------------------------------------------------------------------
@@ -237,11 +234,12 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
         raise MailError(f"--width: {width!r} is too wide; allowed: an integer in [{MIN_WIDTH}, {MAX_WIDTH}] "
                         f"(default {WIDTH})")
     run_dir = Path(run_dir)
-    raw = run_dir / "raw.csv"
-    if run_dir.is_dir() and not raw.exists() and not raw.is_symlink():
+    run = Run(run_dir)
+    raw = run.raw_csv
+    if run_dir.is_dir() and not run.has_raw:
         raise MailError(f"RUN: no raw.csv in {run_dir} ({raw}: no such file); allowed: a run folder written by `ringlab run` "
                         "or a notebook")
-    df, run_env = read_run(run_dir)   # DataError (exit 2) naming the file and line when one is corrupt
+    df, run_env = run.read()   # DataError (exit 2) naming the file and line when one is corrupt
     env = dict(run_env.doc) if run_env is not None else {}
     try:
         metric = pick_metric(df, metric)
@@ -249,7 +247,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
         measurements(df, metric)
     except StatsError as e:
         raise MailError(f"--metric: {e}") from None
-    base = pick_baseline(df, env, baseline)
+    base = _baseline(df, env, baseline)
     variants = [base] + sorted(set(df["variant"].astype(str)) - {base})
     if candidates:
         bad = [c for c in candidates if c not in variants or c == base]
@@ -285,4 +283,4 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     return text
 
 
-__all__ = ["MailError", "WIDTH", "mail_text", "pick_baseline", "read_env", "reproduce_lines"]
+__all__ = ["MailError", "WIDTH", "mail_text", "read_env", "reproduce_lines"]

@@ -2,21 +2,20 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import shlex
 from pathlib import Path
 
 from ringlab import paths
 from ringlab.experiments import get as get_experiment
 from ringlab.report.mailfmt import _para, _short
+from ringlab.rundir import Run
 
 
 def _executed_notebook(run_dir: Path) -> tuple[str, dict] | None:
     """(notebook file name, papermill parameters) of the executed notebook in the run folder."""
-    for nb in sorted(run_dir.glob("*.ipynb")):
-        try:
-            meta = json.loads(nb.read_text()).get("metadata", {}).get("papermill", {})
-        except (OSError, ValueError):
+    for nb in Run(run_dir).notebooks:
+        meta = Run.papermill(nb)
+        if meta is None:
             continue
         if isinstance(meta.get("parameters"), dict):
             return nb.name, meta["parameters"]

@@ -15,11 +15,12 @@ from ringlab.errors import DataError
 
 
 def load_env(run_dir: str | Path) -> dict[str, Any]:
-    """env.json of a run folder through ``ringlab.rundir.read_env``: FileNotFoundError when there
+    """env.json of a run folder through ``ringlab.rundir.Run``: FileNotFoundError when there
     is none, DataError when it is corrupt."""
-    if not (Path(run_dir) / "env.json").is_file():
+    run = rundir.Run(run_dir)
+    if not run.env_json.is_file():
         raise FileNotFoundError(f"{run_dir}: no env.json (not a ringlab run folder)")
-    return dict(rundir.read_env(run_dir).doc)
+    return dict(run.env_file.doc)
 
 
 def read_env(run_dir: str | Path) -> dict[str, Any]:
@@ -31,11 +32,11 @@ def read_env(run_dir: str | Path) -> dict[str, Any]:
 
 
 def rows(run_dir: Path) -> list[dict[str, Any]]:
-    """raw.csv's rows through ``ringlab.rundir.read_raw`` (typed; missing values None), [] without one."""
-    p = run_dir / "raw.csv"
-    if not p.is_file():
+    """raw.csv's rows through ``ringlab.rundir.Run`` (typed; missing values None), [] without one."""
+    run = rundir.Run(run_dir)
+    if not run.raw_csv.is_file():
         return []
-    df = rundir.read_raw(p)
+    df = run.read_raw()
     df = df[df["variant"].notna()].astype(object)
     df = df.where(df.notna(), None)
     rows = df.to_dict("records")

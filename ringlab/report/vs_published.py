@@ -15,7 +15,7 @@ import pandas as pd
 
 from ringlab import fmt
 from ringlab.report import published
-from ringlab.report.rundata import read_run
+from ringlab.rundir import Run
 from ringlab.stats import compare, measurements, summarize
 from ringlab.report import provenance
 from ringlab.report.figures import size_sweep
@@ -24,7 +24,7 @@ from ringlab.tools.perfstat import parse_perf_stat
 
 
 def load(run_dir) -> tuple[pd.DataFrame, dict]:
-    run = read_run(run_dir)
+    run = Run(run_dir)
     return run.raw, run.env
 
 

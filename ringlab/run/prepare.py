@@ -25,7 +25,7 @@ from ringlab.experiments.base import TrialSpec
 from ringlab.experiments.params import MAX_PLAN_TRIALS
 from ringlab.names import check_name
 from ringlab.digest import sha256_file
-from ringlab.rundir import read_done, read_env
+from ringlab import rundir
 from ringlab.run.context import RunContext
 from ringlab.run import stopping
 from ringlab.run.plan import LAYOUT_DESCRIPTION, ORDER_DESCRIPTION, full_plan, order_plan
@@ -250,7 +250,7 @@ def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bo
         out_dir = Path(out_dir)
         check_out_dir(out_dir, resume=True)
         try:
-            prev = read_env(out_dir).doc
+            prev = rundir.Run(out_dir).env_file.doc
         except DataError as e:
             raise ParamError(f"parameter '--resume': {e}; allowed: the folder of an interrupted run") from None
         values = _resolve_for_resume(exp_cls, params, prev, out_dir / "env.json")
@@ -303,10 +303,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     config_keys = list(dict.fromkeys(list(specs[0].config)))
     columns = schema.ordered_columns(exp_cls.param_columns(), list(exp_cls.extra_columns))
     if resume:   # a corrupt or foreign raw.csv is refused now, before the folder is touched
-        _, header = read_done(out_dir / "raw.csv", config_keys)
-        if header is not None and header != columns:
-            raise RunnerError(f"{out_dir / 'raw.csv'}: its columns differ from this ringlab's raw.csv layout "
-                              f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it")
+        rundir.Run(out_dir).resume_keys(config_keys, columns)
 
     # Build and check binaries before anything is written.
     build_info, reason = _build_and_check(exp, values, ctx, build)

@@ -39,9 +39,15 @@ Locking.  The folder itself is locked (``flock`` on the directory, exclusive, fo
 life of a run or a ``--resume``): a second one fails at once with ``RunLockedError``
 naming the holder's PID.
 
+Reading.  :class:`Run` (``run.py``) is the one read model of a run folder: raw.csv, env.json,
+the summary files and the executed notebook; every reader outside this package goes through it
+(tests/test_one_read_model.py checks it), and ``Run.baseline`` applies the one baseline rule
+(``baseline.py``).
+
 Files: ``rawcsv.py`` (the crash-safe appender, ``repair_csv``, ``read_raw``,
-``read_done``), ``rawrows.py`` (the checks of raw.csv's header and rows), ``envjson.py`` (atomic write, ``read_env``); this module holds the
-folder, its lock and its status.
+``read_done``, ``resume_keys``: the one header check of a resume), ``rawrows.py`` (the checks of
+raw.csv's header and rows), ``envjson.py`` (atomic write, ``read_env``), ``run.py`` (``Run``),
+``baseline.py`` (``pick_baseline``); this module holds the folder, its lock and its status.
 """
 from __future__ import annotations
 
@@ -55,13 +61,14 @@ from typing import Any
 
 import pandas as pd
 
-from ringlab import schema
-from ringlab.errors import DataError, DiskFullError, ParamError, RunLockedError, RunnerError
+from ringlab.errors import DataError, DiskFullError, ParamError, RunLockedError
 from ringlab.rundir.files import (LOG_FILES, TEXT_FILES, append_line, write_bytes, write_csv, write_figure,
                                   write_text)
 from ringlab.rundir.envjson import ENV_VERSION, RunEnv, atomic_write_json, read_env
 from ringlab.rundir.rawcsv import (CsvSink, count_file, count_trials, read_done, read_raw, repair_csv,
-                                  require_metric)
+                                  require_metric, resume_keys)
+from ringlab.rundir.baseline import pick_baseline, run_variants
+from ringlab.rundir.run import COMPARE_CSV, ENV_JSON, RAW_CSV, SUMMARY_CSV, SUMMARY_MD, Run, raw_experiment
 
 #: a run in which more than this fraction of the trials failed (crash, error, timeout)
 #: ends ``failed`` and ``ringlab run`` exits non-zero; so does a run with no ok trial
@@ -251,10 +258,7 @@ class RunFolder:
             removed = repair_csv(self.raw_csv)
             if removed and log:
                 log(f"resume: removed a torn last line ({removed} bytes) from raw.csv")
-        done, header = read_done(self.raw_csv, config_keys)
-        if header is not None and header != columns:
-            raise RunnerError(f"{self.raw_csv}: its columns differ from this ringlab's raw.csv layout "
-                              f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it")
+        done, header = resume_keys(self.raw_csv, config_keys, columns)
         if header is not None:
             self.trials = count_file(self.raw_csv)
         self._sink = CsvSink(self.raw_csv, columns)
@@ -334,30 +338,12 @@ class RunFolder:
         return line + "."
 
 
-def raw_experiment(df: pd.DataFrame) -> str | None:
-    """The experiment named by raw.csv's ``experiment`` column (None when it has none, or several)."""
-    if "experiment" not in df.columns:
-        return None
-    names = {str(x) for x in df["experiment"].dropna().unique()}
-    return names.pop() if len(names) == 1 else None
-
-
 def read_run(path: str | os.PathLike, need_env: bool = False) -> tuple[pd.DataFrame, RunEnv | None]:
-    """raw.csv and env.json of a run folder, both checked (``read_raw``, ``read_env``) and
-    consistent: env.json's experiment is the one raw.csv names.  A missing env.json gives None
-    (an error with ``need_env``); every other problem is a DataError naming the file."""
-    path = Path(path)
-    if (path.exists() or path.is_symlink()) and not path.is_dir():
-        raise DataError(f"{path}: not a folder; expected a run folder (raw.csv + env.json) written by "
-                        "`ringlab run`")
-    df = read_raw(path / "raw.csv")
-    env_json = path / "env.json"
-    if not need_env and not env_json.exists() and not env_json.is_symlink():
-        return df, None
-    return df, read_env(path, raw_experiment(df))
+    """raw.csv and env.json of a run folder (``Run(path).read(need_env)``)."""
+    return Run(path).read(need_env)
 
 
-__all__ = ["RunFolder", "RunEnv", "RunStatus", "read_raw", "read_env", "read_run", "raw_experiment", "require_metric", "CsvSink", "repair_csv", "read_done",
+__all__ = ["Run", "RAW_CSV", "ENV_JSON", "SUMMARY_MD", "SUMMARY_CSV", "COMPARE_CSV", "pick_baseline", "run_variants", "resume_keys", "RunFolder", "RunEnv", "RunStatus", "read_raw", "read_env", "read_run", "raw_experiment", "require_metric", "CsvSink", "repair_csv", "read_done",
            "count_trials", "judge", "atomic_write_json", "utc_now", "ENV_VERSION",
            "FAILED_MAX_FRACTION", "DataError", "TEXT_FILES", "LOG_FILES", "write_text", "write_bytes",
            "write_csv", "write_figure", "append_line"]

@@ -23,7 +23,8 @@ from typing import Any
 
 import pandas as pd
 
-from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
+from ringlab import schema
+from ringlab.errors import DISK_FULL_ERRNOS, DataError, RunnerError, disk_full
 from ringlab.rundir.rawrows import (INT_COLUMNS, LEGACY_COLUMNS, METRIC_COLUMNS, MAX_RAW_ROWS,  # noqa: F401
                                    check_rows, known_columns)
 from ringlab.names import check_data_name, name_problem
@@ -253,6 +254,16 @@ def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None
         except ValueError:
             raise DataError(f"{path}: line {reader.line_num}: column 'trial' is {row[idx['trial']]!r}; "
                             "expected an integer") from None
+    return done, header
+
+
+def resume_keys(path: Path, config_keys: list[str], columns: list[str]) -> tuple[set, list[str] | None]:
+    """``read_done`` of the raw.csv a run resumes into, refused (``RunnerError``) when its header is
+    not ``columns``, this ringlab's raw.csv layout: the one header check of a resume."""
+    done, header = read_done(path, config_keys)
+    if header is not None and header != columns:
+        raise RunnerError(f"{path}: its columns differ from this ringlab's raw.csv layout "
+                          f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it")
     return done, header
 
 

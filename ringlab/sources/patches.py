@@ -21,7 +21,7 @@ import pandas as pd
 from ringlab.paths import expand_user
 from ringlab import paths, rundir
 from ringlab.errors import DataError
-from ringlab.rundir import read_raw
+from ringlab.rundir import Run
 from ringlab.sources import kernel_header as kh
 from ringlab.sources.builtin_patches import (BuiltinPatch, PatchError, builtin_patch, effective_batch, is_builtin,
                                              parse_builtin, write_builtin)
@@ -142,7 +142,7 @@ def instructions_table(run_dir, plan: ABPlan):
 
     ``expected extra`` is the built-in patch's prediction (NaN for other patches)."""
 
-    df = read_raw(Path(run_dir) / "raw.csv")
+    df = Run(run_dir).read_raw()
     cols = ["mode", "size", "instructions/op " + plan.baseline, "instructions/op " + plan.candidate,
             "difference", "expected difference", "runs", "source"]
     if "icount_source" not in df.columns or not (df["icount_source"] == "callgrind").any():
@@ -201,7 +201,7 @@ def function_sizes(binaries: dict[str, Path | str]):
 def run_binaries(run_dir, plan: ABPlan) -> dict[str, str]:
     """Paths of both arms' binaries as the run recorded them (env.json binaries_used)."""
     try:
-        env = dict(rundir.read_env(run_dir).doc)
+        env = dict(Run(run_dir).env_file.doc)
     except (OSError, DataError):
         env = {}
     used = env.get("binaries_used") or {}

@@ -29,7 +29,7 @@ from typing import Any, Callable
 from ringlab import paths
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments.base import get as get_experiment
-from ringlab.rundir import atomic_write_json, read_run, utc_now
+from ringlab.rundir import Run, atomic_write_json, utc_now
 from ringlab.run import run_experiment
 from ringlab.run.prepare import new_run_id
 from ringlab.sources import kernel_header
@@ -185,7 +185,7 @@ def build_seconds(total_s: float, env: dict | None) -> float:
 
 def analyse_run(run_dir: Path, metric: str = "ns_per_op", build_s: float = math.nan) -> dict:
     """The calibration of an A/A run folder (DataError / ParamError when it cannot be read as one)."""
-    df, env = read_run(run_dir)
+    df, env = Run(run_dir).read()
     arms = ARMS if set(ARMS) <= set(map(str, df["variant"])) else None
     try:
         meas, _ = measurements(df, metric)
@@ -212,7 +212,7 @@ def calibrate(out: Path | None = None, params: dict[str, Any] | None = None, hea
     total_s = time.monotonic() - t0
     if res.exit_code:
         raise RunnerError(f"{res.raw_csv}: the A/A run ended {res.status} ({res.status_reason}); no calibration")
-    build_s = build_seconds(total_s, read_run(res.out_dir)[1]) if build else math.nan
+    build_s = build_seconds(total_s, Run(res.out_dir).env) if build else math.nan
     analysis = analyse_run(res.out_dir, build_s=build_s)
     path = store(out, analysis, res.run_id, res.out_dir, host)
     return path, json.loads(path.read_text())
@@ -224,7 +224,7 @@ def calibrate_existing(run_dir: Path, out: Path | None = None) -> tuple[Path, di
     host = host_id()
     out = Path(out) if out is not None else _cal.calibration_dir(host)
     analysis = analyse_run(run_dir)
-    _, env = read_run(run_dir)
+    _, env = Run(run_dir).read()
     run_id = (env.get("run_id") if env is not None else None) or run_dir.name
     path = store(out, analysis, str(run_id), run_dir, host)
     return path, json.loads(path.read_text())

@@ -1,6 +1,6 @@
 """Merge every run under results/ across hosts and dates (notebook 90).
 
-* ``load_runs``           every run folder with a raw.csv, with its env.json
+* ``load_runs``           every run folder with a readable raw.csv, as a :class:`ringlab.rundir.Run`
 * ``runs_table``          one line per run: experiment, host, arch, date, profile, trials
 * ``cross_machine_table`` seed 000's shape across machines: arch/host | unpatched | patched | delta | its CI
 * ``stale_checks``        the seed-002 question, answered from hashes and numbers:
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +19,7 @@ from ringlab import fmt, paths, rundir
 from ringlab.report import provenance
 from ringlab.errors import DataError
 from ringlab.report.figures import cross_run_forest
-from ringlab.rundir import RunFolder, read_env, read_raw
+from ringlab.rundir import Run, RunFolder
 from ringlab.stats import compare
 from ringlab.system import checkout, envinfo
 
@@ -29,40 +28,33 @@ from ringlab.system import checkout, envinfo
 DELTA_MAIL = "delta (mail sign)"
 
 
-@dataclass
-class Run:
-    path: Path
-    experiment: str      # results folder name (the notebook's experiment)
-    host: str
-    run_id: str
-    env: dict
-    raw: pd.DataFrame
+def _run_folders(root: str | Path | None) -> list[Run]:
+    root = Path(root) if root else paths.results_dir()
+    return [Run(d, (d.parent.parent.name, d.parent.name, d.name))
+            for d in sorted(p.parent for p in root.glob("*/*/*/" + rundir.RAW_CSV))]
 
 
 def load_runs(root: str | Path | None = None) -> list[Run]:
-    root = Path(root) if root else paths.results_dir()
+    """Every run folder ``results/<experiment>/<host>/<run-id>`` under ``root`` whose raw.csv can be
+    read (``skipped`` lists the others with the reason); ``env_doc`` is {} for an unreadable env.json.
+    The tables below take these or the runs of ``ringlab.open`` (both have ``raw``, ``env_doc``,
+    ``experiment``, ``host``, ``run_id``)."""
     out = []
-    for raw in sorted(root.glob("*/*/*/raw.csv")):
-        d = raw.parent
+    for r in _run_folders(root):
         try:
-            df = read_raw(raw)
+            r.raw
         except DataError:
             continue   # ``skipped`` lists it with the reason
-        try:
-            env = read_env(d).doc
-        except DataError:
-            env = {}
-        out.append(Run(d, d.parent.parent.name, d.parent.name, d.name, env, df))
+        out.append(r)
     return out
 
 
 def skipped(root: str | Path | None = None) -> list[str]:
     """Run folders under ``root`` whose raw.csv cannot be read, each with the reason."""
-    root = Path(root) if root else paths.results_dir()
     out = []
-    for raw in sorted(root.glob("*/*/*/raw.csv")):
+    for r in _run_folders(root):
         try:
-            read_raw(raw)
+            r.raw
         except DataError as e:
             out.append(str(e))
     return out
@@ -77,12 +69,12 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
     rows = []
     for r in runs:
         ok = r.raw[r.raw["status"] == "ok"] if "status" in r.raw.columns else r.raw
-        rows.append({"experiment": r.experiment, "host": r.host, "arch": _arch(r.env), "run_id": r.run_id,
-                     "profile": (r.env.get("parameters") or {}).get("profile", "?"),
+        rows.append({"experiment": r.experiment, "host": r.host, "arch": _arch(r.env_doc), "run_id": r.run_id,
+                     "profile": (r.env_doc.get("parameters") or {}).get("profile", "?"),
                      "variants": ",".join(sorted(map(str, r.raw["variant"].unique()))) if "variant" in r.raw else "",
                      "trials ok": len(ok), "trials total": len(r.raw),
-                     "git": ((r.env.get("git") or {}).get("commit") or "?")[:10]
-                     + (" (dirty)" if (r.env.get("git") or {}).get("dirty") else "")})
+                     "git": ((r.env_doc.get("git") or {}).get("commit") or "?")[:10]
+                     + (" (dirty)" if (r.env_doc.get("git") or {}).get("dirty") else "")})
     return pd.DataFrame(rows)
 
 
@@ -104,7 +96,7 @@ def cross_machine_table(runs: list[Run], baseline: str = "batch", patched: str =
         for _, c in cmp[cmp["candidate"] == patched].iterrows():
             has_ci = fmt.ci(c["ci_low_pct"], c["ci_high_pct"]) != fmt.NA
             levels.append(float(c["ci_level"]) if has_ci else float("nan"))
-            rows.append({"arch/host": f"{_arch(r.env)}/{r.host}", "run": f"{r.experiment}/{r.run_id}",
+            rows.append({"arch/host": f"{_arch(r.env_doc)}/{r.host}", "run": f"{r.experiment}/{r.run_id}",
                          "mode": c.get("mode"), "size": c.get("size"), "pair_class": c.get("pair_class"),
                          f"unpatched ({baseline})": c["median_baseline"],
                          f"patched ({patched})": c["median_candidate"],

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ringlab import fmt, paths
 from ringlab.errors import ParamError
-from ringlab.report.rundata import read_run
+from ringlab.rundir import Run
 from ringlab.report.tables import comparison_rows
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
@@ -216,7 +216,7 @@ def rounds(layouts: int, per_layout: int = 0, profile: str = "full") -> int | No
 # -- after measuring ------------------------------------------------------------------------------
 def compare_run(run_dir, metric: str = "ns_per_op") -> pd.DataFrame:
     """compare() of a run's arms against ``base`` (the layouts design when the run has layouts)."""
-    return compare(read_run(run_dir).raw, BASELINE, metric)
+    return compare(Run(run_dir).raw, BASELINE, metric)
 
 
 def verdict_table(cmp: pd.DataFrame, build: str = "") -> pd.DataFrame:
@@ -301,7 +301,7 @@ def instruction_table(runs: dict[str, Path], check: CheckPlan) -> pd.DataFrame:
     (``runs``: build label -> run folder), with the extra stated before measuring."""
     rows = []
     for build, run_dir in runs.items():
-        df = read_run(run_dir).raw
+        df = Run(run_dir).raw
         if "icount_source" not in df.columns or not (df["icount_source"] == "callgrind").any():
             rows.append({"build": build, "arm": "n/a", "note": "no callgrind rows (icount=false or valgrind missing)"})
             continue

@@ -135,9 +135,9 @@ def _same_range(old: dict, new: dict) -> None:
 
 
 def _machine(step_dir: Path) -> dict:
-    try:
-        env = json.loads((step_dir / "env.json").read_text())
-    except (OSError, ValueError):
+    """The machine a step ran on, from its env.json (read through ``rundir.Run``); {} without one."""
+    env = rundir.Run(step_dir).env_doc
+    if not env:
         return {}
     e = env.get("environment") or {}
     return {"host": env.get("host"), "cpu": (e.get("cpu") or {}).get("model"),

@@ -14,7 +14,7 @@ from ringlab.errors import ParamError as BaseParamError
 from ringlab.errors import RinglabError
 from ringlab.lab import notebook as rn
 from ringlab.lab.bisect import engine, report, testrepo
-from ringlab.rundir import read_raw
+from ringlab.rundir import Run
 from ringlab.sources import patches
 from ringlab.sources import builtin_patches
 from ringlab.tools import icount as icount_tool
@@ -149,7 +149,7 @@ def step_table(state: dict, repo: testrepo.TestRepo | None = None) -> pd.DataFra
 
 def _callgrind(run_dir: Path) -> dict[str, float]:
     try:
-        df = read_raw(run_dir / "raw.csv")
+        df = Run(run_dir).raw
     except (OSError, RinglabError):
         return {}
     if "icount_source" not in df.columns:

@@ -11,7 +11,7 @@ from pathlib import Path
 from ringlab.errors import ParamError
 from ringlab.lab.commands.dashvalues import allow_dash_values
 from ringlab.report import provenance
-from ringlab.rundir import read_env, read_run
+from ringlab.rundir import Run
 from ringlab.fmt import printable
 
 
@@ -73,11 +73,11 @@ def format_compare(c: dict) -> str:
 def run(args) -> int:
     for d in [args.run_dir] + ([args.against] if args.against else []):
         # corrupt files: DataError (exit 2) naming the file and line
-        raw, env = Path(d) / "raw.csv", Path(d) / "env.json"
-        if not Path(d).is_dir() or raw.exists() or raw.is_symlink():
-            read_run(d)
-        elif env.exists() or env.is_symlink():
-            read_env(d)
+        run = Run(d)
+        if not Path(d).is_dir() or run.has_raw:
+            run.read()
+        elif run.has_env:
+            run.env_file
     try:
         res = (provenance.compare_runs(args.run_dir, args.against) if args.against
                else provenance.check(args.run_dir))

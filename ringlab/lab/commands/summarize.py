@@ -6,7 +6,7 @@ import sys
 from ringlab.errors import DataError
 from ringlab.lab.commands.dashvalues import allow_dash_values
 from ringlab.report import pick_metric, write_report
-from ringlab.rundir import RunFolder, read_run, require_metric
+from ringlab.rundir import Run, RunFolder, require_metric
 from ringlab.stats import StatsError
 from ringlab.errors import ParamError
 from ringlab.fmt import printable
@@ -38,7 +38,7 @@ def run(args) -> int:
         labels[k] = v
     folder = RunFolder(args.dir)
     # corrupt files: DataError (exit 2) naming the file and line
-    df, env = read_run(folder.path)
+    df, env = Run(folder.path).read()
     try:
         metric = pick_metric(df, args.metric)
     except StatsError as e:

@@ -8,7 +8,7 @@ from ringlab.errors import DataError
 from ringlab.lab.fleet import record, slurm
 from ringlab.lab.reproduce import NOTEBOOKS
 from ringlab.lab.results_index import is_complete, write_index
-from ringlab.rundir import RunFolder
+from ringlab import rundir
 from ringlab.lab.fleet.command import reproduce_args
 
 #: lines of a job's .err log a failed node's verdict quotes (the last non-empty one)
@@ -43,7 +43,7 @@ def _run_state(path: Path, notebook: bool) -> Run:
     held reads as interrupted); a notebook run also needs its executed notebook without error."""
     name = path.parent.parent.name
     try:
-        st = RunFolder(path).status()
+        st = rundir.Run(path).run_status()
     except (DataError, OSError) as e:
         return Run(name, path, "failed", str(e).splitlines()[0][:200])
     if notebook and st.state == "complete" and not is_complete(path):
@@ -58,7 +58,7 @@ def node_runs(doc: dict, node: str) -> list[Run]:
     entry, root = doc["nodes"][node], Path(doc["results"])
     if doc["kind"] == "run":
         p = Path(entry["run_dir"])
-        if not (p / "env.json").is_file():
+        if not rundir.Run(p).env_json.is_file():
             return [Run(doc["command"][0], None, "missing", "no run folder written")]
         return [_run_state(p, notebook=False)]
     since = doc["fleet_id"][:16]

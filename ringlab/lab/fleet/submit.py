@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ringlab import paths
+from ringlab import paths, rundir
 from ringlab.errors import ParamError
 from ringlab.names import check_name
 from ringlab.lab.fleet import record, slurm
@@ -133,7 +133,7 @@ def resume(fleet_id: str, log=print) -> dict:
         if v.verdict == "complete" or v.verdict in ("pending", "running"):
             log(f"fleet {fleet_id}: node {v.node}: {v.verdict}, not re-queued")
             continue
-        exists = any(r.path is not None and (r.path / "env.json").is_file() for r in v.runs)
+        exists = any(r.path is not None and rundir.Run(r.path).env_json.is_file() for r in v.runs)
         todo = [r.name for r in v.runs if not r.complete] if doc["kind"] == "reproduce" else None
         jobs[v.node] = _submit_node(doc, v.node, todo, resume=exists)
         log(f"fleet {fleet_id}: node {v.node}: {v.verdict}, re-queued as job {jobs[v.node]}")

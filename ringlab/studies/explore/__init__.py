@@ -29,8 +29,8 @@ the folder), ``results_experiment`` (the results folder's experiment, as ``open`
 ``experiment`` -- ringlab run's name, e.g. ptr_ring -- and ``host``; filled from env.json and
 the folder where an older raw.csv lacks them).
 
-Nothing here parses a file: runs are read through :func:`ringlab.report.rundata.read_run` and
-:class:`ringlab.rundir.RunFolder`; tables and figures are the :class:`ringlab.report.Report`
+Nothing here parses a file: runs are read through :class:`ringlab.rundir.Run`, the read model
+of a run folder; tables and figures are the :class:`ringlab.report.Report`
 object's, numbers come from :mod:`ringlab.stats`.  The report writes files (summary.md,
 figures/), so it is built on a copy of raw.csv and env.json in a scratch folder
 (``$RINGLAB_SCRATCH/open/...``, or a temporary folder where that cannot be written):
@@ -51,7 +51,7 @@ from ringlab.errors import DataError, ParamError
 from ringlab.studies.explore.record import record
 from ringlab.studies.explore.run import FigureFile, Run, _user_error
 from ringlab.studies.explore.runs import KEY_COLUMNS, Runs, _newest, _run_dirs
-from ringlab.rundir import RunFolder
+from ringlab import rundir
 
 #: what open() accepts, for error messages
 ALLOWED = ("a run folder (holding raw.csv and env.json), results/<experiment> (its latest complete "
@@ -126,7 +126,7 @@ def _classify(p: Path) -> str:
         raise _user_error(ParamError, f"parameter 'path': {p} does not exist; allowed: {ALLOWED}")
     if (p / "env.json").is_file():
         try:
-            kind = RunFolder(p).read_env().kind
+            kind = rundir.Run(p).env_file.kind
         except DataError:
             kind = "run"
         raise _user_error(DataError, f"{p}: env.json but no raw.csv (a '{kind}' folder holds no trials to "

@@ -1,6 +1,6 @@
 """One opened run folder (:class:`Run`) and a figure file that Jupyter shows as the image.
 
-See :mod:`ringlab.explore`: nothing here parses a file (``read_run`` and ``RunFolder`` do), and
+See :mod:`ringlab.explore`: nothing here parses a file (:class:`ringlab.rundir.Run` does), and
 the report is built on a copy of raw.csv and env.json in a scratch folder, never in the run folder.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pandas as pd
 
 from ringlab import paths
 from ringlab.errors import DataError, ParamError, RinglabError
-from ringlab.report.rundata import read_run
-from ringlab.rundir import RunEnv, RunFolder
-from ringlab.report import pick_baseline, pick_metric
+from ringlab import rundir
+from ringlab.rundir import RunEnv
+from ringlab.report import pick_metric
 from ringlab.report import report as _report
 from ringlab.report.figures import FIGURES
 from ringlab.stats import StatsError, compare, measurements, summarize
@@ -56,29 +56,22 @@ class Run:
 
     ``path``; ``experiment``, ``host``, ``run_id``: the folder's place in
     ``results/<experiment>/<host>/<run-id>`` (env.json's values for a folder elsewhere);
-    ``name`` = "experiment/host/run_id"; ``env`` (:class:`ringlab.rundir.RunEnv`);
-    ``status`` and ``status_line`` (:class:`RunFolder`); ``profile``; ``raw`` / ``raw_all`` /
+    ``name`` = "experiment/host/run_id"; ``env`` (:class:`ringlab.rundir.RunEnv`), ``env_doc``;
+    ``status`` and ``status_line``; ``profile``; ``folder`` (the :class:`ringlab.rundir.Run` that
+    reads the files); ``raw`` / ``raw_all`` /
     ``trials()``; ``metric`` and ``baseline`` (the report's defaults); ``summary()``,
     ``compare()``, ``report()``, ``figure()``, ``round_ratios()``.
     """
 
     def __init__(self, path, names: tuple[str, str, str] | None = None):
         self.path = Path(path).absolute()
-        data = read_run(self.path, require_raw=False, load_raw=False)
-        self.status, self.status_line = data.status, data.status_line
+        self.folder = rundir.Run(self.path, names)
+        self.status, self.status_line = self.folder.status, self.folder.status_line
         try:
-            self.env = RunFolder(self.path).read_env()
+            self.env = self.folder.env_file
         except DataError:
-            self.env = RunEnv(self.path / "env.json", 0, "run", {})
-        if names is None:
-            host = self.env.get("host")
-            if host and self.path.parent.name == str(host) and len(self.path.parts) >= 4:
-                names = (self.path.parent.parent.name, str(host), self.path.name)
-            else:
-                names = (str(self.env.get("experiment") or self.path.name), str(host or self.path.parent.name),
-                         self.path.name)
-        self.experiment, self.host, self.run_id = names
-        self._raw: pd.DataFrame | None = None
+            self.env = RunEnv(self.folder.env_json, 0, "run", {})
+        self.experiment, self.host, self.run_id = self.folder.names
         self._reports: dict = {}
         self._scratch: Path | None = None
 
@@ -86,6 +79,10 @@ class Run:
     @property
     def name(self) -> str:
         return f"{self.experiment}/{self.host}/{self.run_id}"
+
+    @property
+    def env_doc(self) -> dict:
+        return self.env.doc
 
     @property
     def profile(self) -> str:
@@ -98,9 +95,9 @@ class Run:
     @property
     def raw_all(self) -> pd.DataFrame:
         """Every row of raw.csv: warm-ups, failed and timed-out trials included."""
-        if self._raw is None:
-            self._raw = read_run(self.path).raw
-        return self._raw.copy()
+        df = self.folder.raw
+        self.folder.env   # an env.json of another experiment than raw.csv's: DataError naming it
+        return df.copy()
 
     def trials(self, warmup: bool = False, failed: bool = False) -> pd.DataFrame:
         """raw.csv's rows; warm-ups and trials whose status is not ok only when asked."""
@@ -133,8 +130,8 @@ class Run:
     @property
     def baseline(self) -> str | None:
         """The run's baseline, the one summary.md and ``ringlab mail`` name (the rule of
-        :mod:`ringlab.report.baseline`); None for a run with a single variant."""
-        return pick_baseline(self.raw_all, self.env.doc, None)
+        :mod:`ringlab.rundir.baseline`); None for a run with a single variant."""
+        return rundir.pick_baseline(self.raw_all, self.env.doc, None)
 
     # -- statistics ----------------------------------------------------------------------------
     def summary(self, metric: str | None = None, by=None) -> pd.DataFrame:
@@ -230,9 +227,9 @@ class Run:
         if d.exists():
             shutil.rmtree(d)
         d.mkdir(parents=True)
-        for f in ("raw.csv", "env.json"):
-            if (self.path / f).is_file():
-                shutil.copyfile(self.path / f, d / f)
+        for f in (self.folder.raw_csv, self.folder.env_json):
+            if f.is_file():
+                shutil.copyfile(f, d / f.name)
         try:
             rep = _report(d, metric=metric, baseline=baseline, labels=labels, figures=figures)
         except StatsError as e:

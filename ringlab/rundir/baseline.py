@@ -1,5 +1,5 @@
 """The one rule that picks a run's baseline: summary.md, ``ringlab summarize``, ``ringlab mail``
-and ``ringlab.open(...).baseline`` all name the same one for the same run.
+and ``ringlab.open(...).baseline`` all name the same one for the same run (``Run.baseline``).
 
 In order, the first that applies:
 
@@ -34,14 +34,15 @@ def _listed(value: Any) -> list[str]:
     return []
 
 
-def pick_baseline(df: pd.DataFrame, env: Mapping[str, Any], baseline: str | None = None) -> str | None:
-    """The run's baseline by the rule of this module; ``ParamError`` when ``baseline`` is given
-    and is not a variant of the run."""
+def pick_baseline(df: pd.DataFrame, env: Mapping[str, Any], baseline: str | None = None,
+                  option: str = "parameter 'baseline'", error: type[Exception] = ParamError) -> str | None:
+    """The run's baseline by the rule of this module; ``error`` naming ``option`` (the input the
+    baseline came from) when ``baseline`` is given and is not a variant of the run."""
     variants = run_variants(df)
     if baseline:
         if str(baseline) not in variants:
-            raise ParamError(f"parameter 'baseline': {str(baseline)!r} is not a variant of this run; "
-                             f"allowed: {', '.join(sorted(variants)) or '(none: raw.csv has no variant)'}")
+            raise error(f"{option}: {str(baseline)!r} is not a variant of this run; "
+                        f"allowed: {', '.join(sorted(variants)) or '(none: raw.csv has no variant)'}")
         return str(baseline)
     if len(variants) < 2:
         return None
