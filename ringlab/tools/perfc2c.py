@@ -679,7 +679,9 @@ def import_c2c(text: str, source: str, csv: str | None = None, ring: str | None 
     if throughput is not None and not layout:
         print(f"throughput: {throughput:g} Mops/s (as given)")
     if csv:
-        print(f"rows written to {csv}" + (f"; offsets to {off_path}" if off_path else ""))
+        print(f"rows written to {csv}")
+        if off_path:
+            print(f"offset rows written to {off_path}")
     return 0
 
 
