@@ -33,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab.errors import DataError, ParamError
+from ringlab.rundir.outputs import check_output
 
 #: default cache line size of perf c2c (it groups addresses by 64 bytes on x86 and arm64)
 LINE_BYTES = 64
@@ -658,10 +659,12 @@ def import_c2c(text: str, source: str, csv: str | None = None, ring: str | None 
     all_off = pd.concat([o for o in offsets if not o.empty], ignore_index=True) if any(
         not o.empty for o in offsets) else pd.DataFrame()
     off_path = None
+    if csv and not all_off.empty:
+        off_path = offsets_path(csv)
+        check_output(off_path, "--csv")      # NAME.offsets.csv: refused in a run folder, as --csv is
     if csv:
         all_lines.drop(columns=["line_no"]).to_csv(csv, index=False)
-        if not all_off.empty:
-            off_path = offsets_path(csv)
+        if off_path:
             all_off.drop(columns=["line_no"]).to_csv(off_path, index=False)
     if as_json:
         print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
