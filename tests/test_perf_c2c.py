@@ -17,6 +17,7 @@ C2C = Path(__file__).resolve().parent / "data" / "perf_c2c"
 PERFGO = C2C / "perfgo_amd_ibs_false_sharing.txt"
 LEOYAN = C2C / "leoyan_2022_x86_peer.txt"
 ANDRES = C2C / "andres_2020_old_columns.txt"
+LEOYAN_ARM = C2C / "leoyan_2022_arm_spe_peer.txt"
 SYNTH = C2C / "synthetic_ptr_ring.txt"
 
 
@@ -75,6 +76,23 @@ def test_leoyan_peer_columns_and_mail_indent():
     assert list(off["symbol"])[0] == "[.] 0x00000000000013e9"
     # each line's Pareto records add up to the table's records of that line
     assert off.groupby("line_index")["records"].sum().tolist() == list(t["records"])
+
+
+def test_leoyan_arm_spe_sorted_on_peer():
+    r = one(LEOYAN_ARM)
+    assert r.sort_on == "Snoop Peer"
+    [ln] = r.lines.to_dict(orient="records")
+    assert ln["address_hex"] == "0xaaaac17d6000" and ln["node"] is None and ln["sort_pct"] == 100.0
+    assert ln["peer"] == 99 and (ln["hitm_total"], ln["hitm_local"], ln["hitm_remote"]) == (0, 0, 0)
+    assert (ln["records"], ln["loads"], ln["stores"], ln["ld_l1hit"], ln["ld_lclhit"]) == (18851, 18851, 0, 18752, 99)
+    off = r.offsets
+    assert list(off["offset"]) == [0x20, 0x29] and list(off["peer_pct"]) == [6.06, 93.94]
+    assert list(off["cycles_peer"]) == [375, 180] and list(off["records"]) == [18469, 135]
+    assert off["node"].isna().all() and list(off["object"]) == ["memstress", "memstress"]
+    assert list(off["source_line"]) == ["memstress[25ac]", "memstress[3e88]"]
+    # the peer column is shown where HITMs are zero
+    assert perfc2c.format_lines(r.lines).splitlines()[0].split() == \
+        ["#", "cache", "line", "hitm", "lcl", "rmt", "peer", "loads", "stores"]
 
 
 def test_andres_old_columns_quoted():

@@ -337,6 +337,8 @@ def _parse_one(lines, start, end, source, where, info) -> C2cReport:
         c = pct_cols[0]
         sort_on = " ".join(w.capitalize() if w.islower() else w for w in hdr.keys[hdr.names.index(c)].split())
         df = df.rename(columns={c: "sort_pct"})
+        # a count column that shares the percentage column's header ("Snoop Peer") takes its name
+        df = df.rename(columns={n: n[:-2] for n in df.columns if n.endswith("_2") and n[:-2] not in df})
     _hitm_columns(df, where(start + 1), hdr.keys)
     df.insert(0, "address_hex", df["address"].map(lambda a: f"0x{a:x}"))
     offsets = pd.DataFrame()
@@ -608,6 +610,8 @@ def format_lines(df: pd.DataFrame, width: int = WIDTH) -> str:
         return "-" if v is None or (isinstance(v, float) and v != v) or v is pd.NA else str(int(v))
     num_cols = [("hitm", "hitm_total"), ("lcl", "hitm_local"), ("rmt", "hitm_remote"),
                 ("loads", "loads"), ("stores", "stores")]
+    if "peer" in df and (pd.to_numeric(df["peer"], errors="coerce").fillna(0) > 0).any():
+        num_cols.insert(3, ("peer", "peer"))     # Arm SPE reports: peer snoops instead of HITMs
     ring = "ring_line" in df
     cells = [[str(r.get("index", i)), r["address_hex"], r.get("ring_line", "") or ""] +
              [n(r.get(c)) for _, c in num_cols] for i, r in enumerate(df.to_dict(orient="records"))]
