@@ -214,6 +214,26 @@ def test_labels_real_report_with_field_map():
     assert perfc2c.label_lines(r, far)["ring_group"].tolist() == [perfc2c.OUTSIDE]
 
 
+def test_pareto_call_chains_are_skipped():
+    text = _text(SYNTH).replace("ptr_ring_bench           ring.h:95    0\n",
+                                "ptr_ring_bench           ring.h:95    0\n"
+                                "            |\n            ---rl_measured_produce\n"
+                                "               |--100.00%--producer_thread\n", 1)
+    assert "---rl_measured_produce" in text
+    [r] = perfc2c.parse(text, "g.txt")
+    assert len(r.offsets) == 7 and list(r.offsets["line_index"]) == [0, 0, 1, 2, 2, 3, 4]
+
+
+def test_128_byte_lines():
+    lay = perfc2c.RingLayout.from_spec("base=0x1000,queue=0x2000,size=32,line=128")
+    [r] = perfc2c.parse_file(SYNTH)
+    lab = perfc2c.label_lines(r, perfc2c.RingLayout.from_spec(
+        "base=0x7f3a1c000100,queue=0x7f3a1c001000,size=16,line=128"))
+    # 0x...100 + 128 bytes holds the producer and the consumer groups
+    assert lab["ring_group"].iloc[1] == "producer+consumer"
+    assert lay.labels(0x2000, 0x2080) == ["slots[0-15]"]
+
+
 def test_line_straddling_struct_and_slots():
     lay = perfc2c.RingLayout(base=0x1000, queue=0x10c0, slots=4)
     assert lay.labels(0x1080, 0x10c0) == ["size", "batch", "queue"]
@@ -229,6 +249,7 @@ def test_line_straddling_struct_and_slots():
     ("base=0x10,colour=red", "'colour=red'"),
     ("base=0x10,queue=0x20,size=0", "size=0"),
     ("base=0x10,layout=/nonexistent.json", "not a known layout or a readable JSON file"),
+    ("base=0x10,line=100", "line=100; allowed: 32, 64, 128 or 256"),
 ])
 def test_ring_spec_refusals(spec, expected):
     with pytest.raises(ParamError, match=expected.replace("(", r"\(").replace(")", r"\)")):

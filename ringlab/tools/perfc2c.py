@@ -407,6 +407,8 @@ def _parse_pareto(lines, at, end, source, where, table: pd.DataFrame) -> pd.Data
         if cur is None:
             raise DataError(f"{where(i)}: expected a dashed line and a cache-line header before the "
                             "Pareto's offset rows")
+        if s.strip()[:1] in ("|", "-"):
+            continue        # a call chain under an offset row (perf c2c report -g)
         cells = hdr.cells(s)
         row = {}
         for name, cell in zip(hdr.names, cells):
@@ -469,23 +471,26 @@ class RingLayout:
         if (self.queue is None) != (self.slots is None):
             raise ParamError("ring layout: 'queue' and 'size' go together; allowed: both (the slot array's "
                              "address and its number of slots) or neither")
+        if self.line_bytes not in (32, 64, 128, 256):
+            raise ParamError(f"ring layout: line={self.line_bytes}; allowed: 32, 64, 128 or 256 bytes")
         if self.slots is not None and self.slots < 1:
             raise ParamError(f"ring layout: size={self.slots}; allowed: a number of slots >= 1")
 
     @classmethod
     def from_spec(cls, spec: str) -> "RingLayout":
-        """``base=ADDR[,queue=ADDR,size=N][,layout=batch|reorder|prebatch|FILE.json]``.
+        """``base=ADDR[,queue=ADDR,size=N][,layout=batch|reorder|prebatch|FILE.json][,line=BYTES]``.
 
-        FILE.json: {"field": [start, end], ...} byte ranges from base."""
-        allowed = ("allowed: base=ADDR[,queue=ADDR,size=N][,layout=batch|reorder|prebatch|FILE.json], "
-                   "ADDR in hex (0x...) or decimal")
+        FILE.json: {"field": [start, end], ...} byte ranges from base; ``line``: the cache line
+        size perf grouped by (64 unless the host's is larger)."""
+        allowed = ("allowed: base=ADDR[,queue=ADDR,size=N][,layout=batch|reorder|prebatch|FILE.json]"
+                   "[,line=BYTES], ADDR in hex (0x...) or decimal")
         kv = {}
         for part in (spec or "").split(","):
             if not part.strip():
                 continue
             k, sep, v = part.partition("=")
             k = k.strip()
-            if not sep or k not in ("base", "queue", "size", "layout") or k in kv:
+            if not sep or k not in ("base", "queue", "size", "layout", "line") or k in kv:
                 raise ParamError(f"parameter '--ring': {part.strip()!r} in {spec!r}; {allowed}")
             kv[k] = v.strip()
         if "base" not in kv:
@@ -512,7 +517,8 @@ class RingLayout:
                 fields = {str(k): tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
         return cls(base=num("base"), fields=fields,
                    queue=num("queue") if "queue" in kv else None,
-                   slots=num("size") if "size" in kv else None)
+                   slots=num("size") if "size" in kv else None,
+                   line_bytes=num("line") if "line" in kv else LINE_BYTES)
 
     def labels(self, lo: int, hi: int) -> list[str]:
         """Names of what occupies bytes [lo, hi): struct fields, then ``slots[i-j]``."""
