@@ -303,6 +303,10 @@ def test_cli_c2c_stdin_json():
     assert p.returncode == 0, p.stderr
     [rep] = json.loads(p.stdout)
     assert rep["source"] == "<stdin>" and [x["hitm_total"] for x in rep["lines"]] == [13, 1475, 16, 23]
+    p = _cli("--c2c", str(SYNTH), "--json", "--ring", "base=0x7f3a1c000100,queue=0x7f3a1c001000,size=16")
+    [rep] = json.loads(p.stdout)
+    assert [x["ring_line"] for x in rep["lines"]][:3] == ["consumer", "producer", "slots[8-15]"]
+    assert rep["offsets"][0]["ring_fields"] == "consumer_head" and rep["sort_on"] == "Tot Hitm"
 
 
 def test_cli_refusals(tmp_path):

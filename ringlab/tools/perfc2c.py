@@ -140,15 +140,15 @@ class C2cReport:
 
 
 def _records(df: pd.DataFrame) -> list:
-    out = []
-    for r in df.to_dict(orient="records"):
-        out.append({k: (None if (isinstance(v, float) and v != v) else
-                        (int(v) if hasattr(v, "item") and float(v).is_integer() else
-                         (v.item() if hasattr(v, "item") else v))) for k, v in r.items()})
-    return out
+    """Rows as JSON-ready dicts: NaN/NA as None, numpy scalars as Python numbers."""
+    def plain(v):
+        if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+            return None
+        return v.item() if hasattr(v, "item") else v
+    return [{k: plain(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
 
 
-def _value(tok: str, where: str, col: str):
+def _value(tok: str):
     """A table cell: int, hex address, percentage, float, 'N/A' (None) or text (as is)."""
     if tok in ("", "N/A", "-"):
         return None
@@ -319,7 +319,7 @@ def _parse_one(lines, start, end, source, where, info) -> C2cReport:
                                     f"'Address', got {t!r}")
             elif not (_INT.match(t) or _PCT.match(t) or t == "N/A" or _FLOAT.match(t) or _HEX.match(t)):
                 raise DataError(f"{where(i)}: expected a number in column {c!r}, got {t!r}")
-        row = {c: _value(t, where(i), c) for t, c in zip(toks, hdr.names)}
+        row = {c: _value(t) for t, c in zip(toks, hdr.names)}
         row["line_no"] = i
         rows.append(row)
         raw_toks.append(toks)
@@ -412,7 +412,7 @@ def _parse_pareto(lines, at, end, source, where, table: pd.DataFrame) -> pd.Data
         cells = hdr.cells(s)
         row = {}
         for name, cell in zip(hdr.names, cells):
-            row[name] = _value(cell, where(i), name) if name not in ("symbol", "object", "source_line", "nodes") \
+            row[name] = _value(cell) if name not in ("symbol", "object", "source_line", "nodes") \
                 else (cell or None)
         if not isinstance(row.get("offset"), int) or not cells[hdr.names.index("offset")].startswith("0x"):
             raise DataError(f"{where(i)}: expected a hex offset (0x...) in the Pareto column 'Offset', got "
@@ -677,7 +677,12 @@ def import_c2c(text: str, source: str, csv: str | None = None, ring: str | None 
         if off_path:
             all_off.drop(columns=["line_no"]).to_csv(off_path, index=False)
     if as_json:
-        print(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
+        out = []
+        for rep, df, off in zip(reports, lines, offsets):
+            d = rep.to_dict()
+            d["lines"], d["offsets"] = _records(df), _records(off)      # with the ring labels
+            out.append(d)
+        print(json.dumps(out, indent=2, default=str))
         return 0
     for k, (rep, df) in enumerate(zip(reports, lines), 1):
         if len(reports) > 1:
