@@ -25,7 +25,8 @@ def add_arguments(p) -> None:
     p.add_argument("--c2c", action="store_true",
                    help="FILE is `perf c2c report --stdio` text: one row per cache line (HITM, loads, stores)")
     p.add_argument("--ring", metavar="SPEC", default=None,
-                   help="with --c2c: base=ADDR[,queue=ADDR,size=N][,layout=batch|prebatch|FILE.json] labels the ring's lines")
+                   help="with --c2c: label the ring's lines; "
+                        "SPEC base=ADDR[,queue=ADDR,size=N][,layout=batch|prebatch|FILE.json][,line=BYTES]")
     p.add_argument("--throughput", metavar="MOPS", type=float, default=None,
                    help="with --c2c: the run's throughput (Mops/s), printed beside the HITM counts")
     allow_dash_values(p)   # --csv -out.csv
