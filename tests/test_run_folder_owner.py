@@ -56,6 +56,8 @@ NOT_RUN_FOLDERS = {
     ("lab/cli.py", "main"): "/dev/null as stdout (opened for writing, nothing written)",
     ("lab/commands/mail.py", "run"): "`ringlab mail -o FILE`: a file the user names",
     ("lab/commands/import_perf.py", "run"): "`ringlab import-perf --csv FILE`: a file the user names",
+    ("tools/perfc2c.py", "import_c2c"): "`ringlab import-perf --c2c --csv FILE`: FILE and FILE.offsets.csv, "
+                                        "files the user names",
 }
 
 _WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}

@@ -1,4 +1,5 @@
-"""Turn pasted `perf stat` output (human text or -x, CSV) into rows, one per perf stat block.
+"""Turn pasted `perf stat` output (human text or -x, CSV) into rows, one per perf stat block;
+with --c2c, `perf c2c report --stdio` text into rows, one per cache line (ringlab.tools.perfc2c).
 
 Quote markers from mail replies (`> >`) are ignored, so a thread can be pasted as is.
 Exit codes: 0 ok, 1 no perf stat block found, 2 unreadable FILE.
@@ -12,7 +13,7 @@ import sys
 from ringlab.errors import DataError, ParamError
 from ringlab.lab.commands.dashvalues import allow_dash_values
 from ringlab.rundir.outputs import check_output
-from ringlab.tools import kmod_perf, perfstat
+from ringlab.tools import kmod_perf, perfc2c, perfstat
 
 
 def add_arguments(p) -> None:
@@ -21,6 +22,13 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print the parsed blocks as JSON instead of a table")
     p.add_argument("--kmod", action="store_true",
                    help="`perf stat -r N insmod MODULE ARGS` blocks: add module, args, push/pop CPUs (kmod rows)")
+    p.add_argument("--c2c", action="store_true",
+                   help="FILE is `perf c2c report --stdio` text: one row per cache line (HITM, loads, stores)")
+    p.add_argument("--ring", metavar="SPEC", default=None,
+                   help="with --c2c: label the ring's lines; "
+                        "SPEC base=ADDR[,queue=ADDR,size=N][,layout=batch|prebatch|FILE.json][,line=BYTES]")
+    p.add_argument("--throughput", metavar="MOPS", type=float, default=None,
+                   help="with --c2c: the run's throughput (Mops/s), printed beside the HITM counts")
     allow_dash_values(p)   # --csv -out.csv
 
 
@@ -53,6 +61,8 @@ def run(args) -> int:
         if os.path.isdir(args.csv) or not os.path.isdir(out):
             raise ParamError(f"parameter '--csv': {args.csv!r} is a directory or in a folder that does not exist; "
                              "allowed: a file path in an existing folder")
+    if args.c2c or args.ring or args.throughput is not None:
+        return perfc2c.cli_run(text, args)
     blocks = perfstat.parse(text)
     if not blocks:
         raise DataError(f"{args.file}: no perf stat output found; expected 'Performance counter stats for ...' "
