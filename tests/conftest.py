@@ -83,6 +83,8 @@ def fakebin(tmp_path, monkeypatch) -> Path:
     # root can reach it: under root they run as root (tests/test_least_privilege.py checks the
     # unprivileged trials with real binaries).
     monkeypatch.setenv("RINGLAB_RUN_USER", "root")
+    # runs without -p seed use seed 1, whose layouts the mock binaries cover (a run draws one otherwise)
+    monkeypatch.setenv("RINGLAB_SEED", "1")
     for k in list(os.environ):
         if k.startswith("FAKE_"):
             monkeypatch.delenv(k)
