@@ -343,7 +343,9 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         build=build_info,
         plan={"trials_total": len(plan), "seed": values["seed"], "seed_source": seed_source,
               "order": ORDER_DESCRIPTION,
-              "layouts": layouts, **({"layout_order": LAYOUT_DESCRIPTION} if layouts > 1 else {})},
+              "layouts": layouts, **({"layout_order": LAYOUT_DESCRIPTION,
+                                      "common_layouts": bool(values.get("common_layouts", False))}
+                                     if layouts > 1 else {})},
         environment=envinfo.collect(),
         privilege=privilege.record(getattr(exp, "trial_privilege", "user")),
         # What will actually run, hashed here whatever the build step said.
