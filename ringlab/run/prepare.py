@@ -206,9 +206,9 @@ def _resolve_for_resume(exp_cls, params: dict, env: dict, env_path: Path) -> dic
 
 
 def _build(exp, values) -> dict[str, Any]:
-    # Only what this run needs (plus the latency probe): a ptr_ring run does not
+    # Only what this run needs (plus the latency probe and the trial launcher): a ptr_ring run does not
     # wait for page_frag to compile.
-    only = list(exp.needed_binaries(values)) + ["c2c_latency"]
+    only = list(exp.needed_binaries(values)) + ["c2c_latency", "trial_launcher"]
     try:
         info = build_mod.build_all(**exp.build_args(values), only=only)
     except ParamError:
