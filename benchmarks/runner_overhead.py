@@ -3,7 +3,9 @@
 1. Per-trial fixed overhead: a ptr_ring run with ``count`` tiny (-N 2), so the measured
    region is ~nothing; the gap between consecutive trials' end timestamps in raw.csv is
    the whole per-trial cycle (spawn, pinning, counter setup, parse, steal reading, CSV
-   write + fsync).  Target <= 20 ms.
+   write + fsync).  Target <= 20 ms.  Then the same for a layouts run (``--layouts`` K builds
+   of batch and of reorder, a binary per layout; its builds are made on the first run and
+   reused after): target <= 3 ms a trial outside the timed region.
 2. Counter perturbation: the same binary and configuration with and without
    ``--counters``, run interleaved (ABBA) in one loop, median ns_per_op compared.
    Target <= 1 %.  On a VM without hardware counters only software events open, which
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -33,17 +36,35 @@ from ringlab import paths  # noqa: E402
 from ringlab import run as runner  # noqa: E402
 from ringlab.experiments.base import parse_harness_json  # noqa: E402
 from ringlab.experiments.ptr_ring import PtrRing  # noqa: E402
+from ringlab.run import launcher  # noqa: E402
+
+
+def _loads() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 def _ts(s: str) -> float:
     return dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
 
-def fixed_overhead(trials: int) -> dict:
+#: the layouts run's seed: its builds are made once and found again by later runs
+LAYOUT_SEED = 29
+
+
+def fixed_overhead(trials: int, layouts: int = 1) -> dict:
+    """The per-trial cycle of a one-binary run (``layouts`` 1) or of a layouts run (batch vs
+    reorder, ``layouts`` builds each, the layout builds made first when missing)."""
+    params = {"profile": "smoke", "variants": "batch", "modes": "0", "count": 2, "trials": trials,
+              "warmup": 0, "governor": "false", "layouts": 1, "quiet": "off"}
+    if layouts > 1:
+        params.update(variants="batch,reorder", layouts=layouts, seed=LAYOUT_SEED,
+                      trials=max(2, trials // 2))
     with tempfile.TemporaryDirectory() as d:
-        res = runner.run_experiment("ptr_ring", {"profile": "smoke", "variants": "batch", "modes": "0",
-                                                 "count": 2, "trials": trials, "warmup": 0, "governor": "false"},
-                                    Path(d) / "run", build=False, progress=False, log=lambda m: None)
+        res = runner.run_experiment("ptr_ring", params, Path(d) / "run", build=layouts > 1, progress=False,
+                                    log=lambda m: None)
         df = pd.read_csv(res.raw_csv).sort_values("order")
     ts = [_ts(t) for t in df["timestamp"]]
     gaps = [b - a for a, b in zip(ts, ts[1:])]
@@ -56,7 +77,7 @@ def fixed_overhead(trials: int) -> dict:
 
 def counter_cost(trials: int, count: int) -> dict:
     exp = PtrRing()
-    values = PtrRing.resolve({"variants": "batch", "modes": "0", "count": count, "cpus": "auto"})
+    values = PtrRing.resolve({"variants": "batch", "modes": "0", "count": count, "cpus": "auto", "layouts": 1})
     ctx = runner.RunContext("ptr_ring", values, "bench", Path("."), log=lambda m: None)
     spec = exp.plan(values, ctx)[0]
     with_c = exp.command(spec, ctx)
@@ -82,6 +103,8 @@ def counter_cost(trials: int, count: int) -> dict:
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--count", type=int, default=20_000_000)
+    ap.add_argument("--layouts", type=int, default=32,
+                    help="also measure a run of batch vs reorder with this many layouts each (1: skip)")
 
 
 def main(argv=None) -> int:
@@ -99,6 +122,14 @@ def run(args) -> int:
           f"[runner share {fo['median_cycle_ms'] - fo['median_process_wall_ms']:.2f} ms, "
           f"trial cycle {fo['median_cycle_ms']:.2f} ms, process wall {fo['median_process_wall_ms']:.2f} ms, "
           f"measured region {fo['median_region_ms']:.4f} ms, {fo['trials']} trials]")
+    if args.layouts > 1:
+        lo = fixed_overhead(args.trials, args.layouts)
+        print(f"per-trial overhead of a layouts run: {lo['fixed_overhead_ms']:.2f} ms (target <= 3 ms) "
+              f"[{args.layouts} layouts of batch and reorder; runner share "
+              f"{lo['median_cycle_ms'] - lo['median_process_wall_ms']:.2f} ms, trial cycle {lo['median_cycle_ms']:.2f} ms, "
+              f"process wall {lo['median_process_wall_ms']:.2f} ms, {lo['trials']} trials]")
+    print(f"trial launcher: {'used' if (paths.bin_dir() / launcher.NAME).exists() else 'not built, trials spawned by the runner'}; "
+          f"load average {_loads()} ({os.cpu_count()} CPUs): figures taken beside other work are larger")
     cc = counter_cost(max(4, args.trials // 4), args.count)
     print(f"counters on vs off: {cc['change_pct']:+.2f} % ns_per_op (target within 1 %) "
           f"[{cc['median_ns_per_op_with']:.3f} vs {cc['median_ns_per_op_without']:.3f} ns/op, "

@@ -14,6 +14,9 @@ SEEDS = ROOT.parent / "shared" / "seeds"
 os.environ.setdefault("RINGLAB_STATE_DIR", str(ROOT / "build" / "test-state"))
 # ... and never share CPU locks with a real run on this machine.
 os.environ.setdefault("RINGLAB_LOCK_DIR", str(ROOT / "build" / "test-locks"))
+# A run given no -p seed draws one; the tests' runs use seed 1, whose layouts the mock binaries
+# cover and their assertions expect (tests/test_layout_seed.py unsets it to see fresh draws).
+os.environ.setdefault("RINGLAB_SEED", "1")
 
 
 _BASETEMP_TOP: list[Path] = []
@@ -83,6 +86,7 @@ def fakebin(tmp_path, monkeypatch) -> Path:
     # root can reach it: under root they run as root (tests/test_least_privilege.py checks the
     # unprivileged trials with real binaries).
     monkeypatch.setenv("RINGLAB_RUN_USER", "root")
+    monkeypatch.setenv("RINGLAB_SEED", "1")
     for k in list(os.environ):
         if k.startswith("FAKE_"):
             monkeypatch.delenv(k)

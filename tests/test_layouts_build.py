@@ -39,6 +39,25 @@ def test_layout_spec_is_deterministic_and_in_range():
     assert a != [L.layout_spec(8, "batch", k) for k in range(64)]
 
 
+def test_common_layouts_give_every_arm_the_same_pads_and_alignments():
+    from ringlab.experiments.ptr_ring import PtrRing
+    common = {v: L.arm_layouts(7, v, 8, common=True) for v in ("batch", "reorder")}
+    own = {v: L.arm_layouts(7, v, 8) for v in ("batch", "reorder")}
+    key = [(x.pad, x.align, x.loops) for x in common["batch"]]
+    assert key == [(x.pad, x.align, x.loops) for x in common["reorder"]]
+    assert key != [(x.pad, x.align, x.loops) for x in own["batch"]]
+    assert own["batch"] != own["reorder"]
+    assert L.arm_layouts(8, "batch", 8, common=True) != common["batch"]       # still drawn per seed
+    assert L.arm_layouts(7, "batch", 1, common=True) == [L.PLAIN]
+    # user-pinned alignments stand in common layouts too
+    assert all(x.align == 0 for x in L.arm_layouts(7, "batch", 4, "-falign-functions=32", common=True))
+    values = PtrRing.resolve({"variants": "batch,reorder", "layouts": 3, "common_layouts": "true", "seed": 5})
+    names = PtrRing().needed_binaries(values)
+    assert sorted(n.split("@")[1] for n in names if "-batch@" in n) == \
+        sorted(n.split("@")[1] for n in names if "-reorder@" in n)
+    assert PtrRing.resolve({})["common_layouts"] is False
+
+
 def test_layout_spec_does_not_depend_on_the_hash_seed():
     code = ("from ringlab.build.layouts import layout_spec as s; "
             "print([(s(3, 'batch', k).pad, s(3, 'batch', k).align) for k in range(4)])")

@@ -30,7 +30,7 @@ Rules:
   under ``layout`` in the source record, not in the source set (they move code, change none).
   Compiler options are checked in ringlab.build.cflags.
 * The table :data:`TARGETS` says which sources make which binary; optional
-  targets (page_frag, syscall_loop, c2c_latency) are built only if their
+  targets (page_frag, syscall_loop, c2c_latency, trial_launcher) are built only if their
   sources exist, so another engineer's layout change is a one-line edit.
 """
 from __future__ import annotations
@@ -106,6 +106,7 @@ TARGETS: list[Target] = [
               "harness/counters.c"), optional=True) for v in ("before", "after")),
     Target("syscall_loop", ("workloads/syscall_loop.c", "harness/counters.c"), optional=True),
     Target("c2c_latency", ("harness/c2c_latency.c",), optional=True),
+    Target("trial_launcher", ("harness/trial_launcher.c",), optional=True),
 ]
 
 

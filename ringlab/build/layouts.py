@@ -28,6 +28,10 @@ What is not randomized, and why:
 * function order: GNU ld cannot reorder the functions of an object without a linker script,
   so the order stays the compiler's.
 
+With ``common_layouts`` (common random layouts) every arm's layout k is drawn from (run seed, k)
+alone, so both arms of layout pair k get the same pad and alignments and a pair's difference
+carries one arm's layout effect less (only as much as the arms' code-size difference moves it).
+
 Each layout is derived from (run seed, arm name, k) with sha256 (never Python's ``hash()``,
 which changes between processes), so the same seed gives the same layouts, hence the same
 binaries.  With ``layouts`` 1 the one layout is :data:`PLAIN`: today's build, no pad, no flag.
@@ -37,6 +41,7 @@ builds of two seeds never overwrite each other, and the same build is reused acr
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import random
 from dataclasses import dataclass
@@ -136,20 +141,33 @@ def pins_loop_alignment(cflags) -> bool:
     return _pins(cflags, "-falign-loops", "-falign-jumps")
 
 
-def arm_layouts(seed: int, arm: str, count: int, cflags=None) -> list[Layout]:
-    """The ``count`` layouts of one arm: ``[PLAIN]`` for 1, else ``layout_spec(seed, arm, k)``,
+#: what common random layouts draw from in place of an arm's name (a name never holds NUL): with
+#: ``common_layouts`` every arm's layout k has the same pad and alignments
+COMMON_ARM = "\0common"
+
+
+def arm_layouts(seed: int, arm: str, count: int, cflags=None, common: bool = False) -> list[Layout]:
+    """The ``count`` layouts of one arm: ``[PLAIN]`` for 1, else ``layout_spec(seed, arm, k)``
+    (``layout_spec(seed, COMMON_ARM, k)`` for every arm when ``common``: common random layouts),
     without a function (or loop) alignment of their own when ``cflags`` pin one."""
     count = int(count)
     if not 1 <= count <= MAX_LAYOUTS:
         raise ValueError(f"layouts {count}: allowed: 1..{MAX_LAYOUTS}")
     if count == 1:
         return [PLAIN]
+    words = tuple(cflags.split()) if isinstance(cflags, str) else tuple(str(w) for w in cflags or ())
+    return list(_drawn(int(seed), COMMON_ARM if common else str(arm), count, words))
+
+
+@functools.lru_cache(maxsize=1024)
+def _drawn(seed: int, arm: str, count: int, cflags: tuple[str, ...]) -> tuple[Layout, ...]:
+    """arm_layouts' draw, computed once per run and arm (a trial asks for its binary's name)."""
     out = [layout_spec(seed, arm, k) for k in range(count)]
     if pins_function_alignment(cflags):
         out = [dataclasses.replace(lay, align=0) for lay in out]
     if pins_loop_alignment(cflags):
         out = [dataclasses.replace(lay, loops=0) for lay in out]
-    return out
+    return tuple(out)
 
 
 def base_name(name: str) -> str:

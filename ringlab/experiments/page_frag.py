@@ -62,6 +62,8 @@ class PageFrag(Experiment):
         Param("layouts", "int", 1, "code layouts per variant: builds with seeded pads and function "
               "alignments, paired by index and cycled over the rounds (1: one fixed build)",
               min=1, max=MAX_LAYOUTS, column=False),
+        Param("common_layouts", "bool", False, "common random layouts: layout k of every variant gets the "
+              "same pad and alignments (false: each variant draws its own)", column=False),
     ]
     # Sized for the project's 2-CPU VM (2 variants x 2 aligns x 3 lengths x 2 placements
     # = 24 configurations): smoke is seconds (tests), quick about a minute, full a few
@@ -100,7 +102,8 @@ class PageFrag(Experiment):
     @staticmethod
     def layouts_of(values: dict[str, Any]) -> dict[str, list[Layout]]:
         """{page_frag_test-VARIANT: its layouts} (``[PLAIN]`` each when ``layouts`` is 1)."""
-        return {f"page_frag_test-{v}": arm_layouts(values["seed"], v, values.get("layouts", 1))
+        return {f"page_frag_test-{v}": arm_layouts(values["seed"], v, values.get("layouts", 1),
+                                                   common=values.get("common_layouts", False))
                 for v in values["variants"]}
 
     def needed_binaries(self, values: dict[str, Any]) -> list[str]:
@@ -112,7 +115,8 @@ class PageFrag(Experiment):
     def binary_name(self, spec: TrialSpec, values: dict[str, Any]) -> str:
         """The binary of this trial: its variant in the layout of its round (``extra["layout"]``)."""
         variant = str(spec.config["variant"])
-        lays = arm_layouts(values["seed"], variant, values.get("layouts", 1))
+        lays = arm_layouts(values["seed"], variant, values.get("layouts", 1),
+                           common=values.get("common_layouts", False))
         return lays[int(spec.extra.get("layout", 0))].binary_name(f"page_frag_test-{variant}")
 
     # -- placement -------------------------------------------------------------------------

@@ -195,7 +195,10 @@ COMMON_PARAMS = [
           column=False),
     Param("timeout", "float", 120.0, "seconds before a trial is killed and recorded as timeout", min=0.1,
           max=MAX_TIMEOUT_S, column=False),
-    Param("seed", "int", 1, "seed of the randomized interleaved trial order", min=0, max=MAX_SEED, column=False),
+    # a run given no seed draws one (ringlab.run.prepare.draw_seed): the default is only what
+    # resolve() fills in outside a run
+    Param("seed", "int", 1, "seed of the randomized interleaved trial order and of the code and data layouts "
+          "(a run given none draws one, recorded in env.json)", min=0, max=MAX_SEED, column=False),
     Param("counters", "bool", True, "read perf_event_open counters inside the measured region", column=False),
     Param("governor", "bool", True, "set the performance governor on the CPUs in use, restore afterwards",
           column=False),

@@ -103,6 +103,8 @@ class PtrRing(Experiment):
         Param("layouts", "int", 1, "code layouts per variant: builds with seeded pads and function "
               "alignments, paired by index and cycled over the rounds (1: one fixed build)",
               min=1, max=MAX_LAYOUTS, column=False),
+        Param("common_layouts", "bool", False, "common random layouts: layout k of every variant gets the "
+              "same pad and alignments (false: each variant draws its own)", column=False),
     ]
     # Sized for this project's 2-CPU VM: smoke is seconds (tests), quick about a minute,
     # full about five minutes (what we commit).
@@ -151,7 +153,7 @@ class PtrRing(Experiment):
     def layouts_of(values) -> dict[str, list[Layout]]:
         """{ptr_ring_test-VARIANT: its layouts} (``[PLAIN]`` each when ``layouts`` is 1)."""
         return {f"ptr_ring_test-{v}": arm_layouts(values["seed"], v, values.get("layouts", 1),
-                                                  values.get("cflags"))
+                                                  values.get("cflags"), values.get("common_layouts", False))
                 for v in values["variants"]}
 
     def needed_binaries(self, values):
@@ -165,7 +167,7 @@ class PtrRing(Experiment):
         """The binary of this trial: its variant in the layout of its round (``extra["layout"]``)."""
         base = f"ptr_ring_test-{spec.config['variant']}"
         lays = arm_layouts(values["seed"], str(spec.config["variant"]), values.get("layouts", 1),
-                           values.get("cflags"))
+                           values.get("cflags"), values.get("common_layouts", False))
         return lays[int(spec.extra.get("layout", 0))].binary_name(base)
 
     # -- placement -------------------------------------------------------------------------

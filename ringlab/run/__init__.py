@@ -25,13 +25,14 @@ from typing import Any, Callable
 from tqdm import tqdm
 
 from ringlab.rundir import RunFolder
-from ringlab.run import machine
+from ringlab.run import launcher, machine
 from ringlab.run.context import RunContext
 from ringlab.errors import RunInterrupted
 from ringlab.run import stopping
 from ringlab.run.plan import full_plan, order_plan
 from ringlab.run.prepare import default_out_dir, host_id, new_run_id, prepare
 from ringlab.run.process import execute, run_process
+from ringlab.system import privilege
 from ringlab.system.governor import tune
 
 
@@ -192,9 +193,17 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
                 _start_measuring(f, ctx, gov, pinned or machine.measured_cpus(p.plan),
                                  [(i, s) for i, s in enumerate(every)] if p.stopping is not None else todo, log)
                 shown = len(gov.messages)
+                if privilege.dropping():   # every binary checked at once, not one check per layout
+                    privilege.check_readable([ctx.binary(b) for b in p.exp.needed_binaries(ctx.values)
+                                              if ctx.binary(b).is_file()], f"{name}: trial binary")
+                if getattr(p.exp, "trial_privilege", "user") == "user":
+                    ctx.launcher = launcher.start(log)
                 try:
                     _run_and_extend(f, p, plan, done, todo, res, stop, progress, name, log)
                 finally:
+                    if ctx.launcher is not None:
+                        ctx.launcher.close()
+                        ctx.launcher = None
                     if p.stopping is not None and isinstance(f.env.get("stopping"), dict):
                         _note_rounds_run(f)   # an interrupted run says how far it got
             f.env.update(governor=gov.report, warnings=ctx.warnings)   # after the restore

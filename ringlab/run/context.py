@@ -31,6 +31,8 @@ class RunContext:
         #: env.json "measured_commands": {variant: [{"row": configuration, "shape": argv shape}]}
         self.measured_commands: dict[str, list[dict[str, Any]]] = {}
         self.commands_changed = False
+        #: the run's trial launcher (ringlab.run.launcher), None: the runner spawns each trial
+        self.launcher = None
         self._log = log
         self._topo = None
         self._topo_error: str | None = None

@@ -14,7 +14,8 @@ Code layouts (``layouts`` K > 1, ringlab.build.layouts): round r runs layout pai
 k = perm_b[r % K], with b = r // K and perm_b a seeded permutation of range(K), warm-up
 rounds included.  So every block of K rounds measures each layout pair once, and the pairs
 are spread over the whole run.  Pair k is the baseline arm's layout k and the candidate's
-layout k (drawn independently, so the two differ in layout).  Each trial carries its pair in
+layout k (drawn independently, so the two differ in layout; with ``common_layouts`` both have
+the same pad and alignments).  Each trial carries its pair in
 ``spec.extra["layout"]`` (raw.csv column ``layout``; 0 when K is 1).
 
 The order depends only on the plan and ``seed`` (``random.Random(seed)``; the layout

@@ -22,7 +22,7 @@ from ringlab.system import checkout, privilege
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
-from ringlab.experiments.params import MAX_PLAN_TRIALS
+from ringlab.experiments.params import MAX_PLAN_TRIALS, MAX_SEED
 from ringlab.names import check_name
 from ringlab.digest import sha256_file
 from ringlab import rundir
@@ -48,6 +48,24 @@ def run_id_for(out_dir: Path | None) -> str:
     if out_dir is not None and RUN_ID_RE.match(Path(out_dir).name):
         return Path(out_dir).name
     return new_run_id()
+
+
+#: environment variable that fixes the seed of runs given no ``-p seed`` (unset: drawn per run)
+SEED_VAR = "RINGLAB_SEED"
+
+
+def draw_seed() -> tuple[int, str]:
+    """The seed of a run given no ``-p seed``, and where it came from: ``$RINGLAB_SEED`` when set
+    (``"env"``), else drawn from the operating system's random source (``"drawn"``), so that
+    every run samples fresh code and data layouts.  env.json records it (``parameters.seed``,
+    ``plan.seed``, ``plan.seed_source``); ``-p seed N`` reproduces the run's layouts and order."""
+    fixed = os.environ.get(SEED_VAR)
+    if fixed is not None and fixed.strip():
+        s = fixed.strip()
+        if not (s.isascii() and s.isdigit() and int(s) <= MAX_SEED):
+            raise ParamError(f"{SEED_VAR}={fixed[:40]!r}: allowed: an integer in [0, {MAX_SEED}], or unset")
+        return int(s), "env"
+    return secrets.randbelow(MAX_SEED + 1), "drawn"
 
 
 def host_id() -> str:
@@ -188,9 +206,9 @@ def _resolve_for_resume(exp_cls, params: dict, env: dict, env_path: Path) -> dic
 
 
 def _build(exp, values) -> dict[str, Any]:
-    # Only what this run needs (plus the latency probe): a ptr_ring run does not
+    # Only what this run needs (plus the latency probe and the trial launcher): a ptr_ring run does not
     # wait for page_frag to compile.
-    only = list(exp.needed_binaries(values)) + ["c2c_latency"]
+    only = list(exp.needed_binaries(values)) + ["c2c_latency", "trial_launcher"]
     try:
         info = build_mod.build_all(**exp.build_args(values), only=only)
     except ParamError:
@@ -240,8 +258,9 @@ def _existing_build_info() -> dict[str, Any]:
 
 
 def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bool
-                 ) -> tuple[dict[str, Any], str, Path, dict]:
-    """The parameter values, run id, output folder and (resuming) the interrupted run's env.json."""
+                 ) -> tuple[dict[str, Any], str, Path, dict, str]:
+    """The parameter values, run id, output folder, (resuming) the interrupted run's env.json and
+    where the seed came from (``given``, ``drawn``, ``env``: :func:`draw_seed`)."""
     prev: dict = {}
     if resume:
         if out_dir is None:
@@ -255,12 +274,19 @@ def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bo
             raise ParamError(f"parameter '--resume': {e}; allowed: the folder of an interrupted run") from None
         values = _resolve_for_resume(exp_cls, params, prev, out_dir / "env.json")
         run_id = prev.get("run_id") or out_dir.name
+        plan = prev.get("plan") if isinstance(prev.get("plan"), dict) else {}
+        source = str(plan.get("seed_source") or "given")
     else:
+        if "seed" not in params:
+            seed, source = draw_seed()
+            params = {**params, "seed": seed}
+        else:
+            source = "given"
         values = exp_cls.resolve(params)
         run_id = run_id_for(out_dir)
         out_dir = Path(out_dir) if out_dir is not None else default_out_dir(name, host_id(), run_id)
         check_out_dir(out_dir, resume=False)
-    return values, run_id, out_dir, prev
+    return values, run_id, out_dir, prev, source
 
 
 def _build_and_check(exp, values: dict[str, Any], ctx: RunContext, build: bool) -> tuple[Any, str | None]:
@@ -281,7 +307,7 @@ def _build_and_check(exp, values: dict[str, Any], ctx: RunContext, build: bool) 
 def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: bool,
             log: Callable[[str], None], argv: list[str] | None) -> Prepared:
     exp_cls = base.get(name)
-    values, run_id, out_dir, prev = _resolve_run(exp_cls, name, params, out_dir, resume)
+    values, run_id, out_dir, prev, seed_source = _resolve_run(exp_cls, name, params, out_dir, resume)
     host = prev.get("host") or host_id()
 
     exp = exp_cls()
@@ -312,8 +338,11 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     env.update(
         ringlab_version=__version__, parameters=_jsonable(values), command=argv, git=checkout.git_info(),
         build=build_info,
-        plan={"trials_total": len(plan), "seed": values["seed"], "order": ORDER_DESCRIPTION,
-              "layouts": layouts, **({"layout_order": LAYOUT_DESCRIPTION} if layouts > 1 else {})},
+        plan={"trials_total": len(plan), "seed": values["seed"], "seed_source": seed_source,
+              "order": ORDER_DESCRIPTION,
+              "layouts": layouts, **({"layout_order": LAYOUT_DESCRIPTION,
+                                      "common_layouts": bool(values.get("common_layouts", False))}
+                                     if layouts > 1 else {})},
         environment=envinfo.collect(),
         privilege=privilege.record(getattr(exp, "trial_privilege", "user")),
         # What will actually run, hashed here whatever the build step said.

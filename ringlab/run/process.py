@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ringlab.build import layouts as _layouts
+from ringlab.run import launcher as _launcher
 from ringlab.tools import icount
 from ringlab.experiments.base import TrialSpec
 from ringlab.digest import sha256_file
@@ -173,6 +174,25 @@ ENV_PAD_VAR = "RINGLAB_ENV_PAD"
 _PER_TRIAL_OPTIONS = ("--ring-offset",)
 
 
+_hashes: dict[tuple, str] = {}
+
+
+def binary_sha256(path) -> str:
+    """sha256 of the executable ``path`` ("" when it cannot be read), hashed again only when
+    the file at the path is another or was changed (device, inode, size, mtime and ctime)."""
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return ""
+    key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _hashes:
+        try:
+            _hashes[key] = sha256_file(path)
+        except OSError:
+            return ""
+    return _hashes[key]
+
+
 def trial_layout(spec: TrialSpec, order: int, seed: int) -> TrialSpec:
     """``spec`` with its data layout in ``extra``: ``ring_offset`` and ``env_pad`` drawn from
     (seed, order), so the same run and trial always get the same."""
@@ -199,10 +219,7 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
     spec = trial_layout(spec, order, int(ctx.values.get("seed", 0)))
     argv = [str(a) for a in exp.command(spec, ctx)]
     measured = exp.measured_binary(spec, argv, ctx)
-    try:
-        sha = sha256_file(measured)
-    except OSError:
-        sha = ""
+    sha = binary_sha256(measured)
     if spec.kind == "timing":
         ctx.record_command(spec, _shape_argv(privilege.strip(argv)), measured)
     p, c = spec.cpus
@@ -220,7 +237,7 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
         return [_icount_row(exp, ctx, spec, argv, base_row)]
     before = system_before()
     try:
-        out = run_process(argv, ctx.timeout, trial_env(spec.extra["env_pad"]), drop=drop)
+        out = _spawn(ctx, argv, trial_env(spec.extra["env_pad"]), drop)
     except BaseException:       # Ctrl-C, SIGTERM: the group is killed; undo what the trial left
         _cleanup(exp, spec, ctx)
         raise
@@ -249,6 +266,20 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
         row["actual_pair_class"] = actual_class(ctx, row)
         derive(row)
     return rows
+
+
+def _spawn(ctx, argv: list[str], env: dict[str, str], drop: bool) -> TrialOutcome:
+    """The trial through the run's launcher (ringlab.run.launcher) when it has one and the trial
+    runs as the user; else spawned here.  A launcher that breaks is dropped for the rest of the
+    run, and the trial is spawned here (nothing of it was recorded)."""
+    la = getattr(ctx, "launcher", None)
+    if drop and la is not None and la.alive:
+        try:
+            return la.run(argv, ctx.timeout, privilege.env(env))
+        except _launcher.LauncherError as e:
+            ctx.warn(f"trial launcher: {e}; the runner spawns the remaining trials itself")
+            ctx.launcher = None
+    return run_process(argv, ctx.timeout, env, drop=drop)
 
 
 def _cleanup(exp, spec: TrialSpec, ctx) -> None:

@@ -21,6 +21,8 @@ BENCHMARKS = {
     "stats": ("stats_speed.py", "summaries and comparisons of 10^5 raw rows (target <= 5 s)"),
     "power": ("stats_power.py", "A/A false positives, power and CI width on the committed runs' rounds"),
     "decide": ("decide.py", "machine time to a decisive verdict: planned designs vs profile full"),
+    "layouts": ("common_layouts.py", "spread of per-pair log ratios with independent vs common random "
+                                     "layouts, batch vs reorder, interleaved in one run"),
     "size": ("compare_size.py", "peak memory and time of `ringlab compare` on a 10^6-row raw.csv "
                                 "(targets 4 GiB, 60 s)"),
 }
