@@ -63,7 +63,7 @@ def check_name(value: object, what: str) -> str:
     ``--host`` or ``parameter 'variants'``), the value and :data:`NAME_RULE`."""
     why = name_problem(value)
     if why is not None:
-        raise BadNameError(f"{what}: {_shown(value)} is not a name ({why}); allowed: {NAME_RULE}")
+        raise BadNameError(f"{what}: {_shown(value)} is not a name ({why}); allowed: {NAME_RULE}", input=what)
     return value  # type: ignore[return-value]
 
 
@@ -72,7 +72,8 @@ def check_data_name(value: object, path: object, field: str) -> str:
     column or field ``field`` and :data:`NAME_RULE`."""
     why = name_problem(value)
     if why is not None:
-        raise BadDataNameError(f"{path}: {field} {_shown(value)} is not a name ({why}); expected {NAME_RULE}")
+        raise BadDataNameError(f"{path}: {field} {_shown(value)} is not a name ({why}); expected {NAME_RULE}",
+                               input=path)
     return value  # type: ignore[return-value]
 
 

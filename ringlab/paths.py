@@ -11,7 +11,7 @@ from ringlab.errors import ParamError, UnsafeDirError
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def expand_user(text: str | os.PathLike, error: type[Exception] = ParamError) -> Path:
+def expand_user(text: str | os.PathLike, error: type[ParamError] = ParamError) -> Path:
     """``Path(text).expanduser()``, or ``error`` (a one-line RinglabError) when ``~USER`` names no
     user of this machine or the home folder is unknown."""
     try:
@@ -19,7 +19,8 @@ def expand_user(text: str | os.PathLike, error: type[Exception] = ParamError) ->
     except (RuntimeError, KeyError):
         head = str(text).split("/", 1)[0]
         raise error(f"{str(text)[:80]!r}: {head[:40]!r} names no user with a home folder on this machine; "
-                    "allowed: ~/PATH, ~USER/PATH of a user of this machine, or an absolute path") from None
+                    "allowed: ~/PATH, ~USER/PATH of a user of this machine, or an absolute path",
+                    input=str(text)) from None
 CSRC = ROOT / "csrc"
 NOTEBOOKS = ROOT / "notebooks"
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 import shlex
 
-from ringlab.errors import ParamError
+from ringlab.errors import ParamError, RunnerError
 
 
-class BuildError(RuntimeError):
+class BuildError(RunnerError):
     """A compile failed; the message names the file and the first compiler error line."""
 
 
@@ -99,25 +99,27 @@ def validate_cflags(cflags: str | list[str] | None, name: str = "cflags") -> lis
     and, joined by spaces, as one ``make`` variable (nothing in them is expanded)."""
     label = f"parameter '{name}'" if not name.startswith("-") else name
     if cflags is not None and not isinstance(cflags, (str, list, tuple)):
-        raise ParamError(f"{label}: not a string of compiler options: {cflags!r}; allowed: {cflags_allowed()}")
+        raise ParamError(f"{label}: not a string of compiler options: {cflags!r}; allowed: {cflags_allowed()}",
+                         input=label)
     if isinstance(cflags, str):
         # Checked as typed, before any splitting: a quote or backslash is refused, not unquoted.
         bad = next((c for c in cflags if c not in " \t" and not _CFLAG_CHAR_RE.fullmatch(c)), None)
         if bad is not None:
             raise ParamError(f"{label}: character {bad!r} in {cflags!r} is not allowed; "
-                             f"allowed: {cflags_allowed()}")
+                             f"allowed: {cflags_allowed()}", input=label)
         words = cflags.split()
     else:
         words = list(cflags or [])
     for w in words:
         if not isinstance(w, str):
-            raise ParamError(f"{label}: {w!r} is not an option; allowed: {cflags_allowed()}")
+            raise ParamError(f"{label}: {w!r} is not an option; allowed: {cflags_allowed()}", input=label)
         bad = next((c for c in w if not _CFLAG_CHAR_RE.fullmatch(c)), None)
         if bad is not None:
-            raise ParamError(f"{label}: character {bad!r} in {w!r} is not allowed; allowed: {cflags_allowed()}")
+            raise ParamError(f"{label}: character {bad!r} in {w!r} is not allowed; allowed: {cflags_allowed()}",
+                             input=label)
         why = writes_files(w)
         if why is None and not _CFLAG_RE.fullmatch(w):
             why = "runs a program around the compiler" if "-wrapper" in w else "is not of an allowed shape"
         if why is not None:
-            raise ParamError(f"{label}: option {w!r} {why}; allowed: {cflags_allowed()}")
+            raise ParamError(f"{label}: option {w!r} {why}; allowed: {cflags_allowed()}", input=label)
     return words

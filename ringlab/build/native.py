@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ringlab import paths
+from ringlab.errors import RunnerError
 from ringlab.build import driver
 from ringlab.build.binutils import compiler_version
 from ringlab.build.cflags import BuildError
@@ -103,7 +104,7 @@ _modules: dict[str, Any] = {}                   # module name -> module
 _kernel_headers: dict[str, Path] = {}           # kernel variant name -> header
 
 
-class NativeError(RuntimeError):
+class NativeError(RunnerError):
     """The extension could not be built or a run failed; the message says why."""
 
 

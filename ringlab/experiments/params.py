@@ -67,7 +67,8 @@ class Param:
     def _fail(self, raw: Any, why: str = "") -> ParamError:
         """The one-line error for ``raw``: parameter name, reason and the allowed values."""
         got = repr(raw)
-        return ParamError(f"parameter '{self.name}': {why or 'invalid value'} {got}; allowed: {self.allowed()}")
+        return ParamError(f"parameter '{self.name}': {why or 'invalid value'} {got}; allowed: {self.allowed()}",
+                          input=self.name)
 
     def _parse_list(self, raw: Any) -> list[Any]:
         """A comma/semicolon separated string or a sequence, each element parsed as the element kind."""

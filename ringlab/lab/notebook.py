@@ -15,8 +15,7 @@ from typing import Any
 from ringlab import fmt, paths, rundir
 from ringlab.report import mail
 from ringlab.report.figures import round_ratio
-from ringlab.errors import ParamError as _BaseParamError
-from ringlab.errors import RinglabError
+from ringlab.errors import ParamError, RinglabError
 from ringlab.names import check_name
 from ringlab.experiments import get as get_experiment
 from ringlab.lab.reproduce import run_dir_for
@@ -26,13 +25,12 @@ from ringlab.run import run_experiment
 from ringlab.rundir import annotate
 
 
-class ParamError(_BaseParamError):
-    """A bad notebook parameter.  IPython shows only ``ParamError: <message>`` for it (no
-    traceback: the message names the parameter and the allowed values, the stack is noise);
-    the cell still fails, so papermill and ``ringlab reproduce`` report the notebook failed."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"ParamError: {self}"]
+def param_error(message: str, input: str | None = None) -> ParamError:
+    """A bad notebook parameter: a ``ringlab.errors.ParamError`` that IPython shows as
+    ``ParamError: <message>`` alone (no traceback: the message names the parameter and the
+    allowed values, the stack is noise); the cell still fails, so papermill and ``ringlab
+    reproduce`` report the notebook failed (papermill's ``ename`` is ``ParamError``)."""
+    return _message_only(ParamError(message, input=input))
 
 
 def _message_only(e: RinglabError) -> RinglabError:
@@ -49,14 +47,15 @@ def params(experiment: str, profile: str = "quick", **values: Any) -> dict:
     overrides = {k: v for k, v in values.items() if v is not None and not (isinstance(v, str) and not v.strip())}
     try:
         return get_experiment(experiment).resolve(overrides, profile=profile)
-    except _BaseParamError as e:
-        raise ParamError(str(e)) from None
+    except ParamError as e:
+        raise param_error(str(e), e.input) from None
 
 
 def check_choice(name: str, value: Any, allowed) -> Any:
     allowed = list(allowed)
     if value not in allowed:
-        raise ParamError(f"parameter '{name}': unknown value {value!r}; allowed: {', '.join(map(str, allowed))}")
+        raise param_error(f"parameter '{name}': unknown value {value!r}; allowed: "
+                          f"{', '.join(map(str, allowed))}", name)
     return value
 
 
@@ -71,8 +70,8 @@ def run_dir(out_dir: str, experiment_folder: str, host: str = "") -> Path:
     if host:
         try:
             check_name(host, "parameter 'host'")
-        except _BaseParamError as e:
-            raise ParamError(str(e)) from None
+        except ParamError as e:
+            raise param_error(str(e), e.input) from None
     return run_dir_for(experiment_folder, host or None, root=paths.scratch_dir()).resolve()
 
 
@@ -145,8 +144,8 @@ def run(experiment: str, values: dict, run_dir: Path):
     try:
         return run_experiment(experiment, values, run_dir, progress=False,
                               log=lambda m: print(m, flush=True))
-    except _BaseParamError as e:
-        raise ParamError(str(e)) from None
+    except ParamError as e:
+        raise param_error(str(e), e.input) from None
     except RinglabError as e:  # a locked folder, busy CPUs, a corrupt file: the message says it all
         raise _message_only(e) from None
 

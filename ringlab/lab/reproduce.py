@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ringlab import paths
+from ringlab.errors import ParamError
 from ringlab.names import check_name
 from ringlab.lab.results_index import LOCAL_INDEX, has_published_runs, is_complete, is_local, mark_local, write_index
 from ringlab.run import host_id, new_run_id
@@ -52,7 +53,7 @@ EXECUTION_TIMEOUT = {"smoke": 600, "quick": 1800, "full": 7200}
 
 
 #: environment variable naming the scratch folder of runs made outside ``ringlab reproduce``
-class ReproduceError(ValueError):
+class ReproduceError(ParamError):
     """Bad arguments to reproduce (names the parameter and the allowed values)."""
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ringlab import fmt, schema
+from ringlab.errors import ParamError
 from ringlab.stats import StatsError, compare, measurements, summarize
 from ringlab.stats.summary import format_value
 from ringlab.stats.compare import method_text
@@ -45,7 +46,7 @@ _INSTR_VERDICT = {"faster": "fewer instructions", "slower": "more instructions",
                   "no significant difference": "same instructions"}
 
 
-class MailError(ValueError):
+class MailError(ParamError):
     """Bad input to ``ringlab mail`` (names the parameter and the allowed values)."""
 
 

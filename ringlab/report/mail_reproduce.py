@@ -6,6 +6,7 @@ import shlex
 from pathlib import Path
 
 from ringlab import paths
+from ringlab.errors import ParamError
 from ringlab.experiments import get as get_experiment
 from ringlab.report.mailfmt import _para, _short
 from ringlab.rundir import Run
@@ -83,7 +84,7 @@ def reproduce_lines(run_dir: Path, env: dict, width: int,
     if experiment and params:
         try:
             spec = get_experiment(experiment).all_params()
-        except Exception:  # an unknown or renamed experiment: plain formatting
+        except ParamError:  # an unknown or renamed experiment: plain formatting
             spec = {}
         words = ["ringlab", "run", str(experiment)]
         for k, v in params.items():

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ringlab import paths
+from ringlab.errors import ParamError
 from ringlab.experiments import base
 from ringlab.system import privilege
 from ringlab.tools import perfrecord
@@ -68,7 +69,7 @@ def commands(env: dict, rows: list[dict[str, str]]) -> tuple[dict[str, dict[str,
     with the experiment's own ``command()`` from env.json's parameters and raw.csv's rows."""
     try:
         exp_cls = base.get(str(env.get("experiment")))
-    except Exception as e:   # an unknown experiment: say so, compare the rest
+    except ParamError as e:   # an unknown experiment: say so, compare the rest
         return {}, f"experiment {env.get('experiment')!r} unknown to this ringlab ({e})", ""
     cols = list(exp_cls.param_columns())
     recorded = env.get("measured_commands")

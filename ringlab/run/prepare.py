@@ -19,7 +19,7 @@ from typing import Any, Callable
 from ringlab import __version__, paths, schema
 from ringlab.build import driver as build_mod
 from ringlab.system import checkout, privilege
-from ringlab.errors import DataError, ParamError, RunnerError
+from ringlab.errors import DataError, NotBuiltError, ParamError, RunnerError
 from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
 from ringlab.experiments.params import MAX_PLAN_TRIALS, MAX_SEED
@@ -103,7 +103,7 @@ def check_out_dir(out_dir: Path, resume: bool) -> None:
     if resume:
         if not (out_dir / "env.json").is_file():
             raise ParamError(f"parameter '--resume': {out_dir} holds no env.json of an earlier run; "
-                             "allowed: the folder of an interrupted run")
+                             "allowed: the folder of an interrupted run", input="--resume")
     elif out_dir.exists():
         raise ParamError(f"parameter '--out': {out_dir} already exists; allowed: a new folder"
                          + (" (or pass --resume to continue the run in it)" if (out_dir / "env.json").is_file() else ""))
@@ -114,17 +114,17 @@ def check_out_dir(out_dir: Path, resume: bool) -> None:
         anc = anc.parent
     if not anc.is_dir():
         raise ParamError(f"parameter '--out': {out_dir} is not writable ({anc} is not a folder); "
-                         "allowed: a folder path you can write to")
+                         "allowed: a folder path you can write to", input="--out")
     if not os.access(anc, os.W_OK | os.X_OK):
         raise ParamError(f"parameter '--out': {out_dir} is not writable (no write permission on {anc}); "
-                         "allowed: a folder path you can write to")
+                         "allowed: a folder path you can write to", input="--out")
     # Root passes os.access everywhere, and /proc or a read-only mount only fail on
     # creation: really create (and remove) a probe folder in the nearest existing ancestor.
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".ringlab-probe-", dir=anc))
     except OSError as e:
         raise ParamError(f"parameter '--out': {out_dir} is not writable ({anc}: {e.strerror}); "
-                         "allowed: a folder path you can write to") from None
+                         "allowed: a folder path you can write to", input="--out") from None
 
 
 def check_plan_size(exp_cls, values: dict[str, Any]) -> None:
@@ -142,7 +142,7 @@ def check_plan_size(exp_cls, values: dict[str, Any]) -> None:
     if n > MAX_PLAN_TRIALS:
         raise ParamError(f"parameter 'trials': (trials + warmup) x repeats x list lengths = {n} rows "
                          f"(largest list: '{biggest}'), more than the limit of {MAX_PLAN_TRIALS}; "
-                         "allowed: a smaller plan")
+                         "allowed: a smaller plan", input="trials")
 
 
 def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +159,7 @@ def _stored_parameters(exp_cls, params: dict, env: dict, env_path: Path) -> dict
         stored = {}
     if not isinstance(stored, dict):
         raise ParamError(f"parameter '--resume': {env_path}: 'parameters' is not an object; "
-                         "allowed: the env.json of an interrupted run")
+                         "allowed: the env.json of an interrupted run", input="--resume")
     specs = exp_cls.all_params()
     known = {k: v for k, v in stored.items() if k in specs}
     typed = {}
@@ -167,7 +167,7 @@ def _stored_parameters(exp_cls, params: dict, env: dict, env_path: Path) -> dict
         try:
             typed[k] = specs[k].parse(v)
         except ParamError as e:
-            raise ParamError(f"{env_path}: {e}") from None
+            raise ParamError(f"{env_path}: {e}", input=env_path) from None
     # Before any experiment check looks at them (a header source may be a git revision).
     for name in exp_cls.code_params:
         if name not in typed:
@@ -180,18 +180,18 @@ def _stored_parameters(exp_cls, params: dict, env: dict, env_path: Path) -> dict
             raise ParamError(f"parameter '{name}': {env_path} names a program or source to run "
                              f"({stored[name]!r}); --resume takes those only from the command line; "
                              f"allowed: -p {name}={stored[name]} given again, if you trust it, "
-                             "or a new --out folder")
+                             "or a new --out folder", input=name)
     try:
         exp_cls.resolve(known)
     except ParamError as e:
-        raise ParamError(f"{env_path}: {e}") from None
+        raise ParamError(f"{env_path}: {e}", input=env_path) from None
     return known
 
 
 def _resolve_for_resume(exp_cls, params: dict, env: dict, env_path: Path) -> dict:
     if env.get("experiment") not in (None, exp_cls.name):
         raise ParamError(f"parameter '--resume': the folder holds a '{env.get('experiment')}' run, "
-                         f"not '{exp_cls.name}'; allowed: {env.get('experiment')}")
+                         f"not '{exp_cls.name}'; allowed: {env.get('experiment')}", input="--resume")
     merged = _stored_parameters(exp_cls, params, env, env_path)
     stored = env.get("parameters") or {}
     merged.update(params)
@@ -201,7 +201,7 @@ def _resolve_for_resume(exp_cls, params: dict, env: dict, env_path: Path) -> dic
     if diff:
         d = "; ".join(f"{k}: run has {stored.get(k)!r}, given {values.get(k)!r}" for k in diff)
         raise ParamError(f"parameter '{diff[0]}': --resume needs the parameters of the interrupted run "
-                         f"({d}); allowed: the values in env.json, or a new --out folder")
+                         f"({d}); allowed: the values in env.json, or a new --out folder", input=diff[0])
     return values
 
 
@@ -211,19 +211,9 @@ def _build(exp, values) -> dict[str, Any]:
     only = list(exp.needed_binaries(values)) + ["c2c_latency", "trial_launcher"]
     try:
         info = build_mod.build_all(**exp.build_args(values), only=only)
-    except ParamError:
-        raise
-    except Exception as e:  # compiler errors of every kind end the run with their text
-        raise RunnerError(f"build failed: {e}") from e
+    except (build_mod.BuildError, OSError) as e:  # a failed compile ends the run with its text
+        raise RunnerError(f"build failed: {e}", input=getattr(e, "input", None)) from e
     return info.to_dict()
-
-
-class NotBuiltError(RunnerError):
-    """Without a build (``--no-build``), a binary on disk is missing, has no source record,
-    or was built from another source set than this run asks for (another kernel header,
-    other flags, a changed harness).  The user's to fix (build first): exit code 2."""
-
-    exit_code = 2
 
 
 def _check_built(exp, values) -> dict[str, Any]:
@@ -265,13 +255,14 @@ def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bo
     if resume:
         if out_dir is None:
             raise ParamError("parameter '--resume': needs --out DIR (the folder of the interrupted run); "
-                             "allowed: an existing run folder")
+                             "allowed: an existing run folder", input="--resume")
         out_dir = Path(out_dir)
         check_out_dir(out_dir, resume=True)
         try:
             prev = rundir.Run(out_dir).env_file.doc
         except DataError as e:
-            raise ParamError(f"parameter '--resume': {e}; allowed: the folder of an interrupted run") from None
+            raise ParamError(f"parameter '--resume': {e}; allowed: the folder of an interrupted run",
+                             input="--resume") from None
         values = _resolve_for_resume(exp_cls, params, prev, out_dir / "env.json")
         run_id = prev.get("run_id") or out_dir.name
         plan = prev.get("plan") if isinstance(prev.get("plan"), dict) else {}
@@ -319,7 +310,8 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         raise ParamError(f"experiment '{name}': the parameters select no trials; allowed: non-empty lists")
     if len(specs) > MAX_PLAN_TRIALS:
         raise ParamError(f"parameter 'trials': the plan holds {len(specs)} trials, more than the limit of "
-                         f"{MAX_PLAN_TRIALS}; allowed: fewer trials, warm-ups, list values or CPU pairs")
+                         f"{MAX_PLAN_TRIALS}; allowed: fewer trials, warm-ups, list values or CPU pairs",
+                         input="trials")
     # With a target the icount trials wait for the last round (stopping.extension).
     layouts = int(values.get("layouts", 1) or 1)
     plan = order_plan(list(specs), values["seed"], layouts) if target else full_plan(exp, values, specs, ctx)

@@ -158,10 +158,10 @@ def check_env_doc(p: Path, doc: Any, experiment: str | None = None) -> None:
     """The schema of env.json: an object with the known versions and fields of the right types,
     of ``experiment`` when given; ``DataError`` naming the file and the field otherwise."""
     if not isinstance(doc, dict):
-        raise DataError(f"{p}: line 1: a JSON {_json_type(doc)}; expected a JSON object")
+        raise DataError(f"{p}: line 1: a JSON {_json_type(doc)}; expected a JSON object", input=p)
     if _depth(doc) > MAX_ENV_DEPTH:
         raise DataError(f"{p}: nested deeper than {MAX_ENV_DEPTH} levels; expected the env.json of a run "
-                        "folder written by `ringlab run`")
+                        "folder written by `ringlab run`", input=p)
     if "env_version" not in doc and "environment" not in doc and ("cpu" in doc or "topology" in doc):
         return   # the flat environment layout before version 2 (envinfo.collect() at the top)
     for key, types in FIELD_TYPES.items():
@@ -170,20 +170,20 @@ def check_env_doc(p: Path, doc: Any, experiment: str | None = None) -> None:
             continue
         if isinstance(v, bool) or not isinstance(v, types):
             raise DataError(f"{p}: field '{key}' is a JSON {_json_type(v)} ({str(v)[:40]!r}); expected "
-                            f"{_JSON_NAMES[types[0]]} or null")
+                            f"{_JSON_NAMES[types[0]]} or null", input=p)
     for key, known in (("env_version", KNOWN_ENV_VERSIONS), ("schema_version", KNOWN_SCHEMA_VERSIONS)):
         if doc.get(key) is not None and doc[key] not in known:
             raise DataError(f"{p}: field '{key}' is {doc[key]}; expected one of "
-                            f"{', '.join(map(str, known))} (written by another ringlab version?)")
+                            f"{', '.join(map(str, known))} (written by another ringlab version?)", input=p)
     if doc.get("kind") is not None and doc["kind"] not in ENV_KINDS:
-        raise DataError(f"{p}: field 'kind' is {doc['kind'][:40]!r}; expected one of {', '.join(ENV_KINDS)}")
+        raise DataError(f"{p}: field 'kind' is {doc['kind'][:40]!r}; expected one of {', '.join(ENV_KINDS)}", input=p)
     st = doc.get("status")
     if st is not None and st not in _RUN_STATUSES and not st.startswith("failed"):
-        raise DataError(f"{p}: field 'status' is {st[:40]!r}; expected one of {', '.join(_RUN_STATUSES)}")
+        raise DataError(f"{p}: field 'status' is {st[:40]!r}; expected one of {', '.join(_RUN_STATUSES)}", input=p)
     check_env_names(p, doc)
     if experiment is not None and doc.get("experiment") not in (None, experiment):
         raise DataError(f"{p}: field 'experiment' is {doc['experiment'][:40]!r}; expected '{experiment}' "
-                        "(the experiment of this run's raw.csv)")
+                        "(the experiment of this run's raw.csv)", input=p)
 
 
 #: env.json fields that hold a name (ringlab.names): they become paths, mail lines and table cells
@@ -216,7 +216,7 @@ def _no_duplicates(p: Path):
         doc: dict[str, Any] = {}
         for k, v in pairs:
             if k in doc:
-                raise DataError(f"{p}: key {k[:40]!r} appears twice in one object; expected each key once")
+                raise DataError(f"{p}: key {k[:40]!r} appears twice in one object; expected each key once", input=p)
             doc[k] = v
         return doc
     return hook
@@ -226,7 +226,7 @@ def _no_constant(p: Path):
     """json parse_constant: NaN, Infinity and -Infinity are not JSON (ringlab writes null)."""
     def hook(name: str) -> Any:
         raise DataError(f"{p}: {name} is not a JSON number; expected finite numbers (or null) as "
-                        "`ringlab run` writes them")
+                        "`ringlab run` writes them", input=p)
     return hook
 
 
@@ -236,7 +236,7 @@ def _finite_float(p: Path):
         f = float(text)
         if not math.isfinite(f):
             raise DataError(f"{p}: the number {text[:40]} is out of range; expected finite numbers as "
-                            "`ringlab run` writes them")
+                            "`ringlab run` writes them", input=p)
         return f
     return hook
 
@@ -251,36 +251,36 @@ def read_env(run_dir: str | os.PathLike, experiment: str | None = None) -> RunEn
         p = p / "env.json"
     try:
         if p.is_dir():
-            raise DataError(f"{p}: a directory; expected the env.json file of a run folder")
+            raise DataError(f"{p}: a directory; expected the env.json file of a run folder", input=p)
         if p.exists() and not p.is_file():
-            raise DataError(f"{p}: not a regular file; expected the env.json of a run folder")
+            raise DataError(f"{p}: not a regular file; expected the env.json of a run folder", input=p)
         with open(p, "rb") as f:
             text = f.read(MAX_ENV_BYTES + 1)
     except FileNotFoundError:
         raise DataError(f"{p}: no such file; expected the env.json of a run folder written by "
-                        "`ringlab run`") from None
+                        "`ringlab run`", input=p) from None
     except OSError as e:
-        raise DataError(f"{p}: cannot read ({e.strerror}); expected a readable env.json") from None
+        raise DataError(f"{p}: cannot read ({e.strerror}); expected a readable env.json", input=p) from None
     if len(text) > MAX_ENV_BYTES:
-        raise DataError(f"{p}: larger than {MAX_ENV_BYTES >> 20} MiB; expected the env.json of a run folder")
+        raise DataError(f"{p}: larger than {MAX_ENV_BYTES >> 20} MiB; expected the env.json of a run folder", input=p)
     if not text.strip():
-        raise DataError(f"{p}: line 1: empty file; expected a JSON object")
+        raise DataError(f"{p}: line 1: empty file; expected a JSON object", input=p)
     try:
         doc = json.loads(_decode(p, text), object_pairs_hook=_no_duplicates(p), parse_constant=_no_constant(p),
                          parse_float=_finite_float(p))
     except json.JSONDecodeError as e:
-        raise DataError(f"{p}: line {e.lineno}, column {e.colno}: {e.msg}; expected a JSON object") from None
+        raise DataError(f"{p}: line {e.lineno}, column {e.colno}: {e.msg}; expected a JSON object", input=p) from None
     except ValueError as e:   # an integer of more digits than Python converts
         raise DataError(f"{p}: {str(e)[:80]}; expected the env.json of a run folder written by "
-                        "`ringlab run`") from None
+                        "`ringlab run`", input=p) from None
     except RecursionError:
         raise DataError(f"{p}: nested deeper than {MAX_ENV_DEPTH} levels; expected the env.json of a run "
-                        "folder written by `ringlab run`") from None
+                        "folder written by `ringlab run`", input=p) from None
     try:
         json.dumps(doc, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as e:
         raise DataError(f"{p}: a string holds the lone surrogate \\u{ord(e.object[e.start]):04x}; expected "
-                        "text that is UTF-8 (as `ringlab run` writes it)") from None
+                        "text that is UTF-8 (as `ringlab run` writes it)", input=p) from None
     check_env_doc(p, doc, experiment)
     version, kind, doc = _normalize(doc)
     return RunEnv(p, version, kind, doc)

@@ -85,7 +85,7 @@ def _open_dir(path: Path, parent_fd: int | None = None, create: bool = True) -> 
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR):
             raise DataError(f"{path}: a symlink or not a folder; expected a run folder (ringlab writes "
-                            "no file through a link)") from None
+                            "no file through a link)", input=path) from None
         raise
 
 
@@ -97,7 +97,7 @@ def _atomic(dir_fd: int, shown: Path, name: str, data: bytes) -> Path:
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise DataError(f"{shown / name}: a symlink or not a regular file; ringlab replaces only its own "
-                        "files in a run folder")
+                        "files in a run folder", input=shown / name)
     tmp = f".{name}.{os.getpid()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
@@ -152,7 +152,8 @@ def append_line(run_dir, name: str, line: str) -> Path:
                      dir_fd=dfd)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise DataError(f"{run_dir / name}: a symlink; ringlab writes no file through a link") from None
+            raise DataError(f"{run_dir / name}: a symlink; ringlab writes no file through a link",
+                            input=run_dir / name) from None
         raise
     finally:
         os.close(dfd)

@@ -123,7 +123,7 @@ def _decode(path: Path, data: bytes) -> str:
         line = data[:e.start].count(b"\n") + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         raise DataError(f"{path}: line {line}, column {col}: byte 0x{data[e.start]:02x} is not UTF-8; "
-                        "expected UTF-8 text as `ringlab run` writes it") from None
+                        "expected UTF-8 text as `ringlab run` writes it", input=path) from None
 
 
 #: raw.csv larger than this is refused before it is read (10^6 trial rows of ptr_ring are
@@ -152,24 +152,24 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
         path = path / "raw.csv"
     try:
         if path.is_dir():
-            raise DataError(f"{path}: a directory; expected a raw.csv file written by `ringlab run`")
+            raise DataError(f"{path}: a directory; expected a raw.csv file written by `ringlab run`", input=path)
         if path.exists() and not path.is_file():
-            raise DataError(f"{path}: not a regular file; expected a raw.csv written by `ringlab run`")
+            raise DataError(f"{path}: not a regular file; expected a raw.csv written by `ringlab run`", input=path)
         size = path.stat().st_size
         if size > MAX_RAW_BYTES:
             raise DataError(f"{path}: {size / 2**30:.1f} GiB, larger than the {MAX_RAW_BYTES >> 30} GiB a raw.csv "
-                            "may hold; expected a raw.csv written by `ringlab run` (split the run)")
+                            "may hold; expected a raw.csv written by `ringlab run` (split the run)", input=path)
         with open(path, "rb") as f:
             header, n_rows, torn = check_rows(path, f, required, torn_ok, strict)
     except FileNotFoundError:
-        raise DataError(f"{path}: no such file; expected a raw.csv written by `ringlab run`") from None
+        raise DataError(f"{path}: no such file; expected a raw.csv written by `ringlab run`", input=path) from None
     except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv") from None
+        raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv", input=path) from None
     try:
         df = pd.read_csv(path, low_memory=False, nrows=n_rows, encoding="utf-8",
                          keep_default_na=True)
     except (ValueError, pd.errors.ParserError, OSError) as e:
-        raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`") from None
+        raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`", input=path) from None
     check_raw_names(path, df)
     if "round" not in df.columns and "trial" in df.columns:
         df.insert(df.columns.get_loc("trial") + 1, "round", df["trial"])
@@ -201,12 +201,12 @@ def require_metric(df: pd.DataFrame, metric: str, path: str | os.PathLike) -> No
     if metric not in df.columns:
         num = [c for c in df.columns if c in METRIC_COLUMNS]
         raise DataError(f"{path}: no column '{metric}'; expected a metric column of this raw.csv "
-                        f"({', '.join(num) or 'none'})")
+                        f"({', '.join(num) or 'none'})", input=path)
     rows = df[df["status"].astype(str) == "ok"] if "status" in df.columns else df
     vals = pd.to_numeric(rows[metric], errors="coerce")
     if not vals.map(lambda x: math.isfinite(x)).any():
         raise DataError(f"{path}: column '{metric}' has no finite value in an ok trial; expected the metric "
-                        "measured by the run (pass another --metric)")
+                        "measured by the run (pass another --metric)", input=path)
 
 
 def _done_key(row: list[str], idx: dict[str, int], config_keys: list[str]) -> tuple:
@@ -222,17 +222,19 @@ def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None
     """Keys (as TrialSpec.key()) of the trials already in raw.csv, and its header."""
     done: set = set()
     if path.is_symlink() and not path.exists():
-        raise DataError(f"{path}: a dangling or looping symlink; expected the raw.csv of the interrupted run")
+        raise DataError(f"{path}: a dangling or looping symlink; expected the raw.csv of the interrupted run",
+                        input=path)
     if not path.exists():
         return done, None
     if not path.is_file():
-        raise DataError(f"{path}: not a regular file; expected the raw.csv of the interrupted run")
+        raise DataError(f"{path}: not a regular file; expected the raw.csv of the interrupted run", input=path)
     if path.stat().st_size == 0:
         return done, None
     try:
         text = _decode(path, path.read_bytes())
     except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror}); expected the raw.csv of the interrupted run") from None
+        raise DataError(f"{path}: cannot read ({e.strerror}); expected the raw.csv of the interrupted run",
+                        input=path) from None
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None:
@@ -241,19 +243,19 @@ def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None
     missing = [c for c in config_keys + ["cpu_req_producer", "cpu_req_consumer", "trial"] if c not in idx]
     if missing:
         raise DataError(f"{path}: line 1: cannot resume, the header has no column {missing}; "
-                        "expected the raw.csv of the interrupted run")
+                        "expected the raw.csv of the interrupted run", input=path)
     torn_at = text.count("\n") + 1 if not text.endswith("\n") else None   # repair_csv removes it
     for row in reader:
         if len(row) != len(header):
             if reader.line_num == torn_at:
                 break
             raise DataError(f"{path}: line {reader.line_num}: {len(row)} fields; expected {len(header)} "
-                            "(one per header column)")
+                            "(one per header column)", input=path)
         try:
             done.add(_done_key(row, idx, config_keys))
         except ValueError:
             raise DataError(f"{path}: line {reader.line_num}: column 'trial' is {row[idx['trial']]!r}; "
-                            "expected an integer") from None
+                            "expected an integer", input=path) from None
     return done, header
 
 
@@ -263,7 +265,8 @@ def resume_keys(path: Path, config_keys: list[str], columns: list[str]) -> tuple
     done, header = read_done(path, config_keys)
     if header is not None and header != columns:
         raise RunnerError(f"{path}: its columns differ from this ringlab's raw.csv layout "
-                          f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it")
+                          f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it",
+                          input=path)
     return done, header
 
 

@@ -75,7 +75,8 @@ class RowChecks:
         self.header = header
 
     def _fail(self, lineno: int, col: str, value: str, expected: str) -> DataError:
-        return DataError(f"{self.path}: line {lineno}: column '{col}' is {value[:40]!r}; expected {expected}")
+        return DataError(f"{self.path}: line {lineno}: column '{col}' is {value[:40]!r}; expected {expected}",
+                         input=self.path)
 
     def check(self, lineno: int, row: list[str], ok: bool) -> None:
         for c, i in self.run_idx.items():
@@ -138,27 +139,27 @@ def _check_header(path: Path, reader, required: tuple[str, ...], strict: bool) -
     except StopIteration:
         header = []
     except csv.Error as e:
-        raise DataError(f"{path}: line 1: {e}; expected the raw.csv header") from None
+        raise DataError(f"{path}: line 1: {e}; expected the raw.csv header", input=path) from None
     if not header or not any(h.strip() for h in header):
         raise DataError(f"{path}: line 1: empty file; expected a header naming the raw.csv columns "
-                        f"({', '.join(schema.ID_COLUMNS)}, ...) and one row per trial")
+                        f"({', '.join(schema.ID_COLUMNS)}, ...) and one row per trial", input=path)
     seen: set[str] = set()
     dup = sorted({c for c in header if c in seen or seen.add(c)})
     if dup:
         raise DataError(f"{path}: line 1: column {', '.join(repr(c[:40]) for c in dup[:5])} appears more than "
-                        "once in the header; expected each raw.csv column once")
+                        "once in the header; expected each raw.csv column once", input=path)
     missing = [c for c in required if c not in header]
     if missing:
         raise DataError(f"{path}: line 1: the header has no column {', '.join(repr(m) for m in missing)}; "
                         f"expected a raw.csv written by `ringlab run` (got: {', '.join(header[:8])}"
-                        f"{' ...' if len(header) > 8 else ''})")
+                        f"{' ...' if len(header) > 8 else ''})", input=path)
     if strict and "trial" in header:
         known = known_columns()
         unknown = [c for c in header[header.index("trial"):] if c not in known]
         if unknown:
             raise DataError(f"{path}: line 1: unknown column {', '.join(repr(c) for c in unknown[:5])}; "
                             "expected the columns of ringlab.schema (schema version "
-                            f"{schema.SCHEMA_VERSION}) and the experiment's own")
+                            f"{schema.SCHEMA_VERSION}) and the experiment's own", input=path)
     return header
 
 
@@ -171,8 +172,8 @@ def _check_int_cells(path: Path, lineno: int, row: list[str], idx: dict[str, int
         try:
             int(v)
         except ValueError:
-            raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i]!r}; expected an integer"
-                            ) from None
+            raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i]!r}; expected an integer",
+                            input=path) from None
 
 
 def _check_metric_cells(path: Path, lineno: int, row: list[str], metrics: dict[str, int],
@@ -186,7 +187,7 @@ def _check_metric_cells(path: Path, lineno: int, row: list[str], metrics: dict[s
             first_nan.setdefault(c, (lineno, row[i]))
         else:
             raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i][:40]!r} ({why}); "
-                            "expected a finite number > 0 in an ok trial")
+                            "expected a finite number > 0 in an ok trial", input=path)
 
 
 class _Lines:
@@ -205,10 +206,10 @@ class _Lines:
             except UnicodeDecodeError as e:
                 raise DataError(f"{self.path}: line {self.lineno}, column {e.start + 1}: byte "
                                 f"0x{raw[e.start]:02x} is not UTF-8; expected UTF-8 text as `ringlab run` "
-                                "writes it") from None
+                                "writes it", input=self.path) from None
             if "\x00" in line:
                 raise DataError(f"{self.path}: line {self.lineno}: a NUL byte; expected CSV text as "
-                                "`ringlab run` writes it")
+                                "`ringlab run` writes it", input=self.path)
             if not line.endswith("\n"):
                 self.unterminated = self.lineno
             yield line
@@ -243,15 +244,15 @@ def check_rows(path: Path, f, required: tuple[str, ...], torn_ok: bool = False,
                     if not torn_ok:
                         raise DataError(f"{path}: line {lineno}: a torn last row ({len(row)} of {len(header)} "
                                         "fields, no newline), as a killed run leaves; expected complete rows "
-                                        "(`ringlab run --resume` repairs it)")
+                                        "(`ringlab run --resume` repairs it)", input=path)
                     torn = lineno  # what a killed run leaves; --resume repairs it
                     break
                 raise DataError(f"{path}: line {lineno}: {len(row)} fields; expected {len(header)} "
-                                "(one per header column)")
+                                "(one per header column)", input=path)
             n_rows += 1
             if n_rows > MAX_RAW_ROWS:
                 raise DataError(f"{path}: line {lineno}: more than {MAX_RAW_ROWS} trial rows; expected at most "
-                                f"{MAX_RAW_ROWS} rows in one raw.csv (split the run)")
+                                f"{MAX_RAW_ROWS} rows in one raw.csv (split the run)", input=path)
             _check_int_cells(path, lineno, row, idx)
             ok = si is None or row[si].strip() == "ok"
             if metrics and ok and (ic is None or row[ic] != "callgrind"):
@@ -259,13 +260,13 @@ def check_rows(path: Path, f, required: tuple[str, ...], torn_ok: bool = False,
             if rows_check is not None:
                 rows_check.check(lineno, row, ok)
     except csv.Error as e:
-        raise DataError(f"{path}: line {reader.line_num}: {e}; expected one CSV row per line") from None
+        raise DataError(f"{path}: line {reader.line_num}: {e}; expected one CSV row per line", input=path) from None
     if n_rows == 0:
         raise DataError(f"{path}: line 1: a header and no rows; expected at least one trial row "
-                        "(the run recorded no trial)")
+                        "(the run recorded no trial)", input=path)
     for c in metrics:   # a column no ok trial fills is one this experiment does not measure
         if c in measured and c in first_nan:
             lineno, v = first_nan[c]
             raise DataError(f"{path}: line {lineno}: column '{c}' is {v[:40]!r} (empty (NaN)); "
-                            "expected a finite number > 0 in an ok trial")
+                            "expected a finite number > 0 in an ok trial", input=path)
     return header, n_rows, torn

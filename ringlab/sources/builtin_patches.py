@@ -53,6 +53,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ringlab.errors import PatchError
+
 PREFIX = "builtin:"
 HEADER_IN_TREE = "include/linux/ptr_ring.h"
 DEFAULT_SPINS = 64
@@ -81,10 +83,6 @@ ANCHOR_DESCRIPTION = ("the statement 'R->consumer_tail = VARIABLE;' that ends th
                       "inside __ptr_ring_discard_one()")
 _STRUCT_RE = re.compile(r"^struct\s+ptr_ring\s*\{")
 PAD_ANCHOR_DESCRIPTION = "the line 'struct ptr_ring {' that opens the ring's definition"
-
-
-class PatchError(ValueError):
-    """A built-in patch spec is unknown or malformed, or its anchor is not in the header."""
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,15 @@ import os
 import stat
 from pathlib import Path
 
+from ringlab.errors import InputFileError
+
 #: Where ptr_ring.h lives in a kernel tree.
 IN_TREE = "include/linux/ptr_ring.h"
 # Where the header lives below a tree root, in the order we try them.
 _TREE_CANDIDATES = (IN_TREE, "linux/ptr_ring.h", "ptr_ring.h")
 
 
-class KernelHeaderError(Exception):
+class KernelHeaderError(InputFileError):
     """A kernel header could not be found, recognised or compiled.  The message names the file."""
 
 
@@ -45,20 +47,20 @@ def read_regular(p, limit: int, what: str, follow: bool = True) -> bytes:
     if not follow:
         if p.is_symlink():
             raise KernelHeaderError(f"{what} {p}: is a symlink (to {os.readlink(p)}); "
-                                    "allowed: a regular file")
+                                    "allowed: a regular file", input=p)
         flags |= os.O_NOFOLLOW
     try:
         fd = os.open(p, flags)
     except FileNotFoundError:
-        raise KernelHeaderError(f"{what} {p}: does not exist") from None
+        raise KernelHeaderError(f"{what} {p}: does not exist", input=p) from None
     except OSError as e:
-        raise KernelHeaderError(f"{what} {p}: cannot read: {e.strerror or e}") from None
+        raise KernelHeaderError(f"{what} {p}: cannot read: {e.strerror or e}", input=p) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise KernelHeaderError(f"{what} {p}: not a regular file ({file_kind(st.st_mode)})")
+            raise KernelHeaderError(f"{what} {p}: not a regular file ({file_kind(st.st_mode)})", input=p)
         if st.st_size > limit:
-            raise KernelHeaderError(f"{what} {p}: {st.st_size} bytes, more than the {limit} allowed")
+            raise KernelHeaderError(f"{what} {p}: {st.st_size} bytes, more than the {limit} allowed", input=p)
         chunks, left = [], limit + 1
         while left > 0:
             b = os.read(fd, min(left, 1 << 20))
@@ -68,11 +70,11 @@ def read_regular(p, limit: int, what: str, follow: bool = True) -> bytes:
             left -= len(b)
         data = b"".join(chunks)
     except OSError as e:
-        raise KernelHeaderError(f"{what} {p}: cannot read: {e.strerror or e}") from None
+        raise KernelHeaderError(f"{what} {p}: cannot read: {e.strerror or e}", input=p) from None
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise KernelHeaderError(f"{what} {p}: more than the {limit} bytes allowed")
+        raise KernelHeaderError(f"{what} {p}: more than the {limit} bytes allowed", input=p)
     return data
 
 

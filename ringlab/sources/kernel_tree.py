@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ringlab.paths import expand_user
 from ringlab import paths
+from ringlab.errors import InputFileError
 from ringlab.names import NAME_RULE, name_problem
 from ringlab.sources import git_source
 
@@ -47,7 +48,7 @@ ALLOWED = ("a kernel tree folder, a kernel source tarball, git:TREE@REV, or debi
            "several as NAME=SPEC,NAME2=SPEC2")
 
 
-class TreeError(ValueError):
+class TreeError(InputFileError):
     """A tree spec cannot be used.  The message says which and why."""
 
 

@@ -64,7 +64,7 @@ def default_base() -> str:
         raise PatchError("parameter 'base': empty, and no distro kernel headers package is installed "
                          "(looked for /usr/src/linux-headers-*-common/include/linux/ptr_ring.h); allowed: "
                          f"{_SOURCE_HELP}; on Debian, `apt-get install linux-headers-<version>-common` "
-                         "provides the default")
+                         "provides the default", input="base")
     return str(h.parents[2])
 
 
@@ -79,7 +79,7 @@ def base_header_file(base: str) -> Path:
             raise kh.KernelHeaderError(f"{base!r} is not a file, tree or headers package")
         return Path(resolver(base))
     except kh.KernelHeaderError as e:
-        raise PatchError(f"parameter 'base': {e}; allowed: {_SOURCE_HELP}") from None
+        raise PatchError(f"parameter 'base': {e}; allowed: {_SOURCE_HELP}", input="base") from None
 
 
 #: Name of the optional A/A arm (the base header built again under another name).
@@ -100,10 +100,10 @@ def plan_ab(base: str = "", patch: str = "builtin:flush-delay", workdir=None,
     base = (base or "").strip() or default_base()
     patch = (patch or "").strip()
     if not patch:
-        raise PatchError(f"parameter 'patch': empty; allowed: {_PATCH_HELP}")
+        raise PatchError(f"parameter 'patch': empty; allowed: {_PATCH_HELP}", input="patch")
     if "," in base or "," in patch:
         raise PatchError("parameter 'base'/'patch': a comma would split the kernel_headers list; "
-                         "allowed: paths without commas")
+                         "allowed: paths without commas", input="base")
     builtin, pfile = None, None
     if is_builtin(patch):
         header = base_header_file(base)
@@ -118,7 +118,7 @@ def plan_ab(base: str = "", patch: str = "builtin:flush-delay", workdir=None,
     else:
         pfile = expand_user(patch, PatchError)
         if not pfile.is_file():
-            raise PatchError(f"parameter 'patch': no such file {patch!r}; allowed: {_PATCH_HELP}")
+            raise PatchError(f"parameter 'patch': no such file {patch!r}; allowed: {_PATCH_HELP}", input="patch")
         pfile = pfile.resolve()
         ref = str(pfile)
     a, b = names

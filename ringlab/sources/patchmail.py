@@ -12,6 +12,8 @@ import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 
+from ringlab.errors import PatchError
+
 #: The line that starts a message in an mbox: "From <sender> <asctime date>" at
 #: column 0, at the start of the file or after an empty line (git format-patch:
 #: "From <sha> Mon Sep 17 00:00:00 2001"; lore and b4: "From mboxrd@z Thu Jan  1 ...").
@@ -19,10 +21,6 @@ _FROM_LINE = re.compile(rb"^From \S+ +\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}[ \t]
 _DIFF_GIT = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.M)
 _PLUS_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-
-
-class PatchError(Exception):
-    """A patch file could not be read or holds no diff.  The message names the file."""
 
 
 @dataclass

@@ -24,6 +24,7 @@ import pandas as pd
 from scipy import stats as sst
 
 from ringlab import schema
+from ringlab.errors import ParamError
 from ringlab.stats import outliers as _outliers
 
 # 1000 resamples: the Monte Carlo error of a 95% percentile interval is then small against
@@ -37,7 +38,7 @@ _TIME_UNIT = {"ns_per_op": "ns", "elapsed_ns": "ns", "ns_producer": "ns", "ns_co
 _SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-class StatsError(ValueError):
+class StatsError(ParamError):
     """Bad input to a statistics function; the message names the parameter and the allowed values."""
 
 

@@ -177,10 +177,7 @@ def plan(base: str = "", workdir=None, base_per_op: float | None = None) -> Chec
     without callgrind :data:`NOMINAL_BASE_PER_OP`, and ``count_source`` says so).  The extra per
     N is counted (:func:`spin_cost`) where the base was counted, else the stated figures."""
     base = (base or "").strip() or default_base()
-    try:
-        header = patches.base_header_file(base)
-    except builtin_patches.PatchError as e:
-        raise ParamError(str(e)) from None
+    header = patches.base_header_file(base)   # PatchError (a ParamError) naming the base
     workdir = Path(workdir) if workdir else paths.build_dir() / "patches"
     source = "given"
     if base_per_op is None:

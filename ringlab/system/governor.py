@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ringlab import paths
-from ringlab.errors import UnsafeDirError
+from ringlab.errors import DataError, UnsafeDirError
 from ringlab.system import sysfs
 from ringlab.system.knobs import (KNOBS, NO_CPUFREQ, TARGET_GOVERNOR, Boost, CPUGovernor, Knob, Outcome,
                                   Write, online_cpus, put_back)
@@ -52,7 +52,7 @@ def default_state_file() -> Path:
     return base / "tuning-state.json"
 
 # -- state file -------------------------------------------------------------------------
-class StateFileError(Exception):
+class StateFileError(DataError):
     """The state file cannot be trusted or read; the message says why."""
 
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ringlab import paths
+from ringlab.errors import RunnerError
 from ringlab.sources import kernel_tree
 from ringlab.system import privilege
 from ringlab.tools.argv import python_module, split_at_dashes
@@ -64,7 +65,7 @@ _RULE_RE = re.compile(r"^([A-Za-z0-9_]+)[ \t]*:(?!=)[ \t]*(.*)$", re.M)
 MAKE_TIMEOUT_S = 600
 
 
-class RingtestError(RuntimeError):
+class RingtestError(RunnerError):
     """ringtest cannot be prepared or built.  The message names the tree and the program."""
 
 

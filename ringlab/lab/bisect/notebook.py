@@ -85,9 +85,9 @@ def plan(out: Path, tree: str = "", good: str = "", bad: str = "", threshold: fl
         engine.init_state(cfg)   # the range is checked before anything runs
         return Plan(cfg, repo, usable)
     except builtin_patches.PatchError as e:
-        raise rn.ParamError(f"parameter 'spins': {e}") from None
+        raise rn.param_error(f"parameter 'spins': {e}", "spins") from None
     except BaseParamError as e:
-        raise rn.ParamError(str(e)) from None
+        raise rn.param_error(str(e), e.input) from None
 
 
 def run(cfg: engine.Config) -> dict:
@@ -97,7 +97,7 @@ def run(cfg: engine.Config) -> dict:
         b.log = lambda msg: print(f"bisect: {msg}", flush=True)
         state = b.run()
     except BaseParamError as e:
-        raise rn.ParamError(str(e)) from None
+        raise rn.param_error(str(e), e.input) from None
     except RinglabError as e:
         line = f"{type(e).__name__}: {e}"   # IPython shows the message alone, no traceback
         e._render_traceback_ = lambda: [line]

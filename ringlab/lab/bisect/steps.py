@@ -25,6 +25,7 @@ import pandas as pd
 
 from ringlab.build.cflags import BuildError
 from ringlab import rundir
+from ringlab.errors import RunnerError
 from ringlab.run import run_experiment
 from ringlab.sources import kernel_header as kh
 from ringlab.stats import StatsError, compare
@@ -33,7 +34,7 @@ ARMS = ("good", "bad", "candidate")
 BUILD_ERROR_FILE = "build_error.txt"
 
 
-class StepBuildError(Exception):
+class StepBuildError(RunnerError):
     """A revision's header does not compile; the message is the compiler's error."""
 
 

@@ -33,10 +33,7 @@ def add_arguments(p) -> None:
 def _parse_specs(specs: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for spec in specs:
-        try:
-            name, path = parse_spec(spec)
-        except KernelHeaderError as e:
-            raise ParamError(str(e)) from None
+        name, path = parse_spec(spec)   # KernelHeaderError (exit 2) naming the spec
         if name in out:
             raise ParamError(f"--kernel-header: NAME {name!r} given twice; allowed: unique names")
         out[name] = str(path)

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 
 from ringlab.lab.commands.dashvalues import allow_dash_values
 from ringlab.errors import ParamError
 from ringlab.fmt import printable
 from ringlab.report.tables import comparison_rows, md_table
 from ringlab.rundir import read_raw, require_metric
-from ringlab.stats import StatsError, compare, to_records
+from ringlab.stats import compare, to_records
 from ringlab.stats.compare import method_text
 
 
@@ -35,11 +34,7 @@ def run(args) -> int:
         raise ParamError(f"parameter '--alpha': {args.alpha!r}; allowed: a number in (0, 1) (default 0.05)")
     df = read_raw(args.raw)   # DataError (exit 2) naming the file and line when it is corrupt
     require_metric(df, args.metric, args.raw)
-    try:
-        res = compare(df, args.baseline, metric=args.metric, by=args.by, noise=args.noise, alpha=args.alpha)
-    except StatsError as e:
-        print(f"ringlab compare: error: {e}", file=sys.stderr)
-        return 2
+    res = compare(df, args.baseline, metric=args.metric, by=args.by, noise=args.noise, alpha=args.alpha)
     if args.json:
         print(json.dumps(to_records(res), indent=2))
         return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 from ringlab.errors import ParamError
 from ringlab.fmt import printable
 from ringlab.report.bisect_mail import bisect_mail_text, is_bisect_folder
-from ringlab.report.mail import MailError, mail_text
+from ringlab.report.mail import mail_text
 from ringlab.rundir import write_text
 from ringlab.rundir.outputs import check_output
 
@@ -45,15 +45,11 @@ def run(args) -> int:
                              "an existing folder")
         if (out.exists() and not os.access(out, os.W_OK)) or not os.access(parent, os.W_OK | os.X_OK):
             raise ParamError(f"parameter '-o': {out} is not writable; allowed: a file path you can write to")
-    try:
-        if is_bisect_folder(args.run_dir):   # a `ringlab bisect` folder: the regression report
-            text = bisect_mail_text(args.run_dir, width=args.width)
-        else:
-            text = mail_text(args.run_dir, baseline=args.baseline, width=args.width, metric=args.metric,
-                             candidates=args.candidate)
-    except MailError as e:
-        print(f"ringlab mail: error: {e}", file=sys.stderr)
-        return 2
+    if is_bisect_folder(args.run_dir):   # a `ringlab bisect` folder: the regression report
+        text = bisect_mail_text(args.run_dir, width=args.width)
+    else:
+        text = mail_text(args.run_dir, baseline=args.baseline, width=args.width, metric=args.metric,
+                         candidates=args.candidate)
     # text from the run's files reaches the terminal or the file without control characters
     text = printable(text, multiline=True)
     if into_run is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from ringlab.lab.commands.dashvalues import allow_dash_values
-from ringlab.lab.reproduce import NOTEBOOKS, PROFILES, ReproduceError, main_summary, reproduce
+from ringlab.lab.reproduce import NOTEBOOKS, PROFILES, main_summary, reproduce
 
 
 def add_arguments(p):
@@ -17,12 +17,8 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    try:
-        outcomes = reproduce(args.profile, args.only, args.host,
-                             log=lambda m: print(m, file=sys.stderr, flush=True))
-    except ReproduceError as e:
-        print(f"ringlab reproduce: error: {e}", file=sys.stderr)
-        return 2
+    outcomes = reproduce(args.profile, args.only, args.host,
+                         log=lambda m: print(m, file=sys.stderr, flush=True))
     text, code = main_summary(outcomes)
     print(text)
     return code

@@ -52,7 +52,7 @@ def run(args) -> int:
     try:
         paths = write_report(args.dir, metric=args.metric, baseline=args.baseline, labels=labels or None,
                              figures=not args.no_figures)
-    except (StatsError, FileNotFoundError) as e:
+    except FileNotFoundError as e:
         print(f"ringlab summarize: error: {e}", file=sys.stderr)
         return 2
     for name, p in paths.items():

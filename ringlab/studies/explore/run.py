@@ -266,7 +266,7 @@ class Run:
             facts.append(("metric", f"{rep.metric}, baseline {rep.baseline or 'none'}"))
             table = (rep.tables["ab"].to_html(index=False, border=0) if "ab" in rep.tables
                      else f"<p><i>no verdict table: {e(rep.why_missing('ab'))}</i></p>")
-        except (RinglabError, StatsError, ValueError) as err:
+        except (RinglabError, ValueError) as err:
             table = f"<p><i>no verdict table: {e(str(err))}</i></p>"
         rows = "".join(f"<tr><th style='text-align:left'>{e(k)}</th><td style='text-align:left'>{e(str(v))}</td></tr>"
                        for k, v in facts)
