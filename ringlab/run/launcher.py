@@ -24,6 +24,7 @@ import subprocess
 import time
 
 from ringlab import paths
+from ringlab.errors import RunnerError
 from ringlab.system import privilege
 
 #: the binary under build/bin
@@ -33,7 +34,7 @@ READY = b"READY trial_launcher 1"
 _START_TIMEOUT_S = 10.0
 
 
-class LauncherError(RuntimeError):
+class LauncherError(RunnerError):
     """The launcher died or broke the protocol; the trial's outcome is unknown."""
 
 
