@@ -194,11 +194,6 @@ def default_cflags() -> list[str]:
     return list(DEFAULT_CFLAGS)
 
 
-def binary_path(name: str) -> Path:
-    """Where ``ringlab build`` puts binary ``name`` (e.g. ``ptr_ring_test-batch``)."""
-    return paths.bin_dir() / name
-
-
 def _sanitize_flags(sanitize: str | None) -> list[str]:
     if not sanitize:
         return []

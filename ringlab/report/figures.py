@@ -47,7 +47,6 @@ from ringlab.stats import compare, summarize  # noqa: E402
 FIGSIZE = (7.0, 4.5)
 #: 8-byte pointers per 64-byte cache line: a ring moving whole lines needs one transfer per 8 items
 SLOTS_PER_LINE = 8
-DPI = rundir.files.FIGURE_DPI
 
 
 @contextlib.contextmanager
@@ -374,5 +373,3 @@ def round_ratio(ratios: pd.DataFrame, candidate: str, baseline: str, metric: str
     return fig
 
 
-#: Public name for other report modules (topology picture, size sweep): same deterministic save.
-save_figure = _save

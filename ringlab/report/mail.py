@@ -122,17 +122,6 @@ def _spread(df: pd.DataFrame, metric: str, cols: list[str]) -> dict[tuple, float
     return {(str(r["variant"]),) + _config_key(r, cols): _num(r["cv"]) for _, r in s.iterrows()}
 
 
-def _test_name(cmp: pd.DataFrame) -> str:
-    """The significance test, from a ``test`` column when compare() provides one."""
-    for col in ("test", "p_test"):
-        if col in cmp.columns and cmp[col].notna().any():
-            return ", ".join(sorted(set(cmp[col].dropna().astype(str))))
-    designs = set(cmp["design"].dropna().astype(str)) if "design" in cmp.columns else set()
-    if designs and designs != {"unpaired"}:
-        return "the test that matches each row's design"
-    return "Mann-Whitney U"
-
-
 def _config_title(r, vary: list[str], experiment: str) -> str:
     bits = []
     for c in vary:

@@ -14,8 +14,6 @@ import pandas as pd
 
 SEED000 = ("seed 000: Yunsheng Lin, netdev, 2021-06-25, \"ptr_ring: move r->queue[] clearing after "
            "r->consumer_head updating\"")
-SEED002 = ("seed 002: Yunsheng Lin / Alexander Duyck, linux-mm+netdev, 2024-10-29, \"Replace page_frag "
-           "with page_frag_cache (Part-1)\" v23")
 SEED003 = "seed 003: Jason Wang / Michael S. Tsirkin, linux-kernel, 2017-04-18, \"ptr_ring: batch ring zeroing\""
 SEED004 = ("seed 004: Wang Nan / Peter Zijlstra, 2016-03-28, perf ring buffer \"write backward\" "
            "(close(-1) x 3,000,000 under perf record -e raw_syscalls:*)")
@@ -42,11 +40,6 @@ def _bundled(name: str) -> str:
     return resources.files("ringlab").joinpath("data", name).read_text()
 
 
-def ptr_ring_reorder_perfstat_text() -> str:
-    """The x86 `perf stat ./ptr_ring_test -s 1000 -m 0 -N 100000000` blocks (5 unpatched, 5 patched)."""
-    return _bundled("seed000_perfstat.txt")
-
-
 def page_frag_perfstat_text() -> str:
     """The `perf stat -r 200 insmod page_frag_test.ko ...` blocks (before/after, 2 CPUs and 1 CPU)."""
     return _bundled("seed002_perfstat.txt")
@@ -70,12 +63,6 @@ def perf_rb_means() -> pd.DataFrame:
     ratios to BASE, which do not depend on the unit."""
     return _perf_rb_table([("base", 800214.950, 2853.083), ("forward (pre)", 2253846.700, 9997.014),
                            ("forward (post)", 2257495.540, 8516.293)])
-
-
-def perf_rb_unpinned_means() -> pd.DataFrame:
-    """Seed 004 before the fix (no pinning, default governor): the immense variance."""
-    return _perf_rb_table([("base", 800077.1, 23448.13), ("forward (pre)", 2465858.0, 603473.70),
-                           ("forward (post)", 2471925.0, 609437.60)])
 
 
 def batch_zeroing_mpps() -> pd.DataFrame:

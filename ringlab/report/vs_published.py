@@ -144,16 +144,6 @@ def size_sweep_table(run_dir, baseline: str = "prebatch", metric: str = "ns_per_
     return pd.DataFrame(rows)
 
 
-def size_sweep_figure(run_dir, baseline: str = "prebatch", metric: str = "ns_per_op",
-                      patched: str | None = None, labels: dict | None = None) -> list[Path]:
-    """figures/size_sweep.png: median ns/op against ring size per variant (log x), one panel
-    per mode and CPU pair (see ``ringlab.report.figures.size_sweep``)."""
-    run_dir = Path(run_dir)
-    df, _ = load(run_dir)
-    meas, _ = measurements(df, metric)
-    return size_sweep(meas, metric, run_dir / "figures", baseline=baseline, patched=patched, labels=labels)
-
-
 def by_placement_table(run_dir, baseline: str, metric: str = "ns_per_op") -> pd.DataFrame:
     """The A/B verdict per placement (same CPU vs pairs), the seed-002 question."""
     df, _ = load(run_dir)

@@ -105,7 +105,7 @@ class _NoTuning:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *_exc):
         return False
 
 

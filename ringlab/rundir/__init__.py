@@ -73,8 +73,6 @@ from ringlab.rundir.run import COMPARE_CSV, ENV_JSON, RAW_CSV, SUMMARY_CSV, SUMM
 #: a run in which more than this fraction of the trials failed (crash, error, timeout)
 #: ends ``failed`` and ``ringlab run`` exits non-zero; so does a run with no ok trial
 FAILED_MAX_FRACTION = 0.5
-#: statuses a trial can end with (schema.TRIAL_COLUMNS "status")
-TRIAL_STATUSES = ("ok", "crash", "timeout", "error", "skipped")
 #: statuses of a run (env.json "status")
 RUN_STATUSES = ("running", "complete", "failed", "interrupted", "skipped")
 
@@ -192,7 +190,7 @@ class RunFolder:
                         status="running", ended_utc=None)
         return self
 
-    def __exit__(self, et, ev, tb) -> bool:
+    def __exit__(self, et, ev, _tb) -> bool:
         try:
             if self.mode != "read" and self.env:
                 if et is None and self.final_status:

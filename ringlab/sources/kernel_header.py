@@ -37,7 +37,6 @@ from ringlab.system import privilege
 
 #: Built-in ring variants; a kernel-header NAME may not shadow one of them.
 BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
-GENERATIONS = ("prebatch", "batch")
 
 COMPAT_DIR = CSRC / "compat"
 STUB_INCLUDE_DIR = COMPAT_DIR / "include"

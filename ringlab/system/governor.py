@@ -213,7 +213,7 @@ class Tuning:
         self.apply()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *_exc) -> None:
         self.restore()
 
     def requested(self, knob: Knob) -> bool:

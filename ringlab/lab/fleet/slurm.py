@@ -168,6 +168,3 @@ def job_states(job_ids: list[str]) -> dict[str, JobState]:
     return {j: out[j] for j in job_ids if j in out}
 
 
-def cancel(job_ids: list[str]) -> None:
-    require("scancel")
-    subprocess.run(["scancel", *job_ids], capture_output=True, text=True, timeout=60)
