@@ -133,7 +133,7 @@ class Command(click.Command):
 
     if not hasattr(click.Command, "format_arguments"):     # click < 8.5 lists no argument's help
         def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-            rows = [(p.make_metavar(ctx), p.help or "") for p in self.get_params(ctx) if isinstance(p, click.Argument)]
+            rows = [(p.human_readable_name, p.help or "") for p in self.get_params(ctx) if isinstance(p, click.Argument)]
             if any(help_ for _, help_ in rows):
                 with formatter.section("Positional arguments"):
                     formatter.write_dl(rows)
