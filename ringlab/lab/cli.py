@@ -87,7 +87,8 @@ def usage_message(e: click.UsageError) -> str:
     if isinstance(e, click.MissingParameter):
         return f"the following arguments are required: {options.hint(e.param)}"
     if isinstance(e, click.BadParameter):
-        return f"argument {options.hint(e.param)}: {e.message.rstrip('.')}"
+        kind = {click.INT: "an integer", click.FLOAT: "a number"}.get(getattr(e.param, "type", None))
+        return f"argument {options.hint(e.param)}: {e.message.rstrip('.')}" + (f"; allowed: {kind}" if kind else "")
     return e.format_message().rstrip(".")
 
 
