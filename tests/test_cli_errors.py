@@ -41,3 +41,65 @@ def test_param_error_is_importable_from_its_old_home():
     from ringlab.experiments.base import ParamError
     from ringlab.system import topology
     assert ParamError is errors.ParamError and topology.ParamError is errors.ParamError
+
+
+@pytest.mark.parametrize("argv, line", [
+    ([], "ringlab: error: the following arguments are required: COMMAND; allowed: env, build, run,"),
+    (["nope"], "ringlab: error: argument COMMAND: invalid choice: 'nope'; allowed: env, build, run,"),
+    (["run", "ptr_ring", "--bogus"], "ringlab run: error: unrecognized arguments: --bogus; allowed: -p/--parameter,"),
+    (["run", "ptr_ring", "extra"], "ringlab run: error: unrecognized arguments: extra"),
+    (["run"], "ringlab run: error: the following arguments are required: experiment"),
+    (["run", "ptr_ring", "--no"], "ringlab run: error: ambiguous option: --no could match --no-build, --no-progress"),
+    (["reproduce", "--profile", "fast"],
+     "ringlab reproduce: error: argument --profile: invalid choice: 'fast'; allowed: smoke, quick, full"),
+    (["compare", "raw.csv"], "ringlab compare: error: the following arguments are required: --baseline"),
+    (["mail", "d", "--width", "wide"], "ringlab mail: error: argument --width: 'wide' is not a valid integer"),
+    (["fleet"], "ringlab fleet: error: the following arguments are required: ACTION; allowed: submit, status, collect"),
+    (["fleet", "status"], "ringlab fleet status: error: the following arguments are required: FLEET-ID"),
+])
+def test_usage_errors_are_one_line_exit_2(capsys, argv, line):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(line), err
+
+
+def test_help_and_version(capsys):
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip().startswith("ringlab ")
+    assert cli.main(["-h"]) == 0
+    out = capsys.readouterr().out
+    assert [n for n in cli.COMMANDS if f"  {n} " in out] == list(cli.COMMANDS)
+    assert out.index("  env ") < out.index("  build ") < out.index("  fleet ")   # COMMANDS order, not sorted
+    assert cli.main(["run", "--help"]) == 0
+    out = capsys.readouterr().out
+    for opt in ("-p, --parameter NAME VALUE", "--out DIR", "--resume", "--no-build", "--progress / --no-progress",
+                "--list-params", "experiment name (ptr_ring, page_frag, perf_rb)"):
+        assert opt in out, out
+
+
+@pytest.mark.parametrize("argv, attr, value", [
+    (["reproduce", "--only", "10", "11", "--profile", "smoke"], "only", ["10", "11"]),
+    (["reproduce", "--profile", "smoke"], "only", []),
+    (["fleet", "submit", "--nodes", "a", "--", "run", "ptr_ring", "-p", "cflags", "-O3"], "cmd",
+     ["run", "ptr_ring", "-p", "cflags", "-O3"]),
+    (["fleet", "submit", "--nodes", "a", "reproduce", "--only", "10"], "cmd", ["reproduce", "--only", "10"]),
+    (["run", "ptr_ring", "--no-prog"], "progress", False),
+    (["run", "ptr_ring"], "progress", None),
+    (["calibrate", "--from", "-r", "-p", "count", "5"], "from_run", "-r"),
+])
+def test_parsed_arguments(argv, attr, value):
+    assert getattr(cli.parse_args(argv), attr) == value
+
+
+def test_bench_words_go_to_the_benchmark_parser(monkeypatch, capsys):
+    from ringlab.lab.commands.options import Args
+    mod = cli._load("bench")
+    seen = []
+    monkeypatch.setattr(mod, "run", lambda args: seen.append(args.words) or 0)
+    assert cli.main(["bench", "stats", "--rows", "10", "--budget", "-1"]) == 0
+    assert seen == [["--rows", "10", "--budget", "-1"]]
+    monkeypatch.undo()
+    stats = mod._load("stats")
+    assert mod.run(Args({"benchmark": "stats", "words": ("--rows", "many"), "module": stats})) == 2
+    assert "ringlab bench stats: error: argument --rows: invalid int value: 'many'" in capsys.readouterr().err

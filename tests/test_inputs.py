@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ringlab.lab.cli import build_parser, main
+from ringlab.lab.cli import main, parse_args
 from ringlab.errors import ParamError
 from ringlab.experiments.params import MAX_OPS, Param
 from ringlab.experiments.page_frag import PageFrag
@@ -75,12 +75,12 @@ def test_kernel_header_name_not_in_variants_is_refused(capsys, tmp_path, header)
     ["run", "-p", "cflags", "-O3", "ptr_ring"],
 ])
 def test_run_parameter_value_may_begin_with_dash(argv):
-    a = build_parser().parse_args(argv)
+    a = parse_args(argv)
     assert a.experiment == "ptr_ring" and a.parameter == [("cflags", "-O3")]
 
 
 def test_run_parameters_in_both_spellings_mix():
-    a = build_parser().parse_args(["run", "ptr_ring", "-p", "cflags", "-O2 -DX=1", "-p", "cpus=-1:0",
+    a = parse_args(["run", "ptr_ring", "-p", "cflags", "-O2 -DX=1", "-p", "cpus=-1:0",
                                    "-p", "seed", "-1", "-p", "kernel_headers", "a=/x,b=/y=z", "--no-build"])
     assert a.parameter == [("cflags", "-O2 -DX=1"), ("cpus", "-1:0"), ("seed", "-1"),
                            ("kernel_headers", "a=/x,b=/y=z")]
@@ -104,7 +104,7 @@ def test_missing_values_still_say_so(capsys, argv, words):
 
 @pytest.mark.parametrize("argv", [["build", "--cflags", "-O3"], ["build", "--cflags=-O3"], ["build", "--cfl", "-O3"]])
 def test_build_cflags_may_begin_with_dash(argv):
-    a = build_parser().parse_args(argv + ["--json"])
+    a = parse_args(argv + ["--json"])
     assert a.cflags == "-O3" and a.json is True
 
 
@@ -118,7 +118,7 @@ def test_build_cflags_may_begin_with_dash(argv):
     (["env", "--restore", "--state-file", "-s.json"], "state_file", "-s.json"),
 ])
 def test_other_commands_take_values_beginning_with_dash(argv, attr, value):
-    assert getattr(build_parser().parse_args(argv), attr) == value
+    assert getattr(parse_args(argv), attr) == value
 
 
 def test_compare_baseline_beginning_with_dash_is_checked(capsys, tmp_path):

@@ -147,10 +147,6 @@ def test_build_bad_revision_is_a_user_error(tmp_path, capsys, monkeypatch):
 
 
 def test_dash_values():
-    import argparse
-    from ringlab.lab.commands import import_perf, reproduce
-    for mod, argv, dest, want in ((import_perf, ["perf.txt", "--csv", "-out.csv"], "csv", "-out.csv"),
-                                  (reproduce, ["--host", "-lab2"], "host", "-lab2")):
-        p = argparse.ArgumentParser()
-        mod.add_arguments(p)
-        assert getattr(p.parse_args(argv), dest) == want
+    for argv, dest, want in ((["import-perf", "perf.txt", "--csv", "-out.csv"], "csv", "-out.csv"),
+                             (["reproduce", "--host", "-lab2"], "host", "-lab2")):
+        assert getattr(cli.parse_args(argv), dest) == want

@@ -1,19 +1,25 @@
-"""The ``ringlab`` command line.  This module only dispatches.
+"""The ``ringlab`` command line (click).  This module only dispatches, and maps exit codes.
 
-Each subcommand lives in ``ringlab/commands/<name>.py`` and provides
-``add_arguments(parser)`` and ``run(args) -> int``; it parses, calls the library
-and prints.  Exit codes: 0 ok, 1 failure (a failed run or build), 2 bad usage, bad parameter or bad
-file, 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
+Each subcommand lives in ``ringlab/lab/commands/<name>.py``: a click command ``command``
+declared with its arguments and options (see ``ringlab.lab.commands.options``), whose callback
+calls the module's ``run(args) -> int``; it parses, calls the library and prints.
+
+Exit codes, all mapped here: 0 ok; a ``RinglabError`` its ``exit_code`` (2 bad parameter or bad
+file, 1 failure: a failed run or build, a full disk); 2 bad usage (an unknown option, a missing
+value, an invalid choice); 130 SIGINT, 143 SIGTERM, 129 SIGHUP (``RunInterrupted``); 141 when the
+reader of stdout left (``ringlab ... | head``).
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 
+import click
+
 from ringlab import __version__
 from ringlab.errors import RinglabError, RunInterrupted
+from ringlab.lab.commands import options
 
 # name -> (module, one-line help).  Order is the order shown in --help.
 COMMANDS = {
@@ -39,18 +45,51 @@ def _load(name: str):
     return importlib.import_module(COMMANDS[name][0])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every command, each from its module's ``add_arguments``."""
-    p = argparse.ArgumentParser(prog="ringlab", description="Reproducible ring-buffer microbenchmarks.")
-    p.add_argument("--version", action="version", version=f"ringlab {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
+def build_group() -> click.Group:
+    """The ``ringlab`` group: every command, each its module's ``command``."""
+    group = options.Group("ringlab", help="Reproducible ring-buffer microbenchmarks.",
+                          subcommand_metavar="COMMAND [ARGS]...",
+                          context_settings={"help_option_names": options.HELP_OPTIONS})
+    click.version_option(__version__, "--version", prog_name="ringlab", message="%(prog)s %(version)s",
+                         help="show the version and exit")(group)
     for name, (_, help_) in COMMANDS.items():
         mod = _load(name)
-        sp = sub.add_parser(name, help=help_, description=(mod.__doc__ or help_).strip().splitlines()[0])
-        mod.add_arguments(sp)
-        sp.set_defaults(_run=mod.run)
-    return p
+        cmd = mod.command
+        cmd.short_help = help_
+        cmd.help = (mod.__doc__ or help_).strip().splitlines()[0]
+        group.add_command(cmd, name)
+    return group
+
+
+def parse_args(argv: list[str]) -> options.Args:
+    """The arguments ``ringlab ARGV`` would hand its command's ``run``, without running it."""
+    group = build_group()
+    with group.make_context("ringlab", list(argv)) as ctx:
+        ctx.meta["ringlab.parse_only"] = True
+        return group.invoke(ctx)
+
+
+def usage_message(e: click.UsageError) -> str:
+    """A usage error in one line, naming the option or argument and what is allowed."""
+    ctx = e.ctx
+    cmd = ctx.command if ctx is not None else None
+    if isinstance(e, click.NoSuchOption):
+        allowed = ["/".join((*p.opts, *p.secondary_opts)) for p in cmd.get_params(ctx)
+                   if isinstance(p, click.Option)] if cmd is not None else []
+        return f"unrecognized arguments: {e.option_name}" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+    if isinstance(e, click.exceptions.NoSuchCommand) or (
+            isinstance(e, click.exceptions.NoArgsIsHelpError) and isinstance(cmd, click.Group)):
+        what = (cmd.subcommand_metavar or "COMMAND").split()[0]
+        allowed = ", ".join(cmd.list_commands(ctx))
+        if isinstance(e, click.exceptions.NoArgsIsHelpError):
+            return f"the following arguments are required: {what}; allowed: {allowed}"
+        return f"argument {what}: invalid choice: {e.command_name!r}; allowed: {allowed}"
+    if isinstance(e, click.MissingParameter):
+        return f"the following arguments are required: {options.hint(e.param)}"
+    if isinstance(e, click.BadParameter):
+        kind = {click.INT: "an integer", click.FLOAT: "a number"}.get(getattr(e.param, "type", None))
+        return f"argument {options.hint(e.param)}: {e.message.rstrip('.')}" + (f"; allowed: {kind}" if kind else "")
+    return e.format_message().rstrip(".")
 
 
 def _not_utf8_argument(argv: list[str]) -> str | None:
@@ -74,26 +113,39 @@ def _not_utf8_argument(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command.  User errors (``ringlab.errors.RinglabError``: bad parameter, corrupt
-    file, folder or CPUs in use) print one line and return their exit code (2; 1 for a
-    failed build), never a traceback.  SIGINT returns 130, SIGTERM during a run 143, SIGHUP 129; a full disk
-    during a run (``DiskFullError``) returns 1."""
+    """Run one command and return its exit code.  User errors (``ringlab.errors.RinglabError``:
+    bad parameter, corrupt file, folder or CPUs in use) and usage errors print one line and
+    return their exit code (2; 1 for a failure), never a traceback.  SIGINT returns 130, SIGTERM
+    during a run 143, SIGHUP 129; a full disk during a run (``DiskFullError``) returns 1."""
     argv = sys.argv[1:] if argv is None else list(argv)
     bad = _not_utf8_argument(argv)
     if bad:
         print(f"ringlab: error: {bad}", file=sys.stderr)
         return 2
-    args = build_parser().parse_args(argv)
+    group = build_group()
+    ctx = None
+
+    def name() -> str:
+        cmd = ctx.meta.get("ringlab.command") if ctx is not None else None
+        return f"ringlab {cmd}" if cmd else "ringlab"
+
     try:
-        return int(args._run(args) or 0)
-    except RunInterrupted as e:
-        print(f"ringlab {args.command}: interrupted ({e})", file=sys.stderr)
+        with group.make_context("ringlab", argv) as ctx:
+            return int(group.invoke(ctx) or 0)
+    except click.exceptions.Exit as e:          # --help, --version
         return e.exit_code
-    except KeyboardInterrupt:
-        print(f"ringlab {args.command}: interrupted", file=sys.stderr)
+    except click.UsageError as e:
+        where = e.ctx.command_path if e.ctx is not None else name()
+        print(f"{where}: error: {usage_message(e)}", file=sys.stderr)
+        return 2
+    except RunInterrupted as e:
+        print(f"{name()}: interrupted ({e})", file=sys.stderr)
+        return e.exit_code
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        print(f"{name()}: interrupted", file=sys.stderr)
         return 130
     except RinglabError as e:
-        print(f"ringlab {args.command}: error: {e}", file=sys.stderr)
+        print(f"{name()}: error: {e}", file=sys.stderr)
         return e.exit_code
     except BrokenPipeError:   # `ringlab ... | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -13,6 +13,8 @@ import math
 import re
 import shlex
 import sys
+
+import click
 from pathlib import Path
 
 from ringlab.errors import ParamError
@@ -20,20 +22,20 @@ from ringlab.names import check_name
 from ringlab.rundir.outputs import check_output
 from ringlab.lab.bisect import Config, start
 from ringlab.lab.bisect.report import write_outputs
-from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
+from ringlab.lab.commands import options
 
 
 OWN = ("tree", "good", "bad", "metric", "threshold", "step_budget")
 
 
-def add_arguments(p):
-    p.add_argument("experiment", help="experiment name (ptr_ring)")
-    p.add_argument("-p", "--parameter", action=NameValue, default=[], metavar="NAME VALUE",
-                   help="tree, good, bad (required), metric, threshold (percent, default 2), step_budget "
-                        "(rounds per step); any other parameter goes to the steps' runs")
-    p.add_argument("--out", metavar="DIR", help="bisect folder (default scratch/bisect/EXPERIMENT-GOOD-BAD)")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted bisect in --out DIR")
-    allow_dash_values(p)
+@click.command(cls=options.Command)
+@click.argument("experiment", cls=options.Argument, metavar="experiment", help="experiment name (ptr_ring)")
+@options.parameter("tree, good, bad (required), metric, threshold (percent, default 2), step_budget "
+                   "(rounds per step); any other parameter goes to the steps' runs")
+@click.option("--out", metavar="DIR", help="bisect folder (default scratch/bisect/EXPERIMENT-GOOD-BAD)")
+@click.option("--resume", is_flag=True, help="continue an interrupted bisect in --out DIR")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 def _number(params: dict, name: str, kind, default):

@@ -5,29 +5,32 @@ import json
 import platform
 import sys
 
+import click
+
 from ringlab.build import native
 from ringlab.build.cflags import BuildError
 from ringlab.build.driver import SANITIZERS, build_all
 from ringlab.errors import ParamError
-from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.lab.commands import options
 from ringlab.sources.header_files import KernelHeaderError
 from ringlab.sources.header_source import resolve_source
 from ringlab.sources.kernel_header import detect_generation, parse_spec
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--kernel-header", action="append", default=[], metavar="NAME=SOURCE",
-                   help="also build ptr_ring_test-NAME from a real kernel ptr_ring.h; SOURCE is a "
-                        "file, a kernel tree or a headers package root, git:TREE@REV, BASE+PATCH "
-                        "or BASE+lore:MSGID; repeatable")
-    p.add_argument("--cflags", default="", metavar='"FLAGS"',
-                   help="extra compiler flags, appended after the defaults (split like a shell "
-                        "would, never run through one); --cflags -O3 and --cflags=-O3 both work")
-    p.add_argument("--sanitize", default=None, metavar="KIND",
-                   help="thread | address | undefined | address,undefined "
-                        "(builds into build/bin-<KIND>/)")
-    p.add_argument("--json", action="store_true", help="print the BuildInfo as JSON")
-    allow_dash_values(p)
+@click.command(cls=options.Command)
+@click.option("--kernel-header", multiple=True, metavar="NAME=SOURCE",
+              help="also build ptr_ring_test-NAME from a real kernel ptr_ring.h; SOURCE is a "
+                   "file, a kernel tree or a headers package root, git:TREE@REV, BASE+PATCH "
+                   "or BASE+lore:MSGID; repeatable")
+@click.option("--cflags", default="", metavar='"FLAGS"',
+              help="extra compiler flags, appended after the defaults (split like a shell "
+                   "would, never run through one); --cflags -O3 and --cflags=-O3 both work")
+@click.option("--sanitize", default=None, metavar="KIND",
+              help="thread | address | undefined | address,undefined "
+                   "(builds into build/bin-<KIND>/)")
+@click.option("--json", is_flag=True, help="print the BuildInfo as JSON")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 def _parse_specs(specs: list[str]) -> dict[str, str]:

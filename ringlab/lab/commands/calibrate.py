@@ -9,23 +9,24 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
+import click
+
+from ringlab.lab.commands import options
 from ringlab.errors import ParamError
 from ringlab.rundir.outputs import check_output
 from ringlab.studies import calibration as cal
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--out", metavar="DIR", help="where calibration.json and the A/A run folder go "
-                   "(default results/calibration/<host>/)")
-    p.add_argument("-p", "--parameter", action=NameValue, default=[], metavar="NAME VALUE",
-                   help="a ptr_ring parameter of the A/A run (not variants, kernel_headers or layouts)")
-    p.add_argument("--header", metavar="PATH", help="the ptr_ring.h source measured against itself "
-                   "(default: the newest found by `ringlab env --headers`)")
-    p.add_argument("--from", dest="from_run", metavar="RUN_DIR",
-                   help="analyse this A/A run folder instead of running one")
-    p.add_argument("--no-build", action="store_true", help="use the binaries already in build/bin")
-    allow_dash_values(p)
+@click.command(cls=options.Command)
+@click.option("--out", metavar="DIR", help="where calibration.json and the A/A run folder go "
+              "(default results/calibration/<host>/)")
+@options.parameter("a ptr_ring parameter of the A/A run (not variants, kernel_headers or layouts)")
+@click.option("--header", metavar="PATH", help="the ptr_ring.h source measured against itself "
+              "(default: the newest found by `ringlab env --headers`)")
+@click.option("--from", "from_run", metavar="RUN_DIR", help="analyse this A/A run folder instead of running one")
+@click.option("--no-build", is_flag=True, help="use the binaries already in build/bin")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 def _pct(v) -> str:

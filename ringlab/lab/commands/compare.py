@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 import math
 
-from ringlab.lab.commands.dashvalues import allow_dash_values
+import click
+
+from ringlab.lab.commands import options
 from ringlab.errors import ParamError
 from ringlab.fmt import printable
 from ringlab.report.tables import comparison_rows, md_table
@@ -13,17 +15,18 @@ from ringlab.stats import compare, to_records
 from ringlab.stats.compare import method_text
 
 
-def add_arguments(p) -> None:
-    p.add_argument("raw", metavar="RAW.csv", help="raw.csv written by `ringlab run`")
-    p.add_argument("--baseline", required=True, metavar="NAME", help="the variant the others are compared to")
-    p.add_argument("--metric", default="ns_per_op", help="metric column (default ns_per_op)")
-    p.add_argument("--by", default=None, metavar="COLUMNS",
-                   help="comma-separated columns defining a configuration (default: every parameter)")
-    p.add_argument("--noise", type=float, default=0.01,
-                   help="noise threshold as a fraction (default 0.01 = +-1%%)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    p.add_argument("--json", action="store_true", help="print a JSON list with exactly the documented fields")
-    allow_dash_values(p)   # option values may begin with '-'
+@click.command(cls=options.Command)
+@click.argument("raw", cls=options.Argument, metavar="RAW.csv", help="raw.csv written by `ringlab run`")
+@click.option("--baseline", required=True, metavar="NAME", help="the variant the others are compared to")
+@click.option("--metric", default="ns_per_op", metavar="METRIC", help="metric column (default ns_per_op)")
+@click.option("--by", default=None, metavar="COLUMNS",
+              help="comma-separated columns defining a configuration (default: every parameter)")
+@click.option("--noise", type=float, default=0.01, metavar="NOISE",
+              help="noise threshold as a fraction (default 0.01 = +-1%)")
+@click.option("--alpha", type=float, default=0.05, metavar="ALPHA", help="significance level (default 0.05)")
+@click.option("--json", is_flag=True, help="print a JSON list with exactly the documented fields")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 def run(args) -> int:

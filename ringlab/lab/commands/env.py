@@ -14,25 +14,28 @@ import os
 import stat
 import sys
 
+import click
+
 from ringlab.errors import ParamError
-from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.lab.commands import options
 from ringlab.sources import kernel_header as kh
 from ringlab.system import envinfo
 from ringlab.system.governor import restore_saved_state
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--json", action="store_true", help="print the collected information as JSON")
-    p.add_argument("--restore", action="store_true",
-                   help="put back governor/boost values saved by a run that was killed (SIGKILL)")
-    p.add_argument("--state-file", default=None,
-                   help="tuning state file (default $RINGLAB_STATE_DIR/tuning-state.json or "
-                        "~/.cache/ringlab/tuning-state.json)")
-    p.add_argument("--headers", action="store_true",
-                   help="print the kernel header trees found on this machine (/usr/src/*/include/linux/"
-                        "ptr_ring.h), one per line, newest first; exit 1 if there is none")
-    p.add_argument("--no-probe", action="store_true", help="do not open perf counters to probe them")
-    allow_dash_values(p)   # option values may begin with '-'
+@click.command(cls=options.Command)
+@click.option("--json", is_flag=True, help="print the collected information as JSON")
+@click.option("--restore", is_flag=True,
+              help="put back governor/boost values saved by a run that was killed (SIGKILL)")
+@click.option("--state-file", default=None, metavar="STATE_FILE",
+              help="tuning state file (default $RINGLAB_STATE_DIR/tuning-state.json or "
+                   "~/.cache/ringlab/tuning-state.json)")
+@click.option("--headers", is_flag=True,
+              help="print the kernel header trees found on this machine (/usr/src/*/include/linux/"
+                   "ptr_ring.h), one per line, newest first; exit 1 if there is none")
+@click.option("--no-probe", is_flag=True, help="do not open perf counters to probe them")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 def run(args) -> int:

@@ -8,31 +8,47 @@
 """
 from __future__ import annotations
 
-import argparse
 import sys
+
+import click
 
 from ringlab.errors import ParamError
 from ringlab.fmt import printable
 from ringlab.lab import fleet
+from ringlab.lab.commands import options
 
 
-def add_arguments(p):
-    sub = p.add_subparsers(dest="fleet_command", metavar="ACTION")
-    sub.required = True
-    s = sub.add_parser("submit", help="one exclusive Slurm job per node (command after --)")
-    s.add_argument("--nodes", help="node names, comma-separated")
-    s.add_argument("--partition", help="every node of this partition (sinfo -N -p P)")
-    s.add_argument("--constraint", help="with --partition: only nodes with these features (a&b)")
-    s.add_argument("--time", default="1:00:00", help="Slurm time limit per job (default 1:00:00)")
-    s.add_argument("--allow-dirty", action="store_true", help="submit from a tree with uncommitted changes")
-    s.add_argument("--resume", metavar="FLEET-ID", help="re-queue only the nodes whose runs are not complete")
-    s.add_argument("cmd", metavar="COMMAND", nargs=argparse.REMAINDER,
-                   help="after --: 'reproduce [--only ...] [--profile P]' or 'run EXPERIMENT ...'")
-    for name, help_ in (("status", "each node's job state (sacct, else squeue)"),
-                        ("collect", "which hosts delivered complete runs, which failed and why; "
-                                    "rebuilds results/README.md")):
-        c = sub.add_parser(name, help=help_)
-        c.add_argument("fleet_id", metavar="FLEET-ID")
+@click.group(cls=options.Group, subcommand_metavar="ACTION [ARGS]...")
+def command() -> None:
+    pass
+
+
+@command.command("submit", cls=options.Command, help="one exclusive Slurm job per node (command after --)",
+                 context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+@click.option("--nodes", metavar="NODES", help="node names, comma-separated")
+@click.option("--partition", metavar="PARTITION", help="every node of this partition (sinfo -N -p P)")
+@click.option("--constraint", metavar="CONSTRAINT", help="with --partition: only nodes with these features (a&b)")
+@click.option("--time", default="1:00:00", metavar="TIME", help="Slurm time limit per job (default 1:00:00)")
+@click.option("--allow-dirty", is_flag=True, help="submit from a tree with uncommitted changes")
+@click.option("--resume", metavar="FLEET-ID", help="re-queue only the nodes whose runs are not complete")
+@click.argument("cmd", cls=options.Argument, metavar="COMMAND", nargs=-1, type=click.UNPROCESSED,
+                help="after --: 'reproduce [--only ...] [--profile P]' or 'run EXPERIMENT ...'")
+def _submit_command(**params) -> int:
+    return run(options.Args({"fleet_command": "submit", **params}))
+
+
+@command.command("status", cls=options.Command, help="each node's job state (sacct, else squeue)")
+@click.argument("fleet_id", cls=options.Argument, metavar="FLEET-ID")
+def _status_command(**params) -> int:
+    return run(options.Args({"fleet_command": "status", **params}))
+
+
+@command.command("collect", cls=options.Command,
+                 help="which hosts delivered complete runs, which failed and why; rebuilds results/README.md",
+                 short_help="which hosts delivered complete runs, which failed and why; rebuilds results/README.md")
+@click.argument("fleet_id", cls=options.Argument, metavar="FLEET-ID")
+def _collect_command(**params) -> int:
+    return run(options.Args({"fleet_command": "collect", **params}))
 
 
 def _log(msg: str) -> None:

@@ -10,26 +10,29 @@ import json
 import os
 import sys
 
+import click
+
 from ringlab.errors import DataError, ParamError
-from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.lab.commands import options
 from ringlab.rundir.outputs import check_output
 from ringlab.tools import kmod_perf, perfc2c, perfstat
 
 
-def add_arguments(p) -> None:
-    p.add_argument("file", metavar="FILE", help="text file with perf stat output ('-' for stdin)")
-    p.add_argument("--csv", metavar="OUT", default=None, help="write the rows to this CSV file")
-    p.add_argument("--json", action="store_true", help="print the parsed blocks as JSON instead of a table")
-    p.add_argument("--kmod", action="store_true",
-                   help="`perf stat -r N insmod MODULE ARGS` blocks: add module, args, push/pop CPUs (kmod rows)")
-    p.add_argument("--c2c", action="store_true",
-                   help="FILE is `perf c2c report --stdio` text: one row per cache line (HITM, loads, stores)")
-    p.add_argument("--ring", metavar="SPEC", default=None,
-                   help="with --c2c: label the ring's lines; "
-                        "SPEC base=ADDR[,queue=ADDR,size=N][,layout=batch|prebatch|FILE.json][,line=BYTES]")
-    p.add_argument("--throughput", metavar="MOPS", type=float, default=None,
-                   help="with --c2c: the run's throughput (Mops/s), printed beside the HITM counts")
-    allow_dash_values(p)   # --csv -out.csv
+@click.command(cls=options.Command)
+@click.argument("file", cls=options.Argument, metavar="FILE", help="text file with perf stat output ('-' for stdin)")
+@click.option("--csv", metavar="OUT", default=None, help="write the rows to this CSV file")
+@click.option("--json", is_flag=True, help="print the parsed blocks as JSON instead of a table")
+@click.option("--kmod", is_flag=True,
+              help="`perf stat -r N insmod MODULE ARGS` blocks: add module, args, push/pop CPUs (kmod rows)")
+@click.option("--c2c", is_flag=True,
+              help="FILE is `perf c2c report --stdio` text: one row per cache line (HITM, loads, stores)")
+@click.option("--ring", metavar="SPEC", default=None,
+              help="with --c2c: label the ring's lines; "
+                   "SPEC base=ADDR[,queue=ADDR,size=N][,layout=batch|prebatch|FILE.json][,line=BYTES]")
+@click.option("--throughput", metavar="MOPS", type=float, default=None,
+              help="with --c2c: the run's throughput (Mops/s), printed beside the HITM counts")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 #: perf stat text larger than this is refused (a pasted block is a few kilobytes)

@@ -8,7 +8,10 @@ import os
 import sys
 from pathlib import Path
 
+import click
+
 from ringlab.errors import ParamError
+from ringlab.lab.commands import options
 from ringlab.fmt import printable
 from ringlab.report.bisect_mail import bisect_mail_text, is_bisect_folder
 from ringlab.report.mail import mail_text
@@ -16,16 +19,18 @@ from ringlab.rundir import write_text
 from ringlab.rundir.outputs import check_output
 
 
-def add_arguments(p) -> None:
-    p.add_argument("run_dir", metavar="RUN", help="a run folder (raw.csv + env.json)")
-    p.add_argument("--baseline", metavar="NAME", default=None,
-                   help="the unpatched variant (default: env.json's baseline, else the first of the "
-                        "run's variants)")
-    p.add_argument("--candidate", metavar="NAME", action="append", default=None,
-                   help="only this candidate (repeatable; default: every other variant)")
-    p.add_argument("--metric", default=None, help="metric column (default ns_per_op)")
-    p.add_argument("--width", type=int, default=72, help="maximum line length (default 72, at least 60)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the text to FILE instead of stdout")
+@click.command(cls=options.Command)
+@click.argument("run_dir", cls=options.Argument, metavar="RUN", help="a run folder (raw.csv + env.json)")
+@click.option("--baseline", metavar="NAME", default=None,
+              help="the unpatched variant (default: env.json's baseline, else the first of the "
+                   "run's variants)")
+@click.option("--candidate", metavar="NAME", multiple=True,
+              help="only this candidate (repeatable; default: every other variant)")
+@click.option("--metric", default=None, metavar="METRIC", help="metric column (default ns_per_op)")
+@click.option("--width", type=int, default=72, metavar="WIDTH", help="maximum line length (default 72, at least 60)")
+@click.option("-o", "--output", metavar="FILE", help="write the text to FILE instead of stdout")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 #: the mail's own file in a run folder: ``-o RUN/mail.txt`` is the one target inside a run folder
@@ -49,7 +54,7 @@ def run(args) -> int:
         text = bisect_mail_text(args.run_dir, width=args.width)
     else:
         text = mail_text(args.run_dir, baseline=args.baseline, width=args.width, metric=args.metric,
-                         candidates=args.candidate)
+                         candidates=args.candidate or None)
     # text from the run's files reaches the terminal or the file without control characters
     text = printable(text, multiline=True)
     if into_run is not None:

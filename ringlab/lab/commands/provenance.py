@@ -8,18 +8,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
+
 from ringlab.errors import ParamError
-from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.lab.commands import options
 from ringlab.report import provenance
 from ringlab.rundir import Run
 from ringlab.fmt import printable
 
 
-def add_arguments(p):
-    p.add_argument("run_dir", metavar="DIR", help="a run folder (holds env.json and raw.csv)")
-    p.add_argument("--against", metavar="DIR2", help="compare with another run folder (stale data?)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    allow_dash_values(p)   # option values may begin with '-'
+@click.command(cls=options.Command)
+@click.argument("run_dir", cls=options.Argument, metavar="DIR", help="a run folder (holds env.json and raw.csv)")
+@click.option("--against", metavar="DIR2", help="compare with another run folder (stale data?)")
+@click.option("--json", is_flag=True, help="print the result as JSON")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 def _yn(v) -> str:

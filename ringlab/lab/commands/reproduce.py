@@ -3,21 +3,24 @@ from __future__ import annotations
 
 import sys
 
-from ringlab.lab.commands.dashvalues import allow_dash_values
+import click
+
+from ringlab.lab.commands import options
 from ringlab.lab.reproduce import NOTEBOOKS, PROFILES, main_summary, reproduce
 
 
-def add_arguments(p):
-    p.add_argument("--profile", default="quick", choices=PROFILES,
-                   help="smoke (seconds), quick (minutes, default), full (what we commit)")
-    p.add_argument("--only", nargs="+", metavar="NAME",
-                   help="run only these notebooks (" + ", ".join(NOTEBOOKS) + "; or their number)")
-    p.add_argument("--host", help="machine id for the results path (default: $RINGLAB_HOST or hostname)")
-    allow_dash_values(p)   # --host -lab2
+@click.command(cls=options.Command)
+@click.option("--profile", default="quick", type=options.Choice(PROFILES), metavar="{" + ",".join(PROFILES) + "}",
+              help="smoke (seconds), quick (minutes, default), full (what we commit)")
+@click.option("--only", cls=options.Option, greedy=True, multiple=True, metavar="NAME [NAME ...]",
+              help="run only these notebooks (" + ", ".join(NOTEBOOKS) + "; or their number)")
+@click.option("--host", metavar="HOST", help="machine id for the results path (default: $RINGLAB_HOST or hostname)")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 def run(args) -> int:
-    outcomes = reproduce(args.profile, args.only, args.host,
+    outcomes = reproduce(args.profile, args.only or None, args.host,
                          log=lambda m: print(m, file=sys.stderr, flush=True))
     text, code = main_summary(outcomes)
     print(text)

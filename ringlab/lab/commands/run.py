@@ -8,27 +8,29 @@ from __future__ import annotations
 
 import sys
 
+import click
+
 from ringlab.errors import ParamError
 from ringlab.experiments.base import get
-from ringlab.lab.commands.dashvalues import NameValue, allow_dash_values
+from ringlab.lab.commands import options
 from ringlab.run import run_experiment
 from ringlab.rundir.outputs import check_output
 
 
-def add_arguments(p):
-    p.add_argument("experiment", help="experiment name (ptr_ring, page_frag, perf_rb)")
-    p.add_argument("-p", "--parameter", action=NameValue, default=[], metavar="NAME VALUE",
-                   help="set a parameter, as papermill's -p (same names as the notebook's parameters "
-                        "cell); also -p NAME=VALUE; VALUE may begin with '-' (-p cflags -O3)")
-    p.add_argument("--out", metavar="DIR", help="run folder (default scratch/EXPERIMENT/HOST/RUN-ID/, or under $RINGLAB_SCRATCH; "
-                        "never results/)")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out DIR")
-    p.add_argument("--no-build", action="store_true", help="use the binaries already in build/bin")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="force the progress bar (default: only in a terminal)")
-    p.add_argument("--no-progress", dest="progress", action="store_false")
-    p.add_argument("--list-params", action="store_true", help="list the experiment's parameters and exit")
-    allow_dash_values(p)
+@click.command(cls=options.Command)
+@click.argument("experiment", cls=options.Argument, metavar="experiment",
+                help="experiment name (ptr_ring, page_frag, perf_rb)")
+@options.parameter("set a parameter, as papermill's -p (same names as the notebook's parameters "
+                   "cell); also -p NAME=VALUE; VALUE may begin with '-' (-p cflags -O3)")
+@click.option("--out", metavar="DIR", help="run folder (default scratch/EXPERIMENT/HOST/RUN-ID/, or under "
+              "$RINGLAB_SCRATCH; never results/)")
+@click.option("--resume", is_flag=True, help="continue an interrupted run in --out DIR")
+@click.option("--no-build", is_flag=True, help="use the binaries already in build/bin")
+@click.option("--progress/--no-progress", default=None,
+              help="force the progress bar (default: only in a terminal)")
+@click.option("--list-params", is_flag=True, help="list the experiment's parameters and exit")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 def _list_params(name: str) -> int:

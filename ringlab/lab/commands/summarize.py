@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import sys
 
+import click
+
 from ringlab.errors import DataError
-from ringlab.lab.commands.dashvalues import allow_dash_values
+from ringlab.lab.commands import options
 from ringlab.report import pick_metric, write_report
 from ringlab.rundir import Run, RunFolder, require_metric
 from ringlab.stats import StatsError
@@ -13,15 +15,17 @@ from ringlab.fmt import printable
 from ringlab.names import check_name
 
 
-def add_arguments(p) -> None:
-    p.add_argument("dir", metavar="DIR", help="run folder containing raw.csv")
-    p.add_argument("--baseline", default=None, metavar="NAME",
-                   help="variant to compare against (default: the one the run's notebook reported against, else env.json's baseline, else the first variant)")
-    p.add_argument("--metric", default=None, help="metric column (default ns_per_op, else elapsed_us)")
-    p.add_argument("--label", action="append", default=[], metavar="VARIANT=LABEL",
-                   help="table label of a variant, e.g. --label batch=unpatched (repeatable)")
-    p.add_argument("--no-figures", action="store_true", help="tables only")
-    allow_dash_values(p)   # option values may begin with '-'
+@click.command(cls=options.Command)
+@click.argument("dir", cls=options.Argument, metavar="DIR", help="run folder containing raw.csv")
+@click.option("--baseline", default=None, metavar="NAME",
+              help="variant to compare against (default: the one the run's notebook reported against, else "
+                   "env.json's baseline, else the first variant)")
+@click.option("--metric", default=None, metavar="METRIC", help="metric column (default ns_per_op, else elapsed_us)")
+@click.option("--label", multiple=True, metavar="VARIANT=LABEL",
+              help="table label of a variant, e.g. --label batch=unpatched (repeatable)")
+@click.option("--no-figures", is_flag=True, help="tables only")
+def command(**params) -> int:
+    return run(options.Args(params))
 
 
 def run(args) -> int:
