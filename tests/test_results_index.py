@@ -175,3 +175,22 @@ def test_make_reproduce_of_another_host_leaves_the_checkout_clean(tmp_path):
                             text=True, check=True).stdout
     assert status == "", status
     assert outs[0].run_dir.name in (root / results_index.LOCAL_INDEX).read_text()
+
+
+def test_every_host_side_by_side_with_its_noise_floor(tmp_path):
+    for host, delta in (("amd", "+1.0%"), ("intel", "-9.0%")):
+        _run(tmp_path, "ptr-ring-reorder", host, "20260101T000000Z-aaaaaa", "| a |\n|---|\n| old |\n",
+             {}, {"profile": "full"})
+        _run(tmp_path, "ptr-ring-reorder", host, "20260201T000000Z-bbbbbb", f"| a |\n|---|\n| {delta} |\n",
+             {}, {"profile": "full"})
+    cal = tmp_path / "calibration" / "amd"
+    cal.mkdir(parents=True)
+    (cal / "calibration.json").write_text(json.dumps({"aa_ci": [-0.0299, 0.0200], "sigma_layout": 0.01,
+                                                       "layouts": 8, "run_id": "20260101T000000Z-cccccc"}))
+    text = results_index.render(tmp_path)
+    latest = text.split("Earlier runs")[0]
+    assert "### `amd`" in latest and "### `intel`" in latest
+    assert "| +1.0% |" in latest and "| -9.0% |" in latest and "| old |" not in text
+    floor = text.split("## Noise floor of each host")[1].split("## ptr-ring-reorder")[0]
+    assert "| `amd` | ±2.9% |" in floor and "`intel`" not in floor     # no calibration, no row
+    assert results_index.render(tmp_path) == text
