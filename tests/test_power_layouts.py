@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ringlab.stats import layoutsim, power
+from ringlab.simulate import layoutsim
+from ringlab.stats import power
 
 REPS = 120
 SIGMA = 0.02
