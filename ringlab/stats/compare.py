@@ -95,6 +95,7 @@ from scipy import stats as sst
 from ringlab import schema
 from ringlab.stats import designs as _designs
 from ringlab.stats import estimate as _est
+from ringlab.stats import ranktests as _rt
 from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, Comparison, check_rule, to_frame)
 from ringlab.stats.decide import INSTRUCTION_METRICS, Verdict, decide
 from ringlab.stats.holm import holm, holm_levels
@@ -147,16 +148,15 @@ class Arms:
         sc = rounds.scale(comparison.median_baseline)
         if rounds.paired:
             comparison.n_pairs = rounds.n_common
-            arms = cls(comparison, "paired", sc, d=rounds.differences(sc))
-        else:
-            arms = cls(comparison, "unpaired", sc, x=sc.fwd(b.to_numpy()), y=sc.fwd(c.to_numpy()))
-        arms.p = arms.estimate(0.95).p   # p does not depend on the level
-        return arms
+            d = rounds.differences(sc)
+            return cls(comparison, "paired", sc, d=d, p=_rt.signed_rank_p(d))
+        x, y = sc.fwd(b.to_numpy()), sc.fwd(c.to_numpy())
+        return cls(comparison, "unpaired", sc, x=x, y=y, p=_rt.rank_sum_p(x, y))
 
     def add_layout_rounds(self, rd: LayoutRounds) -> None:
         """Analyse a paired comparison by layout pair and machine state (its p replaces the signed-rank p)."""
         self.layout_rounds = rd
-        self.p = self.estimate(0.95).p
+        self.p = self.estimate(0.95).p   # p does not depend on the level
 
     def estimate(self, level: float) -> _est.Estimate:
         c = self.comparison
