@@ -48,6 +48,18 @@ MIN_TRIALS = 5
 RESAMPLE_MAX_ROUNDS = 2000
 
 
+def _z(alpha: float, power: float) -> float:
+    return float(sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power))
+
+
+def normal_rounds(sigma: float, shift: float, alpha: float, power: float, factor: float, efficiency: float) -> int:
+    """The normal-approximation sample size: ceil(factor (z_{1-alpha/2} + z_power)^2 sigma^2 /
+    shift^2 / efficiency), ``factor`` 1 for paired differences, 2 for two independent samples,
+    ``efficiency`` the test's relative to the t test (the planners' one formula)."""
+    z = _z(alpha, power)
+    return math.ceil(factor * z * z * sigma ** 2 / shift ** 2 / efficiency)
+
+
 def trials_needed(effect_pct: float, sigma_log: float, alpha: float = 0.05, power: float = 0.8) -> float:
     """Trials per arm to detect a relative effect of ``effect_pct`` percent (two-sided)."""
     if not (0 < alpha < 1):
@@ -60,9 +72,7 @@ def trials_needed(effect_pct: float, sigma_log: float, alpha: float = 0.05, powe
     if sigma_log == 0:
         return float(MIN_TRIALS)
     shift = abs(math.log1p(effect_pct / 100.0))
-    z = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
-    n = 2 * z * z * sigma_log ** 2 / shift ** 2 / MEDIAN_EFFICIENCY
-    return float(max(MIN_TRIALS, math.ceil(n)))
+    return float(max(MIN_TRIALS, normal_rounds(sigma_log, shift, alpha, power, 2.0, MEDIAN_EFFICIENCY)))
 
 
 def recommended_trials(effect_pct: float, cv: float, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -75,8 +85,7 @@ def minimum_detectable_effect(n: int, sigma_log: float, alpha: float = 0.05, pow
     """Smallest relative effect (percent) the design detects with the given power."""
     if n < 2 or not math.isfinite(sigma_log):
         return math.nan
-    z = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
-    shift = z * sigma_log * math.sqrt(2 / n / MEDIAN_EFFICIENCY)
+    shift = _z(alpha, power) * sigma_log * math.sqrt(2 / n / MEDIAN_EFFICIENCY)
     return math.expm1(shift) * 100
 
 
@@ -115,8 +124,7 @@ def rounds_for_effect(effect_pct: float, d=None, x=None, y=None, alpha: float = 
     if not math.isfinite(sigma) or shift == 0:
         return math.nan
     lo = _min_rounds(alpha, paired)
-    z = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
-    n = max(lo, math.ceil(factor * z * z * sigma ** 2 / shift ** 2 / RANK_EFFICIENCY))
+    n = max(lo, normal_rounds(sigma, shift, alpha, power, factor, RANK_EFFICIENCY))
     if n > RESAMPLE_MAX_ROUNDS:
         return float(n)
     data = d if paired else np.concatenate([x, y])
@@ -129,7 +137,7 @@ def rounds_for_effect(effect_pct: float, d=None, x=None, y=None, alpha: float = 
     else:
         rx, ry = x - np.median(x), y - np.median(y)
         ry = ry - _rt.rank_sum(rx, ry, 0.5)["estimate"]
-    z_target = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
+    z_target = _z(alpha, power)
     for _ in range(12):
         if paired:
             D = rng.choice(resid, size=(n_resamples, n)) + step
