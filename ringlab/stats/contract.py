@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ringlab.stats.summary import StatsError
+
+if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict names
+    from ringlab.stats.decide import Verdict
+    from ringlab.stats.estimate import Estimate
+    from ringlab.stats.power import Plan
 
 #: The ``--json`` fields, in order.  Meanings:
 #:   group             configuration label "col=value,..." ("all" without parameters)
@@ -140,9 +146,9 @@ class Comparison:
     ratio_medians_pct: float
     p_welch: float
     n_pairs: int
-    estimate: object = None          # ringlab.stats.estimate.Estimate (None: too few measurements)
-    verdict: object = None           # ringlab.stats.decide.Verdict
-    plan: object = None              # ringlab.stats.power.Plan (inconclusive rows)
+    estimate: Estimate | None = None     # None: too few measurements to estimate
+    verdict: Verdict | None = None
+    plan: Plan | None = None             # inconclusive rows only
     p_holm: float = math.nan
     family_size: int = 0
     config: dict = field(default_factory=dict)
