@@ -174,7 +174,7 @@ def layout_section(a, files) -> bool:
     print(f"layout design ({src}): sigma_L {sigma * 100:.2f} pts, round noise {s * 100:.2f} pts"
           + (f", states {kw['durations'][0]:.0f}/{kw['durations'][1]:.0f} trials" if kw else ""))
     plan = power.layout_plan(5.0, sigma, s)
-    K, R = plan["layouts"], plan["rounds_per_layout"]
+    K, R = plan.layouts, plan.rounds_per_layout
     if not isinstance(K, int):
         print("  no layout count up to 1000 reaches 80% power for 5%; section skipped")
         print("NOT MET machine time for 80% power at 5% <= 60 s: no design reaches 80% power")
@@ -188,9 +188,9 @@ def layout_section(a, files) -> bool:
     times = {}
     for e in (5.0, 2.0):
         p = power.layout_plan(e, sigma, s)
-        t = times[e] = layoutsim.machine_time_s(p["layouts"], p["rounds_per_layout"], spr)
-        print(f"  80% power for a {e:g}% effect: K={p['layouts']} layouts x R={p['rounds_per_layout']} rounds "
-              f"= {p['rounds']} rounds, {t:.0f} s ({t / 60:.1f} min) of trials (builds not counted)")
+        t = times[e] = layoutsim.machine_time_s(p.layouts, p.rounds_per_layout, spr)
+        print(f"  80% power for a {e:g}% effect: K={p.layouts} layouts x R={p.rounds_per_layout} rounds "
+              f"= {p.trials} rounds, {t:.0f} s ({t / 60:.1f} min) of trials (builds not counted)")
     for e, budget in MACHINE_TIME_TARGETS_S.items():
         t = times[e]
         print(f"{'MET    ' if t <= budget else 'NOT MET'} machine time for 80% power at {e:g}% <= {budget:.0f} s: "

@@ -127,13 +127,13 @@ def test_run_without_layout_column_is_refused(tmp_path, capsys):
 
 def test_planning_more_layouts_for_larger_sigma_and_smaller_effect():
     base = power.layout_plan(5.0, 0.02, 0.03)
-    assert base["layouts"] >= power.MIN_LAYOUTS
-    assert power.layout_plan(5.0, 0.05, 0.03)["layouts"] > base["layouts"]
-    assert power.layout_plan(2.0, 0.02, 0.03)["layouts"] > base["layouts"]
-    assert base["rounds"] == base["layouts"] * base["rounds_per_layout"]
+    assert base.layouts >= power.MIN_LAYOUTS
+    assert power.layout_plan(5.0, 0.05, 0.03).layouts > base.layouts
+    assert power.layout_plan(2.0, 0.02, 0.03).layouts > base.layouts
+    assert base.trials == base.layouts * base.rounds_per_layout
     # the smallest K: K - 1 does not satisfy the sizing inequality
     from scipy import stats as sst
-    k, var = base["layouts"], 0.02 ** 2 + 0.03 ** 2 / 20
+    k, var = base.layouts, 0.02 ** 2 + 0.03 ** 2 / 20
     if k > power.MIN_LAYOUTS:
         q = sst.t.ppf(0.975, k - 2) + sst.t.ppf(0.8, k - 2)
         assert k - 1 < q * q * var / math.log(1.05) ** 2
@@ -141,12 +141,12 @@ def test_planning_more_layouts_for_larger_sigma_and_smaller_effect():
 
 def test_trials_needed_with_and_without_calibration():
     plain = power.trials_needed_calibrated(5.0, 0.05)
-    assert plain["trials"] == power.trials_needed(5.0, 0.05)          # today's number
-    assert plain["layouts"] == 1 and "no calibration" in plain["basis"]
+    assert plain.trials == power.trials_needed(5.0, 0.05)          # today's number
+    assert plain.layouts == 1 and "no calibration" in plain.basis
     c = Calibration(0.02, 0.03, source="x/calibration.json")
     got = power.trials_needed_calibrated(5.0, 0.05, c)
-    assert got["layouts"] == power.layout_plan(5.0, 0.02, 0.03)["layouts"]
-    assert got["trials"] == got["layouts"] * got["rounds_per_layout"]
+    assert got.layouts == power.layout_plan(5.0, 0.02, 0.03).layouts
+    assert got.trials == got.layouts * got.rounds_per_layout and got.basis == "calibration x/calibration.json"
 
 
 def test_rounds_needed_uses_calibration(tmp_path, monkeypatch):

@@ -31,6 +31,7 @@ normal data), rounded up and never below 5 per arm.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -164,49 +165,6 @@ MIN_LAYOUTS = 3
 MAX_LAYOUTS = 1000
 
 
-def layout_plan(effect_pct: float, sigma_layout: float, round_sd: float,
-                rounds_per_layout: int = ROUNDS_PER_LAYOUT, alpha: float = 0.05, power: float = 0.8) -> dict:
-    """Layouts K per arm and rounds R per layout pair for ``power`` against ``effect_pct`` percent.
-
-    The layout design's estimate is the mean over K layout pairs of per-pair estimates whose
-    variance is sigma_L^2 + s^2/R (``sigma_layout``, ``round_sd``: log scale, e.g. 0.02 = 2
-    points), tested with a t interval on K - 1 df, so K is the smallest K >= 3 with
-    K >= (t_{1-a/2,K-1} + t_{power,K-1})^2 (sigma_L^2 + s^2/R) / ln(1 + effect)^2.
-    Returns ``{"layouts", "rounds_per_layout", "rounds", "effect_pct", "sigma_layout",
-    "round_sd"}``; ``rounds`` = K x R (= trials per arm); layouts NaN when no K up to
-    ``MAX_LAYOUTS`` suffices or the inputs are not finite."""
-    if not (0 < alpha < 1):
-        raise ValueError(f"alpha: {alpha!r} not allowed; allowed: a number in (0, 1)")
-    if not (0 < power < 1):
-        raise ValueError(f"power: {power!r} not allowed; allowed: a number in (0, 1)")
-    if not (isinstance(rounds_per_layout, int) and rounds_per_layout >= 1):
-        raise ValueError(f"rounds_per_layout: {rounds_per_layout!r} not allowed; allowed: an integer >= 1")
-    out = {"layouts": math.nan, "rounds_per_layout": rounds_per_layout, "rounds": math.nan,
-           "effect_pct": effect_pct, "sigma_layout": sigma_layout, "round_sd": round_sd}
-    ok = all(math.isfinite(v) for v in (effect_pct, sigma_layout, round_sd))
-    if not ok or effect_pct == 0 or effect_pct <= -100 or sigma_layout < 0 or round_sd < 0:
-        return out
-    var = sigma_layout ** 2 + round_sd ** 2 / rounds_per_layout
-    k = least_layouts(var, math.log1p(effect_pct / 100.0), alpha, power)
-    if math.isfinite(k):
-        out.update(layouts=int(k), rounds=int(k) * rounds_per_layout)
-    return out
-
-
-def trials_needed_calibrated(effect_pct: float, sigma_log: float, calibration: Calibration | None = None,
-                             alpha: float = 0.05, power: float = 0.8) -> dict:
-    """``trials_needed`` with this machine's calibration when there is one.
-
-    With a calibration: the layout design's K x R (``layout_plan`` at the calibrated sigma_L
-    and round noise).  Without: the one-build number, ``trials_needed(effect_pct, sigma_log)``,
-    and a ``basis`` that says so."""
-    if calibration:
-        plan = layout_plan(effect_pct, calibration.sigma_layout, calibration.round_sd, alpha=alpha, power=power)
-        return {**plan, "trials": plan["rounds"], "basis": f"calibration {calibration.source}".strip()}
-    return {"trials": trials_needed(effect_pct, sigma_log, alpha, power), "layouts": 1,
-            "basis": "no calibration for this host: one build per arm, its layout spread not counted"}
-
-
 @dataclass(frozen=True)
 class Calibration:
     """A machine's measured noise, the planner's input: the layout spread ``sigma_layout`` and
@@ -234,13 +192,13 @@ class Calibration:
 
 @dataclass(frozen=True)
 class Plan:
-    """How much more an inconclusive comparison needs: ``trials`` rounds (= trials per arm) in
-    all, for the layouts design as ``layouts`` pairs of ``rounds_per_layout`` rounds; ``basis``
-    says which effect it is planned for."""
-    trials: float
+    """A planner's answer: ``trials`` rounds (= trials per arm) in all, for the layouts design as
+    ``layouts`` pairs of ``rounds_per_layout`` rounds (integers where the planner counts them,
+    NaN where it has none); ``basis`` says what it is planned for."""
+    trials: float | int
     basis: str
-    layouts: float = math.nan
-    rounds_per_layout: float = math.nan
+    layouts: float | int = math.nan
+    rounds_per_layout: float | int = math.nan
 
 
 def least_layouts(var_estimate: float, shift: float, alpha: float = 0.05, power: float | None = 0.8,
@@ -289,3 +247,46 @@ def plan_more(est: Estimate, noise: float, alpha: float, seed, d=None, x=None, y
         n_run = est.n
     return Plan(float(max(trials, n_run + 1)) if math.isfinite(trials) else math.nan,
                 f"trials_needed for {what}", k, per)
+
+
+def layout_plan(effect_pct: float, sigma_layout: float, round_sd: float,
+                rounds_per_layout: int = ROUNDS_PER_LAYOUT, alpha: float = 0.05, power: float = 0.8) -> Plan:
+    """Layouts K per arm and rounds R per layout pair for ``power`` against ``effect_pct`` percent.
+
+    The layout design's estimate is the mean over K layout pairs of per-pair estimates whose
+    variance is sigma_L^2 + s^2/R (``sigma_layout``, ``round_sd``: log scale, e.g. 0.02 = 2
+    points), tested with a t interval on K - 1 df, so K is the smallest K >= 3 with
+    K >= (t_{1-a/2,K-1} + t_{power,K-1})^2 (sigma_L^2 + s^2/R) / ln(1 + effect)^2
+    (``least_layouts``).  The ``Plan``'s ``trials`` = K x R (= trials per arm); ``layouts`` and
+    ``trials`` are NaN when no K up to ``MAX_LAYOUTS`` suffices or the inputs are not finite."""
+    if not (0 < alpha < 1):
+        raise ValueError(f"alpha: {alpha!r} not allowed; allowed: a number in (0, 1)")
+    if not (0 < power < 1):
+        raise ValueError(f"power: {power!r} not allowed; allowed: a number in (0, 1)")
+    if not (isinstance(rounds_per_layout, int) and rounds_per_layout >= 1):
+        raise ValueError(f"rounds_per_layout: {rounds_per_layout!r} not allowed; allowed: an integer >= 1")
+    basis = (f"a {effect_pct:g}% effect at sigma_L {sigma_layout * 100:.2f} pts, round noise "
+             f"{round_sd * 100:.2f} pts")
+    none = Plan(math.nan, basis, math.nan, rounds_per_layout)
+    ok = all(math.isfinite(v) for v in (effect_pct, sigma_layout, round_sd))
+    if not ok or effect_pct == 0 or effect_pct <= -100 or sigma_layout < 0 or round_sd < 0:
+        return none
+    var = sigma_layout ** 2 + round_sd ** 2 / rounds_per_layout
+    k = least_layouts(var, math.log1p(effect_pct / 100.0), alpha, power)
+    if not math.isfinite(k):
+        return none
+    return Plan(int(k) * rounds_per_layout, basis, int(k), rounds_per_layout)
+
+
+def trials_needed_calibrated(effect_pct: float, sigma_log: float, calibration: Calibration | None = None,
+                             alpha: float = 0.05, power: float = 0.8) -> Plan:
+    """``trials_needed`` with this machine's calibration when there is one.
+
+    With a calibration: the layout design's K x R (``layout_plan`` at the calibrated sigma_L
+    and round noise), its ``basis`` naming the calibration.  Without: the one-build number,
+    ``trials_needed(effect_pct, sigma_log)`` with one layout, and a ``basis`` that says so."""
+    if calibration:
+        plan = layout_plan(effect_pct, calibration.sigma_layout, calibration.round_sd, alpha=alpha, power=power)
+        return dataclasses.replace(plan, basis=f"calibration {calibration.source}".strip())
+    return Plan(trials_needed(effect_pct, sigma_log, alpha, power),
+                "no calibration for this host: one build per arm, its layout spread not counted", 1)
