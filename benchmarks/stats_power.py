@@ -7,16 +7,15 @@ Reads every results/<study>/<host>/<run>/raw.csv, resamples each configuration's
 the two arms swapped at random inside each round (the null is then exact), injects a 2% and a
 5% effect, and prints, for 30/60/100 rounds, paired and unpaired side by side: the A/A
 false-positive rate, the power, and the mean 95% CI width (and, for reference, those of the
-ratio-of-medians verdict: a bootstrap CI of the ratio of medians).  Method: ringlab.stats.powersim.
-Then prints whether each target is met (A/A <= 5%; power >= 80% for 5% at <= 60 rounds;
-paired CI <= half that of the ratio-of-medians verdict, which treats the arms as independent
-samples; the unpaired rank analysis of the same rounds is printed beside it); exits 1 when one
-is not.
+ratio-of-medians verdict: a bootstrap CI of the ratio of medians).  Method: ringlab.simulate.powersim.
+Then prints whether each target is met (A/A <= 5%; power >= 80% for 5% at <= 60 rounds) and,
+for reference, how much narrower the paired CI is than the ratio-of-medians bootstrap and the
+unpaired rank analysis of the same rounds; exits 1 when a target is not met.
 
 The A/A above swaps the two arms at random inside each resampled round of one build pair: its
 null is exactly true for that pair, so it cannot fail, whatever the layout does.  A second
-section therefore measures A/A across independent layouts (ringlab.stats.layoutsim): runs of
-the machine simulated with ringlab.stats.noise at this host's calibrated sigma_L (`ringlab
+section therefore measures A/A across independent layouts (ringlab.simulate.layoutsim): runs of
+the machine simulated with ringlab.simulate.noise at this host's calibrated sigma_L (`ringlab
 calibrate`; default 2 points without one) and states, analysed with ringlab.stats.layouts (K
 layout pairs x R rounds, t interval across the pairs), beside the one-build design of the same
 machine time and the K layouts pooled into one signed-rank test.  It prints the K and R that
@@ -62,7 +61,7 @@ def run(a) -> int:
     import pandas as pd
 
     from ringlab import paths
-    from ringlab.stats.powersim import EFFECTS, power_table, targets, units_from_frame
+    from ringlab.simulate.powersim import EFFECTS, power_table, targets, units_from_frame
 
     if a.reps < 20:
         print(f"ringlab bench power: error: --reps: {a.reps} not allowed; allowed: >= 20", file=sys.stderr)
@@ -142,7 +141,7 @@ def _seconds_per_round(cal, files) -> tuple[float, str]:
     import numpy as np
     import pandas as pd
 
-    from ringlab.stats.layoutsim import seconds_per_round_of
+    from ringlab.simulate.layoutsim import seconds_per_round_of
     if cal and isinstance(cal.get("seconds_per_round"), (int, float)) and cal["seconds_per_round"] > 0:
         return float(cal["seconds_per_round"]), "the calibration run"
     got = []
@@ -157,8 +156,9 @@ def _seconds_per_round(cal, files) -> tuple[float, str]:
 
 def layout_section(a, files) -> bool:
     """The layout design's A/A and power beside the one-build design's; True when its A/A passes."""
-    from ringlab.stats import power, layoutsim
-    from ringlab.stats.calibration import find_calibration
+    from ringlab.simulate import layoutsim
+    from ringlab.stats import power
+    from ringlab.rundir.calibration import find_calibration
     from ringlab.system.envinfo import host_id
 
     cal = find_calibration(host_id())
@@ -174,7 +174,7 @@ def layout_section(a, files) -> bool:
     print(f"layout design ({src}): sigma_L {sigma * 100:.2f} pts, round noise {s * 100:.2f} pts"
           + (f", states {kw['durations'][0]:.0f}/{kw['durations'][1]:.0f} trials" if kw else ""))
     plan = power.layout_plan(5.0, sigma, s)
-    K, R = plan["layouts"], plan["rounds_per_layout"]
+    K, R = plan.layouts, plan.rounds_per_layout
     if not isinstance(K, int):
         print("  no layout count up to 1000 reaches 80% power for 5%; section skipped")
         print("NOT MET machine time for 80% power at 5% <= 60 s: no design reaches 80% power")
@@ -188,9 +188,9 @@ def layout_section(a, files) -> bool:
     times = {}
     for e in (5.0, 2.0):
         p = power.layout_plan(e, sigma, s)
-        t = times[e] = layoutsim.machine_time_s(p["layouts"], p["rounds_per_layout"], spr)
-        print(f"  80% power for a {e:g}% effect: K={p['layouts']} layouts x R={p['rounds_per_layout']} rounds "
-              f"= {p['rounds']} rounds, {t:.0f} s ({t / 60:.1f} min) of trials (builds not counted)")
+        t = times[e] = layoutsim.machine_time_s(p.layouts, p.rounds_per_layout, spr)
+        print(f"  80% power for a {e:g}% effect: K={p.layouts} layouts x R={p.rounds_per_layout} rounds "
+              f"= {p.trials} rounds, {t:.0f} s ({t / 60:.1f} min) of trials (builds not counted)")
     for e, budget in MACHINE_TIME_TARGETS_S.items():
         t = times[e]
         print(f"{'MET    ' if t <= budget else 'NOT MET'} machine time for 80% power at {e:g}% <= {budget:.0f} s: "

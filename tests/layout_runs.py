@@ -1,4 +1,4 @@
-"""Run folders and tidy frames of the layout design, from ringlab.stats.noise simulations."""
+"""Run folders and tidy frames of the layout design, from ringlab.simulate.noise simulations."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ringlab.stats import noise
+from ringlab.simulate import noise
 
 MAIL_DATA = Path(__file__).resolve().parent / "data" / "mail"
 

@@ -1,6 +1,6 @@
 """`ringlab calibrate`: sigma_L and the machine states from an A/A run of the layout design.
 
-The A/A runs are simulated with ringlab.stats.noise (a known sigma_L, known states) and written
+The A/A runs are simulated with ringlab.simulate.noise (a known sigma_L, known states) and written
 as raw.csv run folders; the real run path is exercised by a smoke test that needs ptr_ring's
 ``layouts`` parameter and a kernel header."""
 from __future__ import annotations
@@ -13,8 +13,12 @@ import pandas as pd
 import pytest
 
 from ringlab.lab import cli
+from ringlab.rundir import calibration as cal_files
+from ringlab.rundir.calibration import frame_calibration
 from ringlab.stats import calibration as cal
-from ringlab.stats import noise, power, sequential
+from ringlab.stats.power import Calibration
+from ringlab.simulate import noise
+from ringlab.stats import power, sequential
 
 TRUE_SIGMA = 0.03
 
@@ -98,9 +102,9 @@ def test_calibration_json_layout(tmp_path, monkeypatch, capsys):
     lo, hi = doc["sigma_layout_ci"]
     assert lo <= doc["sigma_layout"] <= hi
     assert not list(out.glob("*.tmp*"))                      # written atomically: no leftovers
-    found = cal.find_calibration("calhost", tmp_path / "cal")
+    found = cal_files.find_calibration("calhost", tmp_path / "cal")
     assert found["sigma_layout"] == doc["sigma_layout"] and found["path"].endswith("calibration.json")
-    assert cal.find_calibration("otherhost", tmp_path / "cal") is None
+    assert cal_files.find_calibration("otherhost", tmp_path / "cal") is None
     # per mode, the variance and cost of each level (the build cost is not measured with --from)
     lv = doc["levels"]["0"] if "0" in doc["levels"] else next(iter(doc["levels"].values()))
     assert set(lv["upper"]) == {"layout", "process", "iteration"}
@@ -129,13 +133,13 @@ def test_run_without_layout_column_is_refused(tmp_path, capsys):
 
 def test_planning_more_layouts_for_larger_sigma_and_smaller_effect():
     base = power.layout_plan(5.0, 0.02, 0.03)
-    assert base["layouts"] >= power.MIN_LAYOUTS
-    assert power.layout_plan(5.0, 0.05, 0.03)["layouts"] > base["layouts"]
-    assert power.layout_plan(2.0, 0.02, 0.03)["layouts"] > base["layouts"]
-    assert base["rounds"] == base["layouts"] * base["rounds_per_layout"]
+    assert base.layouts >= power.MIN_LAYOUTS
+    assert power.layout_plan(5.0, 0.05, 0.03).layouts > base.layouts
+    assert power.layout_plan(2.0, 0.02, 0.03).layouts > base.layouts
+    assert base.trials == base.layouts * base.rounds_per_layout
     # the smallest K: K - 1 does not satisfy the sizing inequality
     from scipy import stats as sst
-    k, var = base["layouts"], 0.02 ** 2 + 0.03 ** 2 / 20
+    k, var = base.layouts, 0.02 ** 2 + 0.03 ** 2 / 20
     if k > power.MIN_LAYOUTS:
         q = sst.t.ppf(0.975, k - 2) + sst.t.ppf(0.8, k - 2)
         assert k - 1 < q * q * var / math.log(1.05) ** 2
@@ -143,12 +147,12 @@ def test_planning_more_layouts_for_larger_sigma_and_smaller_effect():
 
 def test_trials_needed_with_and_without_calibration():
     plain = power.trials_needed_calibrated(5.0, 0.05)
-    assert plain["trials"] == power.trials_needed(5.0, 0.05)          # today's number
-    assert plain["layouts"] == 1 and "no calibration" in plain["basis"]
-    c = {"sigma_layout": 0.02, "round_sd": 0.03, "path": "x/calibration.json"}
+    assert plain.trials == power.trials_needed(5.0, 0.05)          # today's number
+    assert plain.layouts == 1 and "no calibration" in plain.basis
+    c = Calibration(0.02, 0.03, source="x/calibration.json")
     got = power.trials_needed_calibrated(5.0, 0.05, c)
-    assert got["layouts"] == power.layout_plan(5.0, 0.02, 0.03)["layouts"]
-    assert got["trials"] == got["layouts"] * got["rounds_per_layout"]
+    assert got.layouts == power.layout_plan(5.0, 0.02, 0.03).layouts
+    assert got.trials == got.layouts * got.rounds_per_layout and got.basis == "calibration x/calibration.json"
 
 
 def test_rounds_needed_uses_calibration(tmp_path, monkeypatch):
@@ -158,16 +162,17 @@ def test_rounds_needed_uses_calibration(tmp_path, monkeypatch):
     plain = sequential.rounds_needed(df, "batch", 2.0)                  # no calibration.json here
     assert plain["calibration"] is None and "no calibration" in plain["calibration_note"]
     c = {"sigma_layout": 0.02, "round_sd": 0.03, "path": "p/calibration.json"}
-    got = sequential.rounds_needed(df, "batch", 2.0, calibration=c)
+    got = sequential.rounds_needed(df, "batch", 2.0, calibration=Calibration.from_doc(c))
     assert got["rounds"] == plain["rounds"]                      # the one-build plan is unchanged
     assert got["layouts_for_target"] >= power.MIN_LAYOUTS and "p/calibration.json" in got["calibration_note"]
-    wide = sequential.rounds_needed(df, "batch", 2.0, calibration={**c, "sigma_layout": 0.05})
+    wide = sequential.rounds_needed(df, "batch", 2.0, calibration=Calibration.from_doc({**c, "sigma_layout": 0.05}))
     assert wide["layouts_for_target"] > got["layouts_for_target"]
-    # "auto": the raw.csv host's results/calibration/<host>/calibration.json
-    d = cal.calibration_dir(str(df["host"].iloc[0]))
+    # the caller's loader: the raw.csv host's results/calibration/<host>/calibration.json
+    d = cal_files.calibration_dir(str(df["host"].iloc[0]))
     d.mkdir(parents=True)
     (d / "calibration.json").write_text(json.dumps(c))
-    auto = sequential.rounds_needed(df, "batch", 2.0)
+    assert sequential.rounds_needed(df, "batch", 2.0)["calibration"] is None   # stats opens no file
+    auto = sequential.rounds_needed(df, "batch", 2.0, calibration=frame_calibration(df))
     assert auto["layouts_for_target"] == got["layouts_for_target"] and str(d) in auto["calibration_note"]
 
 

@@ -42,3 +42,12 @@ def test_an_upward_import_breaks_the_contract(tmp_path):
     assert r.returncode != 0
     assert "ringlab.system is not allowed to import ringlab.lab" in r.stdout, r.stdout + r.stderr
     assert "ringlab.system.sysfs -> ringlab.lab.notebook" in r.stdout
+
+
+def test_the_pipeline_may_not_import_the_simulations(tmp_path):
+    tree = _copy(tmp_path)
+    compare = tree / "ringlab" / "stats" / "compare.py"
+    compare.write_text(compare.read_text() + "\nimport ringlab.simulate.noise  # noqa: E402, F401\n")
+    r = _lint(tree)
+    assert r.returncode != 0
+    assert "ringlab.stats is not allowed to import ringlab.simulate" in r.stdout, r.stdout + r.stderr

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ringlab.stats import layoutsim, power
+from ringlab.simulate import layoutsim
+from ringlab.stats import power
 
 REPS = 120
 SIGMA = 0.02
@@ -19,7 +20,7 @@ SIGMA = 0.02
 @pytest.fixture(scope="module")
 def rates():
     plan = power.layout_plan(5.0, SIGMA, 0.03)
-    return plan, layoutsim.layout_rates(plan["layouts"], plan["rounds_per_layout"], SIGMA, reps=REPS, seed=11)
+    return plan, layoutsim.layout_rates(plan.layouts, plan.rounds_per_layout, SIGMA, reps=REPS, seed=11)
 
 
 def test_layout_design_aa_passes_binomial_check(rates):

@@ -361,7 +361,7 @@ def test_ab_table_shows_layouts_only_for_layout_runs():
     from layout_runs import tidy_frame
     from ringlab.report.tables import FIXED_BUILD, LAYOUT_HEADER, comparison_rows
     from ringlab.stats import compare as stats_compare
-    from ringlab.stats import noise
+    from ringlab.simulate import noise
     import numpy as np
     sim = noise.simulate_ab(8, 20, effect=(0.0, 0.0), sigma_layout=0.034, rng=np.random.default_rng(5))
     h, rows = comparison_rows(stats_compare(tidy_frame(sim), "base"))

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 from scipy import stats as sst
 
-from ringlab.stats.powersim import power_table, targets, units_from_frame
+from ringlab.simulate.powersim import power_table, targets, units_from_frame
 from synth import make_raw
 
 
@@ -31,7 +31,9 @@ def test_power_table_on_round_noise():
     assert p["power_5pct"] > 0.95 and p["power_5pct"] > u["power_5pct"]
     assert u["ci_width_pct"] > 2 * p["ci_width_pct"]
     got = {name.split(" ")[1]: met for name, met, _ in targets(tab, rounds_max=30)}
-    assert got["power"] and got["CI"], got
+    assert got["power"], got
+    # the CI widths against the unpaired analyses are printed for reference, not judged
+    assert [met for name, met, _ in targets(tab, rounds_max=30) if "reference" in name] == [None]
     # the A/A target is judged on the worst paired rate, exactly
     for aa_max in (p["aa_rate"], p["aa_rate"] - 1e-9):
         assert targets(tab, aa_max=aa_max, rounds_max=30)[0][1] is (p["aa_rate"] <= aa_max)

@@ -1,6 +1,6 @@
 """The statistics tell the truth on synthetic data with known answers.
 
-The noise is ``ringlab.stats.noise``: the machine state is a persistent two-state Markov process
+The noise is ``ringlab.simulate.noise``: the machine state is a persistent two-state Markov process
 on the trial sequence (states last many rounds and switch inside rounds), trial noise is
 heavy-tailed, and in the layout design every build adds a layout offset.  One-build runs are
 checked by the thousand with the vectorised forms of the tests, which make the same decision as
@@ -18,9 +18,10 @@ import pytest
 from scipy import stats as sst
 
 from layout_runs import tidy_frame
-from ringlab.stats import compare, noise
+from ringlab.simulate import noise
+from ringlab.stats import compare
 from ringlab.stats import ranktests as rt
-from ringlab.stats import recommended_trials, verdict_one
+from ringlab.stats import compare_arrays, recommended_trials
 from ringlab.stats.power import minimum_detectable_effect, rounds_for_effect
 from ringlab.stats.sequential import pilot_half_width, stein_rounds
 
@@ -48,13 +49,13 @@ def _inflated(count: int, n: int, rate: float = 0.05) -> bool:
     return sst.binomtest(int(count), n, rate, alternative="greater").pvalue < LEVEL
 
 
-def test_batch_decisions_match_verdict_one():
+def test_batch_decisions_match_compare_arrays():
     rng = np.random.default_rng(1)
     b, c = _rounds(rng, 40, 15, 0.02)
     rej = rt.signed_rank_reject_batch(c - b, 0.05)
     lo, hi = rt.signed_rank_ci_batch(c - b, 0.95)
     for i in range(40):
-        r = verdict_one(np.exp(b[i]), np.exp(c[i]), paired=True, noise=0.0)
+        r = compare_arrays(np.exp(b[i]), np.exp(c[i]), paired=True, noise=0.0)
         assert (r["verdict"] in ("faster", "slower")) == bool(rej[i])
         assert r["ci_low_pct"] == pytest.approx(math.expm1(lo[i]) * 100)
         assert r["ci_high_pct"] == pytest.approx(math.expm1(hi[i]) * 100)

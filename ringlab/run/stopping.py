@@ -35,6 +35,7 @@ import pandas as pd
 
 from ringlab.errors import ParamError
 from ringlab.experiments.base import TrialSpec
+from ringlab.rundir.calibration import frame_calibration
 from ringlab.stats import sequential
 from ringlab.stats.summary import StatsError
 from ringlab.stats.compare import compare
@@ -86,7 +87,8 @@ def decide(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None
     """The one decision after the pilot: ``stopping`` with rounds_planned and stop_reason set."""
     st = dict(stopping)
     try:
-        plan = sequential.rounds_needed(df, st["baseline"], st["target_ci"], budget_s=st.get("budget_s"))
+        plan = sequential.rounds_needed(df, st["baseline"], st["target_ci"], budget_s=st.get("budget_s"),
+                                       calibration=frame_calibration(df))
     except StatsError as e:
         st.update(rounds_planned=st["pilot_rounds"], stop_reason="no plan", error=str(e))
         log(f"target_ci: the pilot cannot be analysed ({e}); no rounds added")

@@ -16,55 +16,28 @@ code is the same, every difference between the arms is layout or noise:
   arm's level (and the median A/A ratio) taken out, through ``layouts.rounds_from_trials``;
 * seconds per round: the median over rounds of the rounds' summed ``wall_s``.
 
-calibration.json (``CALIBRATION_VERSION`` 1) lives in ``results/calibration/<host>/`` and is
-found by ``find_calibration``; planning reads it (``ringlab.stats.power.layout_plan``,
-``ringlab.stats.sequential.rounds_needed``).
+calibration.json (``CALIBRATION_VERSION`` 1) lives in ``results/calibration/<host>/``; the
+callers load it (``ringlab.rundir.calibration``) and hand planning a
+``ringlab.stats.power.Calibration`` (``layout_plan``, ``sequential.rounds_needed``).  This
+module only analyses a frame; it opens no file.
 """
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sst
 
-from ringlab import paths, schema
+from ringlab import schema
 from ringlab.stats import layouts as _layouts
 from ringlab.stats.summary import StatsError, measurements
 
 CALIBRATION_VERSION = 1
-FILE_NAME = "calibration.json"
 #: fields every calibration.json holds (tests check them; readers rely on them)
 FIELDS = ("calibration_version", "host", "date_utc", "run_id", "ringlab_commit", "layouts", "rounds",
           "sigma_layout", "sigma_layout_ci", "layout_share", "round_sd", "seconds_per_round",
           "states", "run_dir", "metric")
-
-
-def calibration_dir(host: str, root: str | Path | None = None) -> Path:
-    """``results/calibration/<host>/`` (``root`` replaces results/)."""
-    return Path(root if root is not None else paths.results_dir()) / "calibration" / host
-
-
-def find_calibration(host: str | None, root: str | Path | None = None) -> dict | None:
-    """This host's calibration.json as a dict, or None when there is none (or it cannot be read
-    as one: planning then falls back to its behaviour without a calibration)."""
-    if not host:
-        return None
-    f = calibration_dir(str(host), root) / FILE_NAME
-    try:
-        doc = json.loads(f.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict) or not _finite(doc.get("sigma_layout")) or not _finite(doc.get("round_sd")):
-        return None
-    doc["path"] = str(f)
-    return doc
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def sigma_layout_interval(estimates, within: float, level: float = 0.95) -> tuple[float, float]:
@@ -136,16 +109,16 @@ def calibrate_frame(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, arms=
                                     meas["layout"].astype(str).to_numpy(),
                                     (meas["variant"] == cand).astype(int).to_numpy(),
                                     np.log(meas[metric].to_numpy(dtype=float)))
-    verdict = _layouts.layout_verdict(r["d"], r["layout"], r["state"], level)
-    cells = _layouts.per_layout(r["d"], r["layout"])
+    verdict = _layouts.layout_verdict(r.d, r.layout, r.state, level)
+    cells = _layouts.per_layout(r.d, r.layout)
     est = [v[0] for v in cells.values()]
     sds = np.array([v[1] for v in cells.values()])
     ns = np.array([v[2] for v in cells.values()])
     within = float(np.nanmean(math.pi / 3 * sds ** 2 / ns)) if len(ns) else math.nan
     sigma, share = _layouts.layout_spread(est, sds, ns)
     lo, hi = sigma_layout_interval(est, within, level)
-    return {"metric": metric, "arms": [base, cand], "layouts": len(est), "rounds": int(len(r["d"])),
+    return {"metric": metric, "arms": [base, cand], "layouts": len(est), "rounds": int(len(r.d)),
             "sigma_layout": sigma, "sigma_layout_ci": [lo, hi], "layout_share": share,
             "aa_estimate": verdict["estimate"], "aa_ci": [verdict["ci_low"], verdict["ci_high"]],
             "round_sd": float(np.sqrt(np.nanmean(sds ** 2))) if len(sds) else math.nan,
-            "seconds_per_round": _seconds_per_round(meas), "states": r["fit"].as_dict()}
+            "seconds_per_round": _seconds_per_round(meas), "states": r.fit.as_dict()}

@@ -1,5 +1,12 @@
 """A/B verdicts: every variant against a baseline, within each configuration.
 
+The pipeline, in the order the data flows: the measurement rows of two arms are paired by
+round once (``ringlab.stats.rounds.Rounds``, held with the design in ``Arms``); Holm is run
+over each candidate's family on the p-values; at the row's Holm level each design's estimator
+gives an ``Estimate`` (``ringlab.stats.estimate``); ``decide`` turns it into a ``Verdict``
+(``ringlab.stats.decide``); an inconclusive one gets a ``Plan`` (``ringlab.stats.power.plan_more``);
+the row is a ``Comparison`` (``ringlab.stats.contract``), serialized once by ``to_frame``.
+
 Unit of analysis: the **round**.  The runner measures every arm of a configuration in
 each round (``round`` column; files without it use ``trial``, which is the round index of
 the interleaved runner; frames that hold several ``run_id`` pair rounds within a run).
@@ -79,6 +86,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -86,18 +94,16 @@ from scipy import stats as sst
 
 from ringlab import schema
 from ringlab.stats import designs as _designs
+from ringlab.stats import estimate as _est
 from ringlab.stats import ranktests as _rt
-from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, LAYOUT_FIELDS, SIGNIFICANT, STATE_DEPENDENT,
-                                    VERDICTS, check_rule, to_records)
-from ringlab.stats.decide import (INSTRUCTION_METRICS, TINY_EFFECT_PCT, _decide, _direction, _plan,
-                                  _state_note)
-from ringlab.stats.grouping import _round_values, comparison_columns, round_key
+from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, Comparison, check_rule, to_frame)
+from ringlab.stats.decide import INSTRUCTION_METRICS, Verdict, decide
 from ringlab.stats.holm import holm, holm_levels
+from ringlab.stats.layouts import LayoutRounds
 from ringlab.stats.method import method_text
-from ringlab.stats.summary import DEFAULT_RESAMPLES, DEFAULT_SEED, StatsError, measurements
-
-#: paired when the common rounds are at least this share of either arm's rounds
-PAIRED_MIN_SHARE = 0.5
+from ringlab.stats.power import plan_more
+from ringlab.stats.rounds import ROUND_COLUMN, Rounds, Scale, comparison_columns, round_key, round_values
+from ringlab.stats.summary import DEFAULT_SEED, StatsError, measurements
 
 
 def _is_exact(b: np.ndarray, c: np.ndarray, exact_source: bool) -> bool:
@@ -106,134 +112,114 @@ def _is_exact(b: np.ndarray, c: np.ndarray, exact_source: bool) -> bool:
     return bool(exact_source or (np.all(b == b[0]) and np.all(c == c[0])))
 
 
-class _Scale:
-    """log scale for positive data (percent = exp - 1), else differences relative to the baseline."""
-
-    def __init__(self, b, c, median_baseline):
-        allv = np.concatenate([np.asarray(b, float), np.asarray(c, float)])
-        self.log = bool(len(allv) and np.all(allv > 0))
-        self.ref = median_baseline
-
-    def fwd(self, x):
-        x = np.asarray(x, dtype=float)
-        return np.log(x) if self.log else x
-
-    def pct(self, v: float) -> float:
-        if not math.isfinite(v):
-            return math.nan
-        if self.log:
-            return math.expm1(v) * 100
-        return v / abs(self.ref) * 100 if self.ref else math.nan
-
-
-def compare_rounds(base_rounds: pd.Series, cand_rounds: pd.Series, metric: str = schema.PRIMARY_METRIC,
-                   base_all=None, cand_all=None, exact_source: bool = False, paired=None) -> dict:
-    """One comparison from per-round values (Series indexed by round), before multiplicity.
-
-    ``base_all``/``cand_all``: every measurement of each arm (descriptive columns; default:
-    the round values).  ``paired``: force the design (None: paired when the rounds allow).
-    The CI is filled in by ``finish``.
-    """
-    b_all = np.asarray(base_rounds if base_all is None else base_all, dtype=float)
-    c_all = np.asarray(cand_rounds if cand_all is None else cand_all, dtype=float)
-    r = {"n_baseline": len(b_all), "n_candidate": len(c_all),
-         "median_baseline": float(np.median(b_all)) if len(b_all) else math.nan,
-         "median_candidate": float(np.median(c_all)) if len(c_all) else math.nan,
-         "delta_pct": math.nan, "ci_low_pct": math.nan, "ci_high_pct": math.nan,
-         "p_value": math.nan, "p_welch": math.nan, "verdict": "inconclusive",
-         "trials_needed": math.nan, "design": "unpaired", "n_pairs": 0, "ci_level": math.nan,
-         "family_size": 0, "note": "", "delta_abs": math.nan, "ratio_medians_pct": math.nan,
-         "_metric": metric}
-    if len(b_all) and len(c_all):
-        r["delta_abs"] = r["median_candidate"] - r["median_baseline"]
-        if r["median_baseline"] != 0:
-            r["ratio_medians_pct"] = (r["median_candidate"] / r["median_baseline"] - 1) * 100
-    if _is_exact(b_all, c_all, exact_source):
-        r.update(note=EXACT_NOTE, design="exact", delta_pct=r["ratio_medians_pct"])
-        if r["median_baseline"] == r["median_candidate"]:
-            r["verdict"] = "same instructions" if metric in INSTRUCTION_METRICS else "no significant difference"
-        else:
-            r["verdict"] = _direction(r["delta_abs"], metric)
-        return r
-    b, c = base_rounds.dropna(), cand_rounds.dropna()
-    if len(b) < 2 or len(c) < 2:
-        r["note"] = f"too few measurements (baseline {len(b)}, candidate {len(c)}; need >= 2 each)"
-        return r
-    common = b.index.intersection(c.index)
-    if paired is None:
-        paired = len(common) >= 2 and len(common) >= PAIRED_MIN_SHARE * max(len(b), len(c))
-    sc = _Scale(b.to_numpy(), c.to_numpy(), r["median_baseline"])
-    if paired:
-        d = sc.fwd(c.loc[common].to_numpy()) - sc.fwd(b.loc[common].to_numpy())
-        r.update(design="paired", n_pairs=int(len(common)))
-        r["_d"] = d
-        n_pos, n_zero, n_neg = _rt._sign_counts("walsh", d, None)
-        null = _rt.NullDist("signed_rank", len(d))
-        r["_n_run"] = len(d)
-    else:
-        x, y = sc.fwd(b.to_numpy()), sc.fwd(c.to_numpy())
-        r["_x"], r["_y"] = x, y
-        n_pos, n_zero, n_neg = _rt._sign_counts("diff", x, y)
-        null = _rt.NullDist("mwu", len(x), len(y))
-        r["_n_run"] = min(len(x), len(y))
-    r["p_value"] = float(min(1.0, 2 * null.cdf(min(n_pos, n_neg) + n_zero)))
-    r["_scale"] = sc
+def _welch_p(b_all: np.ndarray, c_all: np.ndarray) -> float:
     if len(b_all) >= 2 and len(c_all) >= 2 and (np.std(b_all) > 0 or np.std(c_all) > 0):
         with warnings.catch_warnings():  # nearly constant arms: scipy warns, p stays usable
             warnings.simplefilter("ignore", RuntimeWarning)
-            r["p_welch"] = float(sst.ttest_ind(b_all, c_all, equal_var=False).pvalue)
-    return r
+            return float(sst.ttest_ind(b_all, c_all, equal_var=False).pvalue)
+    return math.nan
 
 
-def finish(r: dict, level: float, noise: float, alpha_planning: float, seed=DEFAULT_SEED,
-           n_resamples: int = 200) -> None:
-    """CI at ``level``, verdict and trials_needed for a row from ``compare_rounds``."""
-    metric = r.pop("_metric")
-    sc = r.pop("_scale", None)
-    d, x, y = r.pop("_d", None), r.pop("_x", None), r.pop("_y", None)
-    rd = r.pop("_rounds", None)
-    n_run = r.pop("_n_run", 0)
-    if r["design"] == "exact" or sc is None:
-        return
-    r["ci_level"] = float(level)
-    if rd is not None:
-        res = _designs.verdict(rd, level)
-        r.update(_designs.fields(res, sc.pct))
-    else:
-        res = _rt.signed_rank(d, level) if d is not None else _rt.rank_sum(x, y, level)
-    r["delta_pct"] = sc.pct(res["estimate"])
-    r["ci_low_pct"], r["ci_high_pct"] = sc.pct(res["ci_low"]), sc.pct(res["ci_high"])
-    if rd is not None and res["state_dependent"]:
-        r["verdict"], r["note"] = STATE_DEPENDENT, _state_note(r, metric)
-        return
-    unit = ("layout pairs" if r["design"] == "layouts" else "rounds") if d is not None or rd is not None \
-        else "trials per arm"
-    if _decide(r, metric, noise, level, unit, n_run):
-        return
-    r["_noise_pct"] = noise * 100
-    _plan(r, sc, d, x, y, rd, res, n_run, alpha_planning, seed, n_resamples)
+@dataclass
+class Arms:
+    """Two arms of one comparison, paired once: the row being built (``comparison``), the
+    design's data on its ``scale`` (``d`` paired, ``x``/``y`` unpaired, ``layout_rounds`` for
+    the layout and machine-state analysis) and ``p``, which Holm needs before the CI level."""
+    comparison: Comparison
+    design: str                      # exact | paired | unpaired | too few
+    scale: Scale | None = None
+    d: np.ndarray | None = None
+    x: np.ndarray | None = None
+    y: np.ndarray | None = None
+    layout_rounds: LayoutRounds | None = None
+    p: float = math.nan
+    too_few: str = ""
+
+    @classmethod
+    def of(cls, rounds: Rounds, comparison: Comparison, b_all, c_all, exact_source: bool = False) -> "Arms":
+        """The design of ``rounds`` (exact, paired, unpaired, or too few to compare)."""
+        b_all, c_all = np.asarray(b_all, dtype=float), np.asarray(c_all, dtype=float)
+        if _is_exact(b_all, c_all, exact_source):
+            return cls(comparison, "exact")
+        b, c = rounds.baseline, rounds.candidate
+        if len(b) < 2 or len(c) < 2:
+            return cls(comparison, "too few", too_few=f"too few measurements (baseline {len(b)}, candidate "
+                                                      f"{len(c)}; need >= 2 each)")
+        sc = rounds.scale(comparison.median_baseline)
+        if rounds.paired:
+            comparison.n_pairs = rounds.n_common
+            d = rounds.differences(sc)
+            return cls(comparison, "paired", sc, d=d, p=_rt.signed_rank_p(d))
+        x, y = sc.fwd(b.to_numpy()), sc.fwd(c.to_numpy())
+        return cls(comparison, "unpaired", sc, x=x, y=y, p=_rt.rank_sum_p(x, y))
+
+    def add_layout_rounds(self, rd: LayoutRounds) -> None:
+        """Analyse a paired comparison by layout pair and machine state (its p replaces the signed-rank p)."""
+        self.layout_rounds = rd
+        self.p = self.estimate(0.95).p   # p does not depend on the level
+
+    def estimate(self, level: float) -> _est.Estimate:
+        c = self.comparison
+        if self.design == "exact":
+            return _est.exact(c.delta_abs, c.median_baseline, EXACT_NOTE)
+        if self.layout_rounds is not None:
+            return _est.of_layout_rounds(self.layout_rounds, self.scale, level)
+        if self.d is not None:
+            return _est.paired(self.d, self.scale, level)
+        return _est.unpaired(self.x, self.y, self.scale, level)
+
+    def finish(self, level: float, noise: float, alpha_planning: float, seed=DEFAULT_SEED) -> Comparison:
+        """The estimate at ``level``, its verdict and, when inconclusive, the plan."""
+        c = self.comparison
+        if self.design == "too few":
+            c.verdict = Verdict("inconclusive", self.too_few, settled=False)
+            return c
+        c.estimate = self.estimate(level)
+        c.verdict = decide(c.estimate, c.metric, noise)
+        if not c.verdict.settled:
+            c.plan = plan_more(c.estimate, noise, alpha_planning, seed, d=self.d, x=self.x, y=self.y,
+                               layout_rounds=self.layout_rounds)
+        return c
+
+
+def describe(rounds: Rounds, b_all, c_all, metric: str, **labels) -> Comparison:
+    """The descriptive part of a comparison row (counts, medians, their difference and ratio,
+    Welch's p on the measurements); ``labels``: group, baseline, candidate, config, ..."""
+    b_all, c_all = np.asarray(b_all, dtype=float), np.asarray(c_all, dtype=float)
+    mb = float(np.median(b_all)) if len(b_all) else math.nan
+    mc = float(np.median(c_all)) if len(c_all) else math.nan
+    delta_abs = ratio = math.nan
+    if len(b_all) and len(c_all):
+        delta_abs = mc - mb
+        if mb != 0:
+            ratio = (mc / mb - 1) * 100
+    lib = metric in schema.LOWER_IS_BETTER
+    return Comparison(labels.pop("group", "all"), labels.pop("baseline", ""), labels.pop("candidate", ""), metric,
+                      len(b_all), len(c_all), mb, mc, delta_abs, ratio, _welch_p(b_all, c_all), 0,
+                      lower_is_better=lib, **labels)
+
+
+def pair_arms(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, paired: bool | None = None,
+              exact_source: bool = False, **labels) -> Arms:
+    """Two arms' measurement rows (with ``ROUND_COLUMN`` where rounds are known) as ``Arms``."""
+    rounds = Rounds.of_frames(bsub, csub, metric, paired)
+    b_all, c_all = bsub[metric].to_numpy(), csub[metric].to_numpy()
+    return Arms.of(rounds, describe(rounds, b_all, c_all, metric, **labels), b_all, c_all, exact_source)
 
 
 def compare_arrays(base, cand, metric: str = schema.PRIMARY_METRIC, noise: float = 0.01,
-                   alpha: float = 0.05, n_resamples: int = DEFAULT_RESAMPLES, seed=DEFAULT_SEED,
-                   paired: bool = False) -> dict:
+                   alpha: float = 0.05, seed=DEFAULT_SEED, paired: bool = False) -> dict:
     """One comparison of two samples (``paired``: base[i] and cand[i] share round i), no
-    multiplicity correction (``p_holm`` = ``p_value``, CI at 1 - alpha)."""
+    multiplicity correction (``p_holm`` = ``p_value``, CI at 1 - alpha); the row's fields."""
     b = np.asarray(base, dtype=float)
     c = np.asarray(cand, dtype=float)
     if paired and len(b) != len(c):
         raise StatsError(f"paired: arms of different lengths ({len(b)}, {len(c)}); need one value per round each")
-    r = compare_rounds(pd.Series(b), pd.Series(c), metric, paired=bool(paired))
-    r["p_holm"] = r["p_value"]
-    r["family_size"] = 1 if math.isfinite(r["p_value"]) else 0
-    finish(r, 1 - alpha, noise, alpha, seed)
-    return r
-
-
-def verdict_one(base, cand, metric: str = schema.PRIMARY_METRIC, noise: float = 0.01, alpha: float = 0.05,
-                n_resamples: int = DEFAULT_RESAMPLES, seed=DEFAULT_SEED, paired: bool = False) -> dict:
-    """``compare_arrays`` plus its verdict, for a single comparison (no Holm)."""
-    return compare_arrays(base, cand, metric, noise, alpha, n_resamples, seed, paired)
+    rounds = Rounds.pair(pd.Series(b), pd.Series(c), paired=bool(paired))
+    arms = Arms.of(rounds, describe(rounds, b, c, metric), b, c)
+    arms.comparison.p_holm = arms.p
+    arms.comparison.family_size = 1 if math.isfinite(arms.p) else 0
+    return arms.finish(1 - alpha, noise, alpha, seed).row()
 
 
 def _check_args(noise, alpha):
@@ -243,28 +229,23 @@ def _check_args(noise, alpha):
         raise StatsError(f"alpha: {alpha!r} not allowed; allowed: a number in (0, 1), e.g. 0.05")
 
 
-def _layout_analysis(r: dict, bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, has_layout: bool) -> None:
-    """The layout fields of a row, and for a paired row of a raw.csv with a ``layout`` column the
-    layout / machine-state design (``ringlab.stats.designs``), whose p replaces the signed-rank p."""
-    r.update(_designs.defaults(has_layout, _designs.n_layouts(bsub, csub)))
-    sc = r.get("_scale")
-    if not (has_layout and r["design"] == "paired" and sc is not None and sc.log):
+def _layout_analysis(arms: Arms, bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, has_layout: bool) -> None:
+    """For a paired comparison of positive values in a raw.csv with a ``layout`` column: the
+    layout / machine-state design (``ringlab.stats.designs``)."""
+    arms.comparison.frame_has_layout = has_layout
+    arms.comparison.n_layouts = _designs.n_layouts(bsub, csub)
+    if not (has_layout and arms.design == "paired" and arms.scale.log):
         return
     rd = _designs.round_data(bsub, csub, metric)
-    if rd is None:
-        return
-    v = _designs.verdict(rd, 0.95)    # p does not depend on the level
-    r.update(p_value=float(v["p"]), design=v["design"], _rounds=rd)
-    r.update(_designs.fields(v, sc.pct))
-    if v["design"] == "layouts":
-        r["_n_run"] = int(v["layouts_estimated"])
+    if rd is not None:
+        arms.add_layout_rounds(rd)
 
 
-def _group_rows(sub: pd.DataFrame, cols: list[str], key: tuple, baseline: str, variants: list[str],
-                metric: str, exact_src: bool, paired, has_layout: bool) -> list[dict]:
+def _group_arms(sub: pd.DataFrame, cols: list[str], key: tuple, baseline: str, variants: list[str],
+                metric: str, exact_src: bool, paired, has_layout: bool) -> list[Arms]:
     label = ",".join(f"{c}={v}" for c, v in zip(cols, key)) or "all"
     bsub = sub[sub["variant"] == str(baseline)]
-    rows = []
+    out = []
     for cand in variants:
         if cand == str(baseline):
             continue
@@ -273,26 +254,23 @@ def _group_rows(sub: pd.DataFrame, cols: list[str], key: tuple, baseline: str, v
             continue
         ex = bool(exact_src and len(bsub) and len(csub)
                   and (pd.concat([bsub, csub])["icount_source"].astype(str) == "callgrind").all())
-        r = compare_rounds(_round_values(bsub, metric), _round_values(csub, metric), metric,
-                           bsub[metric].to_numpy(), csub[metric].to_numpy(), exact_source=ex, paired=paired)
-        _layout_analysis(r, bsub, csub, metric, has_layout)
-        r.update(group=label, baseline=str(baseline), candidate=cand)
-        r.update(dict(zip(cols, key)))
-        rows.append(r)
-    return rows
+        arms = pair_arms(bsub, csub, metric, paired, ex, group=label, baseline=str(baseline), candidate=cand,
+                         config=dict(zip(cols, key)))
+        _layout_analysis(arms, bsub, csub, metric, has_layout)
+        out.append(arms)
+    return out
 
 
 def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC, by=None,
-            noise: float = 0.01, alpha: float = 0.05, n_resamples: int = DEFAULT_RESAMPLES,
-            seed=DEFAULT_SEED) -> pd.DataFrame:
+            noise: float = 0.01, alpha: float = 0.05, seed=DEFAULT_SEED) -> pd.DataFrame:
     """Every other variant against ``baseline`` within each configuration.
 
     Returns a frame whose first columns are ``JSON_FIELDS``, followed by the group's
-    parameter columns and extras: p_welch (Welch t on the measurements, uncorrected,
-    descriptive), gain_pct (seed sign convention, NaN for higher-is-better metrics),
-    delta_abs, ratio_medians_pct, note, lower_is_better, metric.  ``attrs``: metric,
-    group_columns, alpha.  ``n_resamples`` is accepted for compatibility: the CIs are exact
-    rank-test inversions and need no resampling; ``seed`` seeds the trials_needed check.
+    parameter columns and ``EXTRA_FIELDS``: p_welch (Welch t on the measurements, uncorrected,
+    descriptive), note, delta_abs, ratio_medians_pct, gain_pct (seed sign convention, NaN for
+    higher-is-better metrics), lower_is_better, metric.  ``attrs``: metric, group_columns,
+    alpha.  The CIs are exact rank-test inversions (or t intervals across layouts); ``seed``
+    seeds the trials_needed check.
 
     A ``layout`` column with more than one value in a configuration makes the design
     ``layouts``: per layout pair the paired Hodges-Lehmann estimate of the per-round log
@@ -316,46 +294,30 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     cols = [c for c in comparison_columns(meas, by) if by is not None or c not in _designs.LAYOUT_COLUMNS]
     rk = round_key(meas)
     if rk is not None:
-        meas["_round"] = rk
+        meas[ROUND_COLUMN] = rk
     exact_src = metric in INSTRUCTION_METRICS and "icount_source" in meas.columns
     has_layout = _designs.LAYOUT_COLUMN in meas.columns
-    rows = []
+    arms = []
     groups = meas.groupby(cols, sort=True, dropna=False) if cols else [((), meas)]
     for key, sub in groups:
         key = key if isinstance(key, tuple) else (key,)
-        rows += _group_rows(sub, cols, key, baseline, variants, metric, exact_src,
+        arms += _group_arms(sub, cols, key, baseline, variants, metric, exact_src,
                             None if rk is not None else False, has_layout)
-    if not rows:
-        return pd.DataFrame(columns=JSON_FIELDS)
-    return _finish_family(rows, cols, metric, noise, alpha, seed)
+    return to_frame(_finish_family(arms, noise, alpha, seed), cols, metric, alpha)
 
 
-def _finish_family(rows: list[dict], cols: list[str], metric: str, noise: float, alpha: float,
-                   seed) -> pd.DataFrame:
-    """Holm per candidate, each row's CI at its Holm level, then the frame (checked by check_rule)."""
-    lib = metric in schema.LOWER_IS_BETTER
-    for cand in sorted({r["candidate"] for r in rows}):
-        fam = [r for r in rows if r["candidate"] == cand]
-        p = [r["p_value"] for r in fam]
+def _finish_family(arms: list[Arms], noise: float, alpha: float, seed) -> list[Comparison]:
+    """Holm per candidate, each row's CI at its Holm level (``ringlab.stats.holm``)."""
+    for cand in sorted({a.comparison.candidate for a in arms}):
+        fam = [a for a in arms if a.comparison.candidate == cand]
+        p = [a.p for a in fam]
         m = int(np.isfinite(p).sum())
-        for r, pa, lev in zip(fam, holm(p), holm_levels(p, alpha)):
-            r["p_holm"] = float(pa)
-            r["family_size"] = m
-            finish(r, lev if math.isfinite(lev) else 1 - alpha, noise, alpha / max(m, 1), seed)
-    for r in rows:
-        r["gain_pct"] = -r["delta_pct"] if lib else math.nan
-        r["lower_is_better"] = lib
-        r["metric"] = metric
-    out = pd.DataFrame(rows)
-    extra = [c for c in out.columns if c not in JSON_FIELDS]
-    out = out[JSON_FIELDS + [c for c in cols if c in extra] + [c for c in extra if c not in cols]]
-    out.attrs["metric"] = metric
-    out.attrs["group_columns"] = cols
-    out.attrs["alpha"] = alpha
-    check_rule(out)
-    return out
+        for a, pa, lev in zip(fam, holm(p), holm_levels(p, alpha)):
+            a.comparison.p_holm = float(pa)
+            a.comparison.family_size = m
+            a.finish(lev if math.isfinite(lev) else 1 - alpha, noise, alpha / max(m, 1), seed)
+    return [a.comparison for a in arms]
 
 
-__all__ = ["EXACT_NOTE", "INSTRUCTION_METRICS", "TINY_EFFECT_PCT", "JSON_FIELDS", "LAYOUT_FIELDS", "SIGNIFICANT", "STATE_DEPENDENT", "VERDICTS", "check_rule",
-           "compare", "compare_arrays", "compare_rounds", "comparison_columns", "finish", "holm", "holm_levels",
-           "method_text", "round_key", "to_records", "verdict_one"]
+__all__ = ["Arms", "JSON_FIELDS", "check_rule", "compare", "compare_arrays", "comparison_columns", "describe",
+           "holm", "holm_levels", "method_text", "pair_arms", "round_key", "round_values"]

@@ -1,13 +1,21 @@
-"""What ``compare`` promises: the ``--json`` fields, the verdicts and the rule that ties a
-verdict to its printed CI."""
+"""What ``compare`` promises: the row of one comparison (``Comparison``), its serialization
+(``to_frame`` for the frame that summary.csv, mail and ``compare --json`` are written from,
+``to_records`` for the JSON), the verdicts and the rule that ties a verdict to its printed CI."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ringlab.stats.summary import StatsError
+
+if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict names
+    from ringlab.stats.decide import Verdict
+    from ringlab.stats.estimate import Estimate
+    from ringlab.stats.power import Plan
 
 #: The ``--json`` fields, in order.  Meanings:
 #:   group             configuration label "col=value,..." ("all" without parameters)
@@ -59,8 +67,8 @@ def _finite(v) -> bool:
     return isinstance(v, (float, int, np.floating, np.integer)) and math.isfinite(float(v))
 
 
-def _excludes_zero(lo, hi) -> int:
-    """+1 / -1 when [lo, hi] lies above / below 0, else 0."""
+def ci_side(lo, hi) -> int:
+    """+1 / -1 when the CI [lo, hi] lies above / below 0, else 0 (also when it is missing)."""
     if not (_finite(lo) and _finite(hi)):
         return 0
     return 1 if lo > 0 else -1 if hi < 0 else 0
@@ -77,13 +85,13 @@ def check_rule(result) -> None:
         if r.get("design") == "exact" or r.get("note") == EXACT_NOTE:
             continue
         if r["verdict"] == STATE_DEPENDENT:
-            dirs = {_excludes_zero(r.get("ci_fast_low_pct"), r.get("ci_fast_high_pct")),
-                    _excludes_zero(r.get("ci_slow_low_pct"), r.get("ci_slow_high_pct"))}
+            dirs = {ci_side(r.get("ci_fast_low_pct"), r.get("ci_fast_high_pct")),
+                    ci_side(r.get("ci_slow_low_pct"), r.get("ci_slow_high_pct"))}
             if dirs != {1, -1}:
                 raise StatsError(f"{r.get('group')}: verdict {r['verdict']!r} but the per-state CIs do not "
                                  "lie on opposite sides of 0")
             continue
-        excl = _excludes_zero(lo, hi) != 0
+        excl = ci_side(lo, hi) != 0
         if excl and r["verdict"] not in SIGNIFICANT:
             raise StatsError(f"{r.get('group')}: verdict {r['verdict']!r} but CI [{lo}, {hi}] excludes 0")
         if not excl and r["verdict"] in SIGNIFICANT:
@@ -112,3 +120,107 @@ def to_records(result: pd.DataFrame) -> list[dict]:
                 d[k] = int(d[k])
         recs.append(d)
     return recs
+
+
+#: the descriptive columns a compare() frame has after ``JSON_FIELDS`` and the configuration's
+#: parameter columns, in order
+EXTRA_FIELDS = ["p_welch", "note", "delta_abs", "ratio_medians_pct", "gain_pct", "lower_is_better", "metric"]
+
+
+@dataclass
+class Comparison:
+    """One compare() row: a candidate against the baseline in one configuration.
+
+    Built by ``ringlab.stats.compare`` from the descriptive statistics, the ``Estimate``, the
+    ``Verdict`` and (inconclusive rows) the ``Plan``; ``row`` is the one place it is turned
+    into the fields of ``JSON_FIELDS`` + configuration + ``EXTRA_FIELDS``."""
+    group: str
+    baseline: str
+    candidate: str
+    metric: str
+    n_baseline: int
+    n_candidate: int
+    median_baseline: float
+    median_candidate: float
+    delta_abs: float
+    ratio_medians_pct: float
+    p_welch: float
+    n_pairs: int
+    estimate: Estimate | None = None     # None: too few measurements to estimate
+    verdict: Verdict | None = None
+    plan: Plan | None = None             # inconclusive rows only
+    p_holm: float = math.nan
+    family_size: int = 0
+    config: dict = field(default_factory=dict)
+    frame_has_layout: bool = False
+    n_layouts: int = 0
+    lower_is_better: bool = True
+
+    def _note(self) -> str:
+        if self.verdict.note:
+            return self.verdict.note
+        if self.plan is not None:
+            return self.plan.basis
+        return self.estimate.notes[0] if self.estimate is not None and self.estimate.notes else ""
+
+    def _effect(self) -> tuple[float, float, float, float, float]:
+        """(delta_pct, ci_low_pct, ci_high_pct, p_value, ci_level)."""
+        e = self.estimate
+        if e is None:
+            return math.nan, math.nan, math.nan, math.nan, math.nan
+        if e.design == "exact":
+            return self.ratio_medians_pct, math.nan, math.nan, math.nan, math.nan
+        lo, hi = e.ci_pct
+        return e.pct(e.estimate), lo, hi, e.p, e.level
+
+    def _layout_fields(self) -> dict:
+        e = self.estimate
+        if e is None or not math.isfinite(e.states):
+            k = self.n_layouts if self.frame_has_layout else math.nan
+            out = {f: math.nan for f in LAYOUT_FIELDS}
+            out.update(layouts=k, layout_sensitive=None,
+                       fixed_build=(self.n_layouts <= 1) if self.frame_has_layout else None)
+            return out
+        out = {"layouts": e.layouts, "sigma_layout_pct": e.sigma_layout * 100, "layout_share": e.layout_share,
+               "layout_sensitive": e.layout_sensitive, "states": e.states, "slow_share": e.slow_share}
+        for s, name in ((0, "fast"), (1, "slow")):
+            p = e.per_state.get(s)
+            out[f"delta_{name}_pct"] = e.pct(p.estimate) if p else math.nan
+            out[f"ci_{name}_low_pct"] = e.pct(p.ci_low) if p else math.nan
+            out[f"ci_{name}_high_pct"] = e.pct(p.ci_high) if p else math.nan
+        out["heterogeneity_p"] = e.heterogeneity_p
+        out["fixed_build"] = e.layouts <= 1
+        return out
+
+    def row(self) -> dict:
+        """The fields: ``JSON_FIELDS``, then the configuration's parameters, then ``EXTRA_FIELDS``."""
+        delta, lo, hi, p, level = self._effect()
+        out = {"group": self.group, "baseline": self.baseline, "candidate": self.candidate,
+               "n_baseline": self.n_baseline, "n_candidate": self.n_candidate,
+               "median_baseline": self.median_baseline, "median_candidate": self.median_candidate,
+               "delta_pct": delta, "ci_low_pct": lo, "ci_high_pct": hi, "p_value": p, "p_holm": self.p_holm,
+               "verdict": self.verdict.verdict, "trials_needed": self.plan.trials if self.plan else math.nan,
+               "design": self.estimate.design if self.estimate is not None else "unpaired",
+               "n_pairs": self.n_pairs, "ci_level": level, "family_size": self.family_size,
+               **self._layout_fields()}
+        out.update(self.config)
+        out.update(p_welch=self.p_welch, note=self._note(), delta_abs=self.delta_abs,
+                   ratio_medians_pct=self.ratio_medians_pct,
+                   gain_pct=-delta if self.lower_is_better else math.nan,
+                   lower_is_better=self.lower_is_better, metric=self.metric)
+        return out
+
+
+def to_frame(comparisons: list[Comparison], group_columns: list[str], metric: str, alpha: float) -> pd.DataFrame:
+    """The compare() frame of ``comparisons`` (columns ``JSON_FIELDS`` + ``group_columns`` +
+    ``EXTRA_FIELDS``; ``attrs``: metric, group_columns, alpha), checked by ``check_rule``."""
+    if not comparisons:
+        return pd.DataFrame(columns=JSON_FIELDS)
+    out = pd.DataFrame([c.row() for c in comparisons])
+    cols = [c for c in group_columns if c not in JSON_FIELDS and c not in EXTRA_FIELDS]
+    out = out[JSON_FIELDS + cols + EXTRA_FIELDS]
+    out.attrs["metric"] = metric
+    out.attrs["group_columns"] = group_columns
+    out.attrs["alpha"] = alpha
+    check_rule(out)
+    return out

@@ -30,6 +30,9 @@ from scipy import stats as sst
 
 from ringlab.stats import layouts as _lay
 from ringlab.stats import ranktests as _rt
+from ringlab.stats.contract import ci_side
+from ringlab.stats.layouts import LayoutRounds
+from ringlab.stats.rounds import ROUND_COLUMN, Rounds
 
 LAYOUT_COLUMN = "layout"
 #: columns that describe the layout of a trial's binary, never a configuration
@@ -38,17 +41,8 @@ LAYOUT_COLUMNS = ("layout", "ring_offset", "env_pad")
 MIN_STATE_ROUNDS = _lay.MIN_STATE_ROUNDS
 
 
-def defaults(frame_has_layout: bool, n_layouts: int) -> dict:
-    """The layout fields of a row the analysis does not apply to."""
-    k = n_layouts if frame_has_layout else math.nan
-    return {"layouts": k, "sigma_layout_pct": math.nan, "layout_share": math.nan,
-            "layout_sensitive": None, "states": math.nan, "slow_share": math.nan,
-            "delta_fast_pct": math.nan, "ci_fast_low_pct": math.nan, "ci_fast_high_pct": math.nan,
-            "delta_slow_pct": math.nan, "ci_slow_low_pct": math.nan, "ci_slow_high_pct": math.nan,
-            "heterogeneity_p": math.nan, "fixed_build": (n_layouts <= 1) if frame_has_layout else None}
-
-
 def n_layouts(*subs: pd.DataFrame) -> int:
+    """Layout pairs named in the frames' ``layout`` column (0 without one)."""
     vals = set()
     for s in subs:
         if LAYOUT_COLUMN in s.columns:
@@ -57,23 +51,23 @@ def n_layouts(*subs: pd.DataFrame) -> int:
 
 
 def _per_round(sub: pd.DataFrame, metric: str) -> pd.DataFrame:
-    g = sub.groupby("_round", sort=True)
+    g = sub.groupby(ROUND_COLUMN, sort=True)
     out = pd.DataFrame({"y": g[metric].median(), "layout": g[LAYOUT_COLUMN].first().astype(str)})
     if "order" in sub.columns:
-        out["order"] = pd.to_numeric(sub["order"], errors="coerce").groupby(sub["_round"]).min()
+        out["order"] = pd.to_numeric(sub["order"], errors="coerce").groupby(sub[ROUND_COLUMN]).min()
     else:
         out["order"] = np.nan
     return out
 
 
-def round_data(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str) -> dict | None:
-    """Per common round: d = ln(candidate / baseline), its layout pair and machine state.
-
-    None when a round key or the layout column is missing or a value is not positive."""
-    if "_round" not in bsub.columns or LAYOUT_COLUMN not in bsub.columns or LAYOUT_COLUMN not in csub.columns:
+def round_data(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str) -> LayoutRounds | None:
+    """Per common round (``Rounds.pair``): d = ln(candidate / baseline), its layout pair and
+    machine state.  None when a round key or the layout column is missing or a value is not
+    positive."""
+    if ROUND_COLUMN not in bsub.columns or LAYOUT_COLUMN not in bsub.columns or LAYOUT_COLUMN not in csub.columns:
         return None
     b, c = _per_round(bsub, metric), _per_round(csub, metric)
-    common = b.index.intersection(c.index)
+    common = Rounds.pair(b["y"], c["y"], paired=True).common
     if len(common) < 2:
         return None
     b, c = b.loc[common], c.loc[common]
@@ -86,8 +80,7 @@ def round_data(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str) -> dict | No
     arm = np.repeat([0, 1], len(common))
     lay = np.concatenate([b["layout"].to_numpy(str), b["layout"].to_numpy(str)])
     y = np.log(np.concatenate([b["y"].to_numpy(float), c["y"].to_numpy(float)]))
-    r = _lay.rounds_from_trials(order, rid, lay, arm, y)
-    return r | {"n_layouts": len(set(r["layout"]))}
+    return _lay.rounds_from_trials(order, rid, lay, arm, y)
 
 
 def _normal_headline(per: dict, level: float) -> dict:
@@ -113,42 +106,23 @@ def one_build(d, state, level: float) -> dict:
         per95 = {s: _rt.signed_rank(v, 0.95) for s, v in cells.items()}
         head = _normal_headline(per95, level)
         per = {s: _rt.signed_rank(v, level) for s, v in cells.items()}
-        dirs = {_lay._direction(p) for p in per.values()}
+        dirs = {ci_side(p["ci_low"], p["ci_high"]) for p in per.values()}
         return {**head, "states": 2, "per_state": per, "state_dependent": {1, -1} <= dirs,
                 "heterogeneity_p": _rt.rank_sum(cells[0], cells[1], 0.95)["p"]}
     head = _rt.signed_rank(d, level)
     return {**head, "states": 1, "per_state": {}, "state_dependent": False, "heterogeneity_p": math.nan}
 
 
-def verdict(rd: dict, level: float) -> dict:
+def verdict(rd: LayoutRounds, level: float) -> dict:
     """The headline (log scale: estimate, ci_low, ci_high, p), the per-state results and the
     layout spread of a comparison's ``round_data``."""
-    if rd["n_layouts"] > 1:
-        v = _lay.layout_verdict(rd["d"], rd["layout"], rd["state"], level)
+    if rd.n_layouts > 1:
+        v = _lay.layout_verdict(rd.d, rd.layout, rd.state, level)
         # K is the run's layout pairs; the CI's df come from those with an estimate
-        v.update(design="layouts", layouts_estimated=v["layouts"], layouts=rd["n_layouts"])
+        v.update(design="layouts", layouts_estimated=v["layouts"], layouts=rd.n_layouts)
     else:
-        v = one_build(rd["d"], rd["state"], level)
+        v = one_build(rd.d, rd.state, level)
         v.update(design="paired", layouts=1, sigma_layout=math.nan, layout_share=math.nan,
                  layout_sensitive=None)
-    v["slow_share"] = rd["fit"].slow_share if v["states"] == 2 else 0.0
+    v["slow_share"] = rd.fit.slow_share if v["states"] == 2 else 0.0
     return v
-
-
-def fields(v: dict, pct) -> dict:
-    """The row fields of a ``verdict`` (``pct`` turns a log-scale value into percent)."""
-    out = {"layouts": v["layouts"], "sigma_layout_pct": v["sigma_layout"] * 100,
-           "layout_share": v["layout_share"], "layout_sensitive": v["layout_sensitive"],
-           "states": v["states"], "slow_share": v["slow_share"],
-           "heterogeneity_p": v["heterogeneity_p"], "fixed_build": v["layouts"] <= 1}
-    for s, name in ((0, "fast"), (1, "slow")):
-        p = v["per_state"].get(s)
-        out[f"delta_{name}_pct"] = pct(p["estimate"]) if p else math.nan
-        out[f"ci_{name}_low_pct"] = pct(p["ci_low"]) if p else math.nan
-        out[f"ci_{name}_high_pct"] = pct(p["ci_high"]) if p else math.nan
-    return out
-
-
-def rounds_per_layout(rd: dict) -> float:
-    """Mean rounds per layout pair (rounds used, straddling ones included)."""
-    return len(rd["d"]) / max(rd["n_layouts"], 1)

@@ -30,7 +30,9 @@ from scipy import stats as sst
 
 from ringlab import schema
 from ringlab.stats import outliers as _out
-from ringlab.stats.compare import _round_values, compare_rounds, finish, holm, round_key
+from ringlab.stats.compare import pair_arms
+from ringlab.stats.holm import holm
+from ringlab.stats.rounds import ROUND_COLUMN, round_key
 from ringlab.stats.summary import format_value, group_columns, measurements
 
 CAUSE_ALPHA = 0.01
@@ -277,13 +279,11 @@ def _verdict_rounds(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, alpha: 
     both = pd.concat([bsub, csub])
     rk = round_key(both)
     if rk is not None:
-        both = both.assign(_round=rk)
+        both = both.assign(**{ROUND_COLUMN: rk})
     b, c = both.iloc[:len(bsub)], both.iloc[len(bsub):]
-    r = compare_rounds(_round_values(b, metric), _round_values(c, metric), metric,
-                       b[metric].to_numpy(), c[metric].to_numpy(), paired=None if rk is not None else False)
-    r["p_holm"] = r["p_value"]
-    finish(r, 1 - alpha, 0.01, alpha)
-    return r
+    arms = pair_arms(b, c, metric, paired=None if rk is not None else False)
+    arms.comparison.p_holm = arms.p
+    return arms.finish(1 - alpha, 0.01, alpha).row()
 
 
 SAME_ICOUNT_CAUSES = ("code layout and alignment (function/loop alignment, link order), branch "

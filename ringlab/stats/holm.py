@@ -9,6 +9,7 @@ excludes 0, and every printed CI has at least 1 - alpha coverage on its own.
 from __future__ import annotations
 
 import numpy as np
+from statsmodels.stats.multitest import multipletests
 
 
 def _holm_order(p_values) -> tuple[np.ndarray, np.ndarray, int]:
@@ -19,13 +20,13 @@ def _holm_order(p_values) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def holm(p_values) -> np.ndarray:
-    """Holm-Bonferroni adjusted p-values (NaN stays NaN and does not count)."""
-    p, order, m = _holm_order(p_values)
+    """Holm-Bonferroni adjusted p-values (statsmodels' ``multipletests(method="holm")``; NaN
+    stays NaN and does not count)."""
+    p = np.asarray(p_values, dtype=float)
     out = np.full(len(p), np.nan)
-    if m == 0:
-        return out
-    adj = np.maximum.accumulate([(m - i) * p[j] for i, j in enumerate(order)])
-    out[order] = np.minimum(adj, 1.0)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = multipletests(p[ok], method="holm")[1]
     return out
 
 

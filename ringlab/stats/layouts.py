@@ -36,12 +36,15 @@ difference).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as sst
 
 from ringlab.stats import ranktests
 from ringlab.stats import states as _states
+from ringlab.stats.contract import ci_side
+from ringlab.stats.robust import hodges_lehmann, robust_sd
 
 #: rounds a layout pair needs (in a state) for its estimate: one will do, since the t interval
 #: across layouts takes the spread of the estimates as it is (a pair with few rounds is only noisier)
@@ -56,32 +59,21 @@ MIN_STATE_ROUNDS = 8
 MIN_STATE_LAYOUTS = 3
 
 
-def hodges_lehmann(d) -> float:
-    """Median of the Walsh averages of ``d``."""
-    d = np.asarray(d, dtype=float)
-    i, j = np.triu_indices(len(d))
-    return float(np.median((d[i] + d[j]) / 2))
-
-
-def _robust_sd(d: np.ndarray) -> float:
-    return float(1.4826 * np.median(np.abs(d - np.median(d)))) if len(d) > 1 else math.nan
-
-
 def t_interval(values, level: float = 0.95) -> dict:
-    """Mean, its t interval on n - 1 df and the two-sided p of mean = 0."""
+    """Mean, its t interval on n - 1 df (``scipy.stats.ttest_1samp``) and the two-sided p of mean = 0."""
     v = np.asarray(values, dtype=float)
     n = len(v)
     m = float(v.mean()) if n else math.nan
     if n < 2:
         return {"estimate": m, "ci_low": math.nan, "ci_high": math.nan, "p": math.nan, "n": n, "df": 0}
     se = float(v.std(ddof=1)) / math.sqrt(n)
-    q = float(sst.t.ppf(0.5 + level / 2, n - 1))
-    if se == 0:
-        p = 1.0 if m == 0 else 0.0
-    else:
-        p = float(2 * sst.t.sf(abs(m) / se, n - 1))
-    return {"estimate": m, "ci_low": m - q * se, "ci_high": m + q * se, "p": p, "n": n, "df": n - 1,
-            "se": se}
+    if se == 0:     # no spread: scipy's t statistic is undefined, the interval is the mean itself
+        return {"estimate": m, "ci_low": m, "ci_high": m, "p": 1.0 if m == 0 else 0.0, "n": n, "df": n - 1,
+                "se": se}
+    res = sst.ttest_1samp(v, 0.0)
+    ci = res.confidence_interval(level)
+    return {"estimate": m, "ci_low": float(ci.low), "ci_high": float(ci.high), "p": float(res.pvalue), "n": n,
+            "df": n - 1, "se": se}
 
 
 def per_layout(d, layout, state=None) -> dict:
@@ -94,7 +86,7 @@ def per_layout(d, layout, state=None) -> dict:
         for s in np.unique(state[state >= 0]):
             m = (layout == k) & (state == s) & np.isfinite(d)
             if m.sum() >= MIN_ROUNDS:
-                out[(k, int(s))] = (hodges_lehmann(d[m]), _robust_sd(d[m]), int(m.sum()))
+                out[(k, int(s))] = (hodges_lehmann(d[m]), robust_sd(d[m], zero_fallback=False), int(m.sum()))
     return out
 
 
@@ -132,13 +124,6 @@ def _heterogeneity(cells: dict, level: float) -> dict:
     return {"difference": r["estimate"], "p": r["p"], "layouts": len(diff)}
 
 
-def _direction(r: dict) -> int:
-    """+1 / -1 when the CI excludes 0 above / below, else 0."""
-    if not np.isfinite(r["ci_low"]):
-        return 0
-    return 1 if r["ci_low"] > 0 else -1 if r["ci_high"] < 0 else 0
-
-
 def layout_verdict(d, layout, state=None, level: float = 0.95) -> dict:
     """The effect of the change across layouts (log scale), from per-round log ratios.
 
@@ -161,7 +146,7 @@ def layout_verdict(d, layout, state=None, level: float = 0.95) -> dict:
         for s in states:
             out["per_state"][s] = t_interval([v[0] for (k, st), v in cells.items() if st == s], level)
         out["heterogeneity_p"] = _heterogeneity(cells, level)["p"]
-        dirs = {_direction(r) for r in out["per_state"].values()}
+        dirs = {ci_side(r["ci_low"], r["ci_high"]) for r in out["per_state"].values()}
         out["state_dependent"] = {1, -1} <= dirs
     return out
 
@@ -178,12 +163,30 @@ def pooled_signed_rank(d, level: float = 0.95) -> dict:
     return ranktests.signed_rank(np.asarray(d, dtype=float), level)
 
 
-def rounds_from_trials(order, round_id, layout, arm, log_y, classify: bool = True) -> dict:
+@dataclass(frozen=True)
+class LayoutRounds:
+    """Per round of one pair of arms: ``d`` = ln(candidate / baseline), its ``layout`` pair and
+    machine ``state`` (-1: the round straddles a switch); ``fit``: the state model's fit."""
+    d: np.ndarray
+    layout: np.ndarray
+    state: np.ndarray
+    fit: _states.StateFit
+
+    @property
+    def n_layouts(self) -> int:
+        return len(set(self.layout))
+
+    @property
+    def rounds_per_layout(self) -> float:
+        """Mean rounds per layout pair (rounds used, straddling ones included)."""
+        return len(self.d) / max(self.n_layouts, 1)
+
+
+def rounds_from_trials(order, round_id, layout, arm, log_y, classify: bool = True) -> LayoutRounds:
     """Per-round log ratios and states from one pair of arms' trials.
 
     ``arm`` is 0 for the baseline and 1 for the candidate; every round holds one trial of each.
-    Returns ``d``, ``layout`` and ``state`` per round (state -1 for a round that straddles a
-    switch), and the ``fit`` of ``ringlab.stats.states.classify`` on the trials."""
+    The states are those of ``ringlab.stats.states.classify`` on the trials."""
     order = np.asarray(order)
     idx = np.argsort(order, kind="stable")
     rid, lay, arm, y = (np.asarray(a)[idx] for a in (round_id, layout, arm, log_y))
@@ -199,19 +202,4 @@ def rounds_from_trials(order, round_id, layout, arm, log_y, classify: bool = Tru
     rl[inv] = lay
     st = np.empty(len(rounds), dtype=int)
     st[inv] = np.where(cross, -1, fit.states)
-    return {"d": d, "layout": rl, "state": st, "fit": fit}
-
-
-def layouts_needed(var_estimate: float, effect: float, alpha: float = 0.05, power: float = 0.8,
-                   k_max: int = 200) -> float:
-    """Layout pairs for ``power`` against ``effect`` (log scale) with the t interval across
-    layouts, given the variance of one layout pair's estimate (``var_estimate``, at the run's
-    rounds per layout): the least K with (t_{1-alpha/2,K-1} + t_{power,K-1})^2 var / effect^2 <= K.
-    NaN when no K up to ``k_max`` is enough or the variance is unknown."""
-    if not (math.isfinite(var_estimate) and math.isfinite(effect)) or effect == 0:
-        return math.nan
-    for k in range(3, k_max + 1):
-        q = float(sst.t.ppf(1 - alpha / 2, k - 1) + sst.t.ppf(power, k - 1))
-        if q * q * var_estimate / (effect * effect) <= k:
-            return float(k)
-    return math.nan
+    return LayoutRounds(d, rl, st, fit)

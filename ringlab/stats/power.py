@@ -17,30 +17,31 @@
   and used as is).  Heavy-tailed round noise thus asks for more rounds than the formula;
 * ``compare`` never reports fewer rounds than the inconclusive run already had (+1).
 
-The older planning helpers below (``trials_needed``, ``recommended_trials``) assume two
-independent samples compared on the median; they stay for planning without data.
-Method of those (verified in tests/test_stats_truth.py):
+``plan_more`` is the planner ``compare`` calls for an inconclusive row; it returns a ``Plan``
+(the layouts design asks for K layout pairs of the run's rounds per pair, through
+``least_layouts``, the one search for K that ``layout_plan`` and
+``ringlab.stats.sequential.layouts_for_target`` use too).  A machine's calibration enters
+as a ``Calibration`` (the caller loads calibration.json; this module opens no file).
 
-* work on the log scale, where a relative effect d is a shift of ln(1 + d) and the
-  noise of a benchmark is roughly symmetric;
-* sigma = pooled robust scale of log(metric) over both arms: 1.4826 x MAD, the
-  standard deviation for normal data but not blown up by a few outliers;
-* a two-sample comparison of means would need
-  n = 2 (z_{1-alpha/2} + z_power)^2 sigma^2 / ln(1 + d)^2 per arm;
-* ringlab's verdict rests on the *median* (bootstrap CI of the ratio of medians)
-  and on Mann-Whitney U.  The sample median has asymptotic efficiency 2/pi relative
-  to the mean for normal data, so n is multiplied by pi/2 (Mann-Whitney's own
-  efficiency, 3/pi, is higher, so the median CI is the binding one);
-* rounded up, and never below 5 per arm (Mann-Whitney cannot reach p < 0.05 two-sided
-  with fewer than 4 per arm).
+``trials_needed`` and ``recommended_trials`` plan without data, for two independent samples
+compared on the median (verified in tests/test_stats_truth.py): on the log scale, sigma the
+pooled robust SD of log(metric) over both arms, n = 2 (z_{1-alpha/2} + z_power)^2 sigma^2 /
+ln(1 + d)^2 per arm, times pi/2 (the sample median's efficiency 2/pi relative to the mean for
+normal data), rounded up and never below 5 per arm.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as sst
+
 from ringlab.stats import ranktests as _rt
+from ringlab.stats.estimate import Estimate
+from ringlab.stats.layouts import LayoutRounds
+from ringlab.stats.robust import robust_sd
 
 MEDIAN_EFFICIENCY = 2 / math.pi
 RANK_EFFICIENCY = 3 / math.pi
@@ -48,18 +49,16 @@ MIN_TRIALS = 5
 RESAMPLE_MAX_ROUNDS = 2000
 
 
-def robust_log_sigma(*samples) -> float:
-    """Pooled 1.4826*MAD of log values (NaN when no sample has 2 positive values)."""
-    num, den = 0.0, 0
-    for s in samples:
-        v = np.asarray(s, dtype=float)
-        v = v[np.isfinite(v) & (v > 0)]
-        if len(v) < 2:
-            continue
-        mad = sst.median_abs_deviation(np.log(v), scale="normal")
-        num += (len(v) - 1) * mad ** 2
-        den += len(v) - 1
-    return math.sqrt(num / den) if den else math.nan
+def _z(alpha: float, power: float) -> float:
+    return float(sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power))
+
+
+def normal_rounds(sigma: float, shift: float, alpha: float, power: float, factor: float, efficiency: float) -> int:
+    """The normal-approximation sample size: ceil(factor (z_{1-alpha/2} + z_power)^2 sigma^2 /
+    shift^2 / efficiency), ``factor`` 1 for paired differences, 2 for two independent samples,
+    ``efficiency`` the test's relative to the t test (the planners' one formula)."""
+    z = _z(alpha, power)
+    return math.ceil(factor * z * z * sigma ** 2 / shift ** 2 / efficiency)
 
 
 def trials_needed(effect_pct: float, sigma_log: float, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -74,9 +73,7 @@ def trials_needed(effect_pct: float, sigma_log: float, alpha: float = 0.05, powe
     if sigma_log == 0:
         return float(MIN_TRIALS)
     shift = abs(math.log1p(effect_pct / 100.0))
-    z = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
-    n = 2 * z * z * sigma_log ** 2 / shift ** 2 / MEDIAN_EFFICIENCY
-    return float(max(MIN_TRIALS, math.ceil(n)))
+    return float(max(MIN_TRIALS, normal_rounds(sigma_log, shift, alpha, power, 2.0, MEDIAN_EFFICIENCY)))
 
 
 def recommended_trials(effect_pct: float, cv: float, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -89,18 +86,8 @@ def minimum_detectable_effect(n: int, sigma_log: float, alpha: float = 0.05, pow
     """Smallest relative effect (percent) the design detects with the given power."""
     if n < 2 or not math.isfinite(sigma_log):
         return math.nan
-    z = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
-    shift = z * sigma_log * math.sqrt(2 / n / MEDIAN_EFFICIENCY)
+    shift = _z(alpha, power) * sigma_log * math.sqrt(2 / n / MEDIAN_EFFICIENCY)
     return math.expm1(shift) * 100
-
-
-def _robust_sd(v: np.ndarray) -> float:
-    v = np.asarray(v, dtype=float)
-    v = v[np.isfinite(v)]
-    if len(v) < 2:
-        return math.nan
-    s = float(sst.median_abs_deviation(v, scale="normal"))
-    return s if s > 0 else float(np.std(v, ddof=1))
 
 
 def _min_rounds(alpha: float, paired: bool) -> int:
@@ -130,16 +117,15 @@ def rounds_for_effect(effect_pct: float, d=None, x=None, y=None, alpha: float = 
     paired = d is not None
     if paired:
         d = np.asarray(d, dtype=float)
-        sigma, factor = _robust_sd(d), 1.0
+        sigma, factor = robust_sd(d), 1.0
     else:
         x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-        sigma = math.sqrt((_robust_sd(x) ** 2 + _robust_sd(y) ** 2) / 2)
+        sigma = math.sqrt((robust_sd(x) ** 2 + robust_sd(y) ** 2) / 2)
         factor = 2.0
     if not math.isfinite(sigma) or shift == 0:
         return math.nan
     lo = _min_rounds(alpha, paired)
-    z = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
-    n = max(lo, math.ceil(factor * z * z * sigma ** 2 / shift ** 2 / RANK_EFFICIENCY))
+    n = max(lo, normal_rounds(sigma, shift, alpha, power, factor, RANK_EFFICIENCY))
     if n > RESAMPLE_MAX_ROUNDS:
         return float(n)
     data = d if paired else np.concatenate([x, y])
@@ -152,7 +138,7 @@ def rounds_for_effect(effect_pct: float, d=None, x=None, y=None, alpha: float = 
     else:
         rx, ry = x - np.median(x), y - np.median(y)
         ry = ry - _rt.rank_sum(rx, ry, 0.5)["estimate"]
-    z_target = sst.norm.ppf(1 - alpha / 2) + sst.norm.ppf(power)
+    z_target = _z(alpha, power)
     for _ in range(12):
         if paired:
             D = rng.choice(resid, size=(n_resamples, n)) + step
@@ -179,49 +165,128 @@ MIN_LAYOUTS = 3
 MAX_LAYOUTS = 1000
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """A machine's measured noise, the planner's input: the layout spread ``sigma_layout`` and
+    the round noise ``round_sd`` (log scale, 0.02 = 2 points), seconds per round, and where it
+    was measured (``source``: calibration.json's path or run id)."""
+    sigma_layout: float
+    round_sd: float
+    seconds_per_round: float = math.nan
+    source: str = ""
+
+    @classmethod
+    def from_doc(cls, doc: dict | None) -> "Calibration | None":
+        """From calibration.json's fields (None when ``doc`` is None or lacks a finite sigma_layout
+        and round_sd: planning then goes without a calibration)."""
+        if not isinstance(doc, dict):
+            return None
+        vals = [doc.get("sigma_layout"), doc.get("round_sd")]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in vals):
+            return None
+        spr = doc.get("seconds_per_round")
+        return cls(float(vals[0]), float(vals[1]),
+                   float(spr) if isinstance(spr, (int, float)) and not isinstance(spr, bool) else math.nan,
+                   str(doc.get("path") or doc.get("run_id") or ""))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planner's answer: ``trials`` rounds (= trials per arm) in all, for the layouts design as
+    ``layouts`` pairs of ``rounds_per_layout`` rounds (integers where the planner counts them,
+    NaN where it has none); ``basis`` says what it is planned for."""
+    trials: float | int
+    basis: str
+    layouts: float | int = math.nan
+    rounds_per_layout: float | int = math.nan
+
+
+def least_layouts(var_estimate: float, shift: float, alpha: float = 0.05, power: float | None = 0.8,
+                  k_max: int = MAX_LAYOUTS) -> float:
+    """The least K >= MIN_LAYOUTS layout pairs with (t_{1-alpha/2,K-1} + t_{power,K-1})^2 var / shift^2
+    <= K, ``var_estimate`` the variance of one layout pair's estimate and ``shift`` the effect on
+    the log scale; ``power`` None: the t interval's half-width alone (t_{1-alpha/2,K-1}
+    sqrt(var / K) <= shift).  NaN when no K up to ``k_max`` is enough or an input is not finite."""
+    if not (math.isfinite(var_estimate) and math.isfinite(shift)) or shift == 0:
+        return math.nan
+    for k in range(MIN_LAYOUTS, k_max + 1):
+        q = float(sst.t.ppf(1 - alpha / 2, k - 1)) + (float(sst.t.ppf(power, k - 1)) if power is not None else 0.0)
+        if q * q * var_estimate / (shift * shift) <= k:
+            return float(k)
+    return math.nan
+
+
+#: the effect planned for when the observed one is below the noise threshold
+TINY_EFFECT_PCT = 2.0
+#: layout pairs the compare planner searches up to
+PLAN_MAX_LAYOUTS = 200
+
+
+def plan_more(est: Estimate, noise: float, alpha: float, seed, d=None, x=None, y=None,
+              layout_rounds: LayoutRounds | None = None, power: float = 0.8) -> Plan:
+    """The rounds an inconclusive comparison needs for ``power`` against the observed effect (or
+    ``TINY_EFFECT_PCT`` when that is below the ``noise`` threshold), never fewer than were run
+    (+1).  ``d`` (paired) or ``x``/``y`` (unpaired): the run's values on the estimate's scale;
+    ``layout_rounds``: the layouts design's rounds (K is planned from the spread of the
+    per-layout-pair estimates)."""
+    effect, nz = est.pct(est.estimate), noise * 100
+    if not math.isfinite(effect) or abs(effect) < nz:
+        effect = TINY_EFFECT_PCT if not (math.isfinite(effect) and effect < 0) else -TINY_EFFECT_PCT
+        what = f"a {TINY_EFFECT_PCT:g}% effect (observed effect is tiny)"
+    else:
+        what = f"the observed {abs(effect):.2g}% effect"
+    k, per = math.nan, math.nan
+    if layout_rounds is not None and layout_rounds.n_layouts > 1:
+        k = least_layouts(est.se ** 2 * est.n, math.log1p(effect / 100), alpha, power, PLAN_MAX_LAYOUTS)
+        per = layout_rounds.rounds_per_layout
+        trials, n_run = k * per, len(layout_rounds.d)
+        what += f" ({k:.0f} layout pairs of {per:.0f} rounds)" if math.isfinite(k) else ""
+    else:
+        trials = rounds_for_effect(effect, d=d, x=x, y=y, alpha=alpha, power=power, log_scale=est.scale.log,
+                                   ref=est.scale.ref, seed=seed)
+        n_run = est.n
+    return Plan(float(max(trials, n_run + 1)) if math.isfinite(trials) else math.nan,
+                f"trials_needed for {what}", k, per)
+
+
 def layout_plan(effect_pct: float, sigma_layout: float, round_sd: float,
-                rounds_per_layout: int = ROUNDS_PER_LAYOUT, alpha: float = 0.05, power: float = 0.8) -> dict:
+                rounds_per_layout: int = ROUNDS_PER_LAYOUT, alpha: float = 0.05, power: float = 0.8) -> Plan:
     """Layouts K per arm and rounds R per layout pair for ``power`` against ``effect_pct`` percent.
 
     The layout design's estimate is the mean over K layout pairs of per-pair estimates whose
     variance is sigma_L^2 + s^2/R (``sigma_layout``, ``round_sd``: log scale, e.g. 0.02 = 2
     points), tested with a t interval on K - 1 df, so K is the smallest K >= 3 with
-    K >= (t_{1-a/2,K-1} + t_{power,K-1})^2 (sigma_L^2 + s^2/R) / ln(1 + effect)^2.
-    Returns ``{"layouts", "rounds_per_layout", "rounds", "effect_pct", "sigma_layout",
-    "round_sd"}``; ``rounds`` = K x R (= trials per arm); layouts NaN when no K up to
-    ``MAX_LAYOUTS`` suffices or the inputs are not finite."""
+    K >= (t_{1-a/2,K-1} + t_{power,K-1})^2 (sigma_L^2 + s^2/R) / ln(1 + effect)^2
+    (``least_layouts``).  The ``Plan``'s ``trials`` = K x R (= trials per arm); ``layouts`` and
+    ``trials`` are NaN when no K up to ``MAX_LAYOUTS`` suffices or the inputs are not finite."""
     if not (0 < alpha < 1):
         raise ValueError(f"alpha: {alpha!r} not allowed; allowed: a number in (0, 1)")
     if not (0 < power < 1):
         raise ValueError(f"power: {power!r} not allowed; allowed: a number in (0, 1)")
     if not (isinstance(rounds_per_layout, int) and rounds_per_layout >= 1):
         raise ValueError(f"rounds_per_layout: {rounds_per_layout!r} not allowed; allowed: an integer >= 1")
-    out = {"layouts": math.nan, "rounds_per_layout": rounds_per_layout, "rounds": math.nan,
-           "effect_pct": effect_pct, "sigma_layout": sigma_layout, "round_sd": round_sd}
+    basis = (f"a {effect_pct:g}% effect at sigma_L {sigma_layout * 100:.2f} pts, round noise "
+             f"{round_sd * 100:.2f} pts")
+    none = Plan(math.nan, basis, math.nan, rounds_per_layout)
     ok = all(math.isfinite(v) for v in (effect_pct, sigma_layout, round_sd))
     if not ok or effect_pct == 0 or effect_pct <= -100 or sigma_layout < 0 or round_sd < 0:
-        return out
+        return none
     var = sigma_layout ** 2 + round_sd ** 2 / rounds_per_layout
-    shift2 = math.log1p(effect_pct / 100.0) ** 2
-    for k in range(MIN_LAYOUTS, MAX_LAYOUTS + 1):
-        q = sst.t.ppf(1 - alpha / 2, k - 1) + sst.t.ppf(power, k - 1)
-        if k >= q * q * var / shift2:
-            out.update(layouts=k, rounds=k * rounds_per_layout)
-            break
-    return out
+    k = least_layouts(var, math.log1p(effect_pct / 100.0), alpha, power)
+    if not math.isfinite(k):
+        return none
+    return Plan(int(k) * rounds_per_layout, basis, int(k), rounds_per_layout)
 
 
-def trials_needed_calibrated(effect_pct: float, sigma_log: float, calibration: dict | None = None,
-                             alpha: float = 0.05, power: float = 0.8) -> dict:
+def trials_needed_calibrated(effect_pct: float, sigma_log: float, calibration: Calibration | None = None,
+                             alpha: float = 0.05, power: float = 0.8) -> Plan:
     """``trials_needed`` with this machine's calibration when there is one.
 
-    With a calibration (``ringlab.stats.calibration.find_calibration``): the layout design's
-    K x R (``layout_plan`` at the calibrated sigma_L and round noise).  Without: today's
-    one-build number, ``trials_needed(effect_pct, sigma_log)``, and a ``basis`` that says so."""
+    With a calibration: the layout design's K x R (``layout_plan`` at the calibrated sigma_L
+    and round noise), its ``basis`` naming the calibration.  Without: the one-build number,
+    ``trials_needed(effect_pct, sigma_log)`` with one layout, and a ``basis`` that says so."""
     if calibration:
-        plan = layout_plan(effect_pct, float(calibration["sigma_layout"]), float(calibration["round_sd"]),
-                           alpha=alpha, power=power)
-        return {**plan, "trials": plan["rounds"],
-                "basis": f"calibration {calibration.get('path') or calibration.get('run_id') or ''}".strip()}
-    return {"trials": trials_needed(effect_pct, sigma_log, alpha, power), "layouts": 1,
-            "basis": "no calibration for this host: one build per arm, its layout spread not counted"}
+        plan = layout_plan(effect_pct, calibration.sigma_layout, calibration.round_sd, alpha=alpha, power=power)
+        return dataclasses.replace(plan, basis=f"calibration {calibration.source}".strip())
+    return Plan(trials_needed(effect_pct, sigma_log, alpha, power),
+                "no calibration for this host: one build per arm, its layout spread not counted", 1)

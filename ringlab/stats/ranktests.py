@@ -193,10 +193,14 @@ def _sign_counts(kind: str, a: np.ndarray, b: np.ndarray | None) -> tuple[int, i
 
 # -- the tests ------------------------------------------------------------------------------
 
+def _p(n_pos: int, n_zero: int, n_neg: int, null: NullDist) -> float:
+    """Two-sided p from the sign counts of the implicit set."""
+    return float(min(1.0, 2 * null.cdf(min(n_pos, n_neg) + n_zero)))
+
+
 def _result(kind, a, b, null: NullDist, level: float) -> dict:
     n_pos, n_zero, n_neg = _sign_counts(kind, a, b)
-    stat_low = min(n_pos, n_neg) + n_zero
-    p = float(min(1.0, 2 * null.cdf(stat_low)))
+    p = _p(n_pos, n_zero, n_neg, null)
     M = null.M
     mid = [(M + 1) // 2, M // 2 + 1]  # median of M values (two middle ones when M is even)
     k = null.crit(1 - level)
@@ -215,6 +219,25 @@ def signed_rank(d, level: float = 0.95) -> dict:
     if len(d) < 1:
         raise ValueError("signed_rank: no finite differences")
     return _result("walsh", d, None, NullDist("signed_rank", len(d)), level) | {"n": len(d)}
+
+
+def signed_rank_p(d) -> float:
+    """The p of ``signed_rank(d)`` alone (no CI: no order statistics to find)."""
+    d = np.asarray(d, dtype=float)
+    d = d[np.isfinite(d)]
+    if len(d) < 1:
+        raise ValueError("signed_rank: no finite differences")
+    return _p(*_sign_counts("walsh", d, None), NullDist("signed_rank", len(d)))
+
+
+def rank_sum_p(x, y) -> float:
+    """The p of ``rank_sum(x, y)`` alone."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if len(x) < 1 or len(y) < 1:
+        raise ValueError("rank_sum: an empty sample")
+    return _p(*_sign_counts("diff", x, y), NullDist("mwu", len(x), len(y)))
 
 
 def rank_sum(x, y, level: float = 0.95) -> dict:

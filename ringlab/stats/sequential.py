@@ -47,9 +47,10 @@ import pandas as pd
 from scipy import stats as sst
 
 from ringlab import schema
-from ringlab.stats import calibration as _calibration
 from ringlab.stats import power as _power
-from ringlab.stats.compare import (EXACT_NOTE, _round_values, comparison_columns, round_key)
+from ringlab.stats.contract import EXACT_NOTE
+from ringlab.stats.power import Calibration
+from ringlab.stats.rounds import ROUND_COLUMN, Rounds, comparison_columns, round_key, round_values
 from ringlab.stats.summary import StatsError, measurements
 
 PILOT_ROUNDS = 10
@@ -104,46 +105,45 @@ def _check_plan_args(df: pd.DataFrame, target_ci_pct, budget_s) -> None:
 
 def _pilot_comparisons(meas: pd.DataFrame, cols: list[str], variants: list[str], baseline: str,
                        metric: str, n0: int, max_rounds: int) -> list[dict]:
-    """One record per (configuration, candidate) with the pilot's paired log ratios in ``_d``."""
+    """One (record, the pilot's paired log ratios or None) per (configuration, candidate)."""
     comps = []
     groups = meas.groupby(cols, sort=True, dropna=False) if cols else [((), meas)]
     for key, sub in groups:
         key = key if isinstance(key, tuple) else (key,)
         label = ",".join(f"{c}={v}" for c, v in zip(cols, key)) or "all"
-        b = _round_values(sub[sub["variant"] == baseline], metric)
+        bsub = sub[sub["variant"] == baseline]
         for cand in variants:
             if cand == baseline:
                 continue
             csub = sub[sub["variant"] == cand]
-            c = _round_values(csub, metric)
-            bv, cv = sub.loc[sub["variant"] == baseline, metric], csub[metric]
+            rounds = Rounds.of_frames(bsub, csub, metric, paired=True)
+            bv, cv = bsub[metric], csub[metric]
             rec = {"group": label, "candidate": cand, "n_pairs": 0, "half_width_pct": math.nan,
                    "ci_level": math.nan, "rounds": max_rounds}
+            d = None
             if len(bv) and len(cv) and bv.nunique() == 1 and cv.nunique() == 1:
                 rec.update(rounds=n0, note=EXACT_NOTE)
-            common = b.index.intersection(c.index)
-            if "note" not in rec and len(common) >= 2 and (b.loc[common] > 0).all() and (c.loc[common] > 0).all():
-                rec["n_pairs"] = int(len(common))
-                rec["_d"] = np.log(c.loc[common].to_numpy()) - np.log(b.loc[common].to_numpy())
-            comps.append(rec)
+            elif rounds.n_common >= 2 and rounds.positive():
+                rec["n_pairs"] = rounds.n_common
+                d = rounds.log_ratios()
+            comps.append((rec, d))
     return comps
 
 
-def _size_comparisons(comps: list[dict], alpha: float, target_ci_pct: float, max_rounds: int) -> None:
+def _size_comparisons(comps: list[tuple[dict, np.ndarray | None]], alpha: float, target_ci_pct: float,
+                      max_rounds: int) -> list[dict]:
     """Stein's total rounds per comparison, at the candidate family's Bonferroni level."""
-    for cand in sorted({r["candidate"] for r in comps}):
-        fam = [r for r in comps if r["candidate"] == cand and "_d" in r]
+    for cand in sorted({r["candidate"] for r, _ in comps}):
+        fam = [(r, d) for r, d in comps if r["candidate"] == cand and d is not None]
         m = max(len(fam), 1)
-        for r in fam:
-            d = r.pop("_d")
+        for r, d in fam:
             level = 1 - alpha / m
             r["ci_level"] = level
             w = pilot_half_width(d, level)
             if math.isfinite(w):
                 r["half_width_pct"] = math.expm1(w) * 100
                 r["rounds"] = stein_rounds(w, len(d), target_ci_pct, max_rounds)
-    for r in comps:
-        r.pop("_d", None)
+    return [r for r, _ in comps]
 
 
 def _budget_plan(df, meas, n0: int, need: int, budget_s, elapsed_s) -> dict:
@@ -167,37 +167,31 @@ def _budget_plan(df, meas, n0: int, need: int, budget_s, elapsed_s) -> dict:
             "affordable_rounds": affordable, "stop_reason": reason}
 
 
-def layouts_for_target(calibration: dict | None, target_ci_pct: float, alpha: float = 0.05,
+def layouts_for_target(calibration: Calibration | None, target_ci_pct: float, alpha: float = 0.05,
                        rounds_per_layout: int = _power.ROUNDS_PER_LAYOUT) -> dict:
     """With a calibration: the layout pairs K whose t interval (df K-1) has a half-width of at
     most ``target_ci_pct``, at the calibrated sigma_L and round noise s:
-    t_{1-a/2,K-1} sqrt((sigma_L^2 + s^2/R) / K) <= ln(1 + target).  Without one: today's
-    one-build plan, stated."""
+    t_{1-a/2,K-1} sqrt((sigma_L^2 + s^2/R) / K) <= ln(1 + target) (``power.least_layouts``).
+    Without one: the one-build plan, stated."""
     if not calibration:
         return {"calibration": None, "layouts_for_target": math.nan, "rounds_per_layout": math.nan,
                 "calibration_note": "no calibration for this host (`ringlab calibrate`): the plan is the "
                                     "one-build rounds, and the layout spread is not counted"}
-    sl, s = float(calibration["sigma_layout"]), float(calibration["round_sd"])
+    sl, s = calibration.sigma_layout, calibration.round_sd
     var, h = sl ** 2 + s ** 2 / rounds_per_layout, math.log1p(target_ci_pct / 100.0)
-    k = next((k for k in range(_power.MIN_LAYOUTS, _power.MAX_LAYOUTS + 1)
-              if sst.t.ppf(1 - alpha / 2, k - 1) * math.sqrt(var / k) <= h), math.nan)
-    where = calibration.get("path") or calibration.get("run_id") or "given"
+    k = _power.least_layouts(var, h, alpha, power=None)
+    k = int(k) if math.isfinite(k) else math.nan
+    where = calibration.source or "given"
     return {"calibration": where, "layouts_for_target": k, "rounds_per_layout": rounds_per_layout,
             "calibration_note": f"calibration {where}: sigma_L {sl * 100:.2f} pts, round noise {s * 100:.2f} pts; "
                                 f"an honest ±{target_ci_pct:g}% across layouts needs {k} layout pairs x "
                                 f"{rounds_per_layout} rounds (the one-build rounds below do not see sigma_L)"}
 
 
-def _host_calibration(meas: pd.DataFrame, calibration):
-    if calibration != "auto":
-        return calibration
-    hosts = meas["host"].dropna().astype(str).unique() if "host" in meas.columns else []
-    return _calibration.find_calibration(hosts[0]) if len(hosts) == 1 else None
-
-
 def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric: str = schema.PRIMARY_METRIC,
                   by=None, alpha: float = 0.05, budget_s: float | None = None,
-                  elapsed_s: float | None = None, max_rounds: int = MAX_ROUNDS, calibration="auto") -> dict:
+                  elapsed_s: float | None = None, max_rounds: int = MAX_ROUNDS,
+                  calibration: Calibration | None = None) -> dict:
     """The two-stage plan after a pilot (see the module docstring).
 
     Returns ``{"pilot_rounds", "target_ci_pct", "rounds_for_target", "rounds",
@@ -206,9 +200,9 @@ def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric:
     "ci_level", "rounds"}], "calibration", "layouts_for_target", "rounds_per_layout",
     "calibration_note"}``; half_width_pct is the pilot's w0 in percent.  Comparisons that cannot
     be paired or have no CI at the pilot size ask for ``max_rounds``; exact (deterministic)
-    comparisons ask for nothing.  ``calibration``: "auto" reads the raw.csv host's
-    results/calibration/<host>/calibration.json when there is one, None ignores it, or a dict;
-    it adds the layout plan (``layouts_for_target``) and never changes the rounds.
+    comparisons ask for nothing.  ``calibration``: this host's ``Calibration`` (the caller
+    loads it, e.g. ``ringlab.rundir.calibration.load_calibration``), or None; it adds the
+    layout plan (``layouts_for_target``) and never changes the rounds.
     """
     _check_plan_args(df, target_ci_pct, budget_s)
     meas, _ = measurements(df, metric)
@@ -220,14 +214,14 @@ def rounds_needed(df: pd.DataFrame, baseline: str, target_ci_pct: float, metric:
     rk = round_key(meas)
     if rk is None:
         raise StatsError("raw.csv has neither a 'round' nor a 'trial' column; the stopping rule pairs by round")
-    meas["_round"] = rk
-    n0 = int(meas["_round"].nunique())
-    comps = _pilot_comparisons(meas, cols, variants, str(baseline), metric, n0, max_rounds)
-    _size_comparisons(comps, alpha, target_ci_pct, max_rounds)
+    meas[ROUND_COLUMN] = rk
+    n0 = int(meas[ROUND_COLUMN].nunique())
+    comps = _size_comparisons(_pilot_comparisons(meas, cols, variants, str(baseline), metric, n0, max_rounds),
+                              alpha, target_ci_pct, max_rounds)
     need = max(max([r["rounds"] for r in comps], default=n0), n0)
     plan = {"pilot_rounds": n0, "target_ci_pct": float(target_ci_pct), "rounds_for_target": int(need),
             **_budget_plan(df, meas, n0, need, budget_s, elapsed_s), "comparisons": comps}
-    plan.update(layouts_for_target(_host_calibration(meas, calibration), target_ci_pct, alpha))
+    plan.update(layouts_for_target(calibration, target_ci_pct, alpha))
     return plan
 
 

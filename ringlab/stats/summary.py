@@ -5,10 +5,9 @@ A *group* is one configuration: ``variant`` x every parameter column
 ``status == "ok"`` and ``warmup == False`` are measurements; the others are
 counted and reported (``measurements()``), never silently lost.
 
-Bootstrap CIs draw the resamples ``scipy.stats.bootstrap`` would draw (percentile
-method), turn each into its mean and median together (one resampling pass for both),
-with a ``numpy.random.Generator`` seeded from ``seed`` and the group's data, so the
-same data gives the same CI every time.
+Bootstrap CIs are ``scipy.stats.bootstrap``'s (percentile method) of the sorted sample, the
+mean and median from the same resamples, with a ``numpy.random.Generator`` seeded from
+``seed`` and the group's data, so the same data gives the same CI every time.
 The percentile method is used: BCa needs a jackknife (O(n^2) per group), too
 slow for 10^5 rows, and for sample sizes >= 10 the two agree to well within
 the CI's own uncertainty for benchmark-like distributions.
@@ -114,40 +113,7 @@ def measurements(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC) -> tuple
     return out, excluded
 
 
-def _rng(seed):
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
-def _mean_median(x, axis=-1):
-    return np.stack([np.mean(x, axis=axis), np.median(x, axis=axis)])
-
-
-def _mean_median_of_draws(idx: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact mean and median of each resample ``xs[idx[b]]`` of the sorted sample ``xs``.
-
-    counts[b, k] = how often rank k was drawn in resample b; the mean is counts @ xs / n and
-    the median is the order statistic(s) where the cumulative count crosses n/2 (average of
-    the two middle ones for even n), exactly what np.median would return.  The ranks drawn
-    are the indices themselves, so no resample is ever materialised.
-    """
-    b, n = idx.shape
-    flat = idx + (np.arange(b, dtype=np.int64) * n)[:, None]
-    counts = np.bincount(flat.ravel(), minlength=b * n).reshape(b, n)
-    # First rank whose cumulative count passes n/2, for all rows at once: offset row i's
-    # cumulative counts by i*(n+1) so the flattened array stays sorted, then one searchsorted
-    # per threshold replaces two full boolean passes over (b, n).
-    cum = np.cumsum(counts, axis=1)
-    cum += (np.arange(b, dtype=cum.dtype) * (n + 1))[:, None]
-    flat_cum, row_base = cum.ravel(), np.arange(b, dtype=np.intp) * (n + 1)
-    row_start = np.arange(b, dtype=np.intp) * n
-    lo = np.searchsorted(flat_cum, row_base + (n - 1) // 2, side="right") - row_start
-    hi = np.searchsorted(flat_cum, row_base + n // 2, side="right") - row_start
-    med = (xs[lo] + xs[hi]) / 2
-    mean = counts.astype(np.float64) @ xs / n
-    return mean, med
-
-
-#: values per batch of resamples (b x n); the batches follow scipy.stats.bootstrap's
+#: values per batch of resamples (b x n) handed to scipy.stats.bootstrap
 BATCH_VALUES = 4_000_000
 
 
@@ -157,60 +123,45 @@ _CACHE_MAX = 4096
 
 def _data_seed(v: np.ndarray, seed) -> np.random.Generator:
     """A Generator seeded from the data itself and ``seed``: a group's CI does not depend on
-    which other groups are in the frame, and summarize/compare see the same resamples."""
+    which other groups are in the frame."""
     if isinstance(seed, np.random.Generator):
         return seed
     digest = hashlib.blake2b(np.ascontiguousarray(v, dtype=np.float64).tobytes(), digest_size=8).digest()
     return np.random.default_rng([int(seed), int.from_bytes(digest, "little")])
 
 
-def bootstrap_distribution(values, n_resamples: int = DEFAULT_RESAMPLES, seed=DEFAULT_SEED) -> np.ndarray:
-    """Bootstrap distribution of (mean, median): array of shape (2, n_resamples).
-
-    The resampling draws what ``scipy.stats.bootstrap`` (percentile method) draws for the
-    ranks of the sorted sample, in the same batches of about 4e6 values, from the same
-    generator: ``rng.integers(0, n, (batch, n))``.  ``_mean_median_of_draws`` turns each
-    resample of ranks into its exact mean and median through per-rank counts, which avoids a
-    partition (the dominant cost) per resample and never builds the resampled values.  Distributions are
-    cached by (data, n_resamples, seed) so that ``compare`` reuses ``summarize``'s work.
-    """
-    v = np.asarray(values, dtype=float)
-    key = None
-    if not isinstance(seed, np.random.Generator):
-        key = (hashlib.blake2b(v.tobytes(), digest_size=16).digest(), int(n_resamples), int(seed))
-        hit = _CACHE.get(key)
-        if hit is not None:
-            return hit
-    n = len(v)
-    batch = min(max(1, int(BATCH_VALUES // n)), n_resamples)
-    xs = np.sort(v)
-    rng = _data_seed(v, seed)
-    dist = np.empty((2, n_resamples))
-    for k in range(0, n_resamples, batch):
-        m = min(batch, n_resamples - k)
-        # the draws scipy.stats.bootstrap makes for a sample of n ranks, batch by batch
-        dist[0, k:k + m], dist[1, k:k + m] = _mean_median_of_draws(rng.integers(0, n, (m, n)), xs)
-    if key is not None:
-        if len(_CACHE) >= _CACHE_MAX:
-            _CACHE.clear()
-        _CACHE[key] = dist
-    return dist
+def _mean_median(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.stack([np.mean(x, axis=axis), np.median(x, axis=axis)])
 
 
 def bootstrap_mean_median(values: np.ndarray, n_resamples: int = DEFAULT_RESAMPLES,
                           seed=DEFAULT_SEED, confidence: float = 0.95) -> tuple[float, float, float, float]:
-    """(mean_low, mean_high, median_low, median_high): percentile-bootstrap CI.
+    """(mean_low, mean_high, median_low, median_high): percentile-bootstrap CI
+    (``scipy.stats.bootstrap`` of the sorted sample, mean and median from the same resamples).
 
-    NaN when there are fewer than 2 values; a sample without spread gets the value itself."""
+    NaN when there are fewer than 2 values; a sample without spread gets the value itself.
+    Results are cached by (data, n_resamples, seed, confidence)."""
     v = np.asarray(values, dtype=float)
     if len(v) < 2:
         return (math.nan,) * 4
     if np.all(v == v[0]):
         return (v[0], v[0], v[0], v[0])
-    dist = bootstrap_distribution(v, n_resamples, seed)
-    a = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(dist, [a, 100 - a], axis=1)
-    return float(lo[0]), float(hi[0]), float(lo[1]), float(hi[1])
+    key = None
+    if not isinstance(seed, np.random.Generator):
+        key = (hashlib.blake2b(v.tobytes(), digest_size=16).digest(), int(n_resamples), int(seed), float(confidence))
+        hit = _CACHE.get(key)
+        if hit is not None:
+            return hit
+    batch = min(max(1, int(BATCH_VALUES // len(v))), n_resamples)
+    res = sst.bootstrap((np.sort(v),), _mean_median, n_resamples=n_resamples, batch=batch, vectorized=True,
+                        confidence_level=confidence, method="percentile", random_state=_data_seed(v, seed))
+    lo, hi = res.confidence_interval
+    out = (float(lo[0]), float(hi[0]), float(lo[1]), float(hi[1]))
+    if key is not None:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[key] = out
+    return out
 
 
 def describe(values: np.ndarray) -> dict:

@@ -33,6 +33,7 @@ from ringlab.rundir import Run, atomic_write_json, utc_now
 from ringlab.run import run_experiment
 from ringlab.run.prepare import new_run_id
 from ringlab.sources import kernel_header
+from ringlab.rundir import calibration as _cal_files
 from ringlab.stats import calibration as _cal
 from ringlab.stats.levels import CAUTIOUS, calibrate_levels
 from ringlab.stats.summary import measurements
@@ -131,7 +132,7 @@ def store(out: Path, analysis: dict, run_id: str, run_dir: Path, host: str) -> P
     out.mkdir(parents=True, exist_ok=True)
     doc = calibration_doc(analysis, run_id, run_dir, host, commit=git_info().get("commit"))
     doc["sigma_layout_ci"] = [None if v is None or not math.isfinite(v) else v for v in doc["sigma_layout_ci"]]
-    path = out / _cal.FILE_NAME
+    path = out / _cal_files.FILE_NAME
     atomic_write_json(path, doc)
     return path
 
@@ -204,7 +205,7 @@ def calibrate(out: Path | None = None, params: dict[str, Any] | None = None, hea
         raise ParamError("layouts: ptr_ring has no 'layouts' parameter in this checkout; the calibration "
                          "needs ptr_ring's layout design (-p layouts K)")
     host = host_id()
-    out = Path(out) if out is not None else _cal.calibration_dir(host)
+    out = Path(out) if out is not None else _cal_files.calibration_dir(host)
     src = pick_header(header)
     run_dir = out / "runs" / new_run_id()     # the folder is named by its run id
     t0 = time.monotonic()
@@ -222,7 +223,7 @@ def calibrate_existing(run_dir: Path, out: Path | None = None) -> tuple[Path, di
     """Store the calibration of an A/A run folder already measured (``ringlab calibrate --from``)."""
     run_dir = Path(run_dir)
     host = host_id()
-    out = Path(out) if out is not None else _cal.calibration_dir(host)
+    out = Path(out) if out is not None else _cal_files.calibration_dir(host)
     analysis = analyse_run(run_dir)
     _, env = Run(run_dir).read()
     run_id = (env.get("run_id") if env is not None else None) or run_dir.name

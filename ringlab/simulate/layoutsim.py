@@ -1,6 +1,6 @@
 """A/A false positives and power of the layout design, beside the one-build design, by simulation.
 
-Why a simulation and not the committed rounds: ``ringlab.stats.powersim`` resamples one build
+Why a simulation and not the committed rounds: ``ringlab.simulate.powersim`` resamples one build
 pair's rounds and swaps the two arms at random inside each round, so its null is exactly true
 for that build pair and its A/A rate cannot exceed the test's level whatever the layout does.
 A second build of the same code lands elsewhere in memory and runs a few percent faster or
@@ -9,7 +9,7 @@ the code or about one layout.  So each simulated run here draws new layouts.
 
 Method (``layout_rates``):
 
-* ``ringlab.stats.noise.simulate_ab`` draws a run of the machine (persistent two-state noise
+* ``ringlab.simulate.noise.simulate_ab`` draws a run of the machine (persistent two-state noise
   with switches inside rounds, t4 trial noise) at a given sigma_L (calibrated or default);
 * **layout design**: K layout pairs x R rounds, per-round log ratios and trial states from
   ``layouts.rounds_from_trials``, verdict from ``layouts.layout_verdict`` (per-pair HL, t
@@ -33,8 +33,9 @@ import pandas as pd
 from scipy import stats as sst
 
 from ringlab.stats import layouts as _layouts
-from ringlab.stats import noise as _noise
+from ringlab.simulate import noise as _noise
 from ringlab.stats import ranktests as _rt
+from ringlab.stats.contract import ci_side
 
 DESIGNS = ("layouts", "one-build", "pooled")
 EFFECTS = (0.0, 0.02, 0.05)
@@ -52,20 +53,20 @@ def _one_run(K: int, R: int, sigma_layout: float, rng: np.random.Generator, sim_
     r = _layouts.rounds_from_trials(sim["order"], sim["round"], sim["layout"], sim["arm"], sim["log_y"])
     out: dict[str, list[bool]] = {"layouts": [], "pooled": []}
     for s in shifts:
-        v = _layouts.layout_verdict(r["d"] + s, r["layout"], r["state"])
+        v = _layouts.layout_verdict(r.d + s, r.layout, r.state)
         out["layouts"].append(_direction_called(v))
-    p = _layouts.pooled_signed_rank(r["d"])
+    p = _layouts.pooled_signed_rank(r.d)
     out["pooled"] = [_calls(p["ci_low"], p["ci_high"], s) for s in shifts]
     one = _noise.simulate_ab(1, K * R, (0.0, 0.0), sigma_layout, rng=rng, **sim_kw)
     d1 = _layouts.rounds_from_trials(one["order"], one["round"], one["layout"], one["arm"], one["log_y"],
-                                     classify=False)["d"]
+                                     classify=False).d
     q = _rt.signed_rank(d1)
     out["one-build"] = [_calls(q["ci_low"], q["ci_high"], s) for s in shifts]
     return out
 
 
 def _direction_called(v: dict) -> bool:
-    return bool(np.isfinite(v["ci_low"]) and (v["ci_low"] > 0 or v["ci_high"] < 0))
+    return ci_side(v["ci_low"], v["ci_high"]) != 0
 
 
 def layout_rates(K: int, R: int, sigma_layout: float, reps: int = 200, seed: int = 0, effects=EFFECTS,

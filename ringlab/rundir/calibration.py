@@ -1,0 +1,54 @@
+"""Where a machine's calibration.json lives and how planning loads it.
+
+``ringlab calibrate`` writes ``results/calibration/<host>/calibration.json``
+(``ringlab.studies.calibration``); the planners in ``ringlab.stats`` take it as data
+(``ringlab.stats.power.Calibration``) and open no file, so the callers load it here.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from ringlab import paths
+from ringlab.stats.power import Calibration
+
+FILE_NAME = "calibration.json"
+
+
+def calibration_dir(host: str, root: str | Path | None = None) -> Path:
+    """``results/calibration/<host>/`` (``root`` replaces results/)."""
+    return Path(root if root is not None else paths.results_dir()) / "calibration" / host
+
+
+def find_calibration(host: str | None, root: str | Path | None = None) -> dict | None:
+    """This host's calibration.json as a dict (with its ``path``), or None when there is none (or
+    it cannot be read as one: planning then falls back to its behaviour without a calibration)."""
+    if not host:
+        return None
+    f = calibration_dir(str(host), root) / FILE_NAME
+    try:
+        doc = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not _finite(doc.get("sigma_layout")) or not _finite(doc.get("round_sd")):
+        return None
+    doc["path"] = str(f)
+    return doc
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def load_calibration(host: str | None, root: str | Path | None = None) -> Calibration | None:
+    """``find_calibration`` as the planners' ``Calibration``."""
+    return Calibration.from_doc(find_calibration(host, root))
+
+
+def frame_calibration(df: pd.DataFrame, root: str | Path | None = None) -> Calibration | None:
+    """The calibration of the one host a raw.csv frame was measured on (None with several or none)."""
+    hosts = df["host"].dropna().astype(str).unique() if "host" in df.columns else []
+    return load_calibration(hosts[0], root) if len(hosts) == 1 else None

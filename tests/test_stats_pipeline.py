@@ -1,0 +1,115 @@
+"""The verdict pipeline's types (Rounds -> Estimate -> decide -> Plan -> Comparison) and the
+rules ringlab/stats keeps: no file access, no dict with underscore keys, no private imports."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ringlab.stats import JSON_FIELDS, Calibration, Estimate, Rounds, compare, decide
+from ringlab.stats.contract import EXTRA_FIELDS
+from ringlab.stats.power import Plan, least_layouts, plan_more
+from ringlab.stats.rounds import Scale
+
+STATS = Path(__file__).resolve().parent.parent / "ringlab" / "stats"
+FILE_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes", "read_csv", "to_csv", "load",
+              "dump", "loads", "mkdir", "exists", "is_file", "glob", "iterdir"}
+
+
+def _trees():
+    for f in sorted(STATS.glob("*.py")):
+        yield f.name, ast.parse(f.read_text())
+
+
+def test_stats_opens_no_file():
+    hits = []
+    for name, tree in _trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                fn = node.func
+                called = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+                if called in FILE_CALLS:
+                    hits.append(f"{name}:{node.lineno} {called}")
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                hits += [f"{name}:{node.lineno} import {m}" for m in mods if m in ("json", "pathlib", "os")]
+    assert not hits, hits
+
+
+def test_no_underscore_keys_and_no_private_imports():
+    hits = []
+    for name, tree in _trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Dict):
+                hits += [f"{name}:{node.lineno} key {k.value!r}" for k in node.keys
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value.startswith("_")]
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                    and isinstance(node.slice.value, str) and node.slice.value.startswith("_") \
+                    and not node.slice.value.startswith("__"):
+                hits.append(f"{name}:{node.lineno} [{node.slice.value!r}]")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ringlab"):
+                hits += [f"{name}:{node.lineno} {a.name}" for a in node.names if a.name.startswith("_")]
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id.startswith("_") and node.attr.startswith("_") and not node.attr.startswith("__"):
+                hits.append(f"{name}:{node.lineno} {node.value.id}.{node.attr}")
+    assert not hits, hits
+
+
+def test_rounds_pair_once_and_choose_the_design():
+    b = pd.Series([1.0, 2.0, 3.0, np.nan], index=[0, 1, 2, 3])
+    c = pd.Series([1.1, 2.2, 3.3, 4.4], index=[0, 1, 2, 3])
+    r = Rounds.pair(b, c)
+    assert list(r.common) == [0, 1, 2] and r.paired and r.positive()
+    assert r.log_ratios() == pytest.approx([math.log(1.1)] * 3)
+    few = Rounds.pair(pd.Series([1.0, 2.0, 3.0, 4.0], index=[0, 1, 2, 3]), pd.Series([1.0, 2.0], index=[3, 9]))
+    assert not few.paired and few.n_common == 1
+
+
+def _estimate(lo_pct, hi_pct, **kw):
+    lo, hi = math.log1p(lo_pct / 100), math.log1p(hi_pct / 100)
+    return Estimate((lo + hi) / 2, lo, hi, 0.95, 0.01, 20, "rounds", "paired", Scale(True, 1.0), **kw)
+
+
+def test_decide_from_the_printed_ci_alone():
+    assert decide(_estimate(-3.0, -1.0), "ns_per_op", 0.01).verdict == "faster"
+    assert decide(_estimate(1.0, 3.0), "ns_per_op", 0.01).verdict == "slower"
+    assert decide(_estimate(1.0, 3.0), "ops_per_s", 0.01).verdict == "faster"
+    small = decide(_estimate(0.2, 0.5), "ns_per_op", 0.01)
+    assert small.verdict == "slower" and "noise threshold" in small.note
+    assert decide(_estimate(-0.5, 0.5), "ns_per_op", 0.01).verdict == "no significant difference"
+    wide = decide(_estimate(-4.0, 4.0), "ns_per_op", 0.01)
+    assert wide.verdict == "inconclusive" and not wide.settled
+    nan = Estimate(0.0, math.nan, math.nan, 0.95, math.nan, 1, "rounds", "paired", Scale(True, 1.0))
+    assert decide(nan, "ns_per_op", 0.01).note == "too few rounds (1) for a 0.95 CI"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        nan.p = 0.5
+
+
+def test_plan_asks_for_more_than_was_run():
+    rng = np.random.default_rng(0)
+    d = rng.normal(0.01, 0.05, 20)
+    est = _estimate(-4.0, 4.0)
+    plan = plan_more(est, 0.01, 0.05, 0, d=d)
+    assert isinstance(plan, Plan) and plan.trials >= est.n + 1 and plan.basis.startswith("trials_needed for")
+
+
+def test_least_layouts_and_the_calibration_input():
+    k = least_layouts(0.02 ** 2, math.log1p(0.05))
+    assert k >= 3 and least_layouts(0.05 ** 2, math.log1p(0.05)) > k
+    assert math.isnan(least_layouts(math.nan, 0.05))
+    cal = Calibration.from_doc({"sigma_layout": 0.02, "round_sd": 0.03, "path": "x/calibration.json"})
+    assert cal == Calibration(0.02, 0.03, math.nan, "x/calibration.json")
+    assert Calibration.from_doc({"sigma_layout": None, "round_sd": 0.03}) is None
+
+
+def test_compare_frame_columns_are_serialized_in_one_order():
+    from tests.synth import make_raw
+    df = make_raw(trials=10, warmup=0, rounds_col=True, cv=0.03, effects={"reorder": 0.05})
+    res = compare(df, "batch")
+    cols = res.attrs["group_columns"]
+    assert list(res.columns) == JSON_FIELDS + cols + EXTRA_FIELDS
