@@ -63,14 +63,14 @@ def nested_components(frame: pd.DataFrame, value: str, levels: list[str], confid
     s2, dfs, per = [], [], []
     # innermost first: rows around the mean of their innermost group, then each group's mean
     # around the mean of the group above
-    cur = df.rename(columns={value: "_v"}) if value != "_v" else df
+    cur = df.rename(columns={value: "unit_mean"}) if value != "unit_mean" else df
     keys = cols
     while True:
         if keys:
-            g = cur.groupby(keys, sort=False)["_v"]
+            g = cur.groupby(keys, sort=False)["unit_mean"]
             means = g.transform("mean")
             sizes = g.size()
-            resid = cur["_v"] - means
+            resid = cur["unit_mean"] - means
             dof = int(len(cur) - len(sizes))
             s2.append(float((resid ** 2).sum() / dof) if dof > 0 else math.nan)
             dfs.append(dof)
@@ -78,7 +78,7 @@ def nested_components(frame: pd.DataFrame, value: str, levels: list[str], confid
             cur = g.mean().reset_index()
             keys = keys[:-1]
         else:
-            v = cur["_v"].to_numpy(float)
+            v = cur["unit_mean"].to_numpy(float)
             dof = len(v) - 1
             s2.append(float(v.var(ddof=1)) if dof > 0 else math.nan)
             dfs.append(dof)
