@@ -85,7 +85,7 @@ def measure(work: Path, name: str, params: dict, baseline: str, mode: str) -> tu
 
 def planned_params(plan, cal: LevelCalibration, mode: str, base: dict) -> dict:
     return base | {"modes": mode, "sizes": "1000", "layouts": str(plan.layouts),
-                   "trials": str(plan.layouts * plan.processes), "repeats": str(plan.iterations),
+                   "trials": str(plan.layouts * plan.rounds_per_layout), "repeats": str(plan.iterations),
                    "count": str(cal.count), "warmup": "1"}
 
 
@@ -93,7 +93,7 @@ def simulate(cal: LevelCalibration, plan, target_pct: float, sims: int, seed: in
     """A/A rate and power of the planned design under the calibration's point estimates."""
     rng = np.random.default_rng(seed)
     v = {k: (x if isinstance(x, float) and math.isfinite(x) else 0.0) for k, x in cal.variance.items()}
-    per_pair_var = v["layout"] + v["process"] / plan.processes + v["iteration"] / (plan.processes * plan.iterations)
+    per_pair_var = v["layout"] + v["process"] / plan.rounds_per_layout + v["iteration"] / (plan.rounds_per_layout * plan.iterations)
     effect = math.log1p(1.43 * target_pct / 100)
     q = sst.t.ppf(0.975, plan.layouts - 1)
     hits = {0.0: 0, effect: 0}
@@ -131,7 +131,7 @@ def run(args) -> int:
             ok &= reached
             aa, power = simulate(cal, plan, target, args.sims)
             print(f"mode {mode} batch vs reorder to +-{target}%: planned {plan.layouts} layouts x "
-                  f"{plan.processes} processes x {plan.iterations} iterations (predicted +-{plan.half_width_pct:.2f}%, "
+                  f"{plan.rounds_per_layout} processes x {plan.iterations} iterations (predicted +-{plan.half_width_pct:.2f}%, "
                   f"{plan.seconds:.0f} s, limited by {plan.limited_by}); measured {est:+.2f}% +-{hw:.2f}% in "
                   f"{took:.1f} s, builds included: {'reached' if reached else 'NOT reached'}")
             print(f"  planned design simulated: A/A rate {aa:.1%}, power {power:.1%} for "
@@ -156,7 +156,7 @@ def run(args) -> int:
             reached = math.isfinite(hw) and hw <= HEADER_TARGET and took <= 2 * args.budget * 1.1
             ok &= reached
             print(f"mode 0 {hdr} vs its {KERNEL_REORDER} form to +-{HEADER_TARGET}%: planned {plan.layouts} x "
-                  f"{plan.processes} x {plan.iterations}; measured {est:+.2f}% +-{hw:.2f}% in {took:.1f} s: "
+                  f"{plan.rounds_per_layout} x {plan.iterations}; measured {est:+.2f}% +-{hw:.2f}% in {took:.1f} s: "
                   f"{'reached' if reached else 'NOT reached'}")
         else:
             print("kernel header vs kernel-reorder: not measured: no kernel ptr_ring.h found (`ringlab env --headers`)")

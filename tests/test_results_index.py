@@ -185,7 +185,7 @@ def test_every_host_side_by_side_with_its_noise_floor(tmp_path):
              {}, {"profile": "full"})
     cal = tmp_path / "calibration" / "amd"
     cal.mkdir(parents=True)
-    (cal / "calibration.json").write_text(json.dumps({"aa_ci": [-0.0299, 0.0200], "sigma_layout": 0.01,
+    (cal / "calibration.json").write_text(json.dumps({"aa_ci": [-0.0299, 0.0200], "sigma_layout": 0.01, "round_sd": 0.02,
                                                        "layouts": 8, "run_id": "20260101T000000Z-cccccc"}))
     text = results_index.render(tmp_path)
     latest = text.split("Earlier runs")[0]

@@ -27,7 +27,8 @@ def _brute(layout, process, iteration, n_l):
 def test_repeats_are_the_cost_optimum_of_a_grid(s2, cost):
     L, P, I = (Level(n, v, c) for n, v, c in zip(("layout", "process", "iteration"), s2, cost))
     a = allocate(L, P, I, target_half_width=0.01)
-    vc = (a.variance * a.layouts) * (a.seconds / a.layouts)
+    var = L.variance + P.variance / a.rounds_per_layout + I.variance / (a.rounds_per_layout * a.iterations)
+    vc = var * (a.seconds / a.layouts)
     best = _brute(L, P, I, a.layouts)
     assert vc <= best[0] * 1.02, (a, best)
 
@@ -37,7 +38,7 @@ def test_expensive_builds_buy_more_processes_per_layout():
                      target_half_width=0.005)
     dear = allocate(Level("layout", 1e-4, 10.0), Level("process", 1e-4, 0.01), Level("iteration", 1e-6, 1e-4),
                     target_half_width=0.005)
-    assert dear.processes > cheap.processes
+    assert dear.rounds_per_layout > cheap.rounds_per_layout
 
 
 def test_target_is_met_with_the_fewest_layouts():
@@ -65,8 +66,8 @@ def test_predicted_half_width_holds_in_simulation():
     hits, n = 0, 400
     for _ in range(n):
         lay = rng.normal(0, math.sqrt(L.variance), a.layouts)
-        proc = rng.normal(0, math.sqrt(P.variance), (a.layouts, a.processes))
-        it = rng.normal(0, math.sqrt(I.variance), (a.layouts, a.processes, a.iterations))
+        proc = rng.normal(0, math.sqrt(P.variance), (a.layouts, a.rounds_per_layout))
+        it = rng.normal(0, math.sqrt(I.variance), (a.layouts, a.rounds_per_layout, a.iterations))
         per = lay + (proc + it.mean(axis=2)).mean(axis=1)
         lo, hi = sst.ttest_1samp(per, 0).confidence_interval(a.level)
         hits += lo <= 0 <= hi
@@ -96,4 +97,4 @@ def test_layout_cap_buys_processes_instead():
     free = allocate(L, P, I, target_half_width=0.002)
     capped = allocate(L, P, I, target_half_width=0.002, max_layouts=64)
     assert free.layouts > 64 and capped.layouts == 64
-    assert capped.processes > free.processes
+    assert capped.rounds_per_layout > free.rounds_per_layout

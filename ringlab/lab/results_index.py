@@ -20,11 +20,11 @@ remove the ``.gitignore`` of its folders.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from ringlab.rundir import Run
+from ringlab.rundir.calibration import find_calibration
 
 #: profiles whose complete runs can be an experiment's headline
 HEADLINE_PROFILES = ("quick", "full")
@@ -208,18 +208,16 @@ def noise_floor(root: Path, host: str) -> dict | None:
     """The host's A/A bound from results/calibration/<host>/calibration.json: ``bound_pct`` (the
     largest |effect| the A/A's CI allows, in percent), ``sigma_layout_pct``, ``layouts``,
     ``run_id``; None without a readable calibration."""
-    f = Path(root) / CALIBRATION_DIR / host / "calibration.json"
+    doc = find_calibration(host, root)
     try:
-        doc = json.loads(f.read_text(encoding="utf-8"))
         lo, hi = (float(v) for v in doc["aa_ci"][:2])
-    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (ValueError, KeyError, TypeError):
         return None
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return None
-    sig = doc.get("sigma_layout")
     return {"bound_pct": max(abs(math.expm1(lo)), abs(math.expm1(hi))) * 100,
-            "sigma_layout_pct": float(sig) * 100 if isinstance(sig, (int, float)) else math.nan,
-            "layouts": doc.get("layouts"), "run_id": str(doc.get("run_id") or "?")}
+            "sigma_layout_pct": float(doc["sigma_layout"]) * 100, "layouts": doc.get("layouts"),
+            "run_id": str(doc.get("run_id") or "?")}
 
 
 def _noise_section(root: Path) -> str:

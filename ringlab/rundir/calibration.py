@@ -13,6 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab import paths
+from ringlab.errors import DataError
+from ringlab.stats.levels import CAUTIOUS, LevelCalibration
 from ringlab.stats.power import Calibration
 
 FILE_NAME = "calibration.json"
@@ -52,3 +54,16 @@ def frame_calibration(df: pd.DataFrame, root: str | Path | None = None) -> Calib
     """The calibration of the one host a raw.csv frame was measured on (None with several or none)."""
     hosts = df["host"].dropna().astype(str).unique() if "host" in df.columns else []
     return load_calibration(hosts[0], root) if len(hosts) == 1 else None
+
+
+def level_calibration(host: str | None, mode, root: str | Path | None = None) -> LevelCalibration:
+    """The host's noise by level and cost in ``mode`` (calibration.json ``levels``), or
+    ``CAUTIOUS`` (whose ``source`` says why) when the host has none for that mode."""
+    doc = find_calibration(host, root)
+    lv = ((doc or {}).get("levels") or {}).get(str(mode))
+    if not isinstance(lv, dict) or "error" in lv:
+        return CAUTIOUS
+    try:
+        return LevelCalibration.from_dict(lv)
+    except DataError:
+        return CAUTIOUS

@@ -18,7 +18,8 @@ in reasonable time", ISMM 2013, derived here for these three levels):
     n_I = sqrt((s2_I / s2_P) (c_P / c_I))
     n_P = sqrt((s2_P / s2_L) (c_L / c_P))
 
-rounded to whole repetitions (at least one) and checked against both neighbours.  The number
+rounded to whole repetitions (at least one) and checked against both neighbours.  The answer is a
+``ringlab.stats.power.Plan`` (layouts, rounds per layout = processes, iterations).  The number
 of layouts then follows from the question: the fewest that bring the t half-width (n_L - 1
 degrees of freedom) to the target, or the most that fit in the budget.
 
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from scipy import stats as sst
 
 from ringlab.errors import ParamError
+from ringlab.stats.power import Plan
 
 #: the fewest layout pairs a plan uses: a t interval with 3 degrees of freedom is too wide to plan on
 MIN_LAYOUTS = 4
@@ -56,24 +58,6 @@ class Level:
         for what, v in (("variance", self.variance), ("cost_s", self.cost_s)):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ParamError(f"{self.name} {what}: {v!r} not allowed; allowed: a finite number >= 0")
-
-
-@dataclass(frozen=True)
-class Allocation:
-    """A plan: repetitions per level (layouts, processes per layout, iterations per process),
-    the predicted variance of the estimate, the t half-width (log scale) and the machine time."""
-    layouts: int
-    processes: int
-    iterations: int
-    variance: float
-    half_width: float
-    seconds: float
-    level: float
-    limited_by: str          # "target", "budget" or "cap"
-
-    @property
-    def half_width_pct(self) -> float:
-        return math.expm1(self.half_width) * 100 if math.isfinite(self.half_width) else math.nan
 
 
 def variance_upper(s2: float, df: int, confidence: float = 0.9) -> float:
@@ -133,7 +117,7 @@ def _half_width(var_unit: float, n_l: int, level: float) -> float:
 
 def allocate(layout: Level, process: Level, iteration: Level, *, target_half_width: float | None = None,
              budget_s: float | None = None, level: float = 0.95, min_layouts: int = MIN_LAYOUTS,
-             max_layouts: int = MAX_LAYOUTS) -> Allocation:
+             max_layouts: int = MAX_LAYOUTS) -> Plan:
     """The cheapest design whose t half-width (log scale, at ``level``) reaches
     ``target_half_width``, within ``budget_s`` seconds when one is given; with a budget and no
     target, the narrowest design the budget buys.  At least ``min_layouts`` layout pairs and at
@@ -172,8 +156,10 @@ def allocate(layout: Level, process: Level, iteration: Level, *, target_half_wid
             n_l, why = max(lo, min(cap, fit)), "budget"
         elif fit < n_l:
             n_l, why = max(lo, fit), "budget"
-    return Allocation(layouts=n_l, processes=n_p, iterations=n_i, variance=var / n_l,
-                      half_width=_half_width(var, n_l, level), seconds=n_l * cost, level=level, limited_by=why)
+    basis = (f"{n_l} layout pairs x {n_p} processes x {n_i} iterations for a t half-width of "
+             f"{math.expm1(_half_width(var, n_l, level)) * 100:.2f}% in {n_l * cost:.0f} s")
+    return Plan(trials=n_l * n_p, basis=basis, layouts=n_l, rounds_per_layout=n_p, iterations=n_i,
+                seconds=n_l * cost, half_width=_half_width(var, n_l, level), level=level, limited_by=why)
 
 
-__all__ = ["Allocation", "Level", "MIN_LAYOUTS", "allocate", "variance_upper"]
+__all__ = ["Level", "MIN_LAYOUTS", "allocate", "variance_upper"]

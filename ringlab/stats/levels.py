@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ringlab.errors import DataError
-from ringlab.stats.allocation import MAX_LAYOUTS, Allocation, Level, allocate
+from ringlab.stats.allocation import MAX_LAYOUTS, Level, allocate
+from ringlab.stats.power import Plan
 from ringlab.stats.components import Component, nested_components
 
 LEVELS = ("layout", "process", "iteration")
@@ -46,7 +47,7 @@ class LevelCalibration:
         return tuple(Level(n, _finite_or(v.get(n), 0.0), _finite_or(self.cost_s.get(n), 0.0)) for n in LEVELS)
 
     def plan(self, target_half_width_pct: float | None = None, budget_s: float | None = None,
-             level: float = 0.95, max_layouts: int = MAX_LAYOUTS) -> Allocation:
+             level: float = 0.95, max_layouts: int = MAX_LAYOUTS) -> Plan:
         """Layouts, processes and iterations for a t half-width of ``target_half_width_pct``
         (percent) within ``budget_s`` seconds, from the upper bounds."""
         target = math.log1p(target_half_width_pct / 100) if target_half_width_pct else None

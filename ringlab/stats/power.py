@@ -194,11 +194,23 @@ class Calibration:
 class Plan:
     """A planner's answer: ``trials`` rounds (= trials per arm) in all, for the layouts design as
     ``layouts`` pairs of ``rounds_per_layout`` rounds (integers where the planner counts them,
-    NaN where it has none); ``basis`` says what it is planned for."""
+    NaN where it has none); ``basis`` says what it is planned for.  The level planner
+    (``ringlab.stats.allocation``) also fills ``iterations`` (timed repeats per process), the
+    predicted ``seconds`` of machine time, the predicted t ``half_width`` (log scale) at
+    ``level``, and ``limited_by`` ("target", "budget" or "cap")."""
     trials: float | int
     basis: str
     layouts: float | int = math.nan
     rounds_per_layout: float | int = math.nan
+    iterations: int = 1
+    seconds: float = math.nan
+    half_width: float = math.nan
+    level: float = math.nan
+    limited_by: str = ""
+
+    @property
+    def half_width_pct(self) -> float:
+        return math.expm1(self.half_width) * 100 if math.isfinite(self.half_width) else math.nan
 
 
 def least_layouts(var_estimate: float, shift: float, alpha: float = 0.05, power: float | None = 0.8,
