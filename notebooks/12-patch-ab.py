@@ -88,6 +88,7 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 from ringlab.sources import patches
 from ringlab.sources import builtin_patches
 from ringlab.lab import notebook as rn
+from ringlab.report import patch_ab
 from ringlab.report import vs_published as vp
 
 AB = patches.plan_ab(base, patch, control=control)
@@ -135,14 +136,14 @@ rn.table(vp.mail_table(RUN, baseline=AB.baseline, patched=AB.candidate))
 # lower bound from the loop's shape (n/a for other patches).
 
 # %%
-rn.table(patches.instructions_table(RUN, AB))
+rn.table(patch_ab.instructions_table(RUN, AB))
 
 # %% [markdown]
 # ## Code size of the measured functions
 # Bytes of each `rl_measured_*` function of the two binaries that ran (`nm -S`).
 
 # %%
-rn.table(patches.function_sizes(patches.run_binaries(RUN, AB)))
+rn.table(patch_ab.function_sizes(patches.run_binaries(RUN, AB)))
 
 # %% [markdown]
 # ## Everything else: counters, distributions, outliers and their causes

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ringlab.sources import kernel_header as kh
+from ringlab.report import patch_ab
 from ringlab.sources import patches
 from ringlab.sources import builtin_patches
 
@@ -192,10 +193,10 @@ def test_function_sizes_from_nm(tmp_path):
         out = tmp_path / name
         subprocess.run(["gcc", "-O0", str(src), "-o", str(out)], check=True)
         bins[name] = out
-    t = patches.function_sizes(bins).set_index("function")
+    t = patch_ab.function_sizes(bins).set_index("function")
     assert list(t.index) == ["f", "g"]
     assert t.loc["g", "difference"] == 0 and t.loc["f", "difference"] > 0
-    t = patches.function_sizes({"a": bins["a"], "gone": tmp_path / "nope"})
+    t = patch_ab.function_sizes({"a": bins["a"], "gone": tmp_path / "nope"})
     assert "no rl_measured_* symbols" in t.loc[0, "note"] and "gone" in t.loc[0, "note"]
 
 
@@ -207,7 +208,7 @@ def test_instructions_table(tmp_path):
     rows.append({"variant": "base", "mode": 1, "size": 1000, "batch": 0, "status": "ok", "ns_per_op": 5.0})
     pd.DataFrame(rows).to_csv(tmp_path / "raw.csv", index=False)
     plan = patches.plan_ab(str(MAINLINE), "builtin:flush-delay", workdir=tmp_path)
-    t = patches.instructions_table(tmp_path, plan)
+    t = patch_ab.instructions_table(tmp_path, plan)
     assert len(t) == 1
     r = t.iloc[0]
     assert r["difference"] == pytest.approx(8.5) and r["expected difference"] == ">= +8.06"
