@@ -31,7 +31,7 @@ def _copy(tmp_path: Path) -> Path:
 def test_layers_contract_is_kept(tmp_path):
     r = _lint(_copy(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "1 kept, 0 broken" in r.stdout
+    assert "3 kept, 0 broken" in r.stdout
 
 
 def test_an_upward_import_breaks_the_contract(tmp_path):
@@ -51,3 +51,21 @@ def test_the_pipeline_may_not_import_the_simulations(tmp_path):
     r = _lint(tree)
     assert r.returncode != 0
     assert "ringlab.stats is not allowed to import ringlab.simulate" in r.stdout, r.stdout + r.stderr
+
+
+def test_simulations_serve_no_module_of_the_package(tmp_path):
+    tree = _copy(tmp_path)
+    report = tree / "ringlab" / "report" / "tables.py"
+    report.write_text(report.read_text() + "\nimport ringlab.simulate.noise  # noqa: E402, F401\n")
+    r = _lint(tree)
+    assert r.returncode != 0
+    assert "ringlab.report is not allowed to import ringlab.simulate" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_table_below_report_breaks_the_contract(tmp_path):
+    tree = _copy(tmp_path)
+    src = tree / "ringlab" / "sources" / "patches.py"
+    src.write_text(src.read_text() + "\nimport pandas  # noqa: E402, F401\n")
+    r = _lint(tree)
+    assert r.returncode != 0
+    assert "ringlab.sources is not allowed to import pandas" in r.stdout, r.stdout + r.stderr
