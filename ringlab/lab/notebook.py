@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from ringlab import fmt, paths, rundir
 from ringlab.report import mail
 from ringlab.report.figures import round_ratio
@@ -153,7 +155,11 @@ def run(experiment: str, values: dict, run_dir: Path):
 def run_overview(run_dir: Path) -> str:
     """What ran, where, and what could not be done (from env.json and raw.csv)."""
     run = Run(run_dir)
-    df, env = run.raw, run.env
+    env = run.env
+    if run.status == "skipped":        # nothing could run here: raw.csv holds its header only
+        df = pd.DataFrame(columns=["status", "warmup"])
+    else:
+        df = run.raw
     lines = []
     if run.status_line:
         lines.append(f"**{run.status_line}** The tables below hold only the trials recorded.")
