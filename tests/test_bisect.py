@@ -219,3 +219,40 @@ def test_a_small_significant_change_is_not_called_bad_for_a_large_regression():
     assert steps.classify(small, not_sig, +1, 10.0) == "unclear"  # 2 of 10 points: not the regression
     near = {"delta_pct": 9.0, "ci_low_pct": 6.0, "ci_high_pct": 12.0}
     assert steps.classify(near, not_sig, +1, 10.0) == "bad"
+
+
+class NoisyRuns(FakeRuns):
+    """Step frames with large round noise: one run of the endpoints cannot decide them."""
+
+    def __init__(self, effects, noise_sd):
+        super().__init__(effects)
+        self.noise_sd = noise_sd
+
+    def __call__(self, out_dir, experiment, params, resume, log=None):
+        self.calls.append((Path(out_dir).name, resume))
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        return fake_frame(params, self.effects, noise_sd=self.noise_sd)
+
+
+def test_endpoints_measure_until_decided(tmp_path, monkeypatch):
+    """A real regression under noise that one run cannot resolve: the endpoints run again, then
+    the bisection finds the commit."""
+    tree, shas, cost, effects = _series(tmp_path)
+    effects = {s: (0.03 if e else 0.0) for s, e in effects.items()}
+    fake = NoisyRuns(effects, noise_sd=0.08)
+    monkeypatch.setattr(steps, "run_step", fake)
+    out = tmp_path / "b"
+    assert _bisect(tree, out, shas[0], shas[-1]) == 0
+    state = json.loads((out / "bisect.json").read_text())
+    ep_runs = [c for c, _ in fake.calls if c.startswith("00-")]
+    assert len(ep_runs) > 1, fake.calls                      # one run did not decide the endpoints
+    assert state["endpoints"]["regression"], state["endpoints"]
+
+
+def test_endpoints_decided():
+    big = {"delta_pct": 3.0, "ci_low_pct": 1.0, "ci_high_pct": 5.0}
+    wide = {"delta_pct": 3.0, "ci_low_pct": -1.0, "ci_high_pct": 7.0}
+    flat = {"delta_pct": 0.1, "ci_low_pct": -0.5, "ci_high_pct": 0.6}
+    assert steps.endpoints_decided([big], 2.0) and steps.endpoints_decided([flat], 2.0)
+    assert not steps.endpoints_decided([wide], 2.0) and not steps.endpoints_decided([flat, wide], 2.0)
+    assert not steps.endpoints_decided([{"error": "x"}], 2.0)

@@ -8,7 +8,10 @@ folder of an interrupted one.
 Search (``git bisect`` on the candidates c[0..n-1], oldest first): ``lo`` = -1 (good's header),
 ``hi`` = n-1 (the last candidate carries bad's header, so it is known bad).  The next step is
 the untried candidate strictly between lo and hi nearest their middle; good moves lo, bad moves
-hi, unclear (after more rounds, up to ``step_budget``) or a build failure skips it.  The result
+hi, unclear (after more rounds, up to ``step_budget``) or a build failure skips it.  The
+endpoints (step 0) run more rounds in the same way until bad against good is decided: a
+significant change of at least the threshold, or a CI within +-threshold (nothing to bisect),
+up to ``step_budget`` or ``ENDPOINT_BUDGET_FACTOR`` times the first run's rounds.  The result
 is c[hi] when nothing between lo and hi is left untried, else the range c[lo+1..hi].
 """
 from __future__ import annotations
@@ -25,12 +28,15 @@ from ringlab.errors import DataError, ParamError
 from ringlab.lab.bisect import gitrange, steps
 from ringlab import rundir, schema
 from ringlab.experiments.params import MAX_TRIALS
+from ringlab.run.prepare import draw_seed
 
 STATE_FILE = "bisect.json"
 STATE_VERSION = 1
 FINAL = ("good", "bad", "unclear", "build-error")
 DEFAULT_THRESHOLD_PCT = 2.0
 DEFAULT_BUDGET_FACTOR = 3
+#: the endpoints decide whether there is anything to bisect: they measure longer
+ENDPOINT_BUDGET_FACTOR = 8
 
 
 @dataclass
@@ -99,6 +105,19 @@ def check_config(cfg: Config) -> None:
         raise ParamError(f"parameter 'seed': {str(seed)[:40]!r}; allowed: an integer in [0, {MAX_SEED}]")
 
 
+#: step seeds are the bisection's seed + 100 x step + run: a drawn seed leaves room for them
+SEED_ROOM = 1_000_000
+
+
+def _seed(cfg: Config) -> dict:
+    """The bisection's seed (``-p seed``, else drawn per bisection like a run's, so a rerun samples
+    fresh layouts) and where it came from."""
+    if "seed" in cfg.params:
+        return {"seed": int(cfg.params["seed"]), "seed_source": "given"}
+    seed, source = draw_seed()
+    return {"seed": seed % (MAX_SEED - SEED_ROOM), "seed_source": source}
+
+
 def init_state(cfg: Config) -> dict:
     """Resolve and check the range (ParamError, exit 2) and list its candidates."""
     if cfg.experiment not in gitrange.MEASURED_PATHS or cfg.experiment != "ptr_ring":
@@ -115,7 +134,7 @@ def init_state(cfg: Config) -> dict:
         "good": cfg.good, "bad": cfg.bad, "good_commit": gitrange.describe(tree, good).to_dict(),
         "bad_commit": gitrange.describe(tree, bad).to_dict(), "metric": cfg.metric,
         "threshold_pct": cfg.threshold_pct, "step_budget": cfg.step_budget, "params": dict(cfg.params),
-        "seed": int(cfg.params.get("seed", 1)), "command": cfg.command,
+        **_seed(cfg), "command": cfg.command,
         "paths": list(gitrange.MEASURED_PATHS[cfg.experiment]), "commits_in_range": len(every),
         "skipped_commits": len(every) - len(cands),
         "candidates": [gitrange.describe(tree, c).to_dict() for c in cands],
@@ -177,9 +196,16 @@ class Bisect:
                 return None
             df = pd.concat(frames, ignore_index=True)
             record["rounds"] = _rounds(df)
-            if n == 0 or self._classify(df, record) != "unclear":
+            if n == 0:
+                if steps.endpoints_decided(steps.groups_regressed(df, self.state["metric"]),
+                                           self.state["threshold_pct"]):
+                    return df
+                factor = ENDPOINT_BUDGET_FACTOR
+            elif self._classify(df, record) != "unclear":
                 return df
-            budget = self.state.get("step_budget") or DEFAULT_BUDGET_FACTOR * _rounds(frames[0])
+            else:
+                factor = DEFAULT_BUDGET_FACTOR
+            budget = self.state.get("step_budget") or factor * _rounds(frames[0])
             if record["rounds"] + _rounds(frames[0]) > budget:
                 return df
             k += 1

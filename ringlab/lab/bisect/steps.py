@@ -126,6 +126,26 @@ def classify(vs_good: dict, vs_bad: dict, direction: int, endpoint_pct: float | 
     return "unclear"
 
 
+def endpoints_decided(rows: list[dict], threshold_pct: float) -> bool:
+    """Bad against good is decided: a configuration changed significantly by at least
+    ``threshold_pct`` (a regression to bisect), or every configuration's CI lies within
+    +-``threshold_pct`` (no change that large: nothing to bisect).  Rows without a CI (an
+    error, too few rounds) leave it undecided."""
+    ok = [r for r in rows if "error" not in r]
+    if not ok:
+        return False
+    for r in ok:
+        d = r.get("delta_pct")
+        if d is not None and math.isfinite(d) and abs(d) >= threshold_pct and _sig(r, 1 if d > 0 else -1):
+            return True
+
+    def within(r):
+        lo, hi = r.get("ci_low_pct"), r.get("ci_high_pct")
+        return (lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)
+                and -threshold_pct < lo and hi < threshold_pct)
+    return all(within(r) for r in ok)
+
+
 def groups_regressed(df: pd.DataFrame, metric: str) -> list[dict]:
     """Every configuration's bad-vs-good row (the endpoint check)."""
     try:
