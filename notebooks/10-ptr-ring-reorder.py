@@ -48,7 +48,7 @@ cpus: str = "auto"  # mode 1 placement: auto (one pair per topology class) | all
 kernel_headers: str = ""  # real headers as extra variants, comma-separated NAME then PATH joined by an equals sign (PATH: ptr_ring.h or kernel tree)
 cflags: str = ""  # extra compiler flags for every ring
 icount: bool = True  # also count instructions per op under callgrind (mode 0, never timed)
-seed: int = 1  # seed of the randomized interleaved trial order
+seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
 out_dir: str = ""  # run folder; empty: scratch/ptr-ring-reorder/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 

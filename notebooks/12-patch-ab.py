@@ -74,7 +74,7 @@ budget: float = 0  # seconds of trial time the target may spend (0: no limit)
 cpus: str = "auto"  # modes 1 and 2 placement: auto (one pair per topology class) | all | none | "1:2,3:4"
 cflags: str = ""  # extra compiler flags for both variants
 icount: bool = True  # count instructions per op under callgrind (mode 0, never timed)
-seed: int = 1  # seed of the randomized interleaved trial order
+seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
 out_dir: str = ""  # run folder; empty: scratch/patch-ab/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 

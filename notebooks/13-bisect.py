@@ -46,7 +46,7 @@ trials: int = 0  # rounds per step run; 0: the profile's, at least 2 per layout
 count: int = 0  # operations per timed trial; 0: the profile's, at least 2000000 (shorter trials are start-up noise)
 spins: int = 24  # iterations of the planted spin loop (test repository only)
 icount: bool = True  # also count instructions per op under callgrind in every step (when valgrind is here)
-seed: int = 1  # seed of the steps' round orders and layouts (step N uses seed + 100 N)
+seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
 out_dir: str = ""  # bisect folder; empty: scratch/bisect/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 

@@ -57,7 +57,7 @@ profile: str = "quick"  # smoke (seconds, tests) | quick (minutes) | full (what 
 base: str = ""  # header source of every arm: ptr_ring.h, kernel tree or headers package; empty: the newest kernel header tree
 layouts: int = 0  # builds (code layouts) per arm; 0: the profile's default
 rounds_per_layout: int = 0  # rounds per layout pair; 0: 20 at profile full (the design bench power sizes), else the profile's trials
-seed: int = 1  # seed of the layouts and of the interleaved trial order
+seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
 out_dir: str = ""  # run folder; empty: scratch/verdict-check/<host>/<run-id> (ringlab reproduce passes one under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 

@@ -38,7 +38,7 @@ trials: int = 0  # measured trials per configuration; 0: the profile's default
 target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: fixed trials)
 budget: float = 0  # seconds of trial time the target may spend (0: no limit)
 cpus: str = "auto"  # push:pop placement: auto (incl. same CPU) | all | none | "1:2,3:4"
-seed: int = 1  # seed of the randomized interleaved trial order
+seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
 out_dir: str = ""  # run folder; empty: scratch/page-frag/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 

@@ -36,7 +36,7 @@ trials: int = 0  # measured trials per configuration; 0: the profile's default
 target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: fixed trials)
 budget: float = 0  # seconds of trial time the target may spend (0: no limit)
 perf: str = "perf"  # the perf executable
-seed: int = 1  # seed of the randomized interleaved trial order
+seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
 out_dir: str = ""  # run folder; empty: scratch/perf-ring-buffer/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 

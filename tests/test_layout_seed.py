@@ -77,3 +77,15 @@ def test_seed_variable_fixes_the_seed_and_is_checked(monkeypatch):
     monkeypatch.delenv(prepare.SEED_VAR)
     draws = {prepare.draw_seed() for _ in range(8)}
     assert len(draws) > 1 and all(src == "drawn" and 0 <= s < 2**32 for s, src in draws)
+
+
+def test_notebook_default_seed_is_drawn_and_a_given_one_kept(monkeypatch):
+    """Notebooks default to seed -1: each run draws its own (recorded), N reproduces a run."""
+    from ringlab.lab import notebook as rn
+    monkeypatch.delenv("RINGLAB_SEED", raising=False)
+    a = rn.params("ptr_ring", profile="smoke", seed=-1)["seed"]
+    b = rn.params("ptr_ring", profile="smoke", seed=-1)["seed"]
+    assert a != b and a >= 0 and b >= 0
+    assert rn.params("ptr_ring", profile="smoke", seed=7)["seed"] == 7
+    monkeypatch.setenv("RINGLAB_SEED", "5")
+    assert rn.params("ptr_ring", profile="smoke", seed=-1)["seed"] == 5

@@ -19,6 +19,7 @@ from ringlab.report import mail
 from ringlab.report.figures import round_ratio
 from ringlab.errors import ParamError, RinglabError
 from ringlab.names import check_name
+from ringlab.run.prepare import draw_seed
 from ringlab.experiments import get as get_experiment
 from ringlab.lab.reproduce import run_dir_for
 from ringlab.report import report as _report
@@ -45,7 +46,11 @@ def params(experiment: str, profile: str = "quick", **values: Any) -> dict:
     """Validated parameter set for ``experiment``: profile defaults < non-empty notebook values.
 
     ``None`` and ``""`` mean "use the profile's default" (notebooks write ``count or None``
-    for counts where 0 means default)."""
+    for counts where 0 means default); a ``seed`` of -1 (the notebooks' default) draws a fresh
+    one, as ``ringlab run`` does without ``-p seed``, and the resolved set holds it."""
+    seed = values.get("seed", 0)
+    if "seed" in values and (seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and seed < 0)):
+        values = {**values, "seed": draw_seed()[0]}     # a fresh seed per run, recorded in env.json
     overrides = {k: v for k, v in values.items() if v is not None and not (isinstance(v, str) and not v.strip())}
     try:
         return get_experiment(experiment).resolve(overrides, profile=profile)

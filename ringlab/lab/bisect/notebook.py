@@ -44,7 +44,7 @@ def _step_params(profile: str, layouts: int, modes: str, trials: int, count: int
     usable = bool(icount) and icount_tool.availability().ok
     out = {"profile": profile, "modes": ",".join(map(str, P["modes"])), "layouts": str(P["layouts"]),
            "trials": str(trials or max(int(P["trials"]), 2 * int(P["layouts"]))),
-           "count": str(count or max(int(P["count"]), MIN_COUNT)), "seed": str(seed),
+           "count": str(count or max(int(P["count"]), MIN_COUNT)), "seed": str(P["seed"]),
            "icount": "true" if usable else "false"}
     if usable:
         out["icount_ops"] = str(ICOUNT_OPS)
