@@ -260,3 +260,20 @@ def test_sigint_exits_130_and_says_interrupted(fakebin, tmp_path):
     env = json.loads((out / "env.json").read_text())
     assert env["status"] == "interrupted" and rundir.RunFolder(out).status().state == "interrupted"
     assert not rundir.RunFolder(out).is_locked()
+
+
+def test_raw_rows_are_written_at_once_and_synced_at_most_once_a_second(tmp_path, monkeypatch):
+    """Each trial's rows are in the file (the page cache) as soon as they are written; fsync runs
+    at most every FSYNC_INTERVAL_S and at close, not once per trial."""
+    import os as _os
+    from ringlab.rundir import rawcsv
+    calls = []
+    real = _os.fsync
+    monkeypatch.setattr(rawcsv.os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    sink = rawcsv.CsvSink(tmp_path / "raw.csv", ["trial", "ns_per_op"])
+    for i in range(50):
+        sink.write_rows([{"trial": i, "ns_per_op": 1.5}])
+        assert (tmp_path / "raw.csv").read_text().count("\n") == i + 2     # header + rows so far
+    assert len(calls) <= 2                                                # the header, maybe one more
+    sink.close()
+    assert len(calls) <= 3

@@ -192,6 +192,8 @@ class RunFolder:
 
     def __exit__(self, et, ev, _tb) -> bool:
         try:
+            if self._sink is not None:
+                self._sink.sync()       # raw.csv's rows reach the disk before env.json counts them
             if self.mode != "read" and self.env:
                 if et is None and self.final_status:
                     status, reason = self.final_status, self.env.get("status_reason") or ""

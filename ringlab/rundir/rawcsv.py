@@ -5,8 +5,12 @@ through ``read_raw`` (a DataFrame, or ``DataError`` naming the file, the line an
 was expected) and, on --resume, ``read_done``.
 
 Crash safety: raw.csv is opened with O_APPEND, the header goes first, and each trial's
-rows go out in one write() followed by fsync, with newlines inside fields escaped so one
-row is always one line.  A SIGKILL therefore leaves at most a torn last line, which
+rows go out in one write() as soon as the trial ends, with newlines inside fields escaped so
+one row is always one line.  A written row is in the kernel's page cache at once, so a killed
+or crashed ringlab loses no row; fsync, which only a power cut or a kernel crash needs, runs at
+most every ``FSYNC_INTERVAL_S`` seconds between trials and when the file is closed (a power cut
+loses at most that much of the run, which ``--resume`` measures again), so that the disk's
+latency stays out of the per-trial cycle.  A SIGKILL leaves at most a torn last line, which
 ``repair_csv`` truncates away before --resume reruns the trial that was in flight.  A full
 disk (a failed or short write) truncates the file back to its last complete row at once
 and raises ``DiskFullError``.
@@ -18,6 +22,7 @@ import errno
 import io
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +48,17 @@ def _cell(v: Any) -> str:
     return s
 
 
+#: the longest a written row waits for fsync (seconds); close() syncs the rest
+FSYNC_INTERVAL_S = 1.0
+
+
 class CsvSink:
-    """Append-only raw.csv: header first, then each trial's rows in one write + fsync."""
+    """Append-only raw.csv: header first, then each trial's rows in one write; fsync at most every
+    ``FSYNC_INTERVAL_S`` and at close."""
 
     def __init__(self, path: Path, columns: list[str]):
         self.path, self.columns = path, columns
+        self._synced = -math.inf       # time.monotonic() of the last fsync
         new = not path.exists() or path.stat().st_size == 0
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         if new:
@@ -58,7 +69,8 @@ class CsvSink:
                 raise
 
     def _write(self, rows: list[list[str]]) -> None:
-        """All ``rows`` in one os.write, then fsync.  A failed or short write (a full disk)
+        """All ``rows`` in one os.write, fsync'd when the last fsync is ``FSYNC_INTERVAL_S`` old
+        (the header always).  A failed or short write (a full disk)
         truncates the file back to its last complete row and raises ``DiskFullError``
         (ENOSPC, EDQUOT, or a short write) or the OSError."""
         buf = io.StringIO()
@@ -69,7 +81,10 @@ class CsvSink:
             n = os.write(self.fd, data)
             if n != len(data):   # a regular file writes short only when the disk is full
                 raise OSError(errno.ENOSPC, f"only {n} of {len(data)} bytes written")
-            os.fsync(self.fd)
+            now = time.monotonic()
+            if now - self._synced >= FSYNC_INTERVAL_S:
+                os.fsync(self.fd)
+                self._synced = now
         except OSError as e:
             try:
                 os.ftruncate(self.fd, start)
@@ -82,8 +97,21 @@ class CsvSink:
     def write_rows(self, rows: list[dict[str, Any]]) -> None:
         self._write([[_cell(r.get(c)) for c in self.columns] for r in rows])
 
+    def sync(self) -> None:
+        """fsync what was written since the last one (a failure here is the disk's: the write
+        that filled it raised already)."""
+        try:
+            os.fsync(self.fd)
+            self._synced = time.monotonic()
+        except OSError:
+            pass
+
     def close(self) -> None:
-        os.close(self.fd)
+        """sync, then close."""
+        try:
+            self.sync()
+        finally:
+            os.close(self.fd)
 
 
 def repair_csv(path: Path) -> int:
