@@ -14,7 +14,7 @@ Code and data layouts: with ``layouts`` K > 1 each variant is built K times (rin
 a seeded pad of unused code and function alignment per build, ``ptr_ring_test-<variant>@p<pad>-a<align>``)
 and a trial runs the layout its round was given (``spec.extra["layout"]``, ringlab.run.plan);
 ``layouts`` 1 is one fixed build.  The K layouts of a variant are built as layout copies
-(ringlab.build.layouts.LayoutCopies: up to 16 in one binary, ``ptr_ring_test-<variant>@c<first>-<last>-<digest>``)
+(ringlab.build.layouts.LayoutCopies: up to 32 in one binary, ``ptr_ring_test-<variant>@c<first>-<last>-<digest>``)
 and a trial picks its layout's copy with ``--copy J``.  Every trial also places the ring at a seeded offset in its
 page (``--ring-offset``, ``spec.extra["ring_offset"]``, ringlab.run.process).
 """
