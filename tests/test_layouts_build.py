@@ -380,3 +380,13 @@ def test_cflags_that_pin_function_alignment_keep_it_in_every_layout():
     assert all(lay.align == 0 for lay in pinned)
     assert all(not any(f.startswith("-falign-functions") for f in lay.flags()) for lay in pinned)
     assert [lay.pad for lay in pinned] == [lay.pad for lay in arm_layouts(7, "batch", 4)]
+
+
+def test_build_seconds_count_each_copy_as_a_build():
+    from ringlab.studies.calibration import build_seconds
+    group = L.copy_groups(L.arm_layouts(3, "batch", 4))[0]
+    name = group.binary_name("ptr_ring_test-batch")
+    env = {"started_utc": "2026-01-01T00:00:10+00:00", "ended_utc": "2026-01-01T00:00:20+00:00",
+           "binaries_used": {name: {}, "ptr_ring_test-reorder": {}},
+           "build": {"binaries": {name: {"layout": group.record()}, "ptr_ring_test-reorder": {"layout": None}}}}
+    assert build_seconds(20.0, env) == pytest.approx(10.0 / 5)
