@@ -855,14 +855,17 @@ int rl_bench_selftest(char *err, size_t errlen)
 	return 0;
 }
 
-/* ---- this copy's entry (ptr_ring_bench.h: struct rl_bench_entry) ---- */
-
-static const struct rl_bench_entry rl_bench_this_copy = {
-	.run = rl_bench_run, .check = rl_bench_check, .selftest = rl_bench_selftest,
-	.json = rl_bench_json, .free = rl_bench_free, .variant = rl_bench_variant,
-	.measured = rl_measured_simple,
-};
-
-/* Writable pointer (section flags "aw"), so that a PIE needs no text relocation. */
-__attribute__((used, section("rl_bench_copies")))
-static const struct rl_bench_entry *rl_bench_copy_ptr = &rl_bench_this_copy;
+/* ---- this copy's entry (ptr_ring_bench.h: struct rl_bench_entry) ----
+ *
+ * Written in assembly, not as a C initializer: a C reference to the functions'
+ * addresses would make gcc emit them in another order, moving the measured code
+ * of every build.  The fields are in the order of struct rl_bench_entry. */
+_Static_assert(sizeof(struct rl_bench_entry) == 7 * sizeof(void *),
+	       "struct rl_bench_entry: seven pointers, as the table below writes it");
+#define RL_ASTR_(x) #x
+#define RL_ASTR(x) RL_ASTR_(x)
+__asm__(".pushsection rl_bench_copies,\"aw\"\n"
+	"\t.balign " RL_ASTR(__SIZEOF_POINTER__) "\n"
+	"\t.dc.a rl_bench_run, rl_bench_check, rl_bench_selftest, rl_bench_json\n"
+	"\t.dc.a rl_bench_free, rl_bench_variant, rl_measured_simple\n"
+	".popsection\n");

@@ -102,9 +102,8 @@ const char *rl_bench_variant(void);
  * reaches it.  A binary holds one or more copies (ringlab.build.layouts,
  * "layout copies"): the same object compiled once per function alignment,
  * linked several times with its global symbols made local, each instance after
- * its own pad of unused code.  Every instance registers a pointer to its entry
- * in the section "rl_bench_copies" (link order = copy order) and `--copy K`
- * runs instance K.  Invariant: every copy runs the same instructions as a
+ * its own pad of unused code.  Every instance puts its entry into the section
+ * "rl_bench_copies" (link order = copy order) and `--copy K` runs instance K.  Invariant: every copy runs the same instructions as a
  * separate build of its layout; only the addresses of its code differ.  The
  * cffi module links one instance and calls the functions by name.
  */

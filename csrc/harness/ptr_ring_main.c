@@ -25,8 +25,8 @@ static const char *prog = "ptr_ring_test";
 
 /* The copies of ptr_ring_bench.c this binary holds, in link order (see
  * struct rl_bench_entry); `--copy K` picks one, 0 by default. */
-extern const struct rl_bench_entry *__start_rl_bench_copies[];
-extern const struct rl_bench_entry *__stop_rl_bench_copies[];
+extern const struct rl_bench_entry __start_rl_bench_copies[];
+extern const struct rl_bench_entry __stop_rl_bench_copies[];
 static const struct rl_bench_entry *B;
 
 static int rl_copies(void)
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: no copy of the measured code was linked in\n", prog);
 		return 1;
 	}
-	B = __start_rl_bench_copies[0];
+	B = &__start_rl_bench_copies[0];
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":s:m:N:p:c:b:lr:h", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 				if (parse_ll("--copy", optarg, 0, rl_copies() - 1, allowed, &v))
 					return 2;
 			}
-			B = __start_rl_bench_copies[v];
+			B = &__start_rl_bench_copies[v];
 			break;
 		case 'J':
 			json = 1;
