@@ -503,7 +503,8 @@ def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) 
 
 
 def _with_layouts(jobs: list[_Job], layouts: dict[str, list[Layout]] | None) -> list[_Job]:
-    """Each job whose binary ``layouts`` names, once per layout (``NAME@p<pad>-a<align>``)."""
+    """Each job whose binary ``layouts`` names, once per layout (``NAME@p<pad>-a<align>``) or once
+    per binary of layout copies (``NAME@c<first>-<last>-<digest>``)."""
     out = []
     for job in jobs:
         for lay in (layouts or {}).get(job.name) or [PLAIN]:
