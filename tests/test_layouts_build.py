@@ -225,9 +225,10 @@ def test_run_records_layout_columns(fakebin, tmp_path):
     assert df["ring_offset"].tolist() == [L.ring_offset(1, o) for o in df["order"]]   # as the binary says
     assert df["env_pad"].tolist() == [L.env_pad(1, o) for o in df["order"]]
     assert df["layout"].tolist() == [P.round_layout(1, r, 2) for r in df["round"]]
-    # each arm ran its two layouts, one binary each; the binaries of the run are the layout builds
-    assert df.groupby("variant")["binary_sha256"].nunique().eq(2).all()
-    assert all("@p" in n for n in env["binaries_used"])
+    # each arm ran its two layouts, as two copies in one binary (layout copies)
+    assert df.groupby("variant")["binary_sha256"].nunique().eq(1).all()
+    assert sorted(env["binaries_used"]) == sorted(g.binary_name(f"ptr_ring_test-{v}") for v in ("batch", "reorder")
+                                                  for g in L.copy_groups(L.arm_layouts(1, v, 2)))
     shapes = env["measured_commands"]["batch"][0]["shape"]
     assert shapes[shapes.index("--ring-offset") + 1] == "<ring-offset>"
     # provenance: one binary per layout pair by design, not a rebuild during the run
@@ -276,6 +277,102 @@ def test_layouts_count_the_same_instructions(two_layouts, tmp_path):
     assert counts[0] > 0 and counts[0] == counts[1]
 
 
+# -- layout copies: several layouts in one binary ---------------------------------------------------
+def test_copy_groups_are_bounded_and_named_by_their_layouts():
+    lays = L.arm_layouts(5, "batch", 40)
+    groups = L.copy_groups(lays, 16)
+    assert [len(g.layouts) for g in groups] == [14, 13, 13]
+    assert [len(g.layouts) for g in L.copy_groups(lays)] == [20, 20] and L.COPIES_PER_BINARY == 32
+    assert [lay for g in groups for lay in g.layouts] == lays
+    assert all(len(g.layouts) <= L.COPIES_PER_BINARY for g in groups)
+    assert [g.position(k) for g in groups for k in (g.layouts[0].index, g.layouts[-1].index)] == \
+        [0, 13, 0, 12, 0, 12]
+    assert L.copy_groups(lays[:3], 16)[0].binary_name("ptr_ring_test-batch").startswith("ptr_ring_test-batch@c0-2-")
+    # another seed: other layouts, another name; the name has no layout separator but the first
+    other = L.copy_groups(L.arm_layouts(6, "batch", 40), 16)
+    assert {g.suffix() for g in groups}.isdisjoint(g.suffix() for g in other)
+    assert L.base_name(groups[1].binary_name("ptr_ring_test-batch")) == "ptr_ring_test-batch"
+    rec = groups[0].record()
+    assert [c["copy"] for c in rec["copies"]] == list(range(14)) and rec["copies"][3]["pad"] == lays[3].pad
+    with pytest.raises(ValueError):
+        groups[0].position(20)
+
+
+def test_copy_records_are_checked(tmp_path):
+    lays = L.arm_layouts(3, "batch", 3)
+    group = L.copy_groups(lays)[0]
+    out = tmp_path / "bin"
+    out.mkdir()
+    name = group.binary_name("ptr_ring_test-batch")
+    (out / name).write_text("#!/bin/sh\n")
+    (out / name).chmod(0o755)
+    want = {"ptr_ring_test-batch": [group]}
+    binaries.declare_built(["ptr_ring_test-batch"], out_dir=out, layouts=want)
+    info = binaries.check_binaries(only=[name], out_dir=out, layouts=want)
+    assert info.binaries[name].layout == group.record()
+    rec = json.loads(source_record_path(out / name).read_text())
+    rec["layout"]["copies"][2]["align"] = 99
+    source_record_path(out / name).write_text(json.dumps(rec))
+    with pytest.raises(driver.StaleBinaryError, match="3 layout copies"):
+        binaries.check_binaries(only=[name], out_dir=out, layouts=want)
+
+
+@pytest.fixture(scope="module")
+def copies_build(tmp_path_factory):
+    if shutil.which(driver.compiler()) is None or shutil.which("objcopy") is None:
+        pytest.skip(f"no C compiler ({driver.compiler()}) or objcopy on PATH")
+    lays = [L.Layout(0, 40, 1, 1, 1), L.Layout(1, 2903, 64, 2, 1), L.Layout(2, 1000, 16, 3, 1),
+            L.Layout(3, 7, 64, 4, 1)]
+    group = L.LayoutCopies(tuple(lays))
+    out = tmp_path_factory.mktemp("copies")
+    info = driver.build_all(only=["ptr_ring_test-batch"], out_dir=out, jobs=2,
+                            layouts={"ptr_ring_test-batch": [group, lays[1]]})
+    return lays, Path(info.binaries[group.binary_name("ptr_ring_test-batch")].path), \
+        Path(info.binaries[lays[1].binary_name("ptr_ring_test-batch")].path), info
+
+
+def _addresses(binary: Path, symbol: str) -> list[int]:
+    out = subprocess.run(["nm", "-n", str(binary)], capture_output=True, text=True, check=True).stdout
+    return [int(line.split()[0], 16) for line in out.splitlines() if line.split()[-1] == symbol]
+
+
+def test_copies_sit_at_their_own_alignment_and_offset(copies_build):
+    lays, exe, _, info = copies_build
+    for sym in ("rl_measured_simple", "rl_measured_producer", "rl_measured_consumer"):
+        addr = _addresses(exe, sym)
+        assert len(addr) == len(lays) and len(set(addr)) == len(lays)
+        assert all(a % lay.align == 0 for a, lay in zip(addr, lays))
+        assert len({a % 4096 for a in addr}) == len(lays)
+    # copies of one alignment are one compile (0 and 1 differ, 1 and 3 share 64)
+    rec = info.binaries[exe.name].layout
+    assert [c["align"] for c in rec["copies"]] == [1, 64, 16, 64]
+    # each copy runs; one past the last is a usage error naming the allowed values
+    for j in range(len(lays)):
+        proc = subprocess.run([str(exe), "--copy", str(j), "-N", "1000", "--json"], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["variant"] == "batch"
+    proc = subprocess.run([str(exe), "--copy", "4"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "allowed: 0..3" in proc.stderr
+    # one source set: the plain, the separate and the copies build of one arm
+    assert info.binaries[exe.name].source_sha256 == \
+        info.binaries[lays[1].binary_name("ptr_ring_test-batch")].source_sha256
+
+
+def test_a_copy_counts_the_instructions_of_its_separate_build(copies_build, tmp_path):
+    from ringlab.tools import icount
+    av = icount.availability()
+    if not av.ok:
+        pytest.skip(f"callgrind: {av.reason}")
+    lays, exe, separate, _ = copies_build
+    counts = []
+    for i, argv0 in enumerate([[str(exe), "--copy", "1"], [str(separate)], [str(exe), "--copy", "3"]]):
+        cg = tmp_path / f"cg{i}.out"
+        argv = [*argv0, "-m", "0", "-s", "64", "-N", "20000", "--counters", "none", "--json"]
+        subprocess.run(icount.callgrind_argv(argv, cg), capture_output=True, check=True, timeout=300)
+        counts.append(icount.parse_callgrind_out(cg.read_text()))
+    assert counts[0] > 0 and counts[0] == counts[1] == counts[2]
+
+
 def test_cflags_that_pin_function_alignment_keep_it_in_every_layout():
     from ringlab.build.layouts import arm_layouts, pins_function_alignment
     pinned = arm_layouts(7, "batch", 4, "-O2 -falign-functions=64 -falign-loops=64")
@@ -283,3 +380,13 @@ def test_cflags_that_pin_function_alignment_keep_it_in_every_layout():
     assert all(lay.align == 0 for lay in pinned)
     assert all(not any(f.startswith("-falign-functions") for f in lay.flags()) for lay in pinned)
     assert [lay.pad for lay in pinned] == [lay.pad for lay in arm_layouts(7, "batch", 4)]
+
+
+def test_build_seconds_count_each_copy_as_a_build():
+    from ringlab.studies.calibration import build_seconds
+    group = L.copy_groups(L.arm_layouts(3, "batch", 4))[0]
+    name = group.binary_name("ptr_ring_test-batch")
+    env = {"started_utc": "2026-01-01T00:00:10+00:00", "ended_utc": "2026-01-01T00:00:20+00:00",
+           "binaries_used": {name: {}, "ptr_ring_test-reorder": {}},
+           "build": {"binaries": {name: {"layout": group.record()}, "ptr_ring_test-reorder": {"layout": None}}}}
+    assert build_seconds(20.0, env) == pytest.approx(10.0 / 5)

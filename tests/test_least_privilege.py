@@ -107,6 +107,31 @@ def test_every_compile_of_a_header_runs_unprivileged(tmp_path, monkeypatch):
 
 @needs_cc
 @needs_root
+def test_layout_copies_of_a_header_build_unprivileged(tmp_path, monkeypatch):
+    """A binary of layout copies: every compile, the pads' assembly and the link run as the user."""
+    from ringlab.build import layouts as L
+    monkeypatch.delenv(privilege.USER_VAR, raising=False)
+    box = _drop_box(tmp_path)
+    cc = tmp_path / "cc-record"
+    cc.write_text(f"#!/bin/sh\necho $(id -u) \"$*\" >> {box}/cc-euid\nexec {shutil.which('gcc')} \"$@\"\n")
+    cc.chmod(0o755)
+    (box / "cc-euid").touch()
+    os.chmod(box / "cc-euid", 0o666)
+    monkeypatch.setenv("CC", str(cc))
+    header = _header(tmp_path, "plain", "")
+    group = L.copy_groups(L.arm_layouts(3, "plain", 3))[0]
+    info = driver.build_all(kernel_headers={"plain": str(header)}, out_dir=tmp_path / "bin",
+                            only=["ptr_ring_test-plain"], layouts={"ptr_ring_test-plain": [group]})
+    exe = Path(info.binaries[group.binary_name("ptr_ring_test-plain")].path)
+    assert exe.stat().st_uid == 0 and info.binaries[exe.name].layout == group.record()
+    lines = (box / "cc-euid").read_text().splitlines()
+    seen = [ln.split()[0] for ln in lines if "ptr_ring_test-plain" in ln or "pad0.s" in ln]
+    assert any("pad0.s" in ln for ln in lines)
+    assert len(seen) >= 4 and "0" not in seen
+
+
+@needs_cc
+@needs_root
 def test_incbin_of_a_root_only_file_does_not_build(tmp_path, monkeypatch):
     monkeypatch.delenv(privilege.USER_VAR, raising=False)
     secret = tmp_path / "secret"

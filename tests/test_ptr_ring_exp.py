@@ -1,6 +1,8 @@
 """ringlab.experiments.ptr_ring: parameters, placement on a fake topology, argv, parsing, real smoke."""
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 from pathlib import Path
@@ -62,8 +64,14 @@ def test_kernel_header_variant(tmp_path):
                                  "layouts": {"ptr_ring_test-batch": [PLAIN], "ptr_ring_test-deb": [PLAIN]}}
     v = PtrRing.resolve({"kernel_headers": f"deb={h}", "variants": "batch,deb"})   # quick: 4 layouts
     names = exp.needed_binaries(v)
-    assert len(names) == 8 and len(set(names)) == 8
-    assert sum(n.startswith("ptr_ring_test-deb@p") for n in names) == 4
+    # the 4 layouts of each variant are 4 copies in one binary (layout copies)
+    assert len(names) == 2 and len(set(names)) == 2
+    assert sum(n.startswith("ptr_ring_test-deb@c0-3-") for n in names) == 1
+    groups = exp.build_args(v)["layouts"]["ptr_ring_test-deb"]
+    assert [lay.index for g in groups for lay in g.layouts] == [0, 1, 2, 3]
+    v = PtrRing.resolve({"variants": "batch", "layouts": 40})
+    names = exp.needed_binaries(v)   # at most COPIES_PER_BINARY copies a binary, evenly filled
+    assert [n.split("@")[1].rsplit("-", 1)[0] for n in names] == ["c0-19", "c20-39"]
 
 
 def test_plan_auto_on_fake_topology():
@@ -103,13 +111,18 @@ def test_command_argv():
     specs = PtrRing().plan(v, ctx)
     s = next(s for s in specs if s.config["mode"] == 1)
     argv = PtrRing().command(s, ctx)
-    # smoke builds 2 layouts; no layout given: layout 0
-    assert f"ptr_ring_test-{s.config['variant']}@p" in argv[0]
-    assert argv[1:] == ["-s", "1000", "-m", "1", "-N", "100000", "-p", "2", "-c", "5", "-b", "8", "-l",
+    # smoke builds 2 layouts, as 2 copies in one binary; no layout given: layout 0, copy 0
+    assert f"ptr_ring_test-{s.config['variant']}@c0-1-" in argv[0]
+    assert argv[1:] == ["--copy", "0", "-s", "1000", "-m", "1", "-N", "100000", "-p", "2", "-c", "5", "-b", "8", "-l",
                         "-r", "3", "--counters", "none", "--json"]
     s.extra.update(layout=1, ring_offset=192)
     argv1 = PtrRing().command(s, ctx)
-    assert argv1[0] != argv[0] and argv1[-3:] == ["--ring-offset", "192", "--json"]
+    assert argv1[0] == argv[0] and argv1[1:3] == ["--copy", "1"]
+    assert argv1[-3:] == ["--ring-offset", "192", "--json"]
+    vl = PtrRing.resolve({"profile": "smoke", "layouts": 40})   # two binaries of 20 copies
+    sl = dataclasses.replace(s, extra={**s.extra, "layout": 33})
+    argv33 = PtrRing().command(sl, FakeCtx(vl))
+    assert "@c20-39-" in argv33[0] and argv33[1:3] == ["--copy", "13"]
     s0 = next(s for s in specs if s.config["mode"] == 0)
     assert "-c" not in PtrRing().command(s0, ctx)
     vn = PtrRing.resolve({"cpus": "none"})

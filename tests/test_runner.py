@@ -77,9 +77,10 @@ def test_run_order_deterministic_and_interleaved(fakebin, tmp_path):
     # warm-ups are trial 0, all run before any measured trial
     assert da["warmup"].tolist() == [t == 0 for t in da["trial"]]
     assert da[da.warmup]["order"].max() < da[~da.warmup]["order"].min()
-    # smoke builds 2 code layouts: each round runs one layout pair, each arm in its own binary
+    # smoke builds 2 code layouts: each round runs one layout pair; an arm's layouts are two copies
+    # in one binary (layout copies), so each arm ran one binary
     assert da.groupby("round")["layout"].nunique().eq(1).all() and set(da["layout"]) <= {0, 1}
-    assert da.groupby("variant")["binary_sha256"].nunique().eq(2).all()
+    assert da.groupby("variant")["binary_sha256"].nunique().eq(1).all()
 
 
 # -- failures -------------------------------------------------------------------------------
@@ -278,8 +279,8 @@ def test_missing_binary_is_error_without_folder(tmp_path, monkeypatch, capsys):
 def test_no_build_refuses_a_binary_changed_after_its_record(fakebin, tmp_path, capsys):
     """A binary replaced after it was built (or declared) is never measured: exit 2 naming
     the variant and both hashes (here: a code layout of it; smoke builds 2)."""
-    from ringlab.build.layouts import layout_spec
-    exe = fakebin / layout_spec(1, "batch", 1).binary_name("ptr_ring_test-batch")
+    from ringlab.build.layouts import arm_layouts, copy_groups
+    exe = fakebin / copy_groups(arm_layouts(1, "batch", 2))[0].binary_name("ptr_ring_test-batch")
     exe.write_text(exe.read_text() + "# edited\n")
     out = tmp_path / "out"
     assert cli.main(["run", "ptr_ring", "-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",

@@ -128,7 +128,7 @@ def test_runs_go_through_the_launcher(fakebin, launcher_exe, monkeypatch, tmp_pa
                                 log=lambda m: None)
     df = pd.read_csv(res.raw_csv)
     assert res.exit_code == 0 and df["status"].eq("ok").all()
-    assert len(calls) == len(df) and all("@p" in Path(c).name for c in calls)
+    assert len(calls) == len(df) and all("@c0-1-" in Path(c).name for c in calls)   # layout copies
 
 
 def test_a_launcher_that_is_not_built_or_fails_leaves_the_runner_to_spawn(tmp_path, monkeypatch):

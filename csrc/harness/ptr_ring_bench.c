@@ -854,3 +854,18 @@ int rl_bench_selftest(char *err, size_t errlen)
 			return 1;
 	return 0;
 }
+
+/* ---- this copy's entry (ptr_ring_bench.h: struct rl_bench_entry) ----
+ *
+ * Written in assembly, not as a C initializer: a C reference to the functions'
+ * addresses would make gcc emit them in another order, moving the measured code
+ * of every build.  The fields are in the order of struct rl_bench_entry. */
+_Static_assert(sizeof(struct rl_bench_entry) == 7 * sizeof(void *),
+	       "struct rl_bench_entry: seven pointers, as the table below writes it");
+#define RL_ASTR_(x) #x
+#define RL_ASTR(x) RL_ASTR_(x)
+__asm__(".pushsection rl_bench_copies,\"aw\"\n"
+	"\t.balign " RL_ASTR(__SIZEOF_POINTER__) "\n"
+	"\t.dc.a rl_bench_run, rl_bench_check, rl_bench_selftest, rl_bench_json\n"
+	"\t.dc.a rl_bench_free, rl_bench_variant, rl_measured_simple\n"
+	".popsection\n");

@@ -11,7 +11,10 @@
 #define RINGLAB_PTR_RING_BENCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "counters.h"
+
+struct ptr_ring;
 
 #define RL_MIN_RING_SIZE 2
 #define RL_MAX_RING_SIZE 10000000
@@ -93,5 +96,25 @@ char *rl_bench_json(const struct rl_bench_opts *o, const struct rl_bench_result 
 void rl_bench_free(void *p);
 
 const char *rl_bench_variant(void);
+
+/*
+ * One copy of this file's code, as the standalone binary (ptr_ring_main.c)
+ * reaches it.  A binary holds one or more copies (ringlab.build.layouts,
+ * "layout copies"): the same object compiled once per function alignment,
+ * linked several times with its global symbols made local, each instance after
+ * its own pad of unused code.  Every instance puts its entry into the section
+ * "rl_bench_copies" (link order = copy order) and `--copy K` runs instance K.  Invariant: every copy runs the same instructions as a
+ * separate build of its layout; only the addresses of its code differ.  The
+ * cffi module links one instance and calls the functions by name.
+ */
+struct rl_bench_entry {
+	int (*run)(const struct rl_bench_opts *, struct rl_bench_result *, char *, size_t);
+	int (*check)(const struct rl_bench_opts *, char *, size_t);
+	int (*selftest)(char *, size_t);
+	char *(*json)(const struct rl_bench_opts *, const struct rl_bench_result *);
+	void (*free)(void *);
+	const char *(*variant)(void);
+	int64_t (*measured)(struct ptr_ring *, long long, long long *);	/* rl_measured_simple */
+};
 
 #endif /* RINGLAB_PTR_RING_BENCH_H */

@@ -23,6 +23,17 @@
 
 static const char *prog = "ptr_ring_test";
 
+/* The copies of ptr_ring_bench.c this binary holds, in link order (see
+ * struct rl_bench_entry); `--copy K` picks one, 0 by default. */
+extern const struct rl_bench_entry __start_rl_bench_copies[];
+extern const struct rl_bench_entry __stop_rl_bench_copies[];
+static const struct rl_bench_entry *B;
+
+static int rl_copies(void)
+{
+	return (int)(__stop_rl_bench_copies - __start_rl_bench_copies);
+}
+
 #define RING_OFFSET_ALLOWED "a multiple of 64 in [0, 4032] (bytes into a page)"
 
 static void usage(FILE *f)
@@ -30,7 +41,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: %s [-s SIZE] [-m MODE] [-N COUNT] [-p CPU] [-c CPU] [-b BATCH] [-l]\n"
 		"          [-r REPEATS] [--counters LIST|none] [--json] [--barrier-timeout S]\n"
-		"          [--ring-offset BYTES] [--selftest]\n"
+		"          [--ring-offset BYTES] [--copy K] [--selftest]\n"
 		"  -s SIZE     ring size, 2..10000000 (default 1000)\n"
 		"  -m MODE     0 simple (one thread), 1 spsc, 2 near-full (default 0)\n"
 		"  -N COUNT    items per timed loop, 1..1000000000000 (default 1000000)\n"
@@ -47,8 +58,10 @@ static void usage(FILE *f)
 		"              its peer at a barrier, 1..86400 (default 60)\n"
 		"  --ring-offset BYTES  place the ring BYTES into its page, a multiple of 64\n"
 		"              in [0, 4032] (default 0); the slot array moves as much\n"
+		"  --copy K    run copy K of the measured code, 0..%d (layout copies;\n"
+		"              default 0)\n"
 		"  --selftest  run the full/empty/FIFO unit test and exit\n"
-		"variant: %s\n", prog, rl_bench_variant());
+		"variant: %s\n", prog, rl_copies() - 1, B->variant());
 }
 
 static int bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -96,6 +109,7 @@ int main(int argc, char **argv)
 		{ "selftest", no_argument, NULL, 'T' },
 		{ "barrier-timeout", required_argument, NULL, 'B' },
 		{ "ring-offset", required_argument, NULL, 'O' },
+		{ "copy", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -109,6 +123,11 @@ int main(int argc, char **argv)
 		prog = strrchr(argv[0], '/') + 1;
 	else if (argv[0])
 		prog = argv[0];
+	if (rl_copies() < 1) {
+		fprintf(stderr, "%s: no copy of the measured code was linked in\n", prog);
+		return 1;
+	}
+	B = &__start_rl_bench_copies[0];
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":s:m:N:p:c:b:lr:h", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -166,6 +185,20 @@ int main(int argc, char **argv)
 					       RING_OFFSET_ALLOWED);
 			o.ring_offset = (int)v;
 			break;
+		case 'K':
+			if (rl_copies() == 1 && strcmp(optarg, "0"))
+				return bad_arg("--copy: invalid value '%s'; allowed: 0 (this binary holds one copy)",
+					       optarg);
+			{
+				char allowed[64];
+
+				snprintf(allowed, sizeof(allowed), "0..%d (the copies this binary holds)",
+					 rl_copies() - 1);
+				if (parse_ll("--copy", optarg, 0, rl_copies() - 1, allowed, &v))
+					return 2;
+			}
+			B = &__start_rl_bench_copies[v];
+			break;
 		case 'J':
 			json = 1;
 			break;
@@ -191,11 +224,11 @@ int main(int argc, char **argv)
 		return bad_arg("unexpected argument '%s'%s", argv[optind], "; this program takes options only");
 
 	if (selftest) {
-		if (rl_bench_selftest(err, sizeof(err))) {
-			fprintf(stderr, "%s: selftest FAILED (%s): %s\n", prog, rl_bench_variant(), err);
+		if (B->selftest(err, sizeof(err))) {
+			fprintf(stderr, "%s: selftest FAILED (%s): %s\n", prog, B->variant(), err);
 			return 1;
 		}
-		printf("selftest ok (%s)\n", rl_bench_variant());
+		printf("selftest ok (%s)\n", B->variant());
 		return 0;
 	}
 
@@ -203,7 +236,7 @@ int main(int argc, char **argv)
 	 * under `perf stat`, and our events would compete for the same PMU. */
 	o.counters = counters ? counters : (json ? "all" : "none");
 
-	rc = rl_bench_check(&o, err, sizeof(err));
+	rc = B->check(&o, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "%s: error: %s\nrun '%s --help' for usage\n", prog, err, prog);
 		return 2;
@@ -215,18 +248,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return 1;
 	}
-	rc = rl_bench_run(&o, &res, err, sizeof(err));
+	rc = B->run(&o, &res, err, sizeof(err));
 	if (rc == RL_BENCH_EINVAL) {
 		fprintf(stderr, "%s: error: %s\n", prog, err);
 		free(res.iters);
 		return 2;
 	}
 	if (json) {
-		char *s = rl_bench_json(&o, &res);
+		char *s = B->json(&o, &res);
 
 		if (s) {
 			puts(s);
-			rl_bench_free(s);
+			B->free(s);
 		}
 	} else {
 		static const char *names[] = { "simple", "spsc", "near-full" };

@@ -120,11 +120,23 @@ def _check_one(job: _Job, out: Path, info: BuildInfo) -> None:
 
 def _check_layout(job: _Job, rec: dict, out: Path, hint: str) -> None:
     """StaleBinaryError unless the record's layout (pad, alignment, flags) is the job's."""
-    want = None if job.layout.plain else job.layout.record()
+    want = job.layout_record()
     got = rec.get("layout") if isinstance(rec.get("layout"), dict) else None
     keys = ("pad", "align", "flags")
-    if (want is None) != (got is None) or (want and any(want[k] != got.get(k) for k in keys)):
-        show = (lambda d: "the plain build" if not d else f"pad {d.get('pad')}, align {d.get('align')}")
+
+    def same(w: dict, g: dict) -> bool:
+        if "copies" in w or "copies" in g:   # layout copies: every copy's, in order
+            wc, gc = w.get("copies") or [], g.get("copies") or []
+            return len(wc) == len(gc) and all(same(a, b) for a, b in zip(wc, gc))
+        return all(w.get(k) == g.get(k) for k in keys)
+
+    def show(d):
+        if not d:
+            return "the plain build"
+        if "copies" in d:
+            return f"{len(d['copies'])} layout copies"
+        return f"pad {d.get('pad')}, align {d.get('align')}"
+    if (want is None) != (got is None) or (want and not same(want, got)):
         raise StaleBinaryError(f"{job.name}: {out} was built as {show(got)}, but this run asks for "
                                f"{show(want)}; {hint}")
 
@@ -148,5 +160,5 @@ def declare_built(names: list[str], kernel_headers: dict[str, str | Path] | None
         files = {source_label(p, job.header): sha256_file(p) for p in [*job.sources, *extra]}
         rec = {"binary": job.name, "binary_sha256": sha256_file(out), "compiler": None,
                "compiler_version": None, "declared": True, **source_set(files, hashed_flags(job.flags)),
-               "header": job.header_record, "layout": None if job.layout.plain else job.layout.record()}
+               "header": job.header_record, "layout": job.layout_record()}
         write_json(source_record_path(out), rec)

@@ -29,6 +29,10 @@ Rules:
   code and function alignment, as ``NAME@p<pad>-a<align>``; the layout's flags are recorded
   under ``layout`` in the source record, not in the source set (they move code, change none).
   Compiler options are checked in ringlab.build.cflags.
+* Layout copies (ringlab.build.layouts.LayoutCopies) put several layouts into one binary,
+  ``NAME@c<first>-<last>-<digest>``: :data:`COPY_SOURCE` is compiled once per function alignment
+  the copies use, its global symbols made local (``objcopy --localize-symbol``), and linked once
+  per copy after a pad object of the copy's pad; the other sources are compiled once.
 * The table :data:`TARGETS` says which sources make which binary; optional
   targets (page_frag, syscall_loop, c2c_latency, trial_launcher) are built only if their
   sources exist, so another engineer's layout change is a one-line edit.
@@ -51,7 +55,7 @@ from ringlab import paths
 from ringlab.digest import sha256_file
 from ringlab.build.binutils import binary_size, compiler_version
 from ringlab.build.cflags import BuildError, validate_cflags
-from ringlab.build.layouts import PLAIN, Layout, base_name
+from ringlab.build.layouts import PLAIN, Layout, LayoutCopies, base_name
 from ringlab.build.sourceset import (hashed_flags, parse_depfile, source_label,
                                      source_record_path, source_set, write_json)
 from ringlab.sources.header_files import KernelHeaderError
@@ -82,6 +86,10 @@ SANITIZERS = {
 }
 
 _PTR_RING_SOURCES = ["harness/ptr_ring_bench.c", "harness/ptr_ring_main.c", "harness/counters.c"]
+#: the source a binary of layout copies holds several times (its entry: csrc/harness/ptr_ring_bench.h)
+COPY_SOURCE = "harness/ptr_ring_bench.c"
+#: the global symbols of COPY_SOURCE, made local in each copy (objcopy wildcards)
+COPY_SYMBOLS = ("rl_bench_*", "rl_measured_*", "rl_layout_pad")
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,13 @@ class _Job:
     header: Path | None = None      # kernel-header variants: the header compiled
     header_record: dict | None = None
     layout: Layout = PLAIN          # code layout (ringlab.build.layouts): flags after all others
+    copies: LayoutCopies | None = None  # layout copies in one binary (then layout is PLAIN)
+
+    def layout_record(self) -> dict | None:
+        """The source record's ``layout``: None for the plain build."""
+        if self.copies is not None:
+            return self.copies.record()
+        return None if self.layout.plain else self.layout.record()
 
     def argv_flags(self) -> list[str]:
         """Every compile flag: the job's, then the layout's (not part of the source set)."""
@@ -305,16 +320,17 @@ def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj
         flags = [*flags, f"-ffile-prefix-map={work}={WORK_PREFIX}"]
     env = privilege.env(dict(os.environ, TMPDIR=str(tmpdir)), home=work)
     asm_md = assembler_depfile(cc)
-    for i, src in enumerate(sources):
-        obj = obj_dir / f"{i}-{src.stem}.o"
+    read = privilege.read_bytes if work is not None else (lambda p: Path(p).read_bytes())
+
+    def compile_one(src: Path, obj: Path, argv_flags: list[str]) -> None:
+        nonlocal first_cmd
         dep, asdep = obj.with_suffix(".d"), obj.with_suffix(".as.d")
-        argv = [cc, *flags, "-c", str(src), "-o", str(obj), "-MMD", "-MF", str(dep),
+        argv = [cc, *argv_flags, "-c", str(src), "-o", str(obj), "-MMD", "-MF", str(dep),
                 *([f"-Wa,--MD,{asdep}"] if asm_md else [])]
         first_cmd = first_cmd or argv
         proc = subprocess.run(privilege.wrap(argv), capture_output=True, text=True, cwd=cwd, env=env)
         if proc.returncode != 0:
             raise BuildError(f"{job.what}: compiling {src} failed: {first_error(proc.stderr)}")
-        read = privilege.read_bytes if work is not None else (lambda p: Path(p).read_bytes())
         found = _dep_inputs(read(dep).decode(errors="replace"), cwd, None, src)
         try:
             as_text = read(asdep).decode(errors="replace")
@@ -322,7 +338,14 @@ def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj
             as_text = ""
         found.update(_dep_inputs(as_text, cwd, tmpdir, src))
         inputs.update({staged.get(f, f): h for f, h in found.items()})
-        objs.append(str(obj))
+
+    if job.copies is None:
+        for i, src in enumerate(sources):
+            obj = obj_dir / f"{i}-{src.stem}.o"
+            compile_one(src, obj, flags)
+            objs.append(str(obj))
+    else:
+        objs = _compile_copies(job, cc, flags, sources, obj_dir, cwd, env, work, compile_one)
     tmp = (obj_dir / out.name) if work is not None else out.with_name(f".{out.name}.tmp")
     argv = [cc, *flags, *objs, "-o", str(tmp), *LDLIBS]
     proc = subprocess.run(privilege.wrap(argv), capture_output=True, text=True, cwd=cwd, env=env)
@@ -333,6 +356,71 @@ def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj
     else:
         os.replace(tmp, out)          # atomic: a concurrent run never sees half a binary
     return inputs, first_cmd
+
+
+def _copy_flags(lay: Layout) -> list[str]:
+    """A copy's compile flags: its layout's, less the pad (a pad object stands for it)."""
+    return [f for f in lay.flags() if not f.startswith("-DRINGLAB_LAYOUT_PAD=")]
+
+
+def _objcopy(cc: str) -> str:
+    """binutils' objcopy for ``cc`` (``x86_64-linux-gnu-objcopy`` beside a cross gcc), else
+    the one on PATH; BuildError when there is none."""
+    name = Path(cc).name
+    prefix = name[:-len("gcc")] if name.endswith("gcc") else ""
+    for cand in ([prefix + "objcopy"] if prefix else []) + ["objcopy"]:
+        found = shutil.which(cand)
+        if found:
+            return found
+    raise BuildError("objcopy not found: a binary of layout copies needs binutils' objcopy "
+                     "(or build with layouts 1)")
+
+
+def _compile_copies(job: _Job, cc: str, flags: list[str], sources: list[Path], obj_dir: Path,
+                    cwd: Path, env: dict, work: Path | None, compile_one) -> list[str]:
+    """The objects of a binary of layout copies, in link order: the shared sources once (with the
+    copies' loop alignment), then per copy its pad object and COPY_SOURCE compiled with the copy's
+    function alignment (one compile per distinct alignment, its globals made local)."""
+    lays = job.copies.layouts
+    copy_src = paths.CSRC / COPY_SOURCE
+    shared = [f for f in _copy_flags(lays[0]) if f.startswith(("-falign-loops=", "-falign-jumps="))]
+    objs: list[str] = []
+    for i, src in enumerate(sources):
+        if src != copy_src:
+            obj = obj_dir / f"{i}-{src.stem}.o"
+            compile_one(src, obj, [*flags, *shared])
+            objs.append(str(obj))
+    objcopy = _objcopy(cc)
+    localize = [f"--localize-symbol={s}" for s in COPY_SYMBOLS]
+    built: dict[tuple[str, ...], str] = {}
+    for lay in lays:
+        key = tuple(_copy_flags(lay))
+        if key in built:
+            continue
+        n = len(built)
+        raw, local = obj_dir / f"copy{n}-{copy_src.stem}.o", obj_dir / f"copy{n}-local.o"
+        compile_one(copy_src, raw, [*flags, *key])
+        proc = subprocess.run(privilege.wrap([objcopy, "-w", *localize, str(raw), str(local)]),
+                              capture_output=True, text=True, cwd=cwd, env=env)
+        if proc.returncode != 0:
+            raise BuildError(f"{job.what}: objcopy of {raw.name} failed: {first_error(proc.stderr)}")
+        built[key] = str(local)
+    # one pad object per copy: PAD bytes of .text that never run, right ahead of its copy
+    pads = []
+    for j, lay in enumerate(lays):
+        s = obj_dir / f"pad{j}.s"
+        s.write_text(f"\t.text\n\t.skip {int(lay.pad)}\n\t.section .note.GNU-stack,\"\",@progbits\n")
+        pads.append(s)
+    if work is not None:
+        for s in pads:
+            privilege.give(s)
+    argv = [cc, "-c", *[s.name for s in pads]]
+    proc = subprocess.run(privilege.wrap(argv), capture_output=True, text=True, cwd=obj_dir, env=env)
+    if proc.returncode != 0:
+        raise BuildError(f"{job.what}: assembling the layout pads failed: {first_error(proc.stderr)}")
+    for j, lay in enumerate(lays):
+        objs += [str(obj_dir / f"pad{j}.o"), built[tuple(_copy_flags(lay))]]
+    return objs
 
 
 _asm_md: dict[str, bool] = {}
@@ -362,7 +450,9 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
     out = out_dir / name
     obj_dir = out_dir / ".obj" / name
     stamp = out_dir / ".stamps" / f"{name}.json"
-    key = hashlib.sha256(json.dumps([cc, ccver, flags, [str(s) for s in sources], LDLIBS]).encode()).hexdigest()
+    copies = None if job.copies is None else [[lay.pad, *lay.flags()] for lay in job.copies.layouts]
+    key = hashlib.sha256(json.dumps([cc, ccver, flags, [str(s) for s in sources], LDLIBS, *([copies] if copies else [])]
+                                    ).encode()).hexdigest()
     data = _stamp_ok(stamp, out, key)
     rebuilt = data is None
     if rebuilt:
@@ -378,7 +468,7 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
                 "command": first_cmd, "source": src_set}
         stamp.write_text(json.dumps(data, indent=1))
     src_set = data["source"]
-    layout = None if job.layout.plain else job.layout.record()
+    layout = job.layout_record()
     record = {"binary": name, "binary_sha256": data["sha256"], "compiler": cc, "compiler_version": ccver,
               **src_set, "header": job.header_record, "layout": layout}
     write_json(source_record_path(out), record)
@@ -413,10 +503,18 @@ def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) 
 
 
 def _with_layouts(jobs: list[_Job], layouts: dict[str, list[Layout]] | None) -> list[_Job]:
-    """Each job whose binary ``layouts`` names, once per layout (``NAME@p<pad>-a<align>``)."""
+    """Each job whose binary ``layouts`` names, once per layout (``NAME@p<pad>-a<align>``) or once
+    per binary of layout copies (``NAME@c<first>-<last>-<digest>``)."""
     out = []
     for job in jobs:
         for lay in (layouts or {}).get(job.name) or [PLAIN]:
+            if isinstance(lay, LayoutCopies):
+                if not any(s == paths.CSRC / COPY_SOURCE for s in job.sources):
+                    raise BuildError(f"{job.name}: layout copies need {COPY_SOURCE} among its sources")
+                first, last = lay.layouts[0].index, lay.layouts[-1].index
+                out.append(dataclasses.replace(job, name=lay.binary_name(job.name), copies=lay,
+                                               what=job.what + f" (layouts {first}-{last}, copies)"))
+                continue
             out.append(dataclasses.replace(job, name=lay.binary_name(job.name), layout=lay,
                                            what=job.what + ("" if lay.plain else f" (layout {lay.index})")))
     return out

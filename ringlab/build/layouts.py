@@ -28,6 +28,17 @@ What is not randomized, and why:
 * function order: GNU ld cannot reorder the functions of an object without a linker script,
   so the order stays the compiler's.
 
+Layout copies: an arm's K layouts need not be K binaries.  :func:`copy_groups` puts up to
+:data:`COPIES_PER_BINARY` of them into one binary (:class:`LayoutCopies`,
+``ptr_ring_test-batch@c0-31-<digest>``): the measured object (csrc/harness/ptr_ring_bench.c) is
+compiled once per function alignment the group uses, its global symbols made local, and linked
+once per layout, each instance after a pad object of that layout's ``pad`` bytes in ``.text``, so
+copy k's measured functions sit at their own offset and alignment (``nm`` lists one
+``rl_measured_simple`` per copy, at different addresses).  A trial picks its layout's copy with
+``--copy J``.  The rest of the binary (main, counters) is shared by the copies and does not move
+between them; it runs outside the timed region.  Compiles per arm: one per distinct alignment
+(at most ``len(ALIGNS)``) instead of one per layout.
+
 With ``common_layouts`` (common random layouts) every arm's layout k is drawn from (run seed, k)
 alone, so both arms of layout pair k get the same pad and alignments and a pair's difference
 carries one arm's layout effect less (only as much as the arms' code-size difference moves it).
@@ -168,6 +179,64 @@ def _drawn(seed: int, arm: str, count: int, cflags: tuple[str, ...]) -> tuple[La
     if pins_loop_alignment(cflags):
         out = [dataclasses.replace(lay, loops=0) for lay in out]
     return tuple(out)
+
+
+#: the most layouts one binary holds as copies (a bound on its compile and link time and size)
+COPIES_PER_BINARY = 32
+
+
+@dataclass(frozen=True)
+class LayoutCopies:
+    """Several layouts of one arm in one binary (the module's "layout copies"); copy ``j`` is
+    ``layouts[j]`` and runs with ``--copy j``."""
+    layouts: tuple[Layout, ...]
+
+    @property
+    def plain(self) -> bool:
+        return False
+
+    @property
+    def index(self) -> int:
+        return self.layouts[0].index
+
+    def suffix(self) -> str:
+        """``@c<first>-<last>-<digest>``: the layout indices it holds and a digest of their pads,
+        alignments and loop alignments (two seeds never share a name)."""
+        text = ";".join(f"{l.index},{l.pad},{l.align},{l.loops}" for l in self.layouts)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+        return f"{SEPARATOR}c{self.layouts[0].index}-{self.layouts[-1].index}-{digest}"
+
+    def binary_name(self, base: str) -> str:
+        return base + self.suffix()
+
+    def position(self, index: int) -> int:
+        """The copy (``--copy``) that holds layout ``index``."""
+        for j, lay in enumerate(self.layouts):
+            if lay.index == index:
+                return j
+        raise ValueError(f"layout {index} is not in {self.suffix()}")
+
+    def record(self) -> dict:
+        """The build record's ``layout``: every copy's layout, in ``--copy`` order."""
+        return {"copies": [dict(lay.record(), copy=j) for j, lay in enumerate(self.layouts)]}
+
+
+def copy_groups(layouts: list[Layout], size: int = COPIES_PER_BINARY) -> list[LayoutCopies]:
+    """``layouts`` in binaries of at most ``size`` copies each, in index order, as evenly filled
+    as that allows (40 layouts at 16: 14 + 13 + 13).  A binary compiles the measured object once per
+    function alignment its copies use, whatever their number, so fewer binaries mean fewer compiles;
+    the bound keeps one binary's link and size small (about 17 kB of code a copy)."""
+    lays = list(layouts)
+    if not lays:
+        return []
+    n = -(-len(lays) // max(1, int(size)))
+    q, r = divmod(len(lays), n)
+    out, at = [], 0
+    for g in range(n):
+        k = q + (g < r)
+        out.append(LayoutCopies(tuple(lays[at:at + k])))
+        at += k
+    return out
 
 
 def base_name(name: str) -> str:

@@ -13,7 +13,9 @@ then be listed in ``variants`` (a header no variant uses is refused, not silentl
 Code and data layouts: with ``layouts`` K > 1 each variant is built K times (ringlab.build.layouts:
 a seeded pad of unused code and function alignment per build, ``ptr_ring_test-<variant>@p<pad>-a<align>``)
 and a trial runs the layout its round was given (``spec.extra["layout"]``, ringlab.run.plan);
-``layouts`` 1 is one fixed build.  Every trial also places the ring at a seeded offset in its
+``layouts`` 1 is one fixed build.  The K layouts of a variant are built as layout copies
+(ringlab.build.layouts.LayoutCopies: up to 32 in one binary, ``ptr_ring_test-<variant>@c<first>-<last>-<digest>``)
+and a trial picks its layout's copy with ``--copy J``.  Every trial also places the ring at a seeded offset in its
 page (``--ring-offset``, ``spec.extra["ring_offset"]``, ringlab.run.process).
 """
 from __future__ import annotations
@@ -22,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ringlab.build.layouts import MAX_LAYOUTS, Layout, arm_layouts
+from ringlab.build.layouts import MAX_LAYOUTS, Layout, LayoutCopies, arm_layouts, copy_groups
 from ringlab.errors import ParamError
 from ringlab.experiments.base import Experiment, TrialSpec, last_json_object, parse_harness_json
 from ringlab.experiments.params import MAX_OPS, Param
@@ -150,11 +152,31 @@ class PtrRing(Experiment):
         values["cpus"] = cpus
 
     @staticmethod
-    def layouts_of(values) -> dict[str, list[Layout]]:
-        """{ptr_ring_test-VARIANT: its layouts} (``[PLAIN]`` each when ``layouts`` is 1)."""
-        return {f"ptr_ring_test-{v}": arm_layouts(values["seed"], v, values.get("layouts", 1),
-                                                  values.get("cflags"), values.get("common_layouts", False))
-                for v in values["variants"]}
+    def _arm_layouts(values, variant: str) -> list[Layout]:
+        return arm_layouts(values["seed"], variant, values.get("layouts", 1), values.get("cflags"),
+                           values.get("common_layouts", False))
+
+    @classmethod
+    def layouts_of(cls, values) -> dict[str, list[Layout | LayoutCopies]]:
+        """{ptr_ring_test-VARIANT: what it is built as}: ``[PLAIN]`` when ``layouts`` is 1, else its
+        layouts in binaries of layout copies (ringlab.build.layouts.copy_groups)."""
+        out = {}
+        for v in values["variants"]:
+            lays = cls._arm_layouts(values, v)
+            out[f"ptr_ring_test-{v}"] = lays if len(lays) == 1 else copy_groups(lays)
+        return out
+
+    def _copy_of(self, spec, values) -> tuple[str, int | None]:
+        """(the binary of this trial, its ``--copy``; None for a binary of one layout)."""
+        base = f"ptr_ring_test-{spec.config['variant']}"
+        lays = self._arm_layouts(values, str(spec.config["variant"]))
+        k = int(spec.extra.get("layout", 0))
+        if len(lays) == 1:
+            return lays[k].binary_name(base), None
+        for group in copy_groups(lays):
+            if any(lay.index == k for lay in group.layouts):
+                return group.binary_name(base), group.position(k)
+        raise ParamError(f"layout {k}: allowed: 0..{len(lays) - 1}")
 
     def needed_binaries(self, values):
         return [lay.binary_name(base) for base, lays in self.layouts_of(values).items() for lay in lays]
@@ -164,11 +186,9 @@ class PtrRing(Experiment):
                 "cflags": values.get("cflags", ""), "layouts": self.layouts_of(values)}
 
     def binary_name(self, spec, values) -> str:
-        """The binary of this trial: its variant in the layout of its round (``extra["layout"]``)."""
-        base = f"ptr_ring_test-{spec.config['variant']}"
-        lays = arm_layouts(values["seed"], str(spec.config["variant"]), values.get("layouts", 1),
-                           values.get("cflags"), values.get("common_layouts", False))
-        return lays[int(spec.extra.get("layout", 0))].binary_name(base)
+        """The binary of this trial: the one holding its variant in the layout of its round
+        (``extra["layout"]``); ``command`` adds the copy."""
+        return self._copy_of(spec, values)[0]
 
     # -- placement -------------------------------------------------------------------------
     def _placements(self, values, ctx) -> tuple[list, list]:
@@ -220,7 +240,8 @@ class PtrRing(Experiment):
 
     def command(self, spec, ctx) -> list[str]:
         cfg, values = spec.config, ctx.values
-        argv = [str(ctx.binary(self.binary_name(spec, values))),
+        name, copy = self._copy_of(spec, values)
+        argv = [str(ctx.binary(name)), *(["--copy", str(copy)] if copy is not None else []),
                 "-s", str(cfg["size"]), "-m", str(cfg["mode"]), "-N", str(spec.extra.get("ops", cfg["count"]))]
         p, c = spec.cpus
         if p >= 0:

@@ -171,13 +171,18 @@ def levels_of(meas, metric: str, build_s: float) -> dict[str, dict]:
 
 
 def build_seconds(total_s: float, env: dict | None) -> float:
-    """Seconds per binary the run spent outside its trials (building), from the run's wall time
-    and env.json's start and end of the trials."""
+    """Seconds per layout build the run spent outside its trials (building), from the run's wall
+    time and env.json's start and end of the trials.  A binary of layout copies
+    (ringlab.build.layouts.LayoutCopies) counts as its number of copies."""
     try:
         start = datetime.fromisoformat(str(env["started_utc"]).replace("Z", "+00:00"))
         end = datetime.fromisoformat(str(env["ended_utc"]).replace("Z", "+00:00"))
-        n = len(env.get("binaries_used") or {})
-    except (KeyError, TypeError, ValueError):
+        built = (env.get("build") or {}).get("binaries") or {}
+        n = 0
+        for name in env.get("binaries_used") or {}:
+            lay = (built.get(name) or {}).get("layout") if isinstance(built, dict) else None
+            n += len(lay["copies"]) if isinstance(lay, dict) and isinstance(lay.get("copies"), list) else 1
+    except (KeyError, TypeError, ValueError, AttributeError):
         return math.nan
     if n < 1:
         return math.nan

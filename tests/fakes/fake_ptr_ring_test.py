@@ -2,7 +2,7 @@
 """Mock executor: a stand-in for build/bin/ptr_ring_test-<variant>.
 
 It speaks the real binary's command line (``-s SIZE -m MODE -N COUNT [-p CPU] [-c CPU]
-[-b BATCH] [-l] [-r REPEATS] [--counters LIST|none] [--ring-offset BYTES] [--json]``) and prints the JSON of
+[-b BATCH] [-l] [-r REPEATS] [--counters LIST|none] [--ring-offset BYTES] [--copy K] [--json]``) and prints the JSON of
 docs/architecture.md, with made-up but deterministic timings, so the runner's tests do not
 depend on the C build, on timing noise or on perf.  The variant comes from the program
 name (``ptr_ring_test-batch`` -> ``batch``, ``ptr_ring_test-batch@p12-a4`` -> ``batch``: a code
@@ -33,7 +33,7 @@ BASE_NS = {"prebatch": 12.0, "batch": 10.0, "reorder": 9.0, "spsc": 6.0}
 def main(argv):
     variant = os.path.basename(argv[0]).split("-", 1)[-1].split("@", 1)[0]
     opts = {"-s": "1000", "-m": "0", "-N": "1000", "-p": None, "-c": None, "-b": "0",
-            "-r": "1", "--counters": "cycles,instructions", "--ring-offset": "0"}
+            "-r": "1", "--counters": "cycles,instructions", "--ring-offset": "0", "--copy": "0"}
     flags = set()
     i = 1
     while i < len(argv):
@@ -150,7 +150,10 @@ def install(bin_dir, python, variants=tuple(BASE_NS), kernel_headers=None, cflag
     src = open(os.path.abspath(__file__)).read()
     os.makedirs(bin_dir, exist_ok=True)
     out = []
+    # one binary per layout, and the binaries of layout copies a run of 2..layouts layouts asks for
     lays = {f"ptr_ring_test-{v}": [L.PLAIN] + [L.layout_spec(s, v, k) for s in seeds for k in range(layouts)]
+            + [g for s in seeds for n in range(2, layouts + 1) for common in (False, True)
+               for g in L.copy_groups(L.arm_layouts(s, v, n, cflags, common=common))]
             for v in variants}
     for base, arm in lays.items():
         for lay in arm:
