@@ -171,7 +171,7 @@ def actual_class(ctx, row) -> str:
 #: the environment variable whose size each trial draws
 ENV_PAD_VAR = "RINGLAB_ENV_PAD"
 #: options whose value is drawn per trial: their value is not part of the measured command's shape
-_PER_TRIAL_OPTIONS = ("--ring-offset",)
+_PER_TRIAL_OPTIONS = ("--ring-offset", "--copy")
 
 
 _hashes: dict[tuple, str] = {}
