@@ -136,30 +136,37 @@ def instructions_vs_published(run_dir) -> pd.DataFrame:
 
 
 def size_sweep_table(run_dir, baseline: str = "prebatch", metric: str = "ns_per_op") -> pd.DataFrame:
+    """Per ring size: the arms' centers the effect is computed from, %change (+ = better) with its
+    CI in the same sign under the one CI heading (``tables.ci_heading``), p (Holm), verdict."""
     df, _ = load(run_dir)
     cmp = compare(df, baseline, metric)
+    change, cih = _tab.change_header(cmp), f"{_tab.ci_heading(cmp)} of {_tab.CHANGE}"
     rows = []
     for _, r in cmp.sort_values([c for c in ("mode", "pair_class", "size") if c in cmp.columns]).iterrows():
         size = int(r["size"])
+        cb, cc = _tab.arm_centers(r)
         rows.append({"mode": r.get("mode"), "pair_class": r.get("pair_class"), "size": size,
                      "batch": effective_batch(size, int(r.get("batch", 0) or 0)),
-                     f"{baseline} ns/op": r["median_baseline"], f"{r['candidate']} ns/op": r["median_candidate"],
-                     "delta": _pct(r["delta_pct"]), "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+                     f"{baseline} ns/op": cb, f"{r['candidate']} ns/op": cc,
+                     change: _pct(_tab.gain(r)), cih: _ci(*_tab.gain_ci(r)),
                      "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
     return pd.DataFrame(rows)
 
 
 def by_placement_table(run_dir, baseline: str, metric: str = "ns_per_op") -> pd.DataFrame:
-    """The A/B verdict per placement (same CPU vs pairs), the seed-002 question."""
+    """The A/B verdict per placement (same CPU vs pairs), the seed-002 question, in the tables'
+    one sign (+ = better) beside the arms' centers the effect is computed from."""
     df, _ = load(run_dir)
     cmp = compare(df, baseline, metric)
+    change, cih = _tab.change_header(cmp), f"{_tab.ci_heading(cmp)} of {_tab.CHANGE}"
     cols = [c for c in ("pair_class", "cpu_req_producer", "cpu_req_consumer", "align", "alloc_len") if c in cmp.columns]
     rows = []
     for _, r in cmp.sort_values(cols).iterrows():
         row = {c: r[c] for c in cols}
-        row.update({"candidate": r["candidate"], f"{baseline} {metric}": r["median_baseline"],
-                    f"candidate {metric}": r["median_candidate"], "delta": _pct(r["delta_pct"]),
-                    "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+        cb, cc = _tab.arm_centers(r)
+        row.update({"candidate": r["candidate"], f"{baseline} {metric}": cb,
+                    f"candidate {metric}": cc, change: _pct(_tab.gain(r)),
+                    cih: _ci(*_tab.gain_ci(r)),
                     "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
         rows.append(row)
     return pd.DataFrame(rows)
