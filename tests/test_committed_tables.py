@@ -136,7 +136,7 @@ def test_summary_md_one_sign_one_level(path):
     if has_ab:
         assert len(signs) == 1, f"{where}: sign conventions {signs}"
         assert text.count("Sign: + means better") == 1, f"{where}: the sign convention is not stated once"
-        assert "Noise floor" in text, f"{where}: no noise floor"
+    assert "Noise floor" in text, f"{where}: no noise floor"
     for h, _ in tables:
         assert "delta" not in h and not any(str(c).startswith("gain") for c in h), f"{where}: {h}"
 

@@ -189,8 +189,10 @@ def _results_root(run_path) -> Path | None:
 
 def _method(cmp: pd.DataFrame) -> str:
     """How the effect was estimated (``method_text``), worded for the + = better %change."""
-    return method_text(cmp).replace("delta = estimated candidate/baseline ratio - 1 of",
+    text = method_text(cmp).replace("delta = estimated candidate/baseline ratio - 1 of",
                                     "the effect is the estimated candidate/baseline ratio of", 1)
+    # the CI levels are stated once: in the table's heading and Holm's footnote
+    return text.split("; p Holm-corrected per candidate")[0].rstrip(".") + "."
 
 
 def _head(c: _Computed) -> list[str]:
@@ -206,8 +208,7 @@ def _head(c: _Computed) -> list[str]:
     md.append(excluded_text(df, meas, excluded, metric))
     if env.get("host") or env.get("hostname"):
         md.append(f"Host: {env.get('host') or env.get('hostname')}.")
-    if c.cmp is not None and len(c.cmp):
-        md.append(_tab.noise_floor_text(run_host(df, env), c.floor))
+    md.append(_tab.noise_floor_text(run_host(df, env), c.floor))
     const = _tab.constant_settings(df, params)
     if const:
         md.append(f"Same in every trial (left out of the tables): {const}.")
