@@ -34,6 +34,8 @@ def _committed(pattern: str) -> list[Path]:
 
 COMPARE = _committed("results/*compare.csv")
 SUMMARIES = [p for p in _committed("results/*summary.md") if (p.parent / "raw.csv").is_file()]
+#: compare-runs' summary.md (notebook 90's cross-machine table), re-rendered from the runs' raw.csv
+CROSS = _committed("results/compare-runs/*summary.md")
 RUNS = [p.parent for p in COMPARE]
 
 
@@ -139,6 +141,19 @@ def test_summary_md_one_sign_one_level(path):
     assert "Noise floor" in text, f"{where}: no noise floor"
     for h, _ in tables:
         assert "delta" not in h and not any(str(c).startswith("gain") for c in h), f"{where}: {h}"
+
+
+@pytest.mark.parametrize("path", CROSS, ids=_id)
+def test_compare_runs_summary_one_sign_one_level(path):
+    text = path.read_text()
+    where = _id(path)
+    check_conventions(text, where)
+    signs = {check_table(h, rows, where) for h, rows in _md_tables(text)} - {None}
+    assert signs == {"faster"}, f"{where}: sign conventions {signs}"
+    assert text.count("Sign: + means better") == 1
+    csv = pd.read_csv(path.parent / "cross_machine.csv")
+    check_table(list(csv.columns), csv.values.tolist(), f"{where} cross_machine.csv")
+    check_conventions(" ".join(csv.columns), f"{where} cross_machine.csv")
 
 
 def _noise_floor_holds(text: str) -> None:

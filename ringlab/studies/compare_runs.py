@@ -152,11 +152,23 @@ def stale_checks(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def cross_machine_note(t_cross: pd.DataFrame) -> str:
+    """The sign convention of the cross-machine table and, under a Holm heading, its footnote."""
+    note = (f"{tables.SIGN_CONVENTION} {DELTA_MAIL.split(' (')[0]} = (unpatched - patched) / unpatched; "
+            "the arm columns are the centers the effect is computed from, so their ratio is the %change.")
+    if any(tables.HOLM_MARK in str(c) for c in t_cross.columns):
+        note += (f" {tables.HOLM_MARK} Within each run, Holm over its configurations sets each row's CI "
+                 "level so that the run keeps a 5% family-wise error rate; a row is significant exactly "
+                 "when its interval excludes 0.")
+    return note
+
+
 def summary_text(runs: list[Run], t_cross: pd.DataFrame, t_stale: pd.DataFrame, t_runs: pd.DataFrame) -> str:
     """summary.md of the compare-runs folder."""
     md = ["# Runs compared", "", f"{len(runs)} runs under results/.", "",
           "## Cross-machine (ptr_ring, seed 000 shape)", "",
           fmt.df_to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
+          *([cross_machine_note(t_cross), ""] if len(t_cross) else []),
           "## Stale-data checks", "", fmt.df_to_markdown(t_stale), "", "## Runs", "", fmt.df_to_markdown(t_runs), ""]
     return "\n".join(md)
 
