@@ -82,10 +82,11 @@ rn.markdown(rn.run_overview(RUN))
 
 # %% [markdown]
 # ## The verdict, in the mail's shape
-# Medians of ns per operation; `delta` (Hodges-Lehmann estimate over paired rounds) uses the
-# mail's sign convention (positive = patched is faster), with its signed-rank CI at the
-# Holm-matched level (95% or more, printed with it), the Holm-corrected p and a verdict.
-# "no significant difference" means the CI lies inside ±1%.
+# Per arm, the centers of ns per operation the effect is computed from (their ratio is the
+# %change); `%change` has one sign in every table: + means better (faster), as in mmtests.  Its
+# CI follows it in the same sign under the one CI heading of the report (where Holm sets the
+# rows' levels, "(Holm)" and summary.md's footnote say so), then the Holm-corrected p and a
+# verdict.  "no significant difference" means the CI lies inside ±1%.
 
 # %%
 R = rn.report(RUN, baseline=baseline, patched=patched, labels={baseline: "unpatched", patched: "patched"})

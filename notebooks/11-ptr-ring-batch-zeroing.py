@@ -64,7 +64,8 @@ rn.markdown(rn.run_overview(RUN))
 
 # %% [markdown]
 # ## Where batching helps, and where it does not
-# One row per ring size and CPU pair: medians, the difference with its CI, and a verdict.
+# One row per ring size and CPU pair: the arms' centers the effect is computed from, %change
+# (+ = faster) with its CI in the same sign, and a verdict.
 
 # %%
 R = rn.report(RUN, baseline=baseline, labels={baseline: "prebatch", "batch": "batch zeroing"})

@@ -120,10 +120,10 @@ print("patch kept in the run folder:", kept)
 
 # %% [markdown]
 # ## Verdicts
-# Medians of ns per operation per arm; `delta` uses the mails' sign (positive = patched
-# faster; Hodges-Lehmann over paired rounds), with its CI at the Holm-matched level (95% or
-# more, printed with it), the Holm-corrected p and a verdict.  For this patch we
-# expect negative deltas (patched slower) in every mode.
+# Per arm, the centers of ns per operation the effect is computed from (their ratio is the
+# %change); `%change` has one sign: + means better (patched faster), as in mmtests, with its CI
+# in the same sign under the report's one CI heading, the Holm-corrected p and a verdict.  For
+# this patch we expect a negative %change (patched slower) in every mode.
 
 # %%
 R = rn.report(RUN, baseline=AB.baseline, patched=AB.candidate,

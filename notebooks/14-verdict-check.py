@@ -100,7 +100,7 @@ rn.markdown(rn.run_overview(RUN))
 
 # %% [markdown]
 # ## Verdicts
-# Each arm against `base`: delta with its CI (t interval across the layout pairs), the
+# Each arm against `base`: %change (+ = faster) with its CI (t interval across the layout pairs), the
 # layout spread and its share of the CI, and the verdict.
 
 # %%

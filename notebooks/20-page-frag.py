@@ -59,7 +59,8 @@ rn.markdown(rn.run_overview(RUN))
 
 # %% [markdown]
 # ## Is the gain real?
-# Every configuration, after against before, with the CI of the difference and a verdict.
+# Every configuration, after against before: %change (+ = faster) with its CI in the same sign,
+# beside the arms' centers it is computed from, and a verdict.
 
 # %%
 R = rn.report(RUN, baseline=baseline, labels={"before": "before", "after": "after"})

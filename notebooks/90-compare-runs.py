@@ -17,7 +17,8 @@
 # # 90 · Compare runs across machines and dates
 #
 # Every run under `results/` carries its raw data and its `env.json`.  This notebook merges
-# them: one cross-machine table in the mail's shape ("arch/host | unpatched | patched | delta"),
+# them: one cross-machine table in the mail's shape ("arch/host | unpatched | patched | %change",
+# + = faster),
 # and the stale-data check Alexander Duyck asked for in seed 002 ("Is this actually the
 # numbers for this patch set?"): runs whose compared binaries, or whose sources, are identical,
 # and runs whose raw numbers are identical to another run's.

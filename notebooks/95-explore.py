@@ -69,15 +69,17 @@ else:
 
 # %% [markdown]
 # ## Re-compare against another baseline
-# `run.compare(baseline=...)` is the paired analysis of the report (per round, Hodges-Lehmann
-# delta with its CI, Holm over the configurations), as a frame to slice.
+# `run.compare(baseline=...)` is the paired analysis of the report (per round, Hodges-Lehmann,
+# Holm over the configurations), as a frame to slice; shown here in the tables' one sign:
+# `gain_pct` (+ = better) with its CI, beside the arm centers it is computed from.
 
 # %%
 cmp = None
 if run is not None:
     cmp = run.compare(baseline=baseline)
-    cols = cmp.attrs["group_columns"] + ["candidate", "design", "n_pairs", "delta_pct", "ci_low_pct",
-                                         "ci_high_pct", "ci_level", "verdict"]
+    cols = cmp.attrs["group_columns"] + ["candidate", "design", "n_pairs", "center_baseline",
+                                         "center_candidate", "gain_pct", "gain_low_pct", "gain_high_pct",
+                                         "ci_level", "verdict"]
     cmp = cmp[[c for c in cols if c in cmp.columns]]
     rn.table(cmp)
 else:

@@ -28,9 +28,10 @@ def test_write_report_tables(run_dir):
     header = next(ln for ln in md.splitlines() if ln.startswith("| mode | unpatched (batch) | patched (reorder) |"))
     cols = [c.strip() for c in header.strip("|").split("|")]
     assert cols[-1] == "verdict" and "p (Holm)" in cols
-    d = cols.index("delta")
-    assert cols[d + 1].endswith("CI of delta") and cols[d + 2] == "gain (mail sign: + = candidate faster)"
-    assert cols[d + 3].endswith("CI of gain") and cols[d + 1].replace("delta", "gain") == cols[d + 3]
+    d = cols.index("%change (+ = faster)")
+    assert cols[d + 1] in ("95% CI of %change", "95% CI (Holm) of %change") and "delta" not in cols and not any("gain" in c for c in cols)
+    assert "Sign: + means better" in md and md.count("Sign: + means better") == 1
+    assert "Noise floor" in md   # stated in every summary, also when the host has no calibration
     assert "IPC" in md and "instructions/op" in md
     assert "slow trials had" in md  # cause of the 10% slow trials
     assert "excluded" in md
@@ -140,24 +141,31 @@ def test_report_says_why_spsc_is_missing(tmp_path):
 
 
 def test_each_ci_follows_its_number_in_its_sign(run_dir):
+    import pandas as pd
+
     from ringlab.report import report
+    from ringlab.stats import compare
     ab = report(run_dir, baseline="batch", figures=False).tables["ab"]
+    cmp = compare(pd.read_csv(run_dir / "raw.csv"), "batch")
     cols = list(ab.columns)
-    dci = cols[cols.index("delta") + 1]
-    gain = "gain (mail sign: + = candidate faster)"
-    gci = cols[cols.index(gain) + 1]
-    assert dci.endswith("CI of delta") and gci.endswith("CI of gain")
+    ch = "%change (+ = faster)"
+    ci = cols[cols.index(ch) + 1]
+    assert ci in ("95% CI of %change", "95% CI (Holm) of %change")
 
     def bounds(s):
         lo, hi = s.split("]")[0].strip("[").split(", ")
         return float(lo.rstrip("%")), float(hi.rstrip("%"))
-    for _, row in ab.iterrows():
-        d, g = float(row["delta"].rstrip("%")), float(row[gain].rstrip("%"))
-        dlo, dhi = bounds(row[dci])
-        glo, ghi = bounds(row[gci])
-        assert row[dci].split("]")[1] == row[gci].split("]")[1], "the same level on both"
-        assert (glo, ghi) == (-dhi, -dlo) and g == -d
-        assert dlo <= d <= dhi and glo <= g <= ghi
+    for (_, row), (_, r) in zip(ab.iterrows(), cmp.iterrows()):
+        g = float(row[ch].rstrip("%"))
+        glo, ghi = bounds(row[ci])
+        assert g == pytest.approx(-r["delta_pct"], abs=0.051) and glo <= g <= ghi
+        assert (glo, ghi) == pytest.approx((-r["ci_high_pct"], -r["ci_low_pct"]), abs=0.051)
+        assert "]" == row[ci][-1], "no per-row level: the heading states the one level"
+        # the arm figures beside the effect are the ones it is computed from: their ratio is it
+        cb, cc = r["center_baseline"], r["center_candidate"]
+        assert (cb - cc) / cb * 100 == pytest.approx(r["gain_pct"])
+        assert r["gain_pct"] == pytest.approx(-r["delta_pct"])
+        assert (r["gain_low_pct"], r["gain_high_pct"]) == pytest.approx((-r["ci_high_pct"], -r["ci_low_pct"]))
 
 
 def test_new_compare_columns_are_shown_when_present(run_dir):
@@ -167,8 +175,9 @@ def test_new_compare_columns_are_shown_when_present(run_dir):
     from ringlab.stats import compare
     cmp = compare(pd.read_csv(run_dir / "raw.csv"), "batch")
     cmp["design"], cmp["n_pairs"], cmp["ci_level"], cmp["family_size"] = "paired", 30.0, 0.9, 2
+    cmp.attrs["alpha"] = 0.1
     h, rows = tables.comparison_rows(cmp)
-    for c in ("design", "n_pairs", "90% CI of delta", "family size"):
+    for c in ("design", "n_pairs", "90% CI of %change", "family size"):
         assert c in h
     assert rows[0][h.index("design")] == "paired" and rows[0][h.index("n_pairs")] == "30"
 
@@ -286,25 +295,23 @@ def test_cross_machine_ci_follows_its_delta_with_its_level(tmp_path):
     runs = _forest_runs(tmp_path)
     t = compare_runs.cross_machine_table(runs)
     cols = list(t.columns)
-    d = cols.index("delta (mail sign)")
+    d = cols.index("%change (+ = faster)")
     head = cols[d + 1]
-    assert head.endswith("CI of delta (mail sign)") and "95% CI" not in cols
     levels = []
     for r in runs:
         c = compare(r.raw, "batch")
         levels += list(c.loc[c["candidate"] == "reorder", "ci_level"])
-    per_row = len({round(v, 6) for v in levels}) > 1
-    assert head == ("CI of delta (mail sign)" if per_row else f"{fmt.ci_header(levels[0])} of delta (mail sign)")
+    per_row = len({round(v, 6) for v in levels}) > 1 or any(abs(v - 0.95) > 1e-9 for v in levels)
+    assert head == ("95% CI (Holm) of %change" if per_row else "95% CI of %change")
     k = 0
     for r in runs:
         c = compare(r.raw, "batch")
         for _, row in c[c["candidate"] == "reorder"].iterrows():
             got = t.iloc[k]
-            assert got["delta (mail sign)"] == fmt.pct(-row["delta_pct"])
-            want = fmt.ci(row["ci_low_pct"], row["ci_high_pct"], negate=True)
-            if per_row:
-                want += f" ({fmt.ci_header(row['ci_level']).split(' ')[0]})"
-            assert got[head] == want
+            assert got["%change (+ = faster)"] == fmt.pct(-row["delta_pct"])
+            assert got[head] == fmt.ci(row["ci_low_pct"], row["ci_high_pct"], negate=True)
+            b, p = got["unpatched (batch)"], got["patched (reorder)"]
+            assert (b - p) / b * 100 == pytest.approx(-row["delta_pct"])
             k += 1
     assert k == len(t) == 4
 

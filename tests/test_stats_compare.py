@@ -312,7 +312,7 @@ def test_cli_compare_json_and_table(tmp_path):
     assert [list(r) for r in recs] == [JSON_FIELDS]
     txt = subprocess.run([sys.executable, "-m", "ringlab", "compare", str(p), "--baseline", "batch"],
                          capture_output=True, text=True, check=True).stdout
-    assert "| batch | reorder | design | n_pairs | delta | 95% CI of delta |" in txt and "Welch" in txt
+    assert "| batch | reorder | design | n_pairs | %change (+ = faster) | 95% CI" in txt and "Welch" in txt
     assert "reorder: 1 comparison(s)" in txt and "Holm-corrected over" not in txt
     bad = subprocess.run([sys.executable, "-m", "ringlab", "compare", str(p), "--baseline", "nope"],
                          capture_output=True, text=True)

@@ -28,6 +28,7 @@ from ringlab import fmt, rundir, schema
 from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
 from ringlab.rundir import pick_baseline
+from ringlab.rundir.calibration import find_calibration
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
 from ringlab.stats.compare import method_text
 from ringlab.stats.sequential import stopping_text
@@ -140,6 +141,7 @@ class _Computed:
     cmp: pd.DataFrame | None
     diags: list
     ab: list
+    floor: dict | None = None
 
 
 def compute(run_dir, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
@@ -163,8 +165,34 @@ def compute(run_dir, metric: str | None = None, baseline: str | None = None, lab
     ab = []
     if base and "instructions_per_op" in df.columns:
         for cand in sorted(set(df["variant"].astype(str)) - {base}):
-            ab += diagnose_ab(df, base, cand, time_metric=metric)
-    return _Computed(run, df, env, metric, base, labels, patched, meas, excluded, params, summ, cmp, diags, ab)
+            ab += diagnose_ab(df, base, cand, time_metric=metric, comparison=cmp)
+    floor = _tab.noise_floor(find_calibration(run_host(df, env), _results_root(run.path)))
+    return _Computed(run, df, env, metric, base, labels, patched, meas, excluded, params, summ, cmp, diags, ab,
+                     floor)
+
+
+def run_host(df: pd.DataFrame, env: dict) -> str | None:
+    """The host a run was measured on (env.json, else raw.csv's one ``host``)."""
+    h = env.get("host") or env.get("hostname")
+    if h:
+        return str(h)
+    hosts = df["host"].dropna().astype(str).unique() if "host" in df.columns else []
+    return str(hosts[0]) if len(hosts) == 1 else None
+
+
+def _results_root(run_path) -> Path | None:
+    """results/ of a run folder results/<experiment>/<host>/<run-id> (None: the default results/)."""
+    p = Path(run_path).resolve()
+    root = p.parents[2] if len(p.parents) > 2 else None
+    return root if root is not None and (root / "calibration").is_dir() else None
+
+
+def _method(cmp: pd.DataFrame) -> str:
+    """How the effect was estimated (``method_text``), worded for the + = better %change."""
+    text = method_text(cmp).replace("delta = estimated candidate/baseline ratio - 1 of",
+                                    "the effect is the estimated candidate/baseline ratio of", 1)
+    # the CI levels are stated once: in the table's heading and Holm's footnote
+    return text.split("; p Holm-corrected per candidate")[0].rstrip(".") + "."
 
 
 def _head(c: _Computed) -> list[str]:
@@ -180,6 +208,7 @@ def _head(c: _Computed) -> list[str]:
     md.append(excluded_text(df, meas, excluded, metric))
     if env.get("host") or env.get("hostname"):
         md.append(f"Host: {env.get('host') or env.get('hostname')}.")
+    md.append(_tab.noise_floor_text(run_host(df, env), c.floor))
     const = _tab.constant_settings(df, params)
     if const:
         md.append(f"Same in every trial (left out of the tables): {const}.")
@@ -195,19 +224,15 @@ def _render(c: _Computed) -> tuple[Report, list]:
     md = _head(c)
     sections = []
     if cmp is not None and len(cmp):
-        h, r = _tab.comparison_rows(cmp, labels)
+        h, r = _tab.comparison_rows(cmp, labels, c.floor)
         rep.tables["ab"] = _frame(h, r)
-        md += [f"## A/B verdicts (baseline {base})", "",
-               method_text(cmp) + " Each delta is followed by its CI (where levels differ between rows, "
-               "each CI says its level); medians shown per arm.", ""]
-        if bool(cmp["lower_is_better"].iloc[0]):
-            md += [f"{_tab.GAIN_HEADER.split(' (')[0]} (mail sign) = (baseline - candidate) / baseline = -delta: "
-                   "'+6.2%' means the candidate is faster, as in the mailing-list tables; its CI is the CI "
-                   "of delta with the sign flipped.", ""]
+        md += [f"## A/B verdicts (baseline {base})", "", _tab.sign_text(cmp), ""]
         if "note" in cmp.columns and (cmp["note"] == "exact (deterministic metric)").any():
             md += ["Rows marked 'exact (deterministic metric)' compare values that did not vary at all "
                    "between trials: the difference is exact, there is no CI or p-value.", ""]
         md += [fmt.md_table(h, r), ""]
+        foot = _tab.holm_footnote(cmp)
+        md += ([foot, ""] if foot else []) + [f"Method: {_method(cmp)}", ""]
         sections.append(("A/B verdicts", h, r))
     elif base is None:
         rep.missing["ab"] = "this run has a single variant: there is nothing to compare"

@@ -1,16 +1,16 @@
 """summary.md / summary.csv / summary.tex from the statistics (no statistics here).
 
-The markdown comparison table reads like the mails' tables, and every CI sits right
-after the number it belongs to, in that number's sign::
+The comparison table shows one estimator in one sign::
 
-    | mode | size | unpatched (batch) | patched (reorder) | delta | 95% CI of delta
-      | gain (mail sign: + = candidate faster) | 95% CI of gain | p (Holm) | verdict |
+    | mode | size | unpatched (batch) | patched (reorder) | design | n_pairs | %change (+ = faster)
+      | 95% CI (Holm) of %change | p (Holm) | family size | verdict |
 
-``delta`` is (candidate - baseline) / baseline on the medians; for lower-is-better
-metrics a labelled extra column gives the mails' sign ("+6.2%" = candidate faster),
-followed by its own CI (the CI of delta negated, bounds swapped).  Columns that
-``ringlab.stats.compare`` adds (``design``, ``n_pairs``, ``family_size``, ``ci_level``)
-are shown when present.
+The arm columns are the centers the effect is computed from (``center_baseline``,
+``center_candidate`` of ``ringlab.stats.contract``), so their ratio is the %change; %change is
+``gain_pct``: + means better (faster, fewer instructions, more ops/s), as in mmtests, and its
+CI is in the same sign.  One CI heading per report (``ci_heading``); where Holm gives rows
+different levels, ``holm_footnote`` says so once.  A host's noise floor (its A/A bound,
+``noise_floor``) is stated once, and a verdict on an effect below it says so.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import math
 import pandas as pd
 
 from ringlab import fmt
+from ringlab.stats.decide import INSTRUCTION_METRICS
 from ringlab.stats.summary import format_value
 
 NA_COUNTERS = "n/a (not supported here)"
@@ -27,7 +28,20 @@ NA_COUNTERS = "n/a (not supported here)"
 CALLGRIND_MARK = "(callgrind)"
 COUNTER_TABLE = [("ipc", "IPC", "{:.3g}"), ("branch_miss_rate", "branch-miss rate", "{:.3%}"),
                  ("instructions_per_op", "instructions/op", "{:.4g}")]
-GAIN_HEADER = "gain (mail sign: + = candidate faster)"
+#: the one effect column of every table: + means better (faster, fewer instructions, more ops/s)
+CHANGE = "%change"
+#: kept for callers that name the old heading
+GAIN_HEADER = "%change (+ = candidate faster)"
+SIGN_CONVENTION = ("Sign: + means better (faster, fewer instructions, more ops/s), as in mmtests, in every "
+                   "table of this report.")
+ARM_TEXT = ("The two arm columns are the centers the effect is computed from: the baseline's "
+            "Hodges-Lehmann center over the rounds compared, and the candidate's center that the "
+            "estimated ratio implies (baseline x ratio), so the two give the %change exactly; the "
+            "arms' raw medians are in the Summary table.")
+HOLM_MARK = "(Holm)"
+TIME_METRICS = {"ns_per_op", "elapsed_ns", "ns_producer", "ns_consumer", "wall_s", "elapsed_us", "cycles_per_op",
+                "cycles"}
+
 #: a comparison whose measured rounds hold one layout pair: ``-p layouts 1``, or a run built with
 #: more layouts whose measured rounds all ran one pair (a smoke run: 2 measured rounds, the
 #: warm-up round took the other pair)
@@ -106,33 +120,150 @@ def layout_texts(r) -> list[tuple[str, str]]:
     return out
 
 
-def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the mail-style comparison table; each CI follows its number."""
+def better_word(metric: str, lower_is_better: bool) -> str:
+    """What + means for ``metric``: "faster", "fewer instructions", "more <metric>"."""
+    if metric in INSTRUCTION_METRICS:
+        return "fewer instructions"
+    if lower_is_better:
+        return "faster" if metric in TIME_METRICS else f"lower {metric}"
+    return "more ops/s" if metric in ("ops_per_s", "mops") else f"higher {metric}"
+
+
+def change_header(cmp: pd.DataFrame) -> str:
+    """"%change (+ = faster)": the one effect column of every table, in the one sign."""
+    metric = cmp.attrs.get("metric", "ns_per_op")
+    lib = bool(cmp["lower_is_better"].iloc[0]) if len(cmp) and "lower_is_better" in cmp else True
+    return f"{CHANGE} (+ = {better_word(metric, lib)})"
+
+
+def sign_text(cmp: pd.DataFrame) -> str:
+    """The sentence that states the sign convention and what the arm columns are (once per report)."""
+    metric = cmp.attrs.get("metric", "ns_per_op")
+    lib = bool(cmp["lower_is_better"].iloc[0]) if len(cmp) and "lower_is_better" in cmp else True
+    formula = ("(baseline - candidate) / baseline" if lib else "(candidate - baseline) / baseline")
+    return (f"{SIGN_CONVENTION} Here {CHANGE} = {formula} of {metric}, and its CI is in the same sign. "
+            f"{ARM_TEXT}")
+
+
+def gain_ci(r) -> tuple[float, float]:
+    """The CI of a compare() row's ``gain_pct`` (+ = better), from the row (older frames: from
+    the CI of delta, negated for lower-is-better metrics)."""
+    lo, hi = _num(r, "gain_low_pct"), _num(r, "gain_high_pct")
+    if math.isfinite(lo) or math.isfinite(hi) or "gain_low_pct" in getattr(r, "index", ()):
+        return lo, hi
+    dlo, dhi = _num(r, "ci_low_pct"), _num(r, "ci_high_pct")
+    return (-dhi, -dlo) if _flag(r.get("lower_is_better", True)) else (dlo, dhi)
+
+
+def gain(r) -> float:
+    """A compare() row's effect in the + = better sign (``gain_pct``; older frames: from delta)."""
+    g = _num(r, "gain_pct")
+    if math.isfinite(g):
+        return g
+    d = _num(r, "delta_pct")
+    return -d if _flag(r.get("lower_is_better", True)) else d
+
+
+def arm_centers(r) -> tuple[float, float]:
+    """(baseline, candidate) centers the row's effect is computed from (``center_*``); frames
+    made before those columns existed: the baseline median and median x (1 + delta)."""
+    cb, cc = _num(r, "center_baseline"), _num(r, "center_candidate")
+    if math.isfinite(cb):
+        return cb, cc
+    mb, d = _num(r, "median_baseline"), _num(r, "delta_pct")
+    return mb, mb * (1 + d / 100) if math.isfinite(d) else math.nan
+
+
+def ci_levels(cmp: pd.DataFrame) -> list[float]:
+    """The distinct CI levels of the rows that have a CI."""
+    if "ci_level" not in cmp.columns:
+        return []
+    has = pd.to_numeric(cmp["ci_low_pct"], errors="coerce").notna()
+    return sorted(set(pd.to_numeric(cmp.loc[has, "ci_level"], errors="coerce").dropna().round(6)))
+
+
+def ci_heading(cmp: pd.DataFrame) -> str:
+    """The one CI heading of a report: "95% CI" when every row is at 1 - alpha, else the
+    family-wise level with Holm ("95% CI (Holm)"), whose per-row levels ``holm_footnote`` gives."""
+    alpha = float(cmp.attrs.get("alpha", 0.05) or 0.05)
+    levels = ci_levels(cmp)
+    head = fmt.ci_header(1 - alpha)
+    return head if all(abs(v - (1 - alpha)) < 1e-9 for v in levels) else f"{head} {HOLM_MARK}"
+
+
+def holm_footnote(cmp: pd.DataFrame) -> str:
+    """The footnote that says how Holm set each row's CI level ("" when every row is at 1 - alpha)."""
+    alpha = float(cmp.attrs.get("alpha", 0.05) or 0.05)
+    levels = ci_levels(cmp)
+    if all(abs(v - (1 - alpha)) < 1e-9 for v in levels):
+        return ""
+    fam = int(pd.to_numeric(cmp.get("family_size"), errors="coerce").max()) if "family_size" in cmp else 0
+    lv = (f"{levels[0] * 100:.4g}%" if len(levels) == 1 else f"{levels[0] * 100:.4g}-{levels[-1] * 100:.4g}%")
+    return (f"{HOLM_MARK} Holm over each candidate's {fam} configuration(s): the family keeps a "
+            f"{alpha:.0%} family-wise error rate, so each row's interval is printed at its Holm step's "
+            f"level ({lv}) and a row is significant exactly when its interval excludes 0; p is Holm-adjusted.")
+
+
+def noise_floor(doc: dict | None) -> dict | None:
+    """A host's A/A bound from its calibration.json dict (``rundir.calibration.find_calibration``):
+    ``bound_pct`` (the largest |effect| the A/A CI allows, percent), ``sigma_layout_pct``,
+    ``layouts``, ``run_id``; None without a usable ``aa_ci``."""
+    try:
+        lo, hi = (float(v) for v in doc["aa_ci"][:2])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return {"bound_pct": max(abs(math.expm1(lo)), abs(math.expm1(hi))) * 100,
+            "sigma_layout_pct": float(doc.get("sigma_layout", math.nan)) * 100, "layouts": doc.get("layouts"),
+            "run_id": str(doc.get("run_id") or "?")}
+
+
+def noise_floor_text(host: str | None, floor: dict | None) -> str:
+    """summary.md's line about the host's noise floor (also when there is none)."""
+    if floor is None:
+        return (f"Noise floor: host {host or '?'} has no A/A calibration (results/calibration/"
+                f"{host or '<host>'}/calibration.json, `ringlab calibrate`): effects cannot be set against it.")
+    return (f"Noise floor of {host}: an A/A comparison (identical arms, {floor['layouts']} layout pairs, "
+            f"calibration {floor['run_id']}) gives |%change| < {floor['bound_pct']:.1f}%; an effect "
+            "smaller than that cannot be told from noise on this host.")
+
+
+def below_floor(r, floor: dict | None) -> bool:
+    """The row's effect (not an exact count) is smaller than the host's A/A bound."""
+    if floor is None or str(r.get("design")) == "exact":
+        return False
+    g = gain(r)
+    return math.isfinite(g) and abs(g) < floor["bound_pct"]
+
+
+def floor_note(floor: dict) -> str:
+    return f"below this host's noise floor (|%change| < {floor['bound_pct']:.1f}% in A/A)"
+
+
+def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None,
+                    floor: dict | None = None) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the comparison table: the arms' centers the effect is computed from,
+    the effect as %change (+ = better) with its CI in the same sign, p (Holm), the verdict."""
     metric = cmp.attrs.get("metric", "ns_per_op")
     gcols = _varying(cmp, list(cmp.attrs.get("group_columns", [])))
-    lib = bool(cmp["lower_is_better"].iloc[0]) if len(cmp) and "lower_is_better" in cmp else False
     single = cmp["candidate"].nunique() == 1 and cmp["baseline"].nunique() == 1
     if single:  # the mails' layout: one column per arm, labelled
         arms = [_label(cmp["baseline"].iloc[0], labels), _label(cmp["candidate"].iloc[0], labels)]
     else:
         arms = ["baseline", "candidate"]
-    levels = sorted(set(cmp["ci_level"].dropna().round(6))) if "ci_level" in cmp.columns else []
-    # one level for the whole table goes in the header; family-adjusted levels that differ
-    # between rows go in each cell, after the interval
-    per_row = len(levels) > 1
-    cih = "CI" if per_row else fmt.ci_header(levels[0] if levels else 0.95)
+    ch = change_header(cmp)
     header = gcols + arms
     design = [c for c in ("design", "n_pairs") if c in cmp.columns]
-    header += design + ["delta", f"{cih} of delta"]
-    if lib:
-        header += [GAIN_HEADER, f"{cih} of gain"]
+    header += design + [ch, f"{ci_heading(cmp)} of {CHANGE}"]
     header += ["p (Holm)"] + (["family size"] if "family_size" in cmp.columns else [])
     lay = has_layouts(cmp)
     header += ([LAYOUT_HEADER] if lay else []) + ["verdict"]
     rows = []
     for _, r in cmp.iterrows():
         row = [str(r[c]) for c in gcols]
-        mb, mc = format_value(r["median_baseline"], metric), format_value(r["median_candidate"], metric)
+        cb, cc = arm_centers(r)
+        mb, mc = format_value(cb, metric), format_value(cc, metric)
         if single:
             row += [mb, mc]
         else:
@@ -141,12 +272,7 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list
             v = r[c]
             row.append("n/a" if v is None or (isinstance(v, float) and math.isnan(v))
                        else str(int(v)) if isinstance(v, float) else str(v))
-        lvl = ""
-        if per_row and not math.isnan(_num(r, "ci_level")) and math.isfinite(_num(r, "ci_low_pct")):
-            lvl = f" ({fmt.ci_header(_num(r, 'ci_level')).split(' ')[0]})"
-        row += [fmt.pct(r["delta_pct"]), fmt.ci(r["ci_low_pct"], r["ci_high_pct"]) + lvl]
-        if lib:
-            row += [fmt.pct(r["gain_pct"]), fmt.ci(r["ci_low_pct"], r["ci_high_pct"], negate=True) + lvl]
+        row += [fmt.pct(gain(r)), fmt.ci(*gain_ci(r))]
         row.append(fmt.p(r["p_holm"]))
         if "family_size" in cmp.columns:
             fs = _num(r, "family_size")
@@ -159,6 +285,8 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None) -> tuple[list
         tn = _num(r, "trials_needed")
         if math.isfinite(tn):
             verdict += f"; ~{int(tn)} trials/arm needed"
+        if below_floor(r, floor):
+            verdict += f"; {floor_note(floor)}"
         row.append(verdict)
         rows.append(row)
     return header, rows

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ringlab import fmt
 from ringlab.report import published
+from ringlab.report import tables as _tab
 from ringlab.rundir import Run
 from ringlab.stats import compare, measurements, summarize
 from ringlab.report import provenance
@@ -50,24 +51,26 @@ def _config_cols(cmp: pd.DataFrame) -> list[str]:
 
 
 def mail_table(run_dir, baseline: str, patched: str, metric: str = "ns_per_op") -> pd.DataFrame:
-    """Seed 000's table: arch | config | unpatched | patched | delta (+ CI, p, verdict).
+    """Seed 000's table: arch | config | unpatched | patched | %change (+ CI, p, verdict).
 
-    ``delta`` uses the mail's sign: (unpatched - patched) / unpatched, so "+6.2%" means
-    the patched ring is faster."""
+    The arm columns are the centers the effect is computed from (their ratio is the %change);
+    %change is + = better: (unpatched - patched) / unpatched for times, so "+6.2%" means the
+    patched ring is faster, with its CI in the same sign under the report's one CI heading."""
     df, env = load(run_dir)
     cmp = compare(df, baseline, metric)
     cmp = cmp[cmp["candidate"] == patched]
     arch = arch_label(env)
     cfg = _config_cols(cmp)
+    change, cih = _tab.change_header(cmp), _tab.ci_heading(cmp)
     rows = []
     for _, r in cmp.iterrows():
         row = {"arch": arch}
         row.update({c: r[c] for c in cfg})
-        row[f"unpatched ({baseline}) {metric}"] = r["median_baseline"]
-        row[f"patched ({patched}) {metric}"] = r["median_candidate"]
-        row["delta (mail sign: + = patched faster)"] = _pct(r["gain_pct"])
-        # the CI of the mail-sign delta = -CI of delta, bounds swapped: same sign as its number
-        row["95% CI of delta (mail sign)"] = _ci(r["ci_low_pct"], r["ci_high_pct"], negate=True)
+        cb, cc = _tab.arm_centers(r)
+        row[f"unpatched ({baseline}) {metric}"] = cb
+        row[f"patched ({patched}) {metric}"] = cc
+        row[change] = _pct(_tab.gain(r))
+        row[f"{cih} of {_tab.CHANGE}"] = _ci(*_tab.gain_ci(r))
         row["p (Holm)"] = _p(r["p_holm"])
         row["n"] = f"{int(r['n_baseline'])}/{int(r['n_candidate'])}"
         row["verdict"] = r["verdict"] + (f" (need ~{int(r['trials_needed'])} trials/arm)"
@@ -81,21 +84,23 @@ def published_vs_reproduced_reorder(run_dir, baseline: str = "batch", patched: s
     """patched/unpatched time ratios: the mail's (arm64, x86) beside ours, per mode."""
     df, env = load(run_dir)
     pub = published.ptr_ring_reorder_table()
+    cmp = compare(df, baseline, "ns_per_op")
+    cmp = cmp[cmp["candidate"] == patched]
+    cih = f"{_tab.ci_heading(cmp)} of ratio"
     rows = [{"source": f"published ({r.arch}, seed 000)", "mode": r.mode,
              "pair_class": "taskset -c 1" if r.mode == 0 else "taskset -c 1-2",
              "unpatched": f"{r.unpatched_ms} ms", "patched": f"{r.patched_ms} ms",
-             "patched / unpatched": round(r.ratio_patched_over_unpatched, 4), "95% CI of ratio": "not published",
-             "delta (mail sign)": r.delta_published} for r in pub.itertuples()]
-    cmp = compare(df, baseline, "ns_per_op")
-    cmp = cmp[cmp["candidate"] == patched]
+             "patched / unpatched": round(r.ratio_patched_over_unpatched, 4), cih: "not published",
+             "%change (+ = faster)": r.delta_published} for r in pub.itertuples()]
     for _, r in cmp.iterrows():
         rows.append({"source": f"reproduced ({arch_label(env)})", "mode": r.get("mode"),
                      "pair_class": r.get("pair_class", ""),
-                     "unpatched": f"{r['median_baseline']:.3f} ns/op", "patched": f"{r['median_candidate']:.3f} ns/op",
+                     "unpatched": f"{_tab.arm_centers(r)[0]:.3f} ns/op",
+                     "patched": f"{_tab.arm_centers(r)[1]:.3f} ns/op",
                      "patched / unpatched": round(1 + r["delta_pct"] / 100, 4),
-                     "95% CI of ratio": (f"[{1 + r['ci_low_pct'] / 100:.4f}, {1 + r['ci_high_pct'] / 100:.4f}]"
+                     cih: (f"[{1 + r['ci_low_pct'] / 100:.4f}, {1 + r['ci_high_pct'] / 100:.4f}]"
                                          if not math.isnan(r["ci_low_pct"]) else "n/a"),
-                     "delta (mail sign)": _pct(r["gain_pct"])})
+                     "%change (+ = faster)": _pct(_tab.gain(r))})
     return pd.DataFrame(rows)
 
 
@@ -131,30 +136,37 @@ def instructions_vs_published(run_dir) -> pd.DataFrame:
 
 
 def size_sweep_table(run_dir, baseline: str = "prebatch", metric: str = "ns_per_op") -> pd.DataFrame:
+    """Per ring size: the arms' centers the effect is computed from, %change (+ = better) with its
+    CI in the same sign under the one CI heading (``tables.ci_heading``), p (Holm), verdict."""
     df, _ = load(run_dir)
     cmp = compare(df, baseline, metric)
+    change, cih = _tab.change_header(cmp), f"{_tab.ci_heading(cmp)} of {_tab.CHANGE}"
     rows = []
     for _, r in cmp.sort_values([c for c in ("mode", "pair_class", "size") if c in cmp.columns]).iterrows():
         size = int(r["size"])
+        cb, cc = _tab.arm_centers(r)
         rows.append({"mode": r.get("mode"), "pair_class": r.get("pair_class"), "size": size,
                      "batch": effective_batch(size, int(r.get("batch", 0) or 0)),
-                     f"{baseline} ns/op": r["median_baseline"], f"{r['candidate']} ns/op": r["median_candidate"],
-                     "delta": _pct(r["delta_pct"]), "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+                     f"{baseline} ns/op": cb, f"{r['candidate']} ns/op": cc,
+                     change: _pct(_tab.gain(r)), cih: _ci(*_tab.gain_ci(r)),
                      "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
     return pd.DataFrame(rows)
 
 
 def by_placement_table(run_dir, baseline: str, metric: str = "ns_per_op") -> pd.DataFrame:
-    """The A/B verdict per placement (same CPU vs pairs), the seed-002 question."""
+    """The A/B verdict per placement (same CPU vs pairs), the seed-002 question, in the tables'
+    one sign (+ = better) beside the arms' centers the effect is computed from."""
     df, _ = load(run_dir)
     cmp = compare(df, baseline, metric)
+    change, cih = _tab.change_header(cmp), f"{_tab.ci_heading(cmp)} of {_tab.CHANGE}"
     cols = [c for c in ("pair_class", "cpu_req_producer", "cpu_req_consumer", "align", "alloc_len") if c in cmp.columns]
     rows = []
     for _, r in cmp.sort_values(cols).iterrows():
         row = {c: r[c] for c in cols}
-        row.update({"candidate": r["candidate"], f"{baseline} {metric}": r["median_baseline"],
-                    f"candidate {metric}": r["median_candidate"], "delta": _pct(r["delta_pct"]),
-                    "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+        cb, cc = _tab.arm_centers(r)
+        row.update({"candidate": r["candidate"], f"{baseline} {metric}": cb,
+                    f"candidate {metric}": cc, change: _pct(_tab.gain(r)),
+                    cih: _ci(*_tab.gain_ci(r)),
                     "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
         rows.append(row)
     return pd.DataFrame(rows)

@@ -196,7 +196,22 @@ def describe(rounds: Rounds, b_all, c_all, metric: str, **labels) -> Comparison:
     lib = metric in schema.LOWER_IS_BETTER
     return Comparison(labels.pop("group", "all"), labels.pop("baseline", ""), labels.pop("candidate", ""), metric,
                       len(b_all), len(c_all), mb, mc, delta_abs, ratio, _welch_p(b_all, c_all), 0,
-                      lower_is_better=lib, **labels)
+                      lower_is_better=lib, center_baseline=baseline_center(rounds), **labels)
+
+
+def baseline_center(rounds: Rounds) -> float:
+    """The baseline's center over the rounds an effect rests on (the common rounds when paired):
+    the Hodges-Lehmann location of its per-round values, on the log scale when they are positive."""
+    b = rounds.baseline.loc[rounds.common] if rounds.paired else rounds.baseline
+    v = np.asarray(b, dtype=float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return math.nan
+    log = bool(np.all(v > 0))
+    x = np.log(v) if log else v
+    i, j = np.triu_indices(len(x))
+    hl = float(np.median((x[i] + x[j]) / 2))
+    return math.exp(hl) if log else hl
 
 
 def pair_arms(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, paired: bool | None = None,
@@ -267,8 +282,9 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
 
     Returns a frame whose first columns are ``JSON_FIELDS``, followed by the group's
     parameter columns and ``EXTRA_FIELDS``: p_welch (Welch t on the measurements, uncorrected,
-    descriptive), note, delta_abs, ratio_medians_pct, gain_pct (seed sign convention, NaN for
-    higher-is-better metrics), lower_is_better, metric.  ``attrs``: metric, group_columns,
+    descriptive), note, delta_abs, ratio_medians_pct, gain_pct (+ = better: -delta for
+    lower-is-better metrics, delta else), lower_is_better, metric, center_baseline,
+    center_candidate, gain_low_pct, gain_high_pct (``ringlab.stats.contract.EXTRA_FIELDS``).  ``attrs``: metric, group_columns,
     alpha.  The CIs are exact rank-test inversions (or t intervals across layouts); ``seed``
     seeds the trials_needed check.
 

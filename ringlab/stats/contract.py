@@ -124,7 +124,17 @@ def to_records(result: pd.DataFrame) -> list[dict]:
 
 #: the descriptive columns a compare() frame has after ``JSON_FIELDS`` and the configuration's
 #: parameter columns, in order
-EXTRA_FIELDS = ["p_welch", "note", "delta_abs", "ratio_medians_pct", "gain_pct", "lower_is_better", "metric"]
+#: Meanings of the added ones:
+#:   gain_pct          the effect in the one sign of the tables: + = better (faster, fewer
+#:                     instructions, more ops/s): -delta_pct for lower-is-better metrics, delta_pct else
+#:   center_baseline   the baseline's center the effect is measured against: the Hodges-Lehmann
+#:                     location of its per-round values (log scale for positive values) over the
+#:                     rounds the effect rests on (paired: the common rounds)
+#:   center_candidate  center_baseline x (1 + delta_pct / 100): the candidate's center the effect
+#:                     implies, so center_candidate / center_baseline - 1 is delta_pct exactly
+#:   gain_low_pct, gain_high_pct  the CI of gain_pct (the CI of delta, negated for lower-is-better)
+EXTRA_FIELDS = ["p_welch", "note", "delta_abs", "ratio_medians_pct", "gain_pct", "lower_is_better", "metric",
+                "center_baseline", "center_candidate", "gain_low_pct", "gain_high_pct"]
 
 
 @dataclass
@@ -155,6 +165,7 @@ class Comparison:
     frame_has_layout: bool = False
     n_layouts: int = 0
     lower_is_better: bool = True
+    center_baseline: float = math.nan    # see EXTRA_FIELDS
 
     def _note(self) -> str:
         if self.verdict.note:
@@ -204,10 +215,15 @@ class Comparison:
                "n_pairs": self.n_pairs, "ci_level": level, "family_size": self.family_size,
                **self._layout_fields()}
         out.update(self.config)
+        sign = -1.0 if self.lower_is_better else 1.0
+        glo, ghi = (sign * lo, sign * hi) if sign > 0 else (-hi, -lo)
+        cb = self.median_baseline if self.estimate is not None and self.estimate.design == "exact" \
+            else self.center_baseline
         out.update(p_welch=self.p_welch, note=self._note(), delta_abs=self.delta_abs,
-                   ratio_medians_pct=self.ratio_medians_pct,
-                   gain_pct=-delta if self.lower_is_better else math.nan,
-                   lower_is_better=self.lower_is_better, metric=self.metric)
+                   ratio_medians_pct=self.ratio_medians_pct, gain_pct=sign * delta,
+                   lower_is_better=self.lower_is_better, metric=self.metric,
+                   center_baseline=cb, center_candidate=cb * (1 + delta / 100),
+                   gain_low_pct=glo, gain_high_pct=ghi)
         return out
 
 

@@ -30,9 +30,10 @@ from scipy import stats as sst
 
 from ringlab import schema
 from ringlab.stats import outliers as _out
-from ringlab.stats.compare import pair_arms
+from ringlab.stats.compare import compare
+from ringlab.stats.designs import LAYOUT_COLUMNS
 from ringlab.stats.holm import holm
-from ringlab.stats.rounds import ROUND_COLUMN, round_key
+from ringlab.stats.rounds import comparison_columns, round_key
 from ringlab.stats.summary import format_value, group_columns, measurements
 
 CAUSE_ALPHA = 0.01
@@ -274,16 +275,31 @@ def diagnose(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, by=None) -> 
     return out
 
 
-def _verdict_rounds(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, alpha: float) -> dict:
-    """One comparison of two arms' rows, paired by round where the rounds allow (no family)."""
-    both = pd.concat([bsub, csub])
-    rk = round_key(both)
-    if rk is not None:
-        both = both.assign(**{ROUND_COLUMN: rk})
-    b, c = both.iloc[:len(bsub)], both.iloc[len(bsub):]
-    arms = pair_arms(b, c, metric, paired=None if rk is not None else False)
-    arms.comparison.p_holm = arms.p
-    return arms.finish(1 - alpha, 0.01, alpha).row()
+def _comparison_rows(df: pd.DataFrame, baseline: str, candidate: str, metric: str, alpha: float,
+                     by, comparison: pd.DataFrame | None) -> dict:
+    """The compare() rows of ``candidate`` against ``baseline`` by configuration label: the
+    verdict's own rows (``comparison``, as the report has them), else ``compare`` of ``df``."""
+    if comparison is None:
+        comparison = compare(df, baseline, metric, by=by, alpha=alpha)
+    rows = comparison[(comparison["candidate"].astype(str) == str(candidate))
+                      & (comparison["baseline"].astype(str) == str(baseline))]
+    return {str(r["group"]): r for r in rows.to_dict("records")}
+
+
+def _time_text(tv: dict) -> str:
+    """The verdict's estimate, CI and p as the Instructions-vs-time line quotes them, + = faster."""
+    lib = bool(tv.get("lower_is_better", True))
+    d = tv.get("delta_pct", math.nan)
+    g = tv.get("gain_pct", -d if lib else d)
+    g = g if isinstance(g, float) and math.isfinite(g) else (-d if lib else d)
+    lo, hi = tv.get("gain_low_pct", math.nan), tv.get("gain_high_pct", math.nan)
+    parts = [tv["verdict"]]
+    if math.isfinite(lo) and math.isfinite(hi):
+        parts.append(f"CI [{lo:+.1f}%, {hi:+.1f}%]")
+    p = tv.get("p_holm", math.nan)
+    if isinstance(p, float) and math.isfinite(p):
+        parts.append(f"p (Holm) {'< 0.001' if p < 0.001 else f'= {p:.2g}'}")
+    return f"time %change {g:+.2f}% (+ = faster; " + ", ".join(parts) + ")"
 
 
 SAME_ICOUNT_CAUSES = ("code layout and alignment (function/loop alignment, link order), branch "
@@ -309,6 +325,11 @@ def _layout_suspected(rec: dict, mb: float, mc: float, time_verdict: str, has_la
             rec["text"] += "; " + rec["layout_text"]
 
 
+def _ic_change(rec: dict, digits: int) -> str:
+    """The instruction counts' change in the tables' sign: + = fewer instructions."""
+    return f"%change {-rec['icount_delta_pct']:+.{digits}f}%, + = fewer"
+
+
 def _set_finding(rec: dict, label: str, ic_txt: str, time_txt: str, same: bool, differ: bool,
                  has_layout: bool) -> None:
     """Fill ``finding`` and ``text`` (and causes/checks or the layout suspicion) of one configuration."""
@@ -316,7 +337,7 @@ def _set_finding(rec: dict, label: str, ic_txt: str, time_txt: str, same: bool, 
         rec["finding"] = "same instructions, different time"
         rec["causes"], rec["checks"] = SAME_ICOUNT_CAUSES, SAME_ICOUNT_CHECKS
         rec["text"] = (f"{label}: same instructions, different time: {ic_txt} "
-                       f"({rec['icount_delta_pct']:+.3f}%), but {time_txt}. Likely causes: "
+                       f"({_ic_change(rec, 3)}), but {time_txt}. Likely causes: "
                        f"{SAME_ICOUNT_CAUSES}. Checks: {SAME_ICOUNT_CHECKS}.")
     elif same:
         rec["finding"] = "same instructions, same time"
@@ -324,7 +345,7 @@ def _set_finding(rec: dict, label: str, ic_txt: str, time_txt: str, same: bool, 
     else:
         rec["finding"] = "different instructions"
         rec["text"] = (f"{label}: different instructions: {ic_txt} "
-                       f"({rec['icount_delta_pct']:+.2f}%); {time_txt}")
+                       f"({_ic_change(rec, 2)}); {time_txt}")
         _layout_suspected(rec, rec["icount_baseline"], rec["icount_candidate"], rec["time_verdict"], has_layout)
 
 
@@ -340,7 +361,7 @@ def _check_variants(df: pd.DataFrame, baseline: str, candidate: str) -> None:
 
 def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: str = schema.PRIMARY_METRIC,
                 icount_metric: str = "instructions_per_op", tolerance: float = 0.001,
-                alpha: float = 0.05, by=None) -> list[dict]:
+                alpha: float = 0.05, by=None, comparison: pd.DataFrame | None = None) -> list[dict]:
     """"Same instructions, different time"?  Per configuration, compare instruction counts
     and times of two variants.
 
@@ -351,6 +372,10 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
     ``layout_suspected`` (time moves against the counts beyond its CI: more instructions and
     faster, or fewer and slower) with ``layout_text`` saying "layout suspected", which the
     text carries for runs with a ``layout`` column (older runs keep the text of their summaries).
+
+    The time verdict, its estimate, CI and p are the compare() row of the configuration (the
+    one analysis of the comparison): ``comparison`` when the caller has it, else ``compare``
+    of ``df``; ``time_gain_pct`` is its %change in the + = faster sign.
     """
     _check_variants(df, baseline, candidate)
     tmeas, _ = measurements(df, time_metric)
@@ -358,7 +383,9 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
     has_ic = icount_metric in df.columns and pd.to_numeric(df[icount_metric], errors="coerce").notna().any()
     imeas = measurements(df, icount_metric)[0] if has_ic else tmeas.iloc[0:0]
     imeas = imeas.assign(variant=imeas["variant"].astype(str)) if len(imeas) else imeas
-    cols = group_columns(df, by, include_variant=False)
+    cols = comparison_columns(tmeas, by) if by is not None else \
+        [c for c in comparison_columns(tmeas) if c not in LAYOUT_COLUMNS]
+    rows = _comparison_rows(df, baseline, candidate, time_metric, alpha, by, comparison)
     out = []
     for key, sub in (tmeas.groupby(cols, sort=True, dropna=False) if cols else [((), tmeas)]):
         key = key if isinstance(key, tuple) else (key,)
@@ -366,18 +393,20 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
         bsub, csub = sub[sub["variant"] == str(baseline)], sub[sub["variant"] == str(candidate)]
         if len(bsub) == 0 or len(csub) == 0:
             continue
-        tv = _verdict_rounds(bsub, csub, time_metric, alpha)
+        tv = rows.get(label)
+        if tv is None:
+            continue
         rec = {"label": label, "group": dict(zip(cols, key)), "baseline": str(baseline),
                "candidate": str(candidate), "time_verdict": tv["verdict"], "time_delta_pct": tv["delta_pct"],
-               "time_p": tv["p_value"], "icount_baseline": math.nan, "icount_candidate": math.nan,
-               "icount_delta_pct": math.nan}
+               "time_gain_pct": tv.get("gain_pct", math.nan), "time_p": tv["p_value"],
+               "time_p_holm": tv.get("p_holm", math.nan), "icount_baseline": math.nan,
+               "icount_candidate": math.nan, "icount_delta_pct": math.nan}
         isub = imeas
         for c, v in zip(cols, key):
             isub = isub[isub[c] == v] if len(isub) else isub
         ib = isub.loc[isub["variant"] == str(baseline), icount_metric] if len(isub) else []
         ic = isub.loc[isub["variant"] == str(candidate), icount_metric] if len(isub) else []
-        time_txt = (f"time {tv['delta_pct']:+.2f}% ({tv['verdict']}"
-                    + (f", p={tv['p_value']:.2g}" if math.isfinite(tv["p_value"]) else "") + ")")
+        time_txt = _time_text(tv)
         if len(ib) == 0 or len(ic) == 0:
             rec["finding"] = "no instruction counts"
             rec["text"] = (f"{label}: {time_txt}; no {icount_metric} recorded (run with callgrind or "

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab import fmt, paths, rundir
-from ringlab.report import provenance
+from ringlab.report import provenance, tables
 from ringlab.errors import DataError
 from ringlab.report.figures import cross_run_forest
 from ringlab.rundir import Run, RunFolder
@@ -25,7 +25,7 @@ from ringlab.system import checkout, envinfo
 
 
 #: the delta column of ``cross_machine_table``: (baseline - candidate) / baseline, + = candidate faster
-DELTA_MAIL = "delta (mail sign)"
+DELTA_MAIL = "%change (+ = faster)"
 
 
 def _run_folders(root: str | Path | None) -> list[Run]:
@@ -80,12 +80,14 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
 
 def cross_machine_table(runs: list[Run], baseline: str = "batch", patched: str = "reorder",
                         metric: str = "ns_per_op") -> pd.DataFrame:
-    """For every run holding both variants: medians, delta (mail sign), its CI and verdict per config.
+    """For every run holding both variants: the arms' centers, %change (+ = faster), its CI
+    and verdict per config.
 
-    The CI column follows the delta it belongs to, in the same (mail) sign, and is headed like
-    the report tables' CIs: "95% CI of delta (mail sign)" when every row has the same level,
-    else "CI of delta (mail sign)" with each row's family-adjusted level after its interval."""
-    rows, levels = [], []
+    The arm columns are the centers the effect is computed from (their ratio is the %change,
+    ``ringlab.report.tables.arm_centers``); the CI follows the %change in its sign, under one
+    heading: "95% CI of %change" when every row is at 95%, else "95% CI (Holm) of %change"
+    (each run's rows at their Holm step's level, ``ringlab.report.tables.holm_footnote``)."""
+    rows, cmps = [], []
     for r in runs:
         if "variant" not in r.raw.columns or metric not in r.raw.columns:
             continue
@@ -93,26 +95,23 @@ def cross_machine_table(runs: list[Run], baseline: str = "batch", patched: str =
         if baseline not in vs or patched not in vs:
             continue
         cmp = compare(r.raw, baseline, metric)
-        for _, c in cmp[cmp["candidate"] == patched].iterrows():
-            has_ci = fmt.ci(c["ci_low_pct"], c["ci_high_pct"]) != fmt.NA
-            levels.append(float(c["ci_level"]) if has_ci else float("nan"))
+        cmp = cmp[cmp["candidate"] == patched]
+        cmps.append(cmp)
+        for _, c in cmp.iterrows():
+            cb, cc = tables.arm_centers(c)
             rows.append({"arch/host": f"{_arch(r.env_doc)}/{r.host}", "run": f"{r.experiment}/{r.run_id}",
                          "mode": c.get("mode"), "size": c.get("size"), "pair_class": c.get("pair_class"),
-                         f"unpatched ({baseline})": c["median_baseline"],
-                         f"patched ({patched})": c["median_candidate"],
-                         DELTA_MAIL: fmt.pct(c["gain_pct"]),
-                         "_ci": fmt.ci(c["ci_low_pct"], c["ci_high_pct"], negate=True),
+                         f"unpatched ({baseline})": cb, f"patched ({patched})": cc,
+                         DELTA_MAIL: fmt.pct(tables.gain(c)),
+                         "_ci": fmt.ci(*tables.gain_ci(c)),
                          "verdict": c["verdict"]})
     if not rows:
         return pd.DataFrame(columns=["arch/host", "run", "verdict"])
-    known = sorted({round(v, 6) for v in levels if v == v})
-    per_row = len(known) > 1
-    head = f"{'CI' if per_row else fmt.ci_header(known[0] if known else 0.95)} of {DELTA_MAIL}"
-    for row, lvl in zip(rows, levels):
-        ci = row.pop("_ci")
-        if per_row and lvl == lvl:
-            ci += f" ({fmt.ci_header(lvl).split(' ')[0]})"
-        row[head] = ci
+    allc = pd.concat(cmps)
+    allc.attrs.update(cmps[0].attrs)
+    head = f"{tables.ci_heading(allc)} of {tables.CHANGE}"
+    for row in rows:
+        row[head] = row.pop("_ci")
         row["verdict"] = row.pop("verdict")
     return pd.DataFrame(rows)
 
@@ -153,11 +152,23 @@ def stale_checks(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def cross_machine_note(t_cross: pd.DataFrame) -> str:
+    """The sign convention of the cross-machine table and, under a Holm heading, its footnote."""
+    note = (f"{tables.SIGN_CONVENTION} {DELTA_MAIL.split(' (')[0]} = (unpatched - patched) / unpatched; "
+            "the arm columns are the centers the effect is computed from, so their ratio is the %change.")
+    if any(tables.HOLM_MARK in str(c) for c in t_cross.columns):
+        note += (f" {tables.HOLM_MARK} Within each run, Holm over its configurations sets each row's CI "
+                 "level so that the run keeps a 5% family-wise error rate; a row is significant exactly "
+                 "when its interval excludes 0.")
+    return note
+
+
 def summary_text(runs: list[Run], t_cross: pd.DataFrame, t_stale: pd.DataFrame, t_runs: pd.DataFrame) -> str:
     """summary.md of the compare-runs folder."""
     md = ["# Runs compared", "", f"{len(runs)} runs under results/.", "",
           "## Cross-machine (ptr_ring, seed 000 shape)", "",
           fmt.df_to_markdown(t_cross) if len(t_cross) else "no run holds both variants", "",
+          *([cross_machine_note(t_cross), ""] if len(t_cross) else []),
           "## Stale-data checks", "", fmt.df_to_markdown(t_stale), "", "## Runs", "", fmt.df_to_markdown(t_runs), ""]
     return "\n".join(md)
 

@@ -9,7 +9,7 @@ import click
 from ringlab.lab.commands import options
 from ringlab.errors import ParamError
 from ringlab.fmt import printable
-from ringlab.report.tables import comparison_rows, md_table
+from ringlab.report.tables import comparison_rows, holm_footnote, md_table, sign_text
 from ringlab.rundir import read_raw, require_metric
 from ringlab.stats import compare, to_records
 from ringlab.stats.compare import method_text
@@ -44,7 +44,8 @@ def run(args) -> int:
     header, rows = comparison_rows(res)
     out = [md_table(header, rows)]
     if len(res):
-        out += ["", method_text(res)]
+        foot = holm_footnote(res)
+        out += ["", sign_text(res)] + ([foot] if foot else []) + [method_text(res)]
         welch = ", ".join(f"{r.candidate}@{r.group}: {r.p_welch:.3g}" for r in res.itertuples()
                           if isinstance(r.p_welch, float) and not math.isnan(r.p_welch))
         if welch:
