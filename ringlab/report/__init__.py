@@ -28,7 +28,7 @@ from ringlab import fmt, rundir, schema
 from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
 from ringlab.rundir import pick_baseline
-from ringlab.rundir.calibration import find_calibration
+from ringlab.rundir.calibration import find_calibration, noise_floor
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
 from ringlab.stats.compare import method_text
 from ringlab.stats.sequential import stopping_text
@@ -166,7 +166,7 @@ def compute(run_dir, metric: str | None = None, baseline: str | None = None, lab
     if base and "instructions_per_op" in df.columns:
         for cand in sorted(set(df["variant"].astype(str)) - {base}):
             ab += diagnose_ab(df, base, cand, time_metric=metric, comparison=cmp)
-    floor = _tab.noise_floor(find_calibration(run_host(df, env), _results_root(run.path)))
+    floor = noise_floor(find_calibration(run_host(df, env), _results_root(run.path)))
     return _Computed(run, df, env, metric, base, labels, patched, meas, excluded, params, summ, cmp, diags, ab,
                      floor)
 

@@ -204,21 +204,6 @@ def holm_footnote(cmp: pd.DataFrame) -> str:
             f"level ({lv}) and a row is significant exactly when its interval excludes 0; p is Holm-adjusted.")
 
 
-def noise_floor(doc: dict | None) -> dict | None:
-    """A host's A/A bound from its calibration.json dict (``rundir.calibration.find_calibration``):
-    ``bound_pct`` (the largest |effect| the A/A CI allows, percent), ``sigma_layout_pct``,
-    ``layouts``, ``run_id``; None without a usable ``aa_ci``."""
-    try:
-        lo, hi = (float(v) for v in doc["aa_ci"][:2])
-    except (ValueError, KeyError, TypeError):
-        return None
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return None
-    return {"bound_pct": max(abs(math.expm1(lo)), abs(math.expm1(hi))) * 100,
-            "sigma_layout_pct": float(doc.get("sigma_layout", math.nan)) * 100, "layouts": doc.get("layouts"),
-            "run_id": str(doc.get("run_id") or "?")}
-
-
 def noise_floor_text(host: str | None, floor: dict | None) -> str:
     """summary.md's line about the host's noise floor (also when there is none)."""
     if floor is None:

@@ -67,3 +67,18 @@ def level_calibration(host: str | None, mode, root: str | Path | None = None) ->
         return LevelCalibration.from_dict(lv)
     except DataError:
         return CAUTIOUS
+
+
+def noise_floor(doc: dict | None) -> dict | None:
+    """A host's A/A bound from its calibration.json dict (``rundir.calibration.find_calibration``):
+    ``bound_pct`` (the largest |effect| the A/A CI allows, percent), ``sigma_layout_pct``,
+    ``layouts``, ``run_id``; None without a usable ``aa_ci``."""
+    try:
+        lo, hi = (float(v) for v in doc["aa_ci"][:2])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return {"bound_pct": max(abs(math.expm1(lo)), abs(math.expm1(hi))) * 100,
+            "sigma_layout_pct": float(doc.get("sigma_layout", math.nan)) * 100, "layouts": doc.get("layouts"),
+            "run_id": str(doc.get("run_id") or "?")}
