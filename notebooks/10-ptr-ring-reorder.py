@@ -104,7 +104,7 @@ rn.markdown(R.markdown)
 # and counters.  A figure this run cannot have says why instead.
 
 # %%
-rn.show_figures(R, "box", "ecdf", "order", "spsc", "cpu_pairs", "counters")
+rn.show_figures(R, "box", "order", "spsc", "cpu_pairs", "counters")
 
 # %% [markdown]
 # ## Published vs reproduced

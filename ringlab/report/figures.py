@@ -107,7 +107,6 @@ def _config_ticks(ax, labels) -> None:
     """Configuration tick labels one parameter per line, so that neighbours never overlap."""
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels([str(lab).replace(" ", "\n") for lab in labels], fontsize=7)
-    ax.set_xlabel("configuration")
 
 
 def box(df, metric, params, out_dir):
