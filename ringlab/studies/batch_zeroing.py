@@ -23,7 +23,7 @@ from ringlab import fmt, paths
 from ringlab.errors import DataError
 from ringlab.report import published
 from ringlab.report.figures import effect_rows, host_noise_floor
-from ringlab.rundir import Run
+from ringlab.rundir import RAW_CSV, Run
 from ringlab.sources.builtin_patches import effective_batch
 from ringlab.stats import compare
 from ringlab.stats.summary import StatsError
@@ -43,11 +43,11 @@ def arm_runs(run_dir) -> dict[str, Path]:
     folder itself), "lock on", "batch N" (in N order)."""
     run_dir = Path(run_dir)
     out = {}
-    if (run_dir / "raw.csv").is_file():
+    if (run_dir / RAW_CSV).is_file():
         out["sweep"] = run_dir
-    if (run_dir / LOCK_DIR / "raw.csv").is_file():
+    if (run_dir / LOCK_DIR / RAW_CSV).is_file():
         out["lock on"] = run_dir / LOCK_DIR
-    sweep = sorted((int(p.parent.name.split("-", 1)[1]), p.parent) for p in run_dir.glob("batch-*/raw.csv")
+    sweep = sorted((int(p.parent.name.split("-", 1)[1]), p.parent) for p in run_dir.glob("batch-*/" + RAW_CSV)
                    if p.parent.name.split("-", 1)[1].isdigit())
     out.update({f"batch {n}": d for n, d in sweep})
     return out
@@ -95,7 +95,7 @@ def committed_sweeps(root=None, exclude: str | None = None) -> dict[str, Path]:
     base = Path(root) if root is not None else paths.results_dir()
     out = {}
     for host_dir in sorted((base / EXPERIMENT).glob("*")):
-        runs = sorted(p.parent for p in host_dir.glob("*/raw.csv"))
+        runs = sorted(p.parent for p in host_dir.glob("*/" + RAW_CSV))
         if runs and host_dir.name != exclude:
             out[host_dir.name] = runs[-1]
     return out
@@ -139,7 +139,7 @@ def instruction_table(run_dir, baseline: str = "prebatch") -> pd.DataFrame:
     ring size of ``run_dir/icount`` (or ``run_dir`` itself), with the effective batch and the
     difference to ``baseline``; empty when no run holds callgrind rows."""
     for d in (Path(run_dir) / ICOUNT_DIR, Path(run_dir)):
-        if not (d / "raw.csv").is_file():
+        if not (d / RAW_CSV).is_file():
             continue
         df = Run(d).raw
         if "icount_source" not in df.columns or not (df["icount_source"] == "callgrind").any():
