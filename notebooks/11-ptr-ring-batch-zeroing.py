@@ -133,14 +133,17 @@ if not any(a != "sweep" for a in bz.arm_runs(RUN)):
 # `consumer_head`; `ptr_ring_prebatch.h` stores one NULL and one index.  The callgrind counts
 # below (mode 0: one produce and one consume per operation, one thread) measure that extra
 # work per operation at each size; a batch-1 row next to a batch-16 row shows where it comes
-# from.  The counts show work done, not time: they say the batch ring does more per operation
-# at batch 1, and the timed slowdown at size 16 above is in the direction they point, but no
-# measurement here splits that slowdown into its causes.
+# from.  The counts show work done, not time: where the batch ring counts more instructions at
+# batch 1 and the size sweep calls it slower there, the extra work is one difference between
+# the two rings that the code shows; no measurement here splits the timed difference into its
+# causes.
 
 # %%
 IC = bz.instruction_table(RUN, baseline=baseline)
 if len(IC):
     rn.table(IC)
+    rn.markdown(bz.batch_one_text(IC, EFFECTS, baseline=baseline) or
+                "*No ring size of this run ran the batch ring with batch 1 in both the count and the sweep.*")
 else:
     rn.not_available("instructions per operation", "this run has no callgrind rows (icount_sizes was empty, "
                      "valgrind is missing, or the run predates the count)")

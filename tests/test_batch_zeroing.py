@@ -63,3 +63,16 @@ def test_instruction_table_from_the_callgrind_run(tmp_path):
     assert b16["batch"] == 1 and b16["instructions/op"] == 49.5 and b16["vs prebatch"] == "+50.0%"
     assert bz.instruction_table(tmp_path / "nothing").empty
     assert isinstance(t, pd.DataFrame)
+
+
+def test_batch_one_text_sets_the_count_beside_the_timed_effect(tmp_path):
+    run = _notebook_run(tmp_path)
+    d = run / bz.ICOUNT_DIR
+    d.mkdir()
+    make_raw(variants=("prebatch", "batch"), trials=2, params={"mode": [0], "size": [16, 1024]},
+             deterministic_icount={"prebatch": 33.0, "batch": 49.5}).to_csv(d / "raw.csv", index=False)
+    text = bz.batch_one_text(bz.instruction_table(run), bz.effects(run, "hostA"))
+    assert text.startswith("Size 16 (batch 1): batch executes 49.50 instructions per operation against "
+                           "prebatch's 33.00 (+50.0%")
+    assert "Size 1024" not in text, "batch 16 at size 1024: not a batch-1 size"
+    assert bz.batch_one_text(pd.DataFrame(), bz.effects(run, "hostA")) == ""

@@ -160,5 +160,27 @@ def instruction_table(run_dir, baseline: str = "prebatch") -> pd.DataFrame:
     return pd.DataFrame()
 
 
-__all__ = ["EXPERIMENT", "ICOUNT_DIR", "LOCK_DIR", "arm_runs", "batch_dir", "committed_sweeps", "effects",
+def batch_one_text(instructions: pd.DataFrame, rows: pd.DataFrame, baseline: str = "prebatch") -> str:
+    """One sentence per ring size where the batch ring ran with batch 1: its callgrind
+    instructions per operation against ``baseline``'s, beside the timed effect of the size
+    sweep at that size (``rows``: :func:`effects`); "" when either is missing."""
+    if not len(instructions) or not len(rows):
+        return ""
+    out = []
+    for size, g in instructions.groupby("size", sort=True):
+        cand = g[(g["variant"] != baseline) & (g["batch"].astype(str) == "1")]
+        base = g[g["variant"] == baseline]
+        timed = rows[(rows["arm"] == "sweep") & (rows["size"] == size)] if "arm" in rows.columns else rows[:0]
+        if cand.empty or base.empty or timed.empty:
+            continue
+        c, b, t = cand.iloc[0], base.iloc[0], timed.iloc[0]
+        out.append(f"Size {int(size)} (batch 1): {c['variant']} executes {c['instructions/op']:.2f} "
+                   f"instructions per operation against {baseline}'s {b['instructions/op']:.2f} "
+                   f"({c[f'vs {baseline}']}, callgrind, mode 0); timed in the size sweep it is "
+                   f"{fmt.pct(t['effect_pct'])} {fmt.ci(t['ci_low_pct'], t['ci_high_pct'])} "
+                   f"(+ = {c['variant']} faster; {t['verdict']}).")
+    return "\n\n".join(out)
+
+
+__all__ = ["batch_one_text", "EXPERIMENT", "ICOUNT_DIR", "LOCK_DIR", "arm_runs", "batch_dir", "committed_sweeps", "effects",
            "host_effects", "hosts_table", "instruction_table"]
