@@ -102,7 +102,10 @@ rn.markdown(rn.run_overview(RUN))
 # %% [markdown]
 # ## Verdicts
 # Each arm against `base`: delta with its CI (t interval across the layout pairs), the
-# layout spread and its share of the CI, and the verdict.
+# layout spread and its share of the CI, and the verdict.  The forest shows the same rows per
+# build and ring size in the + = better sign (an arm that costs time is negative), the host's
+# A/A band shaded, and the extra each arm was expected to cost (its instructions, stated before
+# measuring) as an open diamond; the x axis states the CI level.
 
 # %%
 CMP, CMP_ALIGNED = vc.compare_run(RUN), vc.compare_run(ALIGNED)
