@@ -100,12 +100,12 @@ rn.markdown(R.markdown)
 
 # %% [markdown]
 # ## Figures
-# Distributions (box + seeded strip, outliers marked), ECDF, run order (drift and
-# interleaving), SPSC throughput against the core-to-core latency bound, the CPU-pair heatmap
-# and counters.  A figure this run cannot have says why instead.
+# Distributions per configuration (box + seeded strip, outliers marked), run order (drift and
+# interleaving), SPSC throughput (medians with 95% CIs) beside two references from the
+# core-to-core latency, the CPU-pair heatmap and counters.  A figure this run cannot have says why instead.
 
 # %%
-rn.show_figures(R, "box", "ecdf", "order", "spsc", "cpu_pairs", "counters")
+rn.show_figures(R, "box", "order", "spsc", "cpu_pairs", "counters")
 
 # %% [markdown]
 # ## Published vs reproduced

@@ -150,7 +150,7 @@ rn.table(patch_ab.function_sizes(patches.run_binaries(RUN, AB)))
 
 # %%
 rn.markdown(R.markdown)
-rn.show_figures(R, "box", "ecdf", "order", "spsc", "cpu_pairs", "counters")
+rn.show_figures(R, "box", "order", "spsc", "cpu_pairs", "counters")
 
 # %% [markdown]
 # ## The reply

@@ -97,7 +97,9 @@ else:
 # %% [markdown]
 # ## Every step
 # `vs good` and `vs bad`: the candidate's change in ns/op against each endpoint with its CI;
-# `expected`: the call the series implies.
+# `expected`: the call the series implies.  The figure lists every commit of the range in
+# history order by short hash and subject, with each measured one's effect against good in
+# the + = better sign (a regression is negative) and the endpoints' effect shaded.
 
 # %%
 if state:

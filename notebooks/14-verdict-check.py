@@ -68,7 +68,8 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 
 # %%
 from ringlab.lab import notebook as rn
-from ringlab.report.figures import forest
+from ringlab.report.figures import forest, host_noise_floor
+from ringlab.rundir import Run
 from ringlab.studies import verdict_check as vc
 
 CHECK = vc.plan(base)
@@ -101,14 +102,20 @@ rn.markdown(rn.run_overview(RUN))
 # %% [markdown]
 # ## Verdicts
 # Each arm against `base`: %change (+ = faster) with its CI (t interval across the layout pairs), the
-# layout spread and its share of the CI, and the verdict.
+# layout spread and its share of the CI, and the verdict.  The forest shows the same rows per
+# build and ring size in the + = better sign (an arm that costs time is negative), the host's
+# A/A band shaded, and the extra each arm was expected to cost (its instructions, stated before
+# measuring) as an open diamond; the x axis states the CI level.
 
 # %%
 CMP, CMP_ALIGNED = vc.compare_run(RUN), vc.compare_run(ALIGNED)
 rn.table(vc.verdict_table(CMP, "default"))
 rn.table(vc.verdict_table(CMP_ALIGNED, "aligned"))
-rn.figures(forest(vc.forest_rows(CMP, CMP_ALIGNED), RUN / "figures", "verdict_check",
-                  "each arm against base, per build (CI across layouts)"))
+HOST = Run(RUN).host
+EXPECTED = dict(zip(CHECK.expected()["arm"], CHECK.expected()["expected extra %"]))
+rn.figures(forest(vc.forest_rows(CMP, CMP_ALIGNED, host=HOST, expected=EXPECTED), RUN / "figures",
+                  "verdict_check", "each arm against base, per build and ring size (CI across layouts; "
+                  "diamond: the extra stated before measuring)", noise={HOST: host_noise_floor(HOST)}))
 
 # %% [markdown]
 # ## Instructions per operation, exactly

@@ -73,7 +73,7 @@ rn.markdown(R.markdown)
 
 # %%
 rn.table(vp.by_placement_table(RUN, baseline=baseline))
-rn.show_figures(R, "box", "ecdf", "order")
+rn.show_figures(R, "box", "order")
 
 # %% [markdown]
 # ## Were "before" and "after" really different binaries, measured at different times?

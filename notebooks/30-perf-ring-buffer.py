@@ -69,7 +69,7 @@ rn.table(vp.perf_rb_verdicts(RUN))
 # %%
 R = rn.report(RUN, baseline="forward", labels={"forward": "forward", "backward": "backward"})
 rn.markdown(R.markdown)
-rn.show_figures(R, "box", "ecdf", "order")
+rn.show_figures(R, "box", "order")
 
 # %% [markdown]
 # ## Published vs reproduced

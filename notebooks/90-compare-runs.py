@@ -79,11 +79,17 @@ rn.table(cr.cross_machine_table(runs, baseline=baseline, patched=patched))
 rn.table(cr.stale_checks(runs))
 
 # %% [markdown]
-# ## Forest plot: the patched variant's delta per host and run
-# Each line is one configuration of one run: the point is the delta of the medians, the bar its
-# 95% CI.  Runs from different machines or dates that tell different stories show up here.
+# ## Forest plots: one per experiment, rows = configuration x host
+# Each line is one configuration of one host's run: the point is the paired effect in one sign
+# (+ = better: the candidate faster), the bar its CI at the level the x axis states once; the
+# shaded band is the host's A/A bound (its noise floor, from its calibration), and an open
+# diamond marks the effect the seed thread published.  An effect inside its host's band cannot
+# be told from noise on that host.  The first plot follows `patched` against `baseline` through
+# every run; the others take each host's latest run of one experiment.
 
 # %%
 paths = cr.write(RUN, runs, baseline=baseline, patched=patched)
 print("written:", *[str(p) for p in paths], sep="\n  ")
 rn.show_file(paths, "forest.png", why=f"no run under results/ holds both {baseline} and {patched}")
+for name in sorted(p.name for p in paths if p.name.startswith("forest-") and p.suffix == ".png"):
+    rn.show_file(paths, name, why="")

@@ -81,6 +81,19 @@ def test_finds_the_first_bad_commit(tmp_path, monkeypatch, capsys):
     assert (out / "summary.md").read_text().count(cost[:12]) >= 1
     assert (out / "figures" / "effect.png").is_file()
     assert "1 of" in capsys.readouterr().out
+    # the effect plot names every commit by hash and subject, in history order, + = better
+    from ringlab.lab.bisect.report import effect_figure
+    ax = effect_figure(state).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0].startswith(state["good_commit"]["sha"][:8]) and labels[0].endswith("[good]")
+    assert labels[-1].startswith(state["bad_commit"]["sha"][:8]) and labels[-1].endswith("[bad]")
+    assert any(t.startswith(cost[:8]) and "spin after the batch flush" in t and "[first bad]" in t for t in labels)
+    assert len(labels) == len(set(labels)) and "+ = better" in ax.get_xlabel()
+    again = out.parent / "again"
+    from ringlab import rundir
+    a = rundir.write_figure(again, "effect", effect_figure(state))
+    b = rundir.write_figure(again / "b", "effect", effect_figure(state))
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b], "same state, same bytes"
 
 
 def test_nothing_to_bisect(tmp_path, monkeypatch, capsys):

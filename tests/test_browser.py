@@ -55,7 +55,7 @@ def test_notebook_10_run_all_in_jupyterlab(tmp_path):
         run = lab.run_all(nb.name, shots=tmp_path / "shots")
     _assert_clean(run)
     assert _has_verdict_table(run), f"no rendered table with a 'verdict' column: {run.table_headers}"
-    # at least the box plot and the ECDF
+    # at least the box plot and the execution-order plot
     assert run.images >= 2, f"only {run.images} figures rendered"
 
 

@@ -158,7 +158,7 @@ def test_figures_and_card_never_write_into_the_run_folder(results, tmp_path):
     assert again.path != fig.path, "another baseline is another report"
     card = run._repr_html_()
     assert snapshot(run.path) == before, "the run folder is left as it was"
-    with pytest.raises(ParamError, match="parameter 'name'.*allowed: box, ecdf"):
+    with pytest.raises(ParamError, match="parameter 'name'.*allowed: box, order"):
         run.figure("histogram")
     with pytest.raises(DataError, match="cpu_pairs.*not available: fewer than 4"):
         run.figure("cpu_pairs")
@@ -233,7 +233,7 @@ def test_committed_runs_stay_untouched(tmp_path, monkeypatch):
         pytest.skip("no committed ptr-ring-reorder run")
     git = ["git", "-C", str(paths.ROOT), "status", "--porcelain", "--untracked-files=all", "--", "results"]
     before = subprocess.run(git, capture_output=True, text=True, check=True).stdout
-    run.figure("ecdf")
+    run.figure("box")
     run._repr_html_()
     run.compare(baseline="prebatch")
     assert subprocess.run(git, capture_output=True, text=True, check=True).stdout == before

@@ -38,7 +38,7 @@ def test_write_report_tables(run_dir):
     assert (run_dir / "summary.csv").read_text().startswith("metric,")
     tex = (run_dir / "summary.tex").read_text()
     assert "\\begin{tabular}" in tex and "\\%" in tex
-    assert {"box", "ecdf", "order", "spsc", "counters"} <= set(paths["figures"])
+    assert {"box", "order", "spsc", "counters"} <= set(paths["figures"]) and "ecdf" not in paths["figures"]
 
 
 def test_counters_na_when_unsupported(tmp_path):
@@ -124,7 +124,7 @@ def test_report_object_names_tables_and_figures(run_dir):
     r = report(run_dir, baseline="batch", labels={"batch": "unpatched", "reorder": "patched"})
     assert {"ab", "summary", "counters"} <= set(r.tables)
     assert r.figures["spsc"].name == "spsc.png" and r.figures["spsc"].is_file()
-    assert {"box", "ecdf", "order", "counters"} <= set(r.figures)
+    assert {"box", "order", "counters"} <= set(r.figures)
     assert list(r.tables["ab"].columns)[:3] == ["mode", "unpatched (batch)", "patched (reorder)"]
     assert r.markdown == (run_dir / "summary.md").read_text()
     # what the run cannot have is named with a reason, never silently absent
@@ -383,3 +383,102 @@ def test_ab_table_shows_layouts_only_for_layout_runs():
     # without a layout column: the table of before
     h0, _ = comparison_rows(stats_compare(tidy_frame(one).drop(columns="layout"), "base"))
     assert LAYOUT_HEADER not in h0
+
+
+# -- forests in one sign, A/A bands, published markers -------------------------------------
+def _host_rows(k, eff):
+    from ringlab.report import figures
+    from ringlab.stats import compare
+    df = make_raw(variants=("prebatch", "batch"), effects={"batch": eff},
+                  params={"mode": [2], "size": [16, 64, 1024]}, trials=12, seed=20 + k)
+    return figures.effect_rows(compare(df, "prebatch", "ns_per_op"), f"host{k}", expected=8.0)
+
+
+def test_effect_rows_say_plus_is_better():
+    rows = _host_rows(0, -0.10)           # batch 10% less time per op: + ~10%
+    assert (rows["effect_pct"] > 5).all() and (rows["effect_pct"] < 15).all()
+    assert (rows["ci_low_pct"] <= rows["effect_pct"]).all() and (rows["effect_pct"] <= rows["ci_high_pct"]).all()
+    slower = _host_rows(1, 0.10)
+    assert (slower["effect_pct"] < 0).all(), "a candidate that takes more time is negative"
+    assert list(rows["config"]) == ["size=16", "size=64", "size=1024"]
+
+
+def test_forest_shades_each_hosts_band_marks_the_expected_effect_and_states_the_level(tmp_path, captured):
+    from ringlab.report import figures
+    rows = pd.concat([_host_rows(0, -0.10), _host_rows(1, 0.03)], ignore_index=True)
+    noise = {"host0": 0.6, "host1": 6.3}
+    shas = []
+    for k in range(2):
+        paths = figures.forest(rows, tmp_path / f"f{k}" / "figures", "forest", "t", noise=noise)
+        shas.append([_sha(p) for p in paths])
+    assert shas[0] == shas[1], "same data, same bytes"
+    fig = captured["forest"]
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == 6 and labels[0].startswith("host0") and labels[-1].startswith("host1")
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("host0: A/A band" in t and "0.6%" in t for t in legend)
+    assert any("host1: A/A band" in t and "6.3%" in t for t in legend)
+    assert "published / expected effect" in legend
+    assert "+ = better" in ax.get_xlabel()
+    level = figures.level_text(rows["ci_level"])
+    assert level in ax.get_xlabel() and ("95% CI" != level or rows["ci_level"].nunique() == 1)
+
+
+def test_level_text_states_one_level_or_the_range():
+    from ringlab.report.figures import level_text
+    assert level_text([0.95, 0.95]) == "95% CI"
+    assert level_text([0.975, 0.9875]) == "97.5-98.75% CI (Holm-adjusted per family)"
+
+
+def test_paired_size_sweep_is_deterministic_with_one_line_per_host(tmp_path, captured):
+    from ringlab.report import figures
+    rows = pd.concat([_host_rows(0, -0.10), _host_rows(1, 0.03)], ignore_index=True)
+    rows["size"] = [16, 64, 1024] * 2
+    shas = [[_sha(p) for p in figures.paired_size_sweep(rows, tmp_path / f"s{k}" / "figures",
+                                                        noise={"host0": 0.6})] for k in range(2)]
+    assert shas[0] == shas[1] and len(shas[0]) == 2
+    ax = captured["size_sweep_hosts"].axes[0]
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "host0" in texts and "host1" in texts and any("A/A band" in t for t in texts)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["16", "64", "1024"]
+
+
+def test_compare_runs_draws_one_forest_per_experiment(tmp_path, captured):
+    from ringlab.studies import compare_runs
+    runs = _forest_runs(tmp_path)
+    paths = compare_runs.write(tmp_path / "cmp", runs)
+    assert "forest-ptr-ring-reorder.png" in {p.name for p in paths}
+    ax = captured["forest-ptr-ring-reorder"].axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == 4 and sum("host0" in t for t in labels) == 2
+    # seed 000's x86 effect of reorder (+6.2% in mode 0, +7.6% in mode 1) as markers
+    marks = [ln for ln in ax.get_lines() if ln.get_marker() == "D" and ln.get_markerfacecolor() == "none"]
+    xs = sorted(round(float(x), 1) for ln in marks for x in ln.get_xdata())
+    assert xs == [6.3, 6.3, 7.7, 7.7]
+
+
+def test_published_vs_reproduced_batch_shows_every_size_and_other_runs(tmp_path):
+    from ringlab.report import vs_published as vp
+    for k in range(2):
+        d = tmp_path / f"h{k}"
+        d.mkdir()
+        make_raw(variants=("prebatch", "batch"), effects={"batch": -0.05},
+                 params={"mode": [2], "size": [16, 64, 1024]}, trials=10, seed=30 + k).to_csv(d / "raw.csv",
+                                                                                           index=False)
+    t = vp.published_vs_reproduced_batch(tmp_path / "h0", more=[tmp_path / "h1"])
+    rep = t[t["source"].str.startswith("reproduced")]
+    assert len(rep) == 6 and rep["config"].str.contains("size 16, batch 1,").sum() == 2
+    assert rep["config"].str.contains("size 64, batch 16,").sum() == 2
+    assert "95% CI of ratio" not in t.columns and "CI level" in t.columns
+
+
+def test_spsc_bars_have_error_bars_in_size_order(tmp_path, captured):
+    from ringlab.report import write_report
+    df = make_raw(trials=10, seed=5, c2c=50.0, params={"mode": [1], "size": [1000, 64]})
+    df.to_csv(tmp_path / "raw.csv", index=False)
+    write_report(tmp_path, baseline="batch")
+    ax = captured["spsc"].axes[0]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == ["size=64", "size=1000"]
+    assert len(ax.lines) >= 2 + 4, "a CI whisker per bar besides the two reference lines"

@@ -113,9 +113,13 @@ def test_bad_base_names_the_parameter(tmp_path):
 
 
 def test_forest_rows_hold_both_builds():
-    r = vc.forest_rows(GOOD, ALIGNED)
-    assert r["group"].tolist() == ["default"] * 3 + ["aligned"]
-    assert set(r.columns) >= {"label", "delta_pct", "ci_low_pct", "ci_high_pct"}
+    r = vc.forest_rows(GOOD, ALIGNED, host="h", expected={"d2": 2.18, "d8": 7.39})
+    assert [c.split(":")[0] for c in r["config"]] == ["default"] * 3 + ["aligned"]
+    assert r["config"].tolist()[1] == "default: d2 vs base" and set(r["host"]) == {"h"}
+    # one sign, + = better: an arm that costs 8% more time is -8%, its CI turned with it
+    assert r["effect_pct"].tolist() == [-0.5, -2.0, -8.0, -10.0]
+    assert r[["ci_low_pct", "ci_high_pct"]].values.tolist()[2] == [-11.0, -5.0]
+    assert r["expected_pct"].tolist()[1:] == [-2.18, -7.39, -7.39] and r["expected_pct"].isna().tolist()[0]
 
 
 # -- ringlab bench fidelity's timing target -------------------------------------------------------

@@ -11,7 +11,6 @@ figure with the global state saved and restored around it.
 Figures (file stem = id):
   box       per-variant box plot per configuration, seeded strip, severe outliers (Tukey
             3 IQR, per variant and configuration) marked with a red x in every layout
-  ecdf      ECDF per variant
   order     metric vs execution order, one panel per configuration, coloured by variant
             (drift, interleaving)
   cpu_pairs median metric per (producer CPU, consumer CPU) heatmap, when >= 4 pairs
@@ -23,12 +22,16 @@ Figures (file stem = id):
   counters  median IPC / branch-miss rate / instructions per op per variant
   size_sweep median metric (95% CI) against ring size, one panel per mode and CPU pair,
             the mode named and the baseline / patched variants labelled
-  forest    (compare-runs) per host and run, each configuration's delta with its CI
+  forest    one per experiment: rows = configuration x host, the paired effect in one sign
+            (+ = better) with its CI, the host's A/A band shaded, the published / expected
+            effect as a marker (compare-runs, notebooks 11 and 14)
+  size_sweep_hosts (notebook 11) the paired effect against ring size, one line per host
   round_ratio (notebook 95) candidate / baseline per round over time, per configuration
 """
 from __future__ import annotations
 
 import contextlib
+import math
 import zlib
 from pathlib import Path
 
@@ -40,7 +43,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ringlab import rundir  # noqa: E402
+from ringlab import fmt, rundir  # noqa: E402
+from ringlab.rundir.calibration import find_calibration  # noqa: E402, noise_floor
 from ringlab.stats.outliers import flag_outliers  # noqa: E402
 from ringlab.stats import compare, summarize  # noqa: E402
 
@@ -94,12 +98,23 @@ def _config_order(d, params) -> list[str]:
         else sorted(d["config"].unique())
 
 
+def _config_figsize(n_configs: int) -> tuple[float, float]:
+    """Wider than FIGSIZE when many configurations share the x axis (about 1.1 in each)."""
+    return (max(FIGSIZE[0], 1.1 * n_configs + 1.5), FIGSIZE[1] + (0.6 if n_configs > 1 else 0))
+
+
+def _config_ticks(ax, labels) -> None:
+    """Configuration tick labels one parameter per line, so that neighbours never overlap."""
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels([str(lab).replace(" ", "\n") for lab in labels], fontsize=7)
+
+
 def box(df, metric, params, out_dir):
     d = df.assign(variant=df["variant"].astype(str), config=_config_label(df, params))
     flags = flag_outliers(d, metric, ["variant", "config"])
-    fig, ax = plt.subplots(figsize=FIGSIZE)
-    order = _variant_order(d)
     by_config = d["config"].nunique() > 1
+    fig, ax = plt.subplots(figsize=_config_figsize(d["config"].nunique() if by_config else 1))
+    order = _variant_order(d)
     x = "config" if by_config else "variant"
     xorder = _config_order(d, params) if by_config else order
     common = dict(data=None, x=x, y=metric, hue="variant", hue_order=order, order=xorder, ax=ax)
@@ -116,18 +131,9 @@ def box(df, metric, params, out_dir):
         ax.legend(loc="best", fontsize=8)
     ax.set_title(f"{metric} per variant (box: quartiles; dots: trials; x: severe outliers)")
     if by_config:
-        ax.tick_params(axis="x", labelsize=8)
+        _config_ticks(ax, xorder)
     fig.tight_layout()
     return _save(fig, out_dir, "box")
-
-
-def ecdf(df, metric, params, out_dir):
-    d = df.assign(variant=df["variant"].astype(str))
-    fig, ax = plt.subplots(figsize=FIGSIZE)
-    sns.ecdfplot(data=d, x=metric, hue="variant", hue_order=_variant_order(d), ax=ax)
-    ax.set_title(f"ECDF of {metric}")
-    fig.tight_layout()
-    return _save(fig, out_dir, "ecdf")
 
 
 def run_order(df, metric, params, out_dir):
@@ -187,17 +193,27 @@ def spsc(df, metric, params, out_dir):
     order = _variant_order(d)
     per_item = 1000.0 / (2 * lat)
     per_line = 1000.0 * SLOTS_PER_LINE / lat
-    fig, ax = plt.subplots(figsize=FIGSIZE)
-    x = "config" if d["config"].nunique() > 1 else "variant"
-    sns.barplot(data=d, x=x, y="mops", hue="variant", hue_order=order, estimator="median",
-                order=order if x == "variant" else None, errorbar=None, legend=x == "config", ax=ax)
+    by_config = d["config"].nunique() > 1
+    x = "config" if by_config else "variant"
+    xorder = _config_order(d, params) if by_config else order
+    fig, ax = plt.subplots(figsize=_config_figsize(len(xorder) if by_config else 1))
+    # bars: medians; whiskers: 95% bootstrap CI of the median (seeded, so the figure is reproducible)
+    sns.barplot(data=d, x=x, y="mops", hue="variant", hue_order=order, estimator="median", order=xorder,
+                errorbar=("ci", 95), n_boot=1000, seed=zlib.crc32(b"spsc"), capsize=0.1,
+                err_kws={"linewidth": 1}, legend=by_config, ax=ax)
     ax.axhline(per_item, color="red", ls="--",
-               label=f"1 item per round trip: 1/(2 x c2c) = {per_item:.3g} Mops/s")
+               label=f"reference: 1 item per round trip, 1/(2 x c2c) = {per_item:.3g} Mops/s")
     ax.axhline(per_line, color="purple", ls=":",
-               label=f"{SLOTS_PER_LINE} slots per line transfer: {SLOTS_PER_LINE}/c2c = {per_line:.3g} Mops/s")
-    ax.set_ylabel("throughput (Mops/s, median)")
-    ax.legend(loc="best", fontsize=7)
-    ax.set_title(f"SPSC throughput vs core-to-core latency (c2c one-way {lat:.3g} ns)")
+               label=f"reference: {SLOTS_PER_LINE} slots per line transfer, {SLOTS_PER_LINE}/c2c = "
+                     f"{per_line:.3g} Mops/s")
+    ax.set_ylabel("throughput (Mops/s): median, 95% CI")
+    if by_config:
+        _config_ticks(ax, xorder)
+    # the legend sits below the axes, never over a bar
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3 if by_config else -0.12), fontsize=7, ncol=2,
+              frameon=False)
+    ax.set_title(f"SPSC throughput and two references from the core-to-core latency (one-way {lat:.3g} ns)\n"
+                 "(references, not ceilings: a ring pipelines several lines)", fontsize=9)
     fig.tight_layout()
     return _save(fig, out_dir, "spsc")
 
@@ -217,7 +233,7 @@ def counters(df, metric, params, out_dir):
     return _save(fig, out_dir, "counters")
 
 
-FIGURES = {"box": box, "ecdf": ecdf, "order": run_order, "cpu_pairs": cpu_pairs, "spsc": spsc,
+FIGURES = {"box": box, "order": run_order, "cpu_pairs": cpu_pairs, "spsc": spsc,
            "counters": counters}
 
 
@@ -295,43 +311,205 @@ def size_sweep(meas, metric, out_dir, baseline=None, patched=None, labels=None) 
     return _save(fig, Path(out_dir), "size_sweep")
 
 
-def forest(rows: pd.DataFrame, out_dir, name: str = "forest", title: str | None = None) -> list[Path]:
-    """Forest plot: one line per row of ``rows`` (columns ``label``, ``delta_pct``,
-    ``ci_low_pct``, ``ci_high_pct``, and optional ``group`` = host/run, used for the
-    y-axis blocks), the point at delta and the bar over its CI, a line at 0.
-    Rows without a CI are drawn as a point only ("no CI" in the label)."""
+#: the columns of a forest row (``effect_rows`` makes them from a comparison)
+FOREST_COLUMNS = ("host", "config", "effect_pct", "ci_low_pct", "ci_high_pct", "ci_level", "verdict")
+
+
+def host_noise_floor(host: str | None, root=None) -> float | None:
+    """The host's A/A bound in percent (``rundir.calibration.noise_floor``); None without one."""
+    floor = noise_floor(find_calibration(host, root))
+    return floor["bound_pct"] if floor else None
+
+
+def _gain_ci(r) -> tuple[float, float]:
+    """The CI of the effect in the + = better sign: the delta's CI, negated and swapped for a
+    lower-is-better metric."""
+    lo, hi = float(r["ci_low_pct"]), float(r["ci_high_pct"])
+    lib = r.get("lower_is_better", True)
+    lib = True if lib is None or (isinstance(lib, float) and math.isnan(lib)) else \
+        str(lib).strip().lower() not in ("false", "0")
+    return (-hi, -lo) if lib else (lo, hi)
+
+
+def _gain(r) -> float:
+    g = r.get("gain_pct")
+    if g is not None and not (isinstance(g, float) and math.isnan(g)):
+        return float(g)
+    lib = str(r.get("lower_is_better", True)).strip().lower() not in ("false", "0")
+    return -float(r["delta_pct"]) if lib else float(r["delta_pct"])
+
+
+def config_columns(cmp: pd.DataFrame) -> list[str]:
+    """The configuration columns of a comparison that vary (the constant ones name nothing)."""
+    cols = cmp.attrs.get("group_columns") or [c for c in ("mode", "size", "batch", "lock", "pair_class",
+                                                          "align", "alloc_len", "placement") if c in cmp.columns]
+    cols = [c for c in cols if c in cmp.columns and c not in ("count", "cpu_req_producer", "cpu_req_consumer")]
+    return [c for c in cols if cmp[c].nunique(dropna=False) > 1]
+
+
+def effect_rows(cmp: pd.DataFrame, host: str, candidate: str | None = None, expected=None,
+                label_columns: list[str] | None = None) -> pd.DataFrame:
+    """Forest rows (:data:`FOREST_COLUMNS`, plus ``candidate``, ``expected_pct`` and the
+    configuration columns) from the Comparison rows of one run: the paired effect in one sign,
+    + = better (``gain_pct`` for a lower-is-better metric), with its CI turned the same way.
+    ``expected``: a number, or a function of the row returning the published or expected
+    effect in the same sign (None: no marker)."""
+    if candidate is not None:
+        cmp = cmp[cmp["candidate"].astype(str) == str(candidate)]
+    cols = label_columns if label_columns is not None else config_columns(cmp)
+    several = cmp["candidate"].nunique() > 1 if "candidate" in cmp.columns else False
+    rows = []
+    for _, r in cmp.iterrows():
+        lo, hi = _gain_ci(r)
+        parts = ([f"{r['candidate']} vs {r['baseline']}"] if several else []) + \
+            [f"{c}={r[c]}" for c in cols if c != "pair_class"] + \
+            ([str(r["pair_class"])] if "pair_class" in cols else [])
+        exp = expected(r) if callable(expected) else expected
+        rows.append({"host": str(host), "config": " ".join(parts) or "all", "effect_pct": _gain(r),
+                     "ci_low_pct": lo, "ci_high_pct": hi, "ci_level": r.get("ci_level", math.nan),
+                     "verdict": r.get("verdict", ""), "candidate": str(r.get("candidate", "")),
+                     "expected_pct": math.nan if exp is None else float(exp),
+                     **{c: r[c] for c in cols}})
+    return pd.DataFrame(rows)
+
+
+def level_text(levels) -> str:
+    """The CI level of a figure, stated once: "95% CI", or "97.5-98.8% CI (Holm-adjusted per
+    family)" when the rows' levels differ."""
+    lv = sorted({round(float(v), 6) for v in levels if v is not None and v == v})
+    if not lv:
+        return "CI"
+    if len(lv) == 1:
+        return fmt.ci_header(lv[0])
+    lo, hi = fmt.ci_header(lv[0]).split("%")[0], fmt.ci_header(lv[-1]).split("%")[0]
+    return f"{lo}-{hi}% CI (Holm-adjusted per family)"
+
+
+def forest(rows: pd.DataFrame, out_dir, name: str = "forest", title: str | None = None,
+           noise: dict | None = None, effect: str = "effect") -> list[Path]:
+    """One forest: a line per row (configuration x host), the paired effect in one sign
+    (+ = better) with its CI, each host's A/A band (its noise floor, ``noise`` {host: bound %})
+    shaded behind its rows, and the published or expected effect (``expected_pct``) as an open
+    diamond.  ``rows``: :func:`effect_rows`' columns (``host``, ``config``, ``effect_pct``,
+    ``ci_low_pct``, ``ci_high_pct``, optional ``ci_level``, ``expected_pct``).  The x label
+    states the CI level once.  Rows without a CI are drawn as a point only ("no CI")."""
     d = rows.reset_index(drop=True)
     if d.empty:
         return []
-    groups = d["group"].astype(str) if "group" in d.columns else pd.Series("", index=d.index)
-    labels = [(f"{g}  {l}" if g else str(l)) for g, l in zip(groups, d["label"].astype(str))]
-    y = np.arange(len(d))[::-1]
-    fig, ax = plt.subplots(figsize=(10.0, 1.4 + 0.32 * len(d)))
+    noise = noise or {}
+    hosts = d["host"].astype(str) if "host" in d.columns else pd.Series("", index=d.index)
+    labels = [(f"{h}  {c}" if h else str(c)) for h, c in zip(hosts, d["config"].astype(str))]
+    y = np.arange(len(d))[::-1].astype(float)
+    fig, ax = plt.subplots(figsize=(10.0, 2.3 + 0.32 * len(d)))
     lo = pd.to_numeric(d["ci_low_pct"], errors="coerce")
     hi = pd.to_numeric(d["ci_high_pct"], errors="coerce")
-    dl = pd.to_numeric(d["delta_pct"], errors="coerce")
-    has = lo.notna() & hi.notna()
-    ax.errorbar(dl[has], y[has.to_numpy()], xerr=[dl[has] - lo[has], hi[has] - dl[has]], fmt="o",
-                color="black", capsize=3, ms=4)
-    ax.plot(dl[~has], y[(~has).to_numpy()], "D", color="grey", ms=4)
+    dl = pd.to_numeric(d["effect_pct"], errors="coerce")
+    has = (lo.notna() & hi.notna()).to_numpy()
+    palette = sns.color_palette("colorblind", max(1, hosts.nunique()))
+    colour = {h: palette[i] for i, h in enumerate(dict.fromkeys(hosts))}
+    banded = set()
+    for h in dict.fromkeys(hosts):
+        bound = noise.get(h)
+        if bound is None or not math.isfinite(bound):
+            continue
+        ys = y[(hosts == h).to_numpy()]
+        ax.fill_between([-bound, bound], ys.min() - 0.45, ys.max() + 0.45, color=colour[h], alpha=0.15, lw=0,
+                        label=f"{h}: A/A band, \u00b1{bound:.2g}% (noise floor)" if h else
+                        f"A/A band, \u00b1{bound:.2g}% (noise floor)")
+        banded.add(h)
+    for h in dict.fromkeys(hosts):
+        m = (hosts == h).to_numpy()
+        mc = m & has
+        ax.errorbar(dl[mc], y[mc], xerr=[dl[mc] - lo[mc], hi[mc] - dl[mc]], fmt="o", color=colour[h],
+                    ecolor="black", capsize=3, ms=5, label=f"{h}: measured" if h else "measured")
+        mn = m & ~has
+        if mn.any():
+            ax.plot(dl[mn], y[mn], "D", color="grey", ms=4)
+    if "expected_pct" in d.columns:
+        ex = pd.to_numeric(d["expected_pct"], errors="coerce")
+        me = ex.notna().to_numpy()
+        if me.any():
+            ax.plot(ex[me], y[me], "D", mfc="none", mec="crimson", ms=8, mew=1.5, ls="none",
+                    label="published / expected effect")
     labels = [lab + ("" if h else "  (no CI)") for lab, h in zip(labels, has)]
-    ax.axvline(0, color="red", lw=1, ls="--")
+    ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=7)
-    ax.set_xlabel("delta = (candidate - baseline) / baseline, % (95% CI)")
-    fig.suptitle(title or "delta per host and run, with its 95% CI", fontsize=10)
+    ax.set_ylim(-0.8, len(d) - 0.2)
+    lv = level_text(d["ci_level"]) if "ci_level" in d.columns else "CI"
+    ax.set_xlabel(f"{effect}, % (+ = better: faster or more ops/s), {lv}")
+    fig.suptitle(title or f"{effect} per configuration and host", fontsize=10)
     ax.grid(axis="x", alpha=0.3)
+    height = 2.3 + 0.32 * len(d)
+    fig.set_size_inches(10.0, height)
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", fontsize=7, ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.75 / height, 1, 1))
+    return _save(fig, Path(out_dir), name)
+
+
+def paired_size_sweep(rows: pd.DataFrame, out_dir, name: str = "size_sweep_hosts", title: str | None = None,
+                      noise: dict | None = None) -> list[Path]:
+    """The paired effect (+ = better, with its CI) against ring size, one line per host, each
+    host's A/A band shaded in its colour; one panel per mode (and batch / lock when they vary).
+    ``rows``: :func:`effect_rows` with a ``size`` column, from the runs of several hosts."""
+    d = rows.reset_index(drop=True)
+    if d.empty or "size" not in d.columns:
+        return []
+    noise = noise or {}
+    keys = [c for c in ("mode", "batch", "lock", "pair_class") if c in d.columns and d[c].nunique() > 1]
+    panels = sorted(d.groupby(keys).groups) if keys else [()]
+    panels = [k if isinstance(k, tuple) else (k,) for k in panels]
+    hosts = list(dict.fromkeys(sorted(d["host"].astype(str))))
+    palette = sns.color_palette("colorblind", max(1, len(hosts)))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 1.5, 4.4), squeeze=False, sharey=True)
+    sizes = sorted(pd.to_numeric(d["size"]).unique())
+    for ax, key in zip(axes[0], panels):
+        sub = d
+        for c, k in zip(keys, key):
+            sub = sub[sub[c] == k]
+        for i, h in enumerate(hosts):
+            g = sub[sub["host"].astype(str) == h].assign(size=lambda x: pd.to_numeric(x["size"]))
+            g = g.sort_values("size")
+            bound = noise.get(h)
+            if bound is not None and math.isfinite(bound):
+                ax.axhspan(-bound, bound, color=palette[i], alpha=0.12, lw=0,
+                           label=f"{h}: A/A band \u00b1{bound:.2g}%")
+            if g.empty:
+                continue
+            off = 1 + 0.04 * (i - (len(hosts) - 1) / 2)   # hosts side by side at each size
+            ax.errorbar(g["size"] * off, g["effect_pct"],
+                        yerr=[g["effect_pct"] - g["ci_low_pct"], g["ci_high_pct"] - g["effect_pct"]],
+                        marker="o", capsize=3, color=palette[i], label=h)
+            if "expected_pct" in g.columns and g["expected_pct"].notna().any():
+                ax.plot(g["size"], g["expected_pct"], "D", mfc="none", mec="crimson", ms=7, ls="none",
+                        label="published / expected" if i == 0 else None)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes)
+        ax.set_xticklabels([str(int(s)) for s in sizes], fontsize=8)
+        ax.minorticks_off()
+        ax.set_xlabel("ring size (slots)")
+        named = dict(zip(keys, key))
+        parts = ([_mode_label(named["mode"])] if "mode" in named else []) + \
+            [f"{c}={named[c]}" for c in ("batch", "lock", "pair_class") if c in named]
+        ax.set_title(", ".join(parts) or (_mode_label(d["mode"].iloc[0]) if "mode" in d.columns else ""),
+                     fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    lv = level_text(d["ci_level"]) if "ci_level" in d.columns else "CI"
+    axes[0][0].set_ylabel("paired effect, % (+ = better)")
+    fig.suptitle((title or "paired effect against ring size, per host") + f" ({lv})", fontsize=10)
     fig.tight_layout()
     return _save(fig, Path(out_dir), name)
 
 
 def cross_run_forest(runs, out_dir, baseline: str = "batch", patched: str = "reorder",
-                     metric: str = "ns_per_op") -> list[Path]:
+                     metric: str = "ns_per_op", root=None) -> list[Path]:
     """figures/forest.png of the compare-runs folder: for every run (objects with ``raw``,
-    ``host``, ``experiment``, ``run_id``) holding both variants, each configuration's delta of
-    ``patched`` against ``baseline`` with its CI, grouped by host and run; [] when no run
-    holds both."""
-    rows = []
+    ``host``, ``experiment``, ``run_id``) holding both variants, each configuration's effect of
+    ``patched`` against ``baseline`` (+ = patched better) with its CI, rows = configuration x
+    host, each host's A/A band shaded; [] when no run holds both."""
+    parts, noise = [], {}
     for r in runs:
         raw = r.raw
         if "variant" not in raw.columns or metric not in raw.columns:
@@ -339,20 +517,16 @@ def cross_run_forest(runs, out_dir, baseline: str = "batch", patched: str = "reo
         if not {baseline, patched} <= set(raw["variant"].astype(str)):
             continue
         cmp = compare(raw, baseline, metric)
-        cmp = cmp[cmp["candidate"] == patched]
-        cfg = [c for c in ("mode", "size", "pair_class") if c in cmp.columns and cmp[c].nunique() > 1] \
-            or [c for c in ("mode",) if c in cmp.columns]
-        for _, c in cmp.iterrows():
-            rows.append({"group": f"{r.host} {r.experiment}/{r.run_id}",
-                         "label": " ".join(f"{k}={c[k]}" for k in cfg) or "all",
-                         "delta_pct": c["delta_pct"], "ci_low_pct": c["ci_low_pct"],
-                         "ci_high_pct": c["ci_high_pct"]})
-    if not rows:
+        rows = effect_rows(cmp, r.host, candidate=patched)
+        if len(rows):
+            rows["config"] = rows["config"] + f"  ({r.experiment}/{r.run_id})"
+            parts.append(rows)
+            noise.setdefault(r.host, host_noise_floor(r.host, root))
+    if not parts:
         return []
-    title = (f"{patched} (patched) vs {baseline} (baseline): delta of median {metric} per host and run\n"
-             "(95% CI; left of 0: patched faster)")
+    title = f"{patched} (patched) vs {baseline} (baseline), {metric}: paired effect per configuration and host"
     with sns.axes_style("whitegrid"):
-        return forest(pd.DataFrame(rows), Path(out_dir), "forest", title)
+        return forest(pd.concat(parts, ignore_index=True), Path(out_dir), "forest", title, noise=noise)
 
 
 def round_ratio(ratios: pd.DataFrame, candidate: str, baseline: str, metric: str, title: str = ""):

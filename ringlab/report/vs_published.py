@@ -227,23 +227,39 @@ def published_vs_reproduced_page_frag(run_dir, baseline: str = "before") -> pd.D
     return pd.DataFrame(out)
 
 
-def published_vs_reproduced_batch(run_dir, baseline: str = "prebatch") -> pd.DataFrame:
-    """Seed 003's vhost Mpps ratios beside our throughput ratios (largest ring, each pair)."""
-    pub = published.batch_zeroing_mpps()
-    rows = [{"source": "published (vhost, seed 003)", "config": r.config, "throughput ratio to prebatch":
-             round(r.ratio_to_before, 4), "95% CI of ratio": "not published", "verdict": "-"} for r in pub.itertuples()]
+def _batch_rows(run_dir, baseline: str) -> list[dict]:
     df, env = load(run_dir)
     cmp = compare(df, baseline, "ns_per_op")
-    if "size" in cmp.columns and len(cmp):
-        cmp = cmp[cmp["size"] == cmp["size"].max()]
-    for _, r in cmp.iterrows():
+    sort = [c for c in ("mode", "pair_class", "lock", "batch", "size") if c in cmp.columns]
+    rows = []
+    for _, r in cmp.sort_values(sort).iterrows():
         # throughput ratio = baseline time / candidate time
         ratio = 1 / (1 + r["delta_pct"] / 100)
         ci = ("n/a" if math.isnan(r["ci_low_pct"]) else
               f"[{1 / (1 + r['ci_high_pct'] / 100):.3f}, {1 / (1 + r['ci_low_pct'] / 100):.3f}]")
-        rows.append({"source": f"reproduced ({arch_label(env)})",
-                     "config": f"{r['candidate']}, size {int(r['size'])}, mode {r.get('mode')}, {r.get('pair_class')}",
-                     "throughput ratio to prebatch": round(ratio, 4), "95% CI of ratio": ci, "verdict": r["verdict"]})
+        size = int(r["size"]) if "size" in r and r["size"] == r["size"] else None
+        given = int(r.get("batch", 0) or 0)
+        parts = [str(r["candidate"])] + ([f"size {size}", f"batch {effective_batch(size, given)}"]
+                                         if size is not None else []) + \
+            ([f"lock {'on' if str(r['lock']).lower() in ('true', '1') else 'off'}"] if "lock" in r else []) + \
+            [f"mode {r.get('mode')}", str(r.get("pair_class"))]
+        rows.append({"source": f"reproduced ({arch_label(env)})", "config": ", ".join(parts),
+                     "throughput ratio to prebatch": round(ratio, 4), "CI of ratio": ci,
+                     "CI level": fmt.ci_header(r.get("ci_level")).split(" ")[0], "verdict": r["verdict"]})
+    return rows
+
+
+def published_vs_reproduced_batch(run_dir, baseline: str = "prebatch", more=()) -> pd.DataFrame:
+    """Seed 003's vhost Mpps ratios beside our throughput ratios: every ring size (with its
+    effective batch), lock arm and pair of the run, and of the runs in ``more`` (other hosts'
+    runs, side by side: one block per run).  ``CI level`` gives each row's level (Holm-adjusted
+    per family), since it differs from row to row."""
+    pub = published.batch_zeroing_mpps()
+    rows = [{"source": "published (vhost, seed 003)", "config": r.config, "throughput ratio to prebatch":
+             round(r.ratio_to_before, 4), "CI of ratio": "not published", "CI level": "-", "verdict": "-"}
+            for r in pub.itertuples()]
+    for d in [run_dir, *more]:
+        rows += _batch_rows(d, baseline)
     return pd.DataFrame(rows)
 
 

@@ -17,10 +17,13 @@ import pandas as pd
 
 from ringlab import fmt, paths, rundir
 from ringlab.report import provenance, tables
-from ringlab.errors import DataError
-from ringlab.report.figures import cross_run_forest
-from ringlab.rundir import Run, RunFolder
+from ringlab.errors import DataError, ParamError
+from ringlab.report import pick_metric
+from ringlab.report import published
+from ringlab.report.figures import cross_run_forest, effect_rows, forest, host_noise_floor
+from ringlab.rundir import Run, RunFolder, pick_baseline
 from ringlab.stats import compare
+from ringlab.stats.summary import StatsError
 from ringlab.system import checkout, envinfo
 
 
@@ -173,6 +176,59 @@ def summary_text(runs: list[Run], t_cross: pd.DataFrame, t_stale: pd.DataFrame, 
     return "\n".join(md)
 
 
+#: experiment -> the published effect of a comparison row, in the + = better sign (seed threads)
+EXPECTED = {
+    "ptr-ring-reorder": lambda r: published.reorder_gain_pct(r.get("mode")) if r.get("candidate") == "reorder"
+    and r.get("baseline") == "batch" else None,
+    "ptr-ring-batch-zeroing": lambda r: published.batch_zeroing_gain_pct() if r.get("candidate") == "batch"
+    and r.get("baseline") == "prebatch" else None,
+}
+
+
+def latest_runs(runs: list[Run]) -> dict[str, list[Run]]:
+    """{experiment: the latest run of each host (run ids sort by time), hosts in name order}."""
+    out: dict[str, dict[str, Run]] = {}
+    for r in sorted(runs, key=lambda r: (r.experiment, r.host, r.run_id)):
+        out.setdefault(r.experiment, {})[r.host] = r
+    return {e: [hs[h] for h in sorted(hs)] for e, hs in sorted(out.items())}
+
+
+def experiment_effects(runs: list[Run], experiment: str, baseline: str | None = None,
+                       candidate: str | None = None, root=None):
+    """(forest rows, {host: A/A bound %}) of one experiment: every configuration of the latest
+    run of each host, the paired effect of each candidate against the run's baseline in the
+    + = better sign, with the published effect where a seed thread has one."""
+    parts, noise = [], {}
+    for r in latest_runs(runs).get(experiment, []):
+        raw = r.raw
+        if "variant" not in raw.columns or raw["variant"].nunique() < 2:
+            continue
+        try:
+            base = pick_baseline(raw, r.env_doc, baseline)
+            cmp = compare(raw, base, pick_metric(raw))
+        except (StatsError, DataError, ParamError):   # no comparison, or no such baseline in this run
+            continue
+        rows = effect_rows(cmp, r.host, candidate=candidate, expected=EXPECTED.get(experiment))
+        if len(rows):
+            parts.append(rows)
+            noise[r.host] = host_noise_floor(r.host, root)
+    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()), noise
+
+
+def experiment_forests(runs: list[Run], out_dir, root=None) -> list[Path]:
+    """figures/forest-EXPERIMENT.png|svg for every experiment with an A/B comparison: rows =
+    configuration x host (each host's latest run), the paired effect (+ = better), the hosts'
+    A/A bands, the published effect as a marker."""
+    out = []
+    for exp in latest_runs(runs):
+        rows, noise = experiment_effects(runs, exp, root=root)
+        if len(rows):
+            out += forest(rows, Path(out_dir), f"forest-{exp}",
+                          f"{exp}: paired effect per configuration and host (latest run of each host)",
+                          noise=noise)
+    return out
+
+
 def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched: str = "reorder") -> list[Path]:
     """The merged tables as files: runs.csv, cross_machine.csv, stale.csv, summary.md, env.json
     (written by ringlab.rundir)."""
@@ -184,6 +240,7 @@ def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched
             out.append(rundir.write_csv(run_dir, name, t))
         rundir.write_text(run_dir, "summary.md", summary_text(runs, t_cross, t_stale, t_runs))
         out += cross_run_forest(runs, run_dir / "figures", baseline, patched)
+        out += experiment_forests(runs, run_dir / "figures")
         f.write_env(environment=envinfo.collect(probe_counters=False), git=checkout.git_info(),
                     inputs=[f"{r.experiment}/{r.host}/{r.run_id}" for r in runs])
         f.finish("complete")

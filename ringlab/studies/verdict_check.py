@@ -29,6 +29,7 @@ import pandas as pd
 from ringlab import fmt, paths
 from ringlab.errors import ParamError
 from ringlab.rundir import Run
+from ringlab.report.figures import effect_rows
 from ringlab.report.tables import comparison_rows
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
@@ -307,15 +308,25 @@ def instruction_table(runs: dict[str, Path], check: CheckPlan) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def forest_rows(cmp_default: pd.DataFrame, cmp_aligned: pd.DataFrame | None) -> pd.DataFrame:
-    """Rows for ``ringlab.report.figures.forest``: every arm's delta and CI, per build."""
+def forest_rows(cmp_default: pd.DataFrame, cmp_aligned: pd.DataFrame | None, host: str = "",
+                expected: dict | None = None) -> pd.DataFrame:
+    """Rows for ``ringlab.report.figures.forest``: every arm's effect against base per build and
+    ring size, in the + = better sign (an arm that costs time is negative), with the effect
+    stated before measuring as the marker: ``expected`` {arm: expected extra time in percent}
+    (``CheckPlan.expected()``'s "expected extra %"), drawn at minus that."""
+    expected = expected or {}
     parts = []
     for build, cmp in (("default", cmp_default), ("aligned", cmp_aligned)):
         if cmp is None or not len(cmp):
             continue
-        parts.append(pd.DataFrame({"group": build, "label": cmp["candidate"].astype(str) + " vs base",
-                                   "delta_pct": cmp["delta_pct"], "ci_low_pct": cmp["ci_low_pct"],
-                                   "ci_high_pct": cmp["ci_high_pct"]}))
+        cols = [c for c in ("size", "mode", "pair_class") if c in cmp.columns and cmp[c].nunique() > 1]
+        rows = effect_rows(cmp, host, label_columns=cols,
+                           expected=lambda r: -float(expected[str(r["candidate"])])
+                           if str(r["candidate"]) in expected else None)
+        rows["config"] = [f"{build}: {c} vs {BASELINE}" + (f", {lab}" if lab else "")
+                          for c, lab in zip(rows["candidate"],
+                                            [" ".join(f"{k}={r[k]}" for k in cols) for _, r in rows.iterrows()])]
+        parts.append(rows)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 

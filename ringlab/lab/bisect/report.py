@@ -5,7 +5,7 @@ from pathlib import Path
 
 import matplotlib
 
-from ringlab import rundir
+from ringlab import fmt, rundir, schema
 from ringlab.report.bisect_mail import effect_text
 
 matplotlib.use("Agg")  # figures go to files, never to a display (as in ringlab.report.figures)
@@ -58,27 +58,58 @@ def summary_md(state: dict) -> str:
     return "\n".join(lines)
 
 
+def _subject(c: dict | None, width: int = 48) -> str:
+    """'1a2b3c4d subject' of a commit, the subject cut to ``width`` characters."""
+    c = c or {}
+    subj = str(c.get("subject") or "")
+    subj = subj if len(subj) <= width else subj[:width - 1] + "\u2026"
+    return f"{str(c.get('sha') or '?')[:8]} {subj}".strip()
+
+
 def effect_figure(state: dict):
-    """The candidate's effect against good (with its CI) against commit order."""
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    n = len(state["candidates"])
+    """Each measured commit's effect against good, in the + = better sign, with its CI: one row
+    per commit in history order (good at the top, bad at the bottom), named by its short hash
+    and subject; a commit that was not measured is listed without a point.  The endpoints'
+    effect is shaded as the band a bad commit falls in."""
+    lower = state["metric"] in schema.LOWER_IS_BETTER
+    sign = -1.0 if lower else 1.0
+    cands = list(state.get("candidates") or [])
     ep = state.get("endpoints") or {}
-    pts = [(-1, {"delta_pct": 0.0, "ci_low_pct": 0.0, "ci_high_pct": 0.0}, "good")]
-    if ep.get("delta_pct") is not None:
-        pts.append((n, ep, "bad"))
-    pts += [(s["index"], s.get("vs_good") or {}, s.get("status", "")) for s in state.get("steps", [])]
-    colors = {"good": "tab:green", "bad": "tab:red"}
-    for x, e, call in pts:
-        if e.get("delta_pct") is None:
-            ax.axvline(x, color="0.8", linestyle=":")
+    measured = {s["index"]: s for s in state.get("steps", []) if "index" in s}
+    rows = [(_subject(state.get("good_commit")) + "  [good]", {"delta_pct": 0.0}, "good")]
+    ends = {str((state.get(k) or {}).get("sha")) for k in ("good_commit", "bad_commit")}
+    first_bad = str(((state.get("result") or {}).get("first_bad") or {}).get("sha"))
+    for i, c in enumerate(cands):
+        if str(c.get("sha")) in ends:   # the endpoints have their own rows
             continue
-        lo, hi = e.get("ci_low_pct", e["delta_pct"]), e.get("ci_high_pct", e["delta_pct"])
-        ax.errorbar([x], [e["delta_pct"]], yerr=[[e["delta_pct"] - lo], [hi - e["delta_pct"]]], fmt="o",
-                    color=colors.get(call, "tab:gray"), capsize=3)
-    ax.axhline(0, color="black", linewidth=0.6)
-    ax.set_xlabel("candidate commit (oldest first; -1 = good, n = bad)")
-    ax.set_ylabel(f"{state['metric']} vs good (%)")
-    ax.set_title("bisect: effect against good by commit order")
+        s = measured.get(i)
+        lab = _subject(c) + ("  [first bad]" if str(c.get("sha")) == first_bad else "")
+        rows.append((lab, (s or {}).get("vs_good") or {}, (s or {}).get("status", "not measured")))
+    rows.append((_subject(state.get("bad_commit")) + "  [bad]", ep, "bad"))
+    colors = {"good": "tab:green", "bad": "tab:red"}
+    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.3 * len(rows)))
+    y = list(range(len(rows)))[::-1]
+    levels = set()
+    for yy, (_, e, call) in zip(y, rows):
+        if e.get("delta_pct") is None:
+            continue
+        d = sign * e["delta_pct"]
+        lo, hi = sorted((sign * e.get("ci_low_pct", e["delta_pct"]), sign * e.get("ci_high_pct", e["delta_pct"])))
+        if e.get("ci_level") is not None:
+            levels.add(round(float(e["ci_level"]), 6))
+        ax.errorbar([d], [yy], xerr=[[d - lo], [hi - d]], fmt="o", color=colors.get(call, "tab:gray"), capsize=3)
+    if ep.get("delta_pct") is not None:
+        ax.axvspan(*sorted((0.0, sign * ep["delta_pct"])), color="tab:red", alpha=0.08, lw=0)
+    ax.axvline(0, color="black", linewidth=0.6)
+    ax.set_yticks(y)
+    ax.set_yticklabels([f"{lab}  ({call})" if call not in ("good", "bad") else lab for lab, _, call in rows],
+                       fontsize=7)
+    lv = fmt.ci_header(next(iter(levels))) if len(levels) == 1 else \
+        (f"{min(levels) * 100:.4g}-{max(levels) * 100:.4g}% CI" if levels else "CI")
+    ax.set_xlabel(f"{state['metric']} effect against good, % (+ = better), {lv}")
+    ax.set_title("bisect: each commit's effect against good (history order, oldest at the top)", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
     return fig
 
 

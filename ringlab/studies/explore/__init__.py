@@ -7,7 +7,7 @@
     run                                             # a card: experiment, host, profile, status, verdicts
     run.raw.query("mode == 1")                      # measured trials: no warm-ups, no failures
     run.compare(baseline="prebatch")                # the paired analysis against another baseline
-    run.figure("ecdf")                              # a report figure, drawn in a scratch folder
+    run.figure("box")                               # a report figure, drawn in a scratch folder
     trials = ringlab.open_all("results/")           # one tidy frame: every run, every host
 
 ``open(PATH)`` takes

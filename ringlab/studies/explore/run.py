@@ -238,7 +238,7 @@ class Run:
         return rep
 
     def figure(self, name: str, baseline: str | None = None, metric: str | None = None) -> FigureFile:
-        """Figure ``name`` of the run's report (box, ecdf, order, cpu_pairs, spsc, counters,
+        """Figure ``name`` of the run's report (box, order, cpu_pairs, spsc, counters,
         size_sweep); ``DataError`` with the report's reason when this run cannot have it."""
         known = list(FIGURES) + ["size_sweep"]
         if name not in known:
