@@ -44,7 +44,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from ringlab import fmt, rundir  # noqa: E402
-from ringlab.rundir.calibration import find_calibration  # noqa: E402, noise_floor
+from ringlab.rundir.calibration import find_calibration, noise_floor  # noqa: E402
 from ringlab.stats.outliers import flag_outliers  # noqa: E402
 from ringlab.stats import compare, summarize  # noqa: E402
 
