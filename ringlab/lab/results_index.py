@@ -24,7 +24,7 @@ import math
 from pathlib import Path
 
 from ringlab.rundir import Run
-from ringlab.rundir.calibration import find_calibration
+from ringlab.rundir.calibration import noise_floor as calibration_noise_floor
 
 #: profiles whose complete runs can be an experiment's headline
 HEADLINE_PROFILES = ("quick", "full")
@@ -205,19 +205,9 @@ CALIBRATION_DIR = "calibration"
 
 
 def noise_floor(root: Path, host: str) -> dict | None:
-    """The host's A/A bound from results/calibration/<host>/calibration.json: ``bound_pct`` (the
-    largest |effect| the A/A's CI allows, in percent), ``sigma_layout_pct``, ``layouts``,
-    ``run_id``; None without a readable calibration."""
-    doc = find_calibration(host, root)
-    try:
-        lo, hi = (float(v) for v in doc["aa_ci"][:2])
-    except (ValueError, KeyError, TypeError):
-        return None
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return None
-    return {"bound_pct": max(abs(math.expm1(lo)), abs(math.expm1(hi))) * 100,
-            "sigma_layout_pct": float(doc["sigma_layout"]) * 100, "layouts": doc.get("layouts"),
-            "run_id": str(doc.get("run_id") or "?")}
+    """The host's A/A bound (``ringlab.rundir.calibration.noise_floor``): ``bound_pct``,
+    ``sigma_layout_pct``, ``layouts``, ``run_id``; None without a readable calibration."""
+    return calibration_noise_floor(host, root)
 
 
 def _noise_section(root: Path) -> str:

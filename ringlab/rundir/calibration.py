@@ -67,3 +67,19 @@ def level_calibration(host: str | None, mode, root: str | Path | None = None) ->
         return LevelCalibration.from_dict(lv)
     except DataError:
         return CAUTIOUS
+
+
+def noise_floor(host: str | None, root: str | Path | None = None) -> dict | None:
+    """The host's A/A bound from results/calibration/<host>/calibration.json: ``bound_pct`` (the
+    largest |effect| the A/A's CI allows, in percent), ``sigma_layout_pct``, ``layouts``,
+    ``run_id``, ``path``; None without a readable calibration."""
+    doc = find_calibration(host, root)
+    try:
+        lo, hi = (float(v) for v in doc["aa_ci"][:2])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return {"bound_pct": max(abs(math.expm1(lo)), abs(math.expm1(hi))) * 100,
+            "sigma_layout_pct": float(doc["sigma_layout"]) * 100, "layouts": doc.get("layouts"),
+            "run_id": str(doc.get("run_id") or "?"), "path": doc.get("path")}
