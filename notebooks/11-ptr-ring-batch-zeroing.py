@@ -50,7 +50,7 @@ from ringlab.report import vs_published as vp
 P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=sizes,
               batch=batch, count=count or None, trials=trials or None,
               target_ci=target_ci or None, budget=budget or None, cpus=cpus, seed=seed,
-              icount=False)
+              icount=True)   # callgrind counts where the PMU cannot (single-threaded mode 0 rows only)
 rn.check_choice("baseline", baseline, P["variants"])
 RUN = rn.run_dir(out_dir, "ptr-ring-batch-zeroing", host)
 print("run folder:", RUN)
@@ -97,3 +97,14 @@ rn.show_figures(R, "box", "ecdf", "order", "cpu_pairs", "counters")
 
 # %%
 rn.table(vp.published_vs_reproduced_batch(RUN, baseline=baseline))
+
+# %% [markdown]
+# ## The reply
+# The run as plain text for the mailing list, in the kernel test robot's shape (72 columns, one
+# `%change` row per configuration, + = better): `ringlab mail RUN` prints the same text.  It is
+# also saved as `mail.txt` in the run folder.
+
+# %%
+NB_PARAMS = dict(profile=profile, variants=variants, baseline=baseline, modes=modes, sizes=sizes, batch=batch,
+                 count=count, trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, seed=seed)
+print(rn.write_mail(RUN, baseline=baseline, notebook=("11-ptr-ring-batch-zeroing.ipynb", NB_PARAMS)))

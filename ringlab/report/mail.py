@@ -139,10 +139,14 @@ def _change(r, control: bool) -> str:
     return f"*{txt}*" if str(r.get("verdict")) in SIGNIFICANT else f" {txt} "
 
 
-def _label(r, vary: list[str], metric: str, places: bool) -> str:
-    bits = [METRIC_NAMES.get(metric, metric)]
+#: short names of configuration columns in the table's metric column
+SHORT = {"alloc_len": "len", "placement": "place"}
+
+
+def _label(r, vary: list[str], metric: str, places: bool, timing: bool = True) -> str:
+    bits = [] if timing else [METRIC_NAMES.get(metric, metric)]
     for c in vary:
-        bits.append(f"{c}={_fmt(r[c])}")
+        bits.append(f"{SHORT.get(c, c)}={_fmt(r[c])}")
     if places:
         cls = r.get("pair_class")
         if isinstance(cls, str) and cls:
@@ -160,12 +164,13 @@ def _row(r, cv_b: float, cv_c: float, control: bool, label: str, width: int) -> 
     return [line.rstrip(), " " * min(len(line), width - len(label)) + label[:width]]
 
 
-def _header(base: str, cand: str, width: int) -> list[str]:
+def _header(base: str, cand: str, width: int, metric: str) -> list[str]:
     w = _COLS
     names = (f"{base[:w[0] + w[1] + 1]:>{w[0] + w[1] + 1}}", f"{'%change':^{w[2]}}",
              f"{cand[:w[3] + w[4] + 1]:>{w[3] + w[4] + 1}}")
     second = (f"{'':>{w[0]}}", f"{'±%sd':>{w[1]}}", f"{'':^{w[2]}}", f"{'':>{w[3]}}", f"{'±%sd':>{w[4]}}")
-    return [" ".join(names) + "  metric", " ".join(second).rstrip(), "-" * min(width, 62)]
+    return [" ".join(names) + f"  {METRIC_NAMES.get(metric, metric)}", " ".join(second).rstrip(),
+            "-" * min(width, 62)]
 
 
 def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
@@ -192,7 +197,7 @@ def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
         if control:
             info["controls"].append(cand)
         info["family"][cand] = int(_num(grp["family_size"].iloc[0])) if _ok(grp["family_size"].iloc[0]) else len(grp)
-        out += ([""] if out else []) + _header(baseline, cand, width)
+        out += ([""] if out else []) + _header(baseline, cand, width, metric)
         for _, r in grp.iterrows():
             ck = _config_key(r, cols)
             out += _row(r, cv.get((baseline,) + ck, math.nan), cv.get((cand,) + ck, math.nan), control,
@@ -205,7 +210,7 @@ def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
             icmp, src = instr
             info["instr_source"] = src
             for _, r in icmp[icmp["candidate"].astype(str) == cand].iterrows():
-                lab = _label(r, [c for c in vary if c in r.index], INSTR, False) + f" ({src})"
+                lab = _label(r, [c for c in vary if c in r.index], INSTR, False, timing=False) + f" ({src})"
                 out += _row(r, 0.0, 0.0, False, lab, width)
     return out, info
 
@@ -275,14 +280,14 @@ def _published_icount(df: pd.DataFrame, env: dict, base: str, cands: list[str], 
            f"{ob:.2f} -> {orr:.2f} ({(orr / ob - 1) * 100:+.2f}%) in the measured loop "
            "(rl_measured_simple). Its objdump is in notebook 10.")
     from ringlab.report.mail_objdump import loop_summary
-    loops = loop_summary(_binaries(env, ("batch", "reorder")))
+    loops = loop_summary(run_binaries(env, ("batch", "reorder")))
     if len(loops) == 2:
         txt += (f" objdump -d: the loop is {loops['batch']['instructions']} instructions in batch, "
                 f"{loops['reorder']['instructions']} in reorder.")
     return _para(txt, width)
 
 
-def _binaries(env: dict, arms) -> dict[str, str]:
+def run_binaries(env: dict, arms) -> dict[str, str]:
     used = env.get("binaries_used") or {}
     out = {}
     for a in arms:
@@ -299,6 +304,14 @@ def _sha256(path) -> str | None:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:
         return None
+
+
+def counters_text(run_dir) -> str:
+    """The mail's second line for a run folder: whether the host has a PMU and what counts
+    instructions instead (the first line of a notebook's run overview)."""
+    run = Run(run_dir)
+    df, env = run.read()
+    return counters_line(df, dict(env.doc) if env is not None else {})
 
 
 # -- the mail --------------------------------------------------------------------------------
@@ -363,4 +376,4 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     return text
 
 
-__all__ = ["MailError", "WIDTH", "mail_text", "read_env", "reproduce_lines"]
+__all__ = ["MailError", "WIDTH", "counters_text", "mail_text", "read_env", "reproduce_lines", "run_binaries"]

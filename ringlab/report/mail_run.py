@@ -235,8 +235,10 @@ def counters_line(df: pd.DataFrame, env: dict) -> str:
         return (f"No PMU on this host{where}: callgrind counts the instructions of the measured "
                 "region instead (-p icount true, single-threaded rows).")
     params = env.get("parameters") or {}
-    why = ("icount=false" if params.get("icount") is False else
-           "callgrind counts single-threaded configurations only")
+    exp = env.get("experiment")
+    why = (f"callgrind counts single-threaded trials only, and {exp} is not" if exp in
+           ("page_frag", "perf_rb", "ringtest", "kmod") else "icount=false" if params.get("icount") is False
+           else "callgrind counts single-threaded configurations only")
     return f"No PMU on this host{where}, and no callgrind counts in this run ({why})."
 
 
@@ -279,7 +281,7 @@ def aa_controls(env: dict, baseline: str, candidates: list[str]) -> list[str]:
 
 
 _OWN_CODE = {"ptr_ring": "csrc/rings/ptr_ring_{}.h", "page_frag": "csrc/page_frag ({})",
-             "perf_rb": "perf record on the running kernel ({})", "ringtest": "tools/virtio/ringtest ({})"}
+"ringtest": "tools/virtio/ringtest ({})"}
 
 
 def _patch_subject(run_dir: Path) -> str | None:
@@ -302,7 +304,10 @@ def tested_line(env: dict, baseline: str, candidates: list[str], run_dir) -> str
     specs = _header_specs(env)
     subject = _patch_subject(Path(run_dir))
     exp = env.get("experiment")
-    if subject:
+    if exp == "perf_rb":
+        arms = ("close(-1) loop alone (base) and under perf record on the running kernel "
+                "(forward; backward: --overwrite)")
+    elif subject:
         arms = f"patch \"{subject}\" on {relative_to_tree(specs.get(baseline, baseline), env)}"
     elif specs:
         arms = "; ".join(f"{v}: {relative_to_tree(specs[v], env)}" if v in specs else
