@@ -309,6 +309,11 @@ def tested_line(env: dict, baseline: str, candidates: list[str], run_dir) -> str
                 "(forward; backward: --overwrite)")
     elif subject:
         arms = f"patch \"{subject}\" on {relative_to_tree(specs.get(baseline, baseline), env)}"
+    elif any("+" in specs.get(c, "") for c in candidates):
+        arms = "; ".join(f"{c}: patch {Path(specs[c].split('+', 1)[1]).name} on "
+                         f"{relative_to_tree(specs[c].split('+', 1)[0], env)}"
+                         for c in candidates if "+" in specs.get(c, ""))
+        arms += f"; base: {relative_to_tree(specs.get(baseline, baseline), env)}"
     elif specs:
         arms = "; ".join(f"{v}: {relative_to_tree(specs[v], env)}" if v in specs else
                          f"{v}: {_OWN_CODE.get(exp, '{}').format(v)}" for v in [baseline, *candidates])
