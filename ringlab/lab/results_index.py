@@ -20,7 +20,6 @@ remove the ``.gitignore`` of its folders.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from ringlab.rundir import Run

@@ -21,6 +21,7 @@ executed notebook); the baseline is the one rule of :mod:`ringlab.rundir.baselin
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,8 @@ from ringlab import schema
 from ringlab.errors import ParamError
 from ringlab.stats import StatsError, compare, measurements, summarize
 from ringlab.stats.contract import SIGNIFICANT
-from ringlab.report.mail_reproduce import reproduce_lines, run_path, tree_root
+from ringlab.report.mail_objdump import loop_summary
+from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import (aa_controls, counters_line, machine_line, not_measured, tested_line)
 from ringlab.report.mailfmt import _fmt, _num, _ok, _para
 from ringlab.report import pick_metric
@@ -231,9 +233,20 @@ def _headline(env: dict, df: pd.DataFrame, base: str, cands: list[str], info: di
     return f"ringlab {exp}: {', '.join(real)} against {base} on {host}: {what}"
 
 
-def _floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int) -> list[str]:
+def _results_root(run_dir: Path) -> Path | None:
+    """The results folder a run folder lies in (results/<experiment>/<host>/<run-id>), or None."""
+    parts = Path(run_dir).resolve().parts
+    if "results" not in parts:
+        return None
+    return Path(*parts[:len(parts) - parts[::-1].index("results")])
+
+
+def _floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: Path) -> list[str]:
+    """The host's noise floor: the calibration beside the run (its results folder), else the
+    one of this checkout's results folder."""
     host = env.get("host") or (str(df["host"].iloc[0]) if "host" in df.columns and len(df) else None)
-    nf = noise_floor(host, tree_root(env) / "results" if tree_root(env) else None) or noise_floor(host)
+    root = _results_root(run_dir)
+    nf = (noise_floor(host, root) if root is not None else None) or noise_floor(host)
     if nf is None:
         return _para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "
                      "its A/A bound)", width)
@@ -279,7 +292,6 @@ def _published_icount(df: pd.DataFrame, env: dict, base: str, cands: list[str], 
            f"instructions/op ({(pr / pb - 1) * 100:+.1f}%) for the whole process; callgrind counts "
            f"{ob:.2f} -> {orr:.2f} ({(orr / ob - 1) * 100:+.2f}%) in the measured loop "
            "(rl_measured_simple). Its objdump is in notebook 10.")
-    from ringlab.report.mail_objdump import loop_summary
     loops = loop_summary(run_binaries(env, ("batch", "reorder")))
     if len(loops) == 2:
         txt += (f" objdump -d: the loop is {loops['batch']['instructions']} instructions in batch, "
@@ -299,7 +311,6 @@ def run_binaries(env: dict, arms) -> dict[str, str]:
 
 
 def _sha256(path) -> str | None:
-    import hashlib
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:
@@ -357,7 +368,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines.append("")
     lines += _para(tested_line(env, base, variants[1:], run_dir), width)
     lines += _para("test machine: " + machine_line(env), width)
-    lines += _floor_lines(env, df, info, width)
+    lines += _floor_lines(env, df, info, width, run_dir)
     lines.append("")
     lines += table
     lines.append("")
