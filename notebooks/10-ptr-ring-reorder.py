@@ -127,6 +127,8 @@ rn.table(vp.published_vs_reproduced_reorder(RUN, baseline=baseline, patched=patc
 
 # %%
 rn.table(vp.instructions_vs_published(RUN))
+rn.markdown(rn.mail.published_counts(RUN, baseline=baseline) or "*Published vs our instruction counts: not "
+            "available here because this run did not count both batch and reorder.*")
 
 # %% [markdown]
 # ### The measured loop, as `objdump -d` shows it

@@ -253,3 +253,18 @@ def test_a_smoke_ab_with_two_layouts_never_says_layouts_1(fakebin, tmp_path, cap
     assert "-p layouts 2" in text and "layouts=1" not in text
     assert len(measured)
     capsys.readouterr()
+
+
+def test_published_instruction_counts_are_set_beside_ours():
+    """Seed 000's perf stat (174 -> 161 instructions/op) beside callgrind's counts of a run of
+    batch and reorder: the mail says whether they agree."""
+    df = pd.read_csv(DATA / "raw.csv")
+    df["variant"] = df["variant"].map({"base": "batch", "patched": "reorder"})
+    env = {"experiment": "ptr_ring"}
+    ic = df[df["icount_source"] == "callgrind"].groupby("variant")["instructions_per_op"].median()
+    ours = (ic["reorder"] / ic["batch"] - 1) * 100
+    text = mail.published_counts_text(df, env, "batch", ["reorder"])
+    assert "174 -> 161 instructions/op (-7.5%)" in text
+    assert f"{ic['batch']:.2f} -> {ic['reorder']:.2f} ({ours:+.2f}%)" in text
+    assert text.startswith("Published counts disagree" if ours > 0 else "Published counts")
+    assert mail.published_counts_text(df, env, "batch", []) == ""
