@@ -268,3 +268,13 @@ def test_published_instruction_counts_are_set_beside_ours():
     assert f"{ic['batch']:.2f} -> {ic['reorder']:.2f} ({ours:+.2f}%)" in text
     assert text.startswith("Published counts disagree" if ours > 0 else "Published counts")
     assert mail.published_counts_text(df, env, "batch", []) == ""
+
+
+def test_hot_loop_is_the_for_loop_not_the_cold_paths():
+    from ringlab.report.mail_objdump import hot_loop, trimmed
+    text = ["10: mov %rdi,%rbx", "14: mov (%rbx),%eax", "18: jge 40 <f+0x30>", "1c: add $0x1,%rbp",
+            "20: cmp %rbp,%r13", "24: jge 14 <f+0x4>", "28: ret", "40: movl $0x0,(%rbx)",
+            "44: jl 1c <f+0xc>", "48: jmp 14 <f+0x4>"]
+    assert hot_loop(text) == text[1:6]
+    assert hot_loop(text[:3]) == text[:3]
+    assert trimmed(text, 2, 2) == text[:2] + ["... 6 instructions left out ..."] + text[-2:]

@@ -231,9 +231,10 @@ def measured_loop(run_dir: Path, arms: tuple[str, ...] = ("batch", "reorder"), h
         not_available(f"objdump of {SIMPLE_LOOP}", "the binaries that ran are gone or objdump is missing")
         return {}
     for arm, d in loops.items():
-        body = "\n".join(trimmed(d["text"], head, tail))
+        body = "\n".join(trimmed(d["loop"], head, tail))
         markdown(f"**{arm}**: `{SIMPLE_LOOP}` is {d['instructions']} instructions"
-                 + (f", {d['bytes']} bytes" if d.get("bytes") else "") + f"\n\n```\n{body}\n```")
+                 + (f" ({d['bytes']} bytes)" if d.get("bytes") else "")
+                 + f"; its loop over the operations, {d['loop_instructions']} of them:\n\n```\n{body}\n```")
     return loops
 
 

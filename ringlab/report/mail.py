@@ -300,8 +300,10 @@ def published_counts_text(df: pd.DataFrame, env: dict, base: str, cands: list[st
            f"{ob:.2f} -> {orr:.2f} ({do:+.2f}%) in the measured loop (rl_measured_simple, no locks).")
     loops = loop_summary(run_binaries(env, ("batch", "reorder")))
     if len(loops) == 2:
-        txt += (f" objdump -d: that loop is {loops['batch']['instructions']} instructions in batch, "
-                f"{loops['reorder']['instructions']} in reorder (notebook 10 shows it).")
+        b, r = loops["batch"], loops["reorder"]
+        txt += (f" objdump -d: its loop holds {b['loop_instructions']} instructions in batch, "
+                f"{r['loop_instructions']} in reorder ({b['instructions']} and {r['instructions']} in the "
+                "function; notebook 10 shows them).")
     else:
         txt += " Notebook 10 shows the loop's objdump."
     return txt

@@ -46,16 +46,40 @@ def disassemble(binary: str | Path, function: str = SIMPLE_LOOP) -> list[str] | 
     return lines or None
 
 
+_JUMP = re.compile(r"^([0-9a-f]+): (j\S*)\s+([0-9a-f]+) <")
+
+
+def hot_loop(text: list[str]) -> list[str]:
+    """The function's loop over the operations, with the inlined produce and consume: from the
+    loop head (the lowest target of a backward conditional jump: the ``for``'s test jumps back
+    to it) to the first such jump; the cold paths gcc placed after the loop are not in it.  The
+    whole text when there is no backward conditional jump."""
+    addrs = [int(ln.split(":", 1)[0], 16) for ln in text]
+    best = None
+    for i, ln in enumerate(text):
+        m = _JUMP.match(ln)
+        if not m or m.group(2) == "jmp":
+            continue
+        target = int(m.group(3), 16)
+        if target < addrs[i] and target in addrs:
+            j = addrs.index(target)
+            if best is None or j < best[0]:
+                best = (j, i)
+    return text[best[0]:best[1] + 1] if best else list(text)
+
+
 def loop_summary(binaries: dict[str, str | Path], function: str = SIMPLE_LOOP) -> dict[str, dict]:
-    """{arm: {"instructions": static count, "bytes": size from nm, "text": the disassembly}} for
-    each arm whose binary could be read."""
+    """{arm: {"instructions": static count, "loop_instructions", "bytes": size from nm, "text": the
+    disassembly, "loop": its widest loop}} for each arm whose binary could be read."""
     out = {}
     for arm, path in binaries.items():
         text = disassemble(path, function)
         if text is None:
             continue
         size = (nm_sizes(path) or {}).get(function)
-        out[arm] = {"instructions": len(text), "bytes": size, "text": text}
+        loop = hot_loop(text)
+        out[arm] = {"instructions": len(text), "loop_instructions": len(loop), "bytes": size, "text": text,
+                    "loop": loop}
     return out
 
 
@@ -67,4 +91,4 @@ def trimmed(text: list[str], head: int = 12, tail: int = 4) -> list[str]:
     return text[:head] + [f"... {len(text) - head - tail} instructions left out ..."] + text[-tail:]
 
 
-__all__ = ["SIMPLE_LOOP", "disassemble", "loop_summary", "trimmed"]
+__all__ = ["SIMPLE_LOOP", "disassemble", "hot_loop", "loop_summary", "trimmed"]
