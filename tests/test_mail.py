@@ -278,3 +278,16 @@ def test_hot_loop_is_the_for_loop_not_the_cold_paths():
     assert hot_loop(text) == text[1:6]
     assert hot_loop(text[:3]) == text[:3]
     assert trimmed(text, 2, 2) == text[:2] + ["... 6 instructions left out ..."] + text[-2:]
+
+
+@pytest.mark.parametrize("run", sorted((Path(__file__).resolve().parent.parent / "results" / "kernel-tests")
+                                       .glob("*/*/ringlab-spsc")), ids=lambda p: p.parent.parent.name)
+def test_kernel_tests_reply_sets_ringtest_beside_the_spsc(run, capsys):
+    assert cli_main(["mail", str(run.parent)]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert all(len(ln) <= 72 for ln in lines) and len(lines) <= 60
+    assert lines[0].startswith("ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC")
+    assert "PMU" in " ".join(lines[:4]) and "noise floor: " in text and "ringtest/spsc" in text
+    assert any(ln.startswith("test machine: ") and " sockets (" in ln for ln in lines)
+    assert re.search(r"^\s+\S+\s+±\d+%\s+\*?x\d+\.\d\d\*?\s+\S+", text, re.M), "one row per ring size and pair"

@@ -205,6 +205,34 @@ def write_mail(run_dir: Path, baseline: str | None = None, notebook: tuple[str, 
     return text
 
 
+#: the folder of notebook 21's ringlab SPSC run inside its kernel-tests run folder
+SPSC_FOLDER = "ringlab-spsc"
+
+
+def is_harness_folder(run_dir) -> bool:
+    """True for a kernel-tests run folder (notebook 21): ringtest's raw.csv with the ringlab SPSC
+    run beside it in ``ringlab-spsc/``."""
+    run_dir = Path(run_dir)
+    return (run_dir / SPSC_FOLDER / "raw.csv").is_file() and Run(run_dir).env_doc.get("experiment") == "ringtest"
+
+
+def harness_mail(run_dir, width: int = mail.WIDTH, notebook: tuple[str, dict] | None = None) -> str:
+    """Notebook 21's reply: ringtest beside ringlab's SPSC (``report.mail_harness``)."""
+    from ringlab.report.mail_harness import harness_mail_text
+    from ringlab.studies import harness_compare
+    run_dir = Path(run_dir)
+    table = harness_compare.side_by_side(run_dir, run_dir / SPSC_FOLDER)
+    return harness_mail_text(run_dir, run_dir / SPSC_FOLDER, table, width=width, notebook=notebook)
+
+
+def write_harness_mail(run_dir: Path, notebook: tuple[str, dict] | None = None) -> str:
+    """:func:`harness_mail` saved as the run folder's mail.txt (``ringlab mail RUN`` prints the
+    same text); returns the text."""
+    text = harness_mail(run_dir, notebook=notebook)
+    rundir.write_text(run_dir, "mail.txt", text)
+    return text
+
+
 def real_header(kernel_headers: str, variants: str, name: str = "kernel") -> tuple[str, str]:
     """(kernel_headers, variants) with this machine's real ptr_ring.h added as the variant
     ``name`` when none is given and a distro headers package has one
