@@ -291,3 +291,16 @@ def test_kernel_tests_reply_sets_ringtest_beside_the_spsc(run, capsys):
     assert "PMU" in " ".join(lines[:4]) and "noise floor: " in text and "ringtest/spsc" in text
     assert any(ln.startswith("test machine: ") and " sockets (" in ln for ln in lines)
     assert re.search(r"^\s+\S+\s+±\d+%\s+\*?x\d+\.\d\d\*?\s+\S+", text, re.M), "one row per ring size and pair"
+
+
+def test_notebook_mail_and_ringlab_mail_print_the_same_text(tmp_path, capsys):
+    from ringlab.lab import notebook
+    run = tmp_path / "run"
+    shutil.copytree(DATA, run)
+    (run / "12-patch-ab.ipynb").unlink()     # as while the notebook runs: papermill writes it elsewhere
+    given = ("12-patch-ab.ipynb", {"profile": "full", "patch": "builtin:flush-delay:32", "seed": 1})
+    text = notebook.write_mail(run, baseline="base", notebook=given)
+    assert (run / "mail.txt").read_text() == text
+    assert cli_main(["mail", str(run)]) == 0
+    assert capsys.readouterr().out == text
+    assert "-p patch builtin:flush-delay:32" in text

@@ -200,9 +200,18 @@ def run_overview(run_dir: Path) -> str:
 def write_mail(run_dir: Path, baseline: str | None = None, notebook: tuple[str, dict] | None = None) -> str:
     """The run as a mailing-list reply (``ringlab mail RUN`` prints the same text), saved as the
     run folder's mail.txt by ``ringlab.rundir``; returns the text."""
+    _record_notebook(run_dir, notebook)
     text = mail.mail_text(run_dir, baseline=baseline, notebook=notebook)
     rundir.write_text(run_dir, "mail.txt", text)
     return text
+
+
+def _record_notebook(run_dir: Path, notebook: tuple[str, dict] | None) -> None:
+    """Keep the notebook's name and parameters in env.json (``mail_notebook``), so that
+    ``ringlab mail RUN`` later prints the same reproduce line as the notebook's mail.txt."""
+    if notebook is not None and (Path(run_dir) / "env.json").is_file():
+        name, values = notebook
+        annotate(run_dir, mail_notebook={"name": str(name), "parameters": dict(values)})
 
 
 #: the folder of notebook 21's ringlab SPSC run inside its kernel-tests run folder
@@ -228,6 +237,7 @@ def harness_mail(run_dir, width: int = mail.WIDTH, notebook: tuple[str, dict] | 
 def write_harness_mail(run_dir: Path, notebook: tuple[str, dict] | None = None) -> str:
     """:func:`harness_mail` saved as the run folder's mail.txt (``ringlab mail RUN`` prints the
     same text); returns the text."""
+    _record_notebook(run_dir, notebook)
     text = harness_mail(run_dir, notebook=notebook)
     rundir.write_text(run_dir, "mail.txt", text)
     return text

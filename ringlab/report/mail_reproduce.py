@@ -23,6 +23,15 @@ def _executed_notebook(run_dir: Path) -> tuple[str, dict] | None:
     return None
 
 
+def _recorded_notebook(env: dict) -> tuple[str, dict] | None:
+    """(notebook file name, parameters) a notebook recorded in env.json (``mail_notebook``) when
+    it wrote its mail."""
+    rec = env.get("mail_notebook")
+    if isinstance(rec, dict) and isinstance(rec.get("name"), str) and isinstance(rec.get("parameters"), dict):
+        return rec["name"], rec["parameters"]
+    return None
+
+
 def _cmd_lines(words: list[str], width: int) -> list[str]:
     """A shell command in lines of at most ``width`` columns, joined by backslash continuations.
 
@@ -108,7 +117,7 @@ def reproduce_lines(run_dir: Path, env: dict, width: int,
     the run came from a notebook, else ``ringlab run`` with every parameter; paths relative to
     the tree."""
     commit = _short((env.get("git") or {}).get("commit"))
-    nb = notebook or _executed_notebook(run_dir)
+    nb = notebook or _recorded_notebook(env) or _executed_notebook(run_dir)
     params = env.get("parameters") or {}
     experiment = env.get("experiment")
     if nb:
