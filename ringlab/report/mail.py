@@ -263,8 +263,8 @@ def _floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: P
 def _legend(info: dict, width: int) -> list[str]:
     first = info["first"]
     fam = ", ".join(f"{c} {n}" for c, n in info["family"].items())
-    txt = ("%change: the verdict's estimate, + = better (less time per op, more ops/s); base and "
-           "patched columns are the arms' figures it is computed from; ±%sd: spread of one arm's "
+    txt = ("%change: the verdict's estimate, + = better (less time per op, more ops/s); the two "
+           "arms' columns hold the figures it is computed from; ±%sd: spread of one arm's "
            f"trials. *x*: the CI excludes 0 at family-wise 5% (Holm over configurations: {fam}).")
     if info["controls"]:
         txt += (f" {', '.join(info['controls'])}: an A/A control (the base's code again); "
