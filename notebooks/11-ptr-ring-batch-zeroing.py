@@ -176,3 +176,14 @@ rn.show_figures(R, "box", "order", "cpu_pairs", "counters")
 MORE = [d for a, d in bz.arm_runs(RUN).items() if a != "sweep"] + \
     list(bz.committed_sweeps(exclude=HOST).values())
 rn.table(vp.published_vs_reproduced_batch(RUN, baseline=baseline, more=MORE))
+
+# %% [markdown]
+# ## The reply
+# The run as plain text for the mailing list, in the kernel test robot's shape (72 columns, one
+# `%change` row per configuration, + = better): `ringlab mail RUN` prints the same text.  It is
+# also saved as `mail.txt` in the run folder.
+
+# %%
+NB_PARAMS = dict(profile=profile, variants=variants, baseline=baseline, modes=modes, sizes=sizes, batch=batch,
+                 count=count, trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, seed=seed)
+print(rn.write_mail(RUN, baseline=baseline, notebook=("11-ptr-ring-batch-zeroing.ipynb", NB_PARAMS)))

@@ -154,8 +154,9 @@ rn.show_figures(R, "box", "order", "spsc", "cpu_pairs", "counters")
 
 # %% [markdown]
 # ## The reply
-# The run as plain text for the mailing list (72 columns, no markdown): `ringlab mail RUN`
-# prints the same text.  It is also saved as `mail.txt` in the run folder.
+# The run as plain text for the mailing list, in the kernel test robot's shape (72 columns, one
+# `%change` row per configuration, + = better, the control arm as the bound its CI allows):
+# `ringlab mail RUN` prints the same text.  It is also saved as `mail.txt` in the run folder.
 
 # %%
 NB_PARAMS = dict(profile=profile, base=AB.base, patch=patch, control=control, modes=modes, sizes=sizes, count=count,

@@ -89,3 +89,14 @@ rn.markdown(vp.provenance_text(RUN))
 
 # %%
 rn.table(vp.published_vs_reproduced_page_frag(RUN, baseline=baseline))
+
+# %% [markdown]
+# ## The reply
+# The run as plain text for the mailing list, in the kernel test robot's shape (72 columns, one
+# `%change` row per configuration, + = better): `ringlab mail RUN` prints the same text.  It is
+# also saved as `mail.txt` in the run folder.
+
+# %%
+NB_PARAMS = dict(profile=profile, variants=variants, baseline=baseline, aligns=aligns, alloc_lens=alloc_lens,
+                 nr_test=nr_test, trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, seed=seed)
+print(rn.write_mail(RUN, baseline=baseline, notebook=("20-page-frag.ipynb", NB_PARAMS)))

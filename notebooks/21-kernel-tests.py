@@ -96,6 +96,19 @@ else:
     rn.markdown(rn.report(RUN).markdown)
 
 # %% [markdown]
+# ## The reply
+# ringtest beside ringlab's SPSC as plain text for the mailing list (72 columns, one row per ring
+# size and CPU pair with their ratio and its CI): `ringlab mail RUN` prints the same text.  It is
+# also saved as `mail.txt` in the run folder.
+
+# %%
+NB_PARAMS = dict(profile=profile, tree=tree, ring_size=ring_size, items=items, trials=trials, cpus=cpus, seed=seed)
+if status == "skipped":
+    rn.markdown(f"**No reply:** ringtest did not run here ({reason}).")
+else:
+    print(rn.write_harness_mail(RUN, notebook=("21-kernel-tests.ipynb", NB_PARAMS)))
+
+# %% [markdown]
 # ## page_frag_test.ko (seed 002), through `insmod`
 # Each trial loads the module with the arguments and the placement's `test_push_cpu` /
 # `test_pop_cpu`, reads its "N of iterations for ... testing took: Xus" line from the kernel

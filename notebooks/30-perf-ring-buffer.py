@@ -77,3 +77,14 @@ rn.show_figures(R, "box", "order")
 
 # %%
 rn.table(vp.published_vs_reproduced_perf_rb(RUN))
+
+# %% [markdown]
+# ## The reply
+# The run as plain text for the mailing list, in the kernel test robot's shape (72 columns, one
+# `%change` row per configuration, + = better): `ringlab mail RUN` prints the same text.  It is
+# also saved as `mail.txt` in the run folder.
+
+# %%
+NB_PARAMS = dict(profile=profile, variants=variants, placements=placements, count=count, trials=trials,
+                 target_ci=target_ci, budget=budget, perf=perf, seed=seed)
+print(rn.write_mail(RUN, baseline="forward", notebook=("30-perf-ring-buffer.ipynb", NB_PARAMS)))

@@ -45,7 +45,7 @@ def _summary_baseline(run_dir: Path) -> str:
 
 
 def _mail_baseline(run_dir: Path) -> str:
-    m = re.search(r" against (\S+) \(", mail.mail_text(run_dir))
+    m = re.search(r" against (\S+) on ", mail.mail_text(run_dir))
     assert m, "mail has no title line"
     return m.group(1)
 

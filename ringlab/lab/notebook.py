@@ -166,6 +166,8 @@ def run_overview(run_dir: Path) -> str:
     else:
         df = run.raw
     lines = []
+    if run.status != "skipped":
+        lines.append(f"**{mail.counters_text(run_dir)}**")
     if run.status_line:
         lines.append(f"**{run.status_line}** The tables below hold only the trials recorded.")
     lines.append(f"**Run** `{env.get('run_id')}` of `{env.get('experiment')}` on host `{env.get('host')}`, "
@@ -203,9 +205,80 @@ def run_overview(run_dir: Path) -> str:
 def write_mail(run_dir: Path, baseline: str | None = None, notebook: tuple[str, dict] | None = None) -> str:
     """The run as a mailing-list reply (``ringlab mail RUN`` prints the same text), saved as the
     run folder's mail.txt by ``ringlab.rundir``; returns the text."""
+    _record_notebook(run_dir, notebook)
     text = mail.mail_text(run_dir, baseline=baseline, notebook=notebook)
     rundir.write_text(run_dir, "mail.txt", text)
     return text
+
+
+def _record_notebook(run_dir: Path, notebook: tuple[str, dict] | None) -> None:
+    """Keep the notebook's name and parameters in env.json (``mail_notebook``), so that
+    ``ringlab mail RUN`` later prints the same reproduce line as the notebook's mail.txt."""
+    if notebook is not None and (Path(run_dir) / "env.json").is_file():
+        name, values = notebook
+        annotate(run_dir, mail_notebook={"name": str(name), "parameters": dict(values)})
+
+
+#: the folder of notebook 21's ringlab SPSC run inside its kernel-tests run folder
+SPSC_FOLDER = "ringlab-spsc"
+
+
+def is_harness_folder(run_dir) -> bool:
+    """True for a kernel-tests run folder (notebook 21): ringtest's raw.csv with the ringlab SPSC
+    run beside it in ``ringlab-spsc/``."""
+    run_dir = Path(run_dir)
+    return (run_dir / SPSC_FOLDER / "raw.csv").is_file() and Run(run_dir).env_doc.get("experiment") == "ringtest"
+
+
+def harness_mail(run_dir, width: int = mail.WIDTH, notebook: tuple[str, dict] | None = None) -> str:
+    """Notebook 21's reply: ringtest beside ringlab's SPSC (``report.mail_harness``)."""
+    from ringlab.report.mail_harness import harness_mail_text
+    from ringlab.studies import harness_compare
+    run_dir = Path(run_dir)
+    table = harness_compare.side_by_side(run_dir, run_dir / SPSC_FOLDER)
+    return harness_mail_text(run_dir, run_dir / SPSC_FOLDER, table, width=width, notebook=notebook)
+
+
+def write_harness_mail(run_dir: Path, notebook: tuple[str, dict] | None = None) -> str:
+    """:func:`harness_mail` saved as the run folder's mail.txt (``ringlab mail RUN`` prints the
+    same text); returns the text."""
+    _record_notebook(run_dir, notebook)
+    text = harness_mail(run_dir, notebook=notebook)
+    rundir.write_text(run_dir, "mail.txt", text)
+    return text
+
+
+def real_header(kernel_headers: str, variants: str, name: str = "kernel") -> tuple[str, str]:
+    """(kernel_headers, variants) with this machine's real ptr_ring.h added as the variant
+    ``name`` when none is given and a distro headers package has one
+    (``sources.kernel_header.debian_header()``, what ``ringlab env --headers`` lists)."""
+    from ringlab.sources.kernel_header import debian_header
+    if kernel_headers.strip():
+        return kernel_headers, variants
+    found = debian_header()
+    if found is None:
+        not_available("the real ptr_ring.h beside our rings", "no kernel headers package with "
+                      "include/linux/ptr_ring.h was found (ringlab env --headers)")
+        return kernel_headers, variants
+    print(f"real header: {name} = {found}")
+    return f"{name}={found}", ",".join([*variants.split(","), name])
+
+
+def measured_loop(run_dir: Path, arms: tuple[str, ...] = ("batch", "reorder"), head: int = 14, tail: int = 4):
+    """Show ``objdump -d`` of the measured loop (``rl_measured_simple``) of each arm's binary that
+    ran (trimmed), with its static instruction count; or say why it cannot be shown."""
+    from ringlab.report.mail import run_binaries
+    from ringlab.report.mail_objdump import SIMPLE_LOOP, loop_summary, trimmed
+    loops = loop_summary(run_binaries(Run(run_dir).env_doc, arms))
+    if not loops:
+        not_available(f"objdump of {SIMPLE_LOOP}", "the binaries that ran are gone or objdump is missing")
+        return {}
+    for arm, d in loops.items():
+        body = "\n".join(trimmed(d["loop"], head, tail))
+        markdown(f"**{arm}**: `{SIMPLE_LOOP}` is {d['instructions']} instructions"
+                 + (f" ({d['bytes']} bytes)" if d.get("bytes") else "")
+                 + f"; its loop over the operations, {d['loop_instructions']} of them:\n\n```\n{body}\n```")
+    return loops
 
 
 def round_ratio_figure(run_dir: Path, run, candidate: str, baseline: str) -> list[Path]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ringlab.rundir import Run
-from ringlab.rundir.calibration import find_calibration
 from ringlab.rundir.calibration import noise_floor as calibration_noise_floor
 
 #: profiles whose complete runs can be an experiment's headline
@@ -205,9 +204,9 @@ CALIBRATION_DIR = "calibration"
 
 
 def noise_floor(root: Path, host: str) -> dict | None:
-    """The host's A/A bound (``rundir.calibration.noise_floor``) from
-    results/calibration/<host>/calibration.json; None without a readable calibration."""
-    return calibration_noise_floor(find_calibration(host, root))
+    """The host's A/A bound (``ringlab.rundir.calibration.noise_floor``): ``bound_pct``,
+    ``sigma_layout_pct``, ``layouts``, ``run_id``; None without a readable calibration."""
+    return calibration_noise_floor(host, root)
 
 
 def _noise_section(root: Path) -> str:

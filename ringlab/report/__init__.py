@@ -166,7 +166,7 @@ def compute(run_dir, metric: str | None = None, baseline: str | None = None, lab
     if base and "instructions_per_op" in df.columns:
         for cand in sorted(set(df["variant"].astype(str)) - {base}):
             ab += diagnose_ab(df, base, cand, time_metric=metric, comparison=cmp)
-    floor = noise_floor(find_calibration(run_host(df, env), _results_root(run.path)))
+    floor = noise_floor(run_host(df, env), _results_root(run.path))
     return _Computed(run, df, env, metric, base, labels, patched, meas, excluded, params, summ, cmp, diags, ab,
                      floor)
 

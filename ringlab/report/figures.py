@@ -317,7 +317,7 @@ FOREST_COLUMNS = ("host", "config", "effect_pct", "ci_low_pct", "ci_high_pct", "
 
 def host_noise_floor(host: str | None, root=None) -> float | None:
     """The host's A/A bound in percent (``rundir.calibration.noise_floor``); None without one."""
-    floor = noise_floor(find_calibration(host, root))
+    floor = noise_floor(host, root)
     return floor["bound_pct"] if floor else None
 
 

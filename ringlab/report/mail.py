@@ -1,49 +1,56 @@
-"""A run as plain text for a mailing-list reply (``ringlab mail RUN``).
+"""A run as a reply for a mailing list, in the shape of the kernel test robot's reports
+(``ringlab mail RUN``, and mail.txt of the A/B notebooks).
 
-The text answers the reviewer's questions of the seed threads without the reader
-opening anything else: where it ran (machine, kernel, compiler and flags), how
-(pinning, governor or why not, rounds, trials per arm, failed trials), what came
-out per configuration (medians of both arms, the delta with its CI, p and the
-verdict, the spread, instructions per operation when counted) and the exact
-command lines that reproduce it.
+Plain text, at most ``width`` (72) columns, one screen: a headline (and, on the next line,
+whether this host has a PMU and what counts instructions instead), the code under test, one
+machine line as LKP writes it ("2 threads 1 sockets (AMD EPYC) with 8G memory"), the host's
+noise floor (the A/A bound of its calibration), then one table row per configuration and
+metric::
 
-Plain text only: no markdown, every line at most ``width`` (72) columns.  Long
-words (paths) are broken with a shell line continuation in commands and
-wrapped elsewhere.  Nothing here computes a statistic: the numbers come from
-``ringlab.stats.compare`` / ``summarize``, read by column name, so new columns
-(``design``, ``n_pairs``, ``ci_level``, ``family_size``) are shown when present.
+      base ±%stddev    %change    patched ±%stddev  metric
+
+``%change`` is the verdict's effect (``ringlab.stats.contract.Comparison``: the Hodges-Lehmann
+estimate, ``gain_pct`` for lower-is-better metrics), + = better throughout, ``*..*`` marks the
+rows whose CI excludes 0 after Holm (mmtests' mark); the per-arm figures are the Comparison's
+own, so they agree with summary.md.  A/A controls are stated as bounds (``|Δ| < 2.9%``).  Then
+what this host could not measure, and the reproduce line with paths relative to the tree.
+Hashes, layouts and per-trial detail stay in env.json and summary.md.
 
 The run folder is read through :class:`ringlab.rundir.Run` only (raw.csv, env.json, the
 executed notebook); the baseline is the one rule of :mod:`ringlab.rundir.baseline`.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ringlab import fmt, schema
+from ringlab import schema
 from ringlab.errors import ParamError
 from ringlab.stats import StatsError, compare, measurements, summarize
-from ringlab.stats.summary import format_value
-from ringlab.stats.compare import method_text
-from ringlab.report.mail_reproduce import reproduce_lines
-from ringlab.report.mail_run import _PLACEMENT_COLS, _icount_note, _machine, _method_lines, _placement, _variant_lines
-from ringlab.report.tables import layout_texts
-from ringlab.report.mailfmt import _field, _fmt, _num, _ok, _para
+from ringlab.stats.contract import SIGNIFICANT
+from ringlab.report.mail_objdump import loop_summary
+from ringlab.report.mail_reproduce import reproduce_lines, run_path
+from ringlab.report.mail_run import (aa_controls, counters_line, machine_line, not_measured, tested_line)
+from ringlab.report.mailfmt import _fmt, _num, _ok, _para
 from ringlab.report import pick_metric
+from ringlab.report.published import SEED000_INSTRUCTIONS_PER_OP
 from ringlab.rundir import Run, pick_baseline as baseline_rule, require_metric, run_variants
+from ringlab.rundir.calibration import noise_floor
 
 WIDTH = 72
 MIN_WIDTH = 60
 MAX_WIDTH = 1000
 INSTR = "instructions_per_op"
-#: ptr_ring's modes, as the harness names them
-MODE_NAMES = {"ptr_ring": {0: "one thread", 1: "SPSC", 2: "near-full SPSC"}}
-_INSTR_VERDICT = {"faster": "fewer instructions", "slower": "more instructions",
-                  "no significant difference": "same instructions"}
+#: the metrics' short names in the table
+METRIC_NAMES = {"ns_per_op": "ns/op", "elapsed_us": "us", "elapsed_ns": "ns", INSTR: "instr/op"}
+# columns shown as the placement of a row, not as a configuration parameter
+_PLACEMENT_COLS = ("cpu_req_producer", "cpu_req_consumer", "pair_class")
+#: the table's columns: base, its spread, %change, patched, its spread (then the metric)
+_COLS = (9, 5, 11, 9, 5)
 
 
 class MailError(ParamError):
@@ -55,7 +62,6 @@ def read_env(run_dir) -> dict[str, Any]:
     return Run(run_dir).env_doc
 
 
-# -- what the run was-----------------------------------------------------------------------------------------
 def _baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
     """The run's baseline by the one rule of :mod:`ringlab.rundir.baseline` (the one summary.md
     names), ``--baseline`` naming the input; a run with a single variant compares nothing and
@@ -66,51 +72,9 @@ def _baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
     return baseline_rule(df, env, baseline, option="--baseline", error=MailError) or variants[0]
 
 
-# -- the results ----------------------------------------------------------------------------
+# -- the numbers: Comparison rows and the arms' spread ---------------------------------------
 def _config_key(r, cols) -> tuple:
     return tuple(str(r[c]) for c in cols)
-
-
-def _ci_label(r) -> str:
-    return fmt.ci_header(r.get("ci_level"))
-
-
-def _verdict(r, instr: bool = False) -> str:
-    v = str(r.get("verdict", ""))
-    if instr:
-        v = _INSTR_VERDICT.get(v, v)
-    note = r.get("note")
-    tn = _num(r.get("trials_needed"))
-    extra = []
-    if v == "inconclusive" and math.isfinite(tn):
-        extra.append(f"~{int(tn)} trials per arm would settle it")
-    elif isinstance(note, str) and note and not note.startswith("trials_needed") and "exact" not in note:
-        extra.append(note)
-    return v + (f" ({'; '.join(extra)})" if extra else "")
-
-
-def _instr_rows(df: pd.DataFrame, baseline: str, cols: list[str]) -> dict[tuple, list[tuple[str, pd.Series]]]:
-    """(config key, candidate) -> [(source, compare row)] for instructions per op."""
-    out: dict[tuple, list] = {}
-    if INSTR not in df.columns:
-        return out
-    vals = pd.to_numeric(df[INSTR], errors="coerce")
-    sub = df[vals.notna()]
-    if not len(sub):
-        return out
-    src = sub["icount_source"].fillna("perf").astype(str) if "icount_source" in sub.columns else \
-        pd.Series("perf", index=sub.index)
-    for s in sorted(src.unique()):
-        part = sub[src == s]
-        if baseline not in set(part["variant"].astype(str)):
-            continue
-        try:
-            cmp = compare(part, baseline, INSTR, by=cols or None)
-        except StatsError:
-            continue
-        for _, r in cmp.iterrows():
-            out.setdefault((_config_key(r, cols), str(r["candidate"])), []).append((s, r))
-    return out
 
 
 def _spread(df: pd.DataFrame, metric: str, cols: list[str]) -> dict[tuple, float]:
@@ -122,92 +86,266 @@ def _spread(df: pd.DataFrame, metric: str, cols: list[str]) -> dict[tuple, float
     return {(str(r["variant"]),) + _config_key(r, cols): _num(r["cv"]) for _, r in s.iterrows()}
 
 
-def _config_title(r, vary: list[str], experiment: str) -> str:
-    bits = []
+def _instr_frame(df: pd.DataFrame, baseline: str, cols: list[str]) -> tuple[pd.DataFrame, str] | None:
+    """The compare() frame of instructions per op and the counts' source (callgrind or perf)."""
+    if INSTR not in df.columns:
+        return None
+    vals = pd.to_numeric(df[INSTR], errors="coerce")
+    sub = df[vals.notna()]
+    if not len(sub) or baseline not in set(sub["variant"].astype(str)):
+        return None
+    src = sub["icount_source"].fillna("perf").astype(str) if "icount_source" in sub.columns else \
+        pd.Series("perf", index=sub.index)
+    source = "callgrind" if (src == "callgrind").any() else "perf"
+    sub = sub[src == source]
+    try:
+        return compare(sub, baseline, INSTR, by=cols or None), source
+    except StatsError:
+        return None
+
+
+def _gain(r) -> float:
+    """The row's %change with + = better: ``gain_pct`` (lower is better), else ``delta_pct``."""
+    g = _num(r.get("gain_pct"))
+    return g if math.isfinite(g) else _num(r.get("delta_pct"))
+
+
+def _bound(r) -> float:
+    """The largest |effect| the row's CI allows, in percent (an A/A control's bound)."""
+    lo, hi = _num(r.get("ci_low_pct")), _num(r.get("ci_high_pct"))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return math.nan
+    return max(abs(lo), abs(hi))
+
+
+def _value(v: float) -> str:
+    v = _num(v)
+    if not math.isfinite(v):
+        return "n/a"
+    a = abs(v)
+    return f"{v:.4g}" if a < 1e5 else f"{v:.3e}"
+
+
+def _sd(cv: float) -> str:
+    return f"±{cv * 100:.0f}%" if math.isfinite(cv) and cv * 100 >= 0.5 else ""
+
+
+def _change(r, control: bool) -> str:
+    if control:
+        b = _bound(r)
+        return f"|Δ|<{b:.1f}%" if math.isfinite(b) else "n/a"
+    g = _gain(r)
+    if not math.isfinite(g):
+        return "n/a"
+    txt = f"{g:+.1f}%"
+    return f"*{txt}*" if str(r.get("verdict")) in SIGNIFICANT else f" {txt} "
+
+
+#: short names of configuration columns in the table's metric column
+SHORT = {"alloc_len": "len", "placement": "place"}
+
+
+def _label(r, vary: list[str], metric: str, places: bool, timing: bool = True) -> str:
+    bits = [] if timing else [METRIC_NAMES.get(metric, metric)]
     for c in vary:
-        if c == "mode":
-            name = MODE_NAMES.get(experiment, {}).get(int(_num(r[c]))) if _ok(r[c]) else None
-            bits.append(f"mode {_fmt(r[c])}" + (f" ({name})" if name else ""))
-        else:
-            bits.append(f"{c} {_fmt(r[c])}")
-    place = _placement(r) if any(c in r for c in _PLACEMENT_COLS) else ""
-    return ", ".join(bits + ([place] if place else [])) or "all trials"
+        bits.append(f"{SHORT.get(c, c)}={_fmt(r[c])}")
+    if places:
+        cls = r.get("pair_class")
+        if isinstance(cls, str) and cls:
+            bits.append(cls)
+    return " ".join(bits)
 
 
-def _row_lines(r, baseline: str, instr_rows: list, multi: bool, width: int) -> list[str]:
-    """delta, design, layouts/states, verdict and instructions/op lines of one candidate's row."""
-    out: list[str] = []
-    cand = str(r["candidate"])
-    tag = f" {cand}" if multi else ""
-    d = fmt.pct(r["delta_pct"])
-    if _ok(r["ci_low_pct"]):
-        d += f", {_ci_label(r)} {fmt.ci(r['ci_low_pct'], r['ci_high_pct'])}"
-    if _ok(r.get("p_holm")):
-        pv = fmt.p(r["p_holm"])
-        d += f", p {pv}" if pv.startswith("<") else f", p = {pv}"
-    if isinstance(r.get("note"), str) and "exact" in r["note"]:
-        d += ", exact (every trial gave the same value)"
-    out += _field("delta" + tag, d, width, 4, 12)
-    if "design" in r and isinstance(r["design"], str) and r["design"]:
-        dz = r["design"] + (f", {int(_num(r['n_pairs']))} pairs" if _ok(r.get("n_pairs")) else "")
-        out += _field("design" + tag, dz, width, 4, 12)
-    for label, text in layout_texts(r):
-        out += _field(label + tag, text, width, 4, 12)
-    out += _field("verdict" + tag, _verdict(r), width, 4, 12)
-    for src, ir in instr_rows:
-        txt = (f"{baseline} {_num(ir['median_baseline']):.2f}, {cand} {_num(ir['median_candidate']):.2f}"
-               f" ({_num(ir['median_candidate']) - _num(ir['median_baseline']):+.2f}, "
-               f"{fmt.pct(ir['delta_pct'])}): {_verdict(ir, instr=True)}")
-        if isinstance(ir.get("note"), str) and "exact" in ir["note"]:
-            txt += f", exact ({src}: identical counts in every run)"
-        elif _ok(ir["ci_low_pct"]):
-            txt += f", {_ci_label(ir)} {fmt.ci(ir['ci_low_pct'], ir['ci_high_pct'])} ({src})"
-        else:
-            txt += f" ({src})"
-        out += _field("instr/op" + tag, txt, width, 4, 12)
-    return out
+def _row(r, cv_b: float, cv_c: float, control: bool, label: str, width: int) -> list[str]:
+    w = _COLS
+    cells = (f"{_value(r['median_baseline']):>{w[0]}}", f"{_sd(cv_b):>{w[1]}}", f"{_change(r, control):^{w[2]}}",
+             f"{_value(r['median_candidate']):>{w[3]}}", f"{_sd(cv_c):>{w[4]}}")
+    line = " ".join(cells) + "  "
+    if len(line) + len(label) <= width:
+        return [line + label]
+    return [line.rstrip(), " " * min(len(line), width - len(label)) + label[:width]]
 
 
-def _results(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
-             candidates: list[str] | None) -> list[str]:
+def _header(base: str, cand: str, width: int, metric: str) -> list[str]:
+    w = _COLS
+    names = (f"{base[:w[0] + w[1] + 1]:>{w[0] + w[1] + 1}}", f"{'%change':^{w[2]}}",
+             f"{cand[:w[3] + w[4] + 1]:>{w[3] + w[4] + 1}}")
+    second = (f"{'':>{w[0]}}", f"{'±%sd':>{w[1]}}", f"{'':^{w[2]}}", f"{'':>{w[3]}}", f"{'±%sd':>{w[4]}}")
+    return [" ".join(names) + f"  {METRIC_NAMES.get(metric, metric)}", " ".join(second).rstrip(),
+            "-" * min(width, 62)]
+
+
+def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
+           candidates: list[str] | None) -> tuple[list[str], dict]:
+    """The LKP-shaped table (one block per candidate) and what the footnotes need."""
     cmp = compare(df, baseline, metric)
     if candidates:
         cmp = cmp[cmp["candidate"].astype(str).isin(candidates)]
     if not len(cmp):
         raise MailError(f"RUN: no comparison against baseline {baseline!r} (no other variant was measured)")
     cols = list(cmp.attrs.get("group_columns") or [])
-    experiment = str(env.get("experiment") or (df["experiment"].iloc[0] if "experiment" in df.columns else ""))
     vary = [c for c in cols if c not in _PLACEMENT_COLS and cmp[c].astype(str).nunique() > 1]
     const = [c for c in cols if c not in _PLACEMENT_COLS and c not in vary]
-    instr = _instr_rows(df, baseline, cols)
+    places = "pair_class" in cmp.columns and cmp["pair_class"].astype(str).nunique() > 1
     cv = _spread(df, metric, cols)
-    lib = bool(cmp["lower_is_better"].iloc[0]) if "lower_is_better" in cmp.columns else metric in schema.LOWER_IS_BETTER
-    first = cmp.iloc[0]
-    fam = _num(first.get("family_size"))
-    fam = int(fam) if math.isfinite(fam) else len(cmp)
-    unit = "ns per operation" if metric == "ns_per_op" else metric
-    out = [f"Results: {unit} ({'lower' if lib else 'higher'} is better), medians per arm", ""]
-    legend = (method_text(cmp).rstrip(".") + ("; negative delta = candidate faster" if lib else "")
-              + "; CV: spread of the trials of one arm.")
-    out += _para(legend, width, 2)
-    if const:
-        out += _para("Same in every configuration: " + ", ".join(f"{c} {_fmt(first[c])}" for c in const)
-                     + ".", width, 2)
-    out += _para("instructions/op: " + _icount_note(df, env) + ".", width, 2)
-    for key, grp in cmp.groupby(cols, sort=True, dropna=False) if cols else [((), cmp)]:
-        r0 = grp.iloc[0]
-        out += ["", *_para(_config_title(r0, vary, experiment), width, 2)]
-        ck = _config_key(r0, cols)
-        arms = [(baseline, r0["median_baseline"], r0["n_baseline"])]
-        arms += [(str(r["candidate"]), r["median_candidate"], r["n_candidate"]) for _, r in grp.iterrows()]
-        for name, med, n in arms:
-            c = cv.get((name,) + ck, math.nan)
-            out += _field(name, f"{format_value(_num(med), metric)}  (n = {int(_num(n))}"
-                          + (f", CV {c * 100:.1f}%" if math.isfinite(c) else "") + ")", width, 4, 12)
-        multi = len(grp) > 1
+    instr = _instr_frame(df, baseline, cols)
+    controls = aa_controls(env, baseline, [str(c) for c in cmp["candidate"].unique()])
+    out: list[str] = []
+    info = {"controls": [], "significant": 0, "rows": 0, "family": {}, "instr_source": None,
+            "first": cmp.iloc[0], "const": const, "gains": []}
+    for cand, grp in cmp.groupby("candidate", sort=False):
+        cand = str(cand)
+        control = cand in controls
+        if control:
+            info["controls"].append(cand)
+        info["family"][cand] = int(_num(grp["family_size"].iloc[0])) if _ok(grp["family_size"].iloc[0]) else len(grp)
+        out += ([""] if out else []) + _header(baseline, cand, width, metric)
         for _, r in grp.iterrows():
-            out += _row_lines(r, baseline, instr.get((ck, str(r["candidate"])), []), multi, width)
+            ck = _config_key(r, cols)
+            out += _row(r, cv.get((baseline,) + ck, math.nan), cv.get((cand,) + ck, math.nan), control,
+                        _label(r, vary, metric, places), width)
+            info["rows"] += 1
+            if not control:
+                info["significant"] += str(r.get("verdict")) in SIGNIFICANT
+                info["gains"].append((r, _label(r, vary, metric, places)))
+        if instr is not None:
+            icmp, src = instr
+            info["instr_source"] = src
+            for _, r in icmp[icmp["candidate"].astype(str) == cand].iterrows():
+                lab = _label(r, [c for c in vary if c in r.index], INSTR, False, timing=False) + f" ({src})"
+                out += _row(r, 0.0, 0.0, False, lab, width)
+    return out, info
+
+
+# -- the lines around the table ------------------------------------------------------------
+def _headline(env: dict, df: pd.DataFrame, base: str, cands: list[str], info: dict) -> str:
+    exp = env.get("experiment") or (str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else "run")
+    host = env.get("host") or (str(df["host"].iloc[0]) if "host" in df.columns and len(df) else "this host")
+    real = [c for c in cands if c not in info["controls"]] or cands
+    n = sum(1 for _ in info["gains"])
+    gains = [_gain(r) for r, _ in info["gains"] if str(r.get("verdict")) in SIGNIFICANT]
+    if gains:
+        lo, hi = min(gains), max(gains)
+        span = f"{lo:+.1f}%" if abs(hi - lo) < 0.05 else f"{lo:+.1f}% to {hi:+.1f}%"
+        what = f"{len(gains)} of {n} rows changed ({span}, + = better)"
+    else:
+        what = f"no change told apart from noise in {n} row" + ("" if n == 1 else "s")
+    return f"ringlab {exp}: {', '.join(real)} against {base} on {host}: {what}"
+
+
+def _results_root(run_dir: Path) -> Path | None:
+    """The results folder a run folder lies in (results/<experiment>/<host>/<run-id>), or None."""
+    parts = Path(run_dir).resolve().parts
+    if "results" not in parts:
+        return None
+    return Path(*parts[:len(parts) - parts[::-1].index("results")])
+
+
+def _floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: Path) -> list[str]:
+    """The host's noise floor: the calibration beside the run (its results folder), else the
+    one of this checkout's results folder."""
+    host = env.get("host") or (str(df["host"].iloc[0]) if "host" in df.columns and len(df) else None)
+    root = _results_root(run_dir)
+    nf = (noise_floor(host, root) if root is not None else None) or noise_floor(host)
+    if nf is None:
+        return _para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "
+                     "its A/A bound)", width)
+    txt = (f"noise floor: |Δ| < {nf['bound_pct']:.1f}% (A/A bound of this host's calibration "
+           f"{nf['run_id']}, {nf['layouts']} layout pairs)")
+    below = [lab for r, lab in info["gains"] if str(r.get("verdict")) in SIGNIFICANT
+             and abs(_gain(r)) < nf["bound_pct"]]
+    out = _para(txt, width)
+    if below:
+        out += _para(f"Below the floor, so not told apart from this host's noise: {'; '.join(below)}.", width)
     return out
+
+
+def _legend(info: dict, width: int) -> list[str]:
+    first = info["first"]
+    fam = ", ".join(f"{c} {n}" for c, n in info["family"].items())
+    txt = ("%change: the verdict's estimate, + = better (less time per op, more ops/s); the two "
+           "arms' columns hold the figures it is computed from; ±%sd: spread of one arm's "
+           f"trials. *x*: the CI excludes 0 at family-wise 5% (Holm over configurations: {fam}).")
+    if info["controls"]:
+        txt += (f" {', '.join(info['controls'])}: an A/A control (the base's code again); "
+                "|Δ|<x% is the bound its CI allows.")
+    out = _para(txt, width)
+    if info["const"]:
+        out += _para("Every row: " + ", ".join(f"{c} {_fmt(first[c])}" for c in info["const"]) + ".", width)
+    return out
+
+
+def published_counts_text(df: pd.DataFrame, env: dict, base: str, cands: list[str]) -> str:
+    """Seed 000's perf stat counts beside ours, when this run counted batch and reorder ("" when
+    not): whether they agree (the same sign, within 2 points), with the static size of the
+    measured loop (objdump -d of the binaries that ran) as the evidence."""
+    pub = SEED000_INSTRUCTIONS_PER_OP
+    if env.get("experiment") != "ptr_ring" or set(pub) - ({base} | set(cands)) or INSTR not in df.columns:
+        return ""
+    try:
+        meas, _ = measurements(df, INSTR)
+    except StatsError:
+        return ""
+    if "mode" in meas.columns:
+        meas = meas[meas["mode"].astype(str) == "0"]
+    med = meas.groupby(meas["variant"].astype(str))[INSTR].median()
+    if not set(pub) <= set(med.index):
+        return ""
+    pb, pr = pub["batch"], pub["reorder"]
+    ob, orr = float(med["batch"]), float(med["reorder"])
+    dp, do = (pr / pb - 1) * 100, (orr / ob - 1) * 100
+    agree = (dp > 0) == (do > 0) and abs(dp - do) <= 2
+    txt = (f"Published counts {'agree' if agree else 'disagree'} with ours: seed 000's perf stat gave "
+           f"{pb:.0f} -> {pr:.0f} instructions/op ({dp:+.1f}%) for the whole process; callgrind counts "
+           f"{ob:.2f} -> {orr:.2f} ({do:+.2f}%) in the measured loop (rl_measured_simple, no locks).")
+    loops = loop_summary(run_binaries(env, ("batch", "reorder")))
+    if len(loops) == 2:
+        b, r = loops["batch"], loops["reorder"]
+        txt += (f" objdump -d: its loop holds {b['loop_instructions']} instructions in batch, "
+                f"{r['loop_instructions']} in reorder ({b['instructions']} and {r['instructions']} in the "
+                "function; notebook 10 shows them).")
+    else:
+        txt += " Notebook 10 shows the loop's objdump."
+    return txt
+
+
+def published_counts(run_dir, baseline: str | None = None) -> str:
+    """:func:`published_counts_text` of a run folder (notebook 10)."""
+    df, env = Run(run_dir).read()
+    env = dict(env.doc) if env is not None else {}
+    base = _baseline(df, env, baseline)
+    return published_counts_text(df, env, base, sorted(set(df["variant"].astype(str)) - {base}))
+
+
+def _published_icount(df: pd.DataFrame, env: dict, base: str, cands: list[str], width: int) -> list[str]:
+    txt = published_counts_text(df, env, base, cands)
+    return _para(txt, width) if txt else []
+
+
+def run_binaries(env: dict, arms) -> dict[str, str]:
+    used = env.get("binaries_used") or {}
+    out = {}
+    for a in arms:
+        d = next((v for k, v in sorted(used.items()) if k.split("@")[0] == f"ptr_ring_test-{a}"
+                  and isinstance(v, dict)), {})
+        if d.get("path") and d.get("sha256") and _sha256(d["path"]) == d["sha256"]:
+            out[a] = d["path"]   # the very binary that ran, not a rebuild
+    return out
+
+
+def _sha256(path) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def counters_text(run_dir) -> str:
+    """The mail's second line for a run folder: whether the host has a PMU and what counts
+    instructions instead (the first line of a notebook's run overview)."""
+    run = Run(run_dir)
+    df, env = run.read()
+    return counters_line(df, dict(env.doc) if env is not None else {})
 
 
 # -- the mail --------------------------------------------------------------------------------
@@ -245,32 +383,32 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
             raise MailError(f"--candidate: {', '.join(bad)} not a variant of this run other than the baseline; "
                             f"allowed: {', '.join(v for v in variants if v != base)}")
         variants = [base] + [v for v in variants if v in candidates]
-    meas, _ = measurements(df, metric)
+    table, info = _table(df, env, base, metric, width, variants[1:] if candidates else None)
+    lib = metric in schema.LOWER_IS_BETTER
 
-    exp = env.get("experiment") or (str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else "run")
-    title = f"ringlab A/B: {', '.join(variants[1:])} against {base} ({exp}, run {env.get('run_id') or run_dir.name})"
-    lines = _para(title, width)
-    when = [x for x in (env.get("started_utc"), env.get("ended_utc")) if x]
-    if when:
-        lines += _para(f"Measured {' to '.join(when)}" + (f", status {env['status']}" if env.get("status") else "")
-                       + ".", width)
+    lines = _para(_headline(env, df, base, variants[1:], info), width)
+    lines += _para(counters_line(df, env), width)
     lines.append("")
-    for label, text in _machine(env):
-        lines += _field(label, text, width, 0)
-    lines += ["", "Variants"]
-    lines += _variant_lines(variants, df, env, width)
-    lines += ["", "Method"]
-    lines += _method_lines(df, env, meas, width)
+    lines += _para(tested_line(env, base, variants[1:], run_dir), width)
+    lines += _para("test machine: " + machine_line(env), width)
+    lines += _floor_lines(env, df, info, width, run_dir)
     lines.append("")
-    lines += _results(df, env, base, metric, width, variants[1:] if candidates else None)
+    lines += table
+    lines.append("")
+    lines += _legend(info, width)
+    if not lib:
+        lines += _para(f"{metric}: higher is better.", width)
+    lines += _published_icount(df, env, base, variants[1:], width)
+    lines += _para("not measured here: " + not_measured(df, env), width)
+    for w in env.get("warnings") or []:
+        lines += _para(f"warning: {w}", width)
     lines.append("")
     lines += reproduce_lines(run_dir, env, width, notebook)
-    for w in env.get("warnings") or []:
-        lines += [""] + _para(f"Warning recorded during the run: {w}", width)
-    lines += ["", *_para("Generated by ringlab mail from raw.csv (one row per trial) and env.json "
-                         "of the run folder.", width)]
+    rel = run_path(run_dir, env)
+    lines += _para(f"Hashes, layouts and every trial: {rel}/summary.md, env.json, raw.csv.", width)
     text = "\n".join(ln.rstrip() for ln in lines) + "\n"
     return text
 
 
-__all__ = ["MailError", "WIDTH", "mail_text", "read_env", "reproduce_lines"]
+__all__ = ["MailError", "WIDTH", "counters_text", "mail_text", "published_counts", "read_env", "reproduce_lines",
+           "run_binaries"]

@@ -23,6 +23,15 @@ def _executed_notebook(run_dir: Path) -> tuple[str, dict] | None:
     return None
 
 
+def _recorded_notebook(env: dict) -> tuple[str, dict] | None:
+    """(notebook file name, parameters) a notebook recorded in env.json (``mail_notebook``) when
+    it wrote its mail."""
+    rec = env.get("mail_notebook")
+    if isinstance(rec, dict) and isinstance(rec.get("name"), str) and isinstance(rec.get("parameters"), dict):
+        return rec["name"], rec["parameters"]
+    return None
+
+
 def _cmd_lines(words: list[str], width: int) -> list[str]:
     """A shell command in lines of at most ``width`` columns, joined by backslash continuations.
 
@@ -74,13 +83,52 @@ def _relative(value: str, root: Path) -> str:
     return value.replace(prefix, "")
 
 
+def tree_root(env: dict) -> Path | None:
+    """The ringlab checkout the run was made in (its build folder's parent, as env.json's
+    ``build.out_dir`` records it), or None."""
+    out = (env.get("build") or {}).get("out_dir")
+    if not out:
+        return None
+    p = Path(str(out))
+    return p.parent.parent if p.name == "bin" and p.parent.name == "build" else p.parent
+
+
+def relative_to_tree(value: str, env: dict) -> str:
+    """``value`` with the checkout of the run (and of this process) taken off its paths."""
+    root = tree_root(env)
+    if root is not None:
+        value = _relative(value, root)
+    return _relative(value, paths.ROOT)
+
+
+def run_path(run_dir: Path, env: dict) -> str:
+    """The run folder relative to the tree: results/<experiment>/<host>/<run-id> when it is under
+    a results folder, else its own name."""
+    parts = Path(run_dir).resolve().parts
+    if "results" in parts:
+        i = len(parts) - 1 - parts[::-1].index("results")
+        return "/".join(parts[i:])
+    return relative_to_tree(str(run_dir), env)
+
+
 def reproduce_lines(run_dir: Path, env: dict, width: int,
                     notebook: tuple[str, dict] | None = None) -> list[str]:
-    out = ["How to reproduce (from a ringlab checkout at commit "
-           f"{_short((env.get('git') or {}).get('commit'))}):"]
-    out = _para(out[0], width)
+    """The reproduce line: the notebook's papermill line with the parameters it was given when
+    the run came from a notebook, else ``ringlab run`` with every parameter; paths relative to
+    the tree."""
+    commit = _short((env.get("git") or {}).get("commit"))
+    nb = notebook or _recorded_notebook(env) or _executed_notebook(run_dir)
     params = env.get("parameters") or {}
     experiment = env.get("experiment")
+    if nb:
+        name, nbp = nb
+        words = ["papermill", f"notebooks/{name}", "out.ipynb", "-k", "python3"]
+        for k, v in nbp.items():
+            if k in ("out_dir", "host"):
+                continue
+            words += ["-p", k, shlex.quote(relative_to_tree(str(v), env))]
+        out = _para(f"reproduce (ringlab checkout at {commit}, notebook {Path(name).stem}):", width)
+        return out + _cmd_lines(words, width)
     if experiment and params:
         try:
             spec = get_experiment(experiment).all_params()
@@ -90,22 +138,10 @@ def reproduce_lines(run_dir: Path, env: dict, width: int,
         for k, v in params.items():
             txt = spec[k].format(v) if k in spec else (",".join(map(str, v)) if isinstance(v, list)
                                                        else str(v).lower() if isinstance(v, bool) else str(v))
-            words += ["-p", k, shlex.quote(_relative(txt, paths.ROOT))]
-        out += ["", *_para("The measurement, every parameter spelled out:", width, 2)]
+            words += ["-p", k, shlex.quote(relative_to_tree(txt, env))]
+        out = _para(f"reproduce (ringlab checkout at {commit}), every parameter spelled out:", width)
         out += _cmd_lines(words, width)
         for note in _patch_copies(str(params.get("kernel_headers") or ""), run_dir):
             out += _para(note, width, 2)
-    nb = notebook or _executed_notebook(run_dir)
-    if nb:
-        name, nbp = nb
-        words = ["papermill", f"notebooks/{name}", "out.ipynb", "-k", "python3"]
-        for k, v in nbp.items():
-            if k in ("out_dir", "host"):
-                continue
-            words += ["-p", k, shlex.quote(_relative(str(v), paths.ROOT))]
-        out += ["", *_para(f"The whole notebook ({Path(name).stem}), with the parameters it "
-                           "was given:", width, 2)]
-        out += _cmd_lines(words, width)
-    if not (experiment and params) and not nb:
-        out += _para("not recorded (env.json has no parameters)", width, 2)
-    return out
+        return out
+    return _para("reproduce: not recorded (env.json has no parameters)", width)

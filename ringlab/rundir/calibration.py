@@ -69,10 +69,11 @@ def level_calibration(host: str | None, mode, root: str | Path | None = None) ->
         return CAUTIOUS
 
 
-def noise_floor(doc: dict | None) -> dict | None:
-    """A host's A/A bound from its calibration.json dict (``rundir.calibration.find_calibration``):
-    ``bound_pct`` (the largest |effect| the A/A CI allows, percent), ``sigma_layout_pct``,
-    ``layouts``, ``run_id``; None without a usable ``aa_ci``."""
+def noise_floor(host: str | None, root: str | Path | None = None) -> dict | None:
+    """The host's A/A bound from results/calibration/<host>/calibration.json: ``bound_pct`` (the
+    largest |effect| the A/A's CI allows, in percent), ``sigma_layout_pct``, ``layouts``,
+    ``run_id``, ``path``; None without a readable calibration."""
+    doc = find_calibration(host, root)
     try:
         lo, hi = (float(v) for v in doc["aa_ci"][:2])
     except (ValueError, KeyError, TypeError):
@@ -81,4 +82,4 @@ def noise_floor(doc: dict | None) -> dict | None:
         return None
     return {"bound_pct": max(abs(math.expm1(lo)), abs(math.expm1(hi))) * 100,
             "sigma_layout_pct": float(doc.get("sigma_layout", math.nan)) * 100, "layouts": doc.get("layouts"),
-            "run_id": str(doc.get("run_id") or "?")}
+            "run_id": str(doc.get("run_id") or "?"), "path": doc.get("path")}

@@ -175,6 +175,13 @@ def _load(interval: float) -> dict:
                       "ticks_during_probe": procstat.steal_delta(before, after, cpus) if cpus else None}}
 
 
+def _mem_total_kb() -> int | None:
+    """MemTotal of /proc/meminfo in kB (None when it cannot be read)."""
+    text = sysfs.read(sysfs.procfs_root() / "meminfo", "") or ""
+    m = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, re.M)
+    return int(m.group(1)) if m else None
+
+
 def collect(probe_counters: bool = True, interval: float = 0.25) -> dict:
     """Everything ``ringlab env`` reports, as a JSON-ready dict (also the base of env.json)."""
     cpu = _cpuinfo()
@@ -182,7 +189,7 @@ def collect(probe_counters: bool = True, interval: float = 0.25) -> dict:
     uname = platform.uname()
     info["host"] = {"hostname": socket.gethostname(), "host_id": host_id(),
                     "kernel": uname.release, "kernel_version": uname.version, "machine": uname.machine,
-                    "virtualization": _virtualization(cpu)}
+                    "virtualization": _virtualization(cpu), "memory_kb": _mem_total_kb()}
     info["cpu"] = cpu
     try:
         topo = Topology.read()

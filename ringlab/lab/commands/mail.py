@@ -15,6 +15,7 @@ from ringlab.lab.commands import options
 from ringlab.fmt import printable
 from ringlab.report.bisect_mail import bisect_mail_text, is_bisect_folder
 from ringlab.report.mail import mail_text
+from ringlab.lab.notebook import harness_mail, is_harness_folder
 from ringlab.rundir import write_text
 from ringlab.rundir.outputs import check_output
 
@@ -52,6 +53,8 @@ def run(args) -> int:
             raise ParamError(f"parameter '-o': {out} is not writable; allowed: a file path you can write to")
     if is_bisect_folder(args.run_dir):   # a `ringlab bisect` folder: the regression report
         text = bisect_mail_text(args.run_dir, width=args.width)
+    elif is_harness_folder(args.run_dir):   # notebook 21: ringtest beside ringlab's SPSC
+        text = harness_mail(args.run_dir, width=args.width)
     else:
         text = mail_text(args.run_dir, baseline=args.baseline, width=args.width, metric=args.metric,
                          candidates=args.candidate or None)

@@ -1,0 +1,102 @@
+"""Notebook 21's reply: the kernel's ringtest ``ptr_ring`` beside ringlab's SPSC on the same
+header, in the shape of :mod:`ringlab.report.mail` (headline, PMU line, tested code, machine
+line, noise floor, one row per ring size and CPU pair, what was not measured, the reproduce line).
+
+The two harnesses do different work (ringtest's producer also waits for the used ring), so the
+row gives their ratio with its CI, not a better/worse %change.  The side-by-side frame comes from
+``ringlab.studies.harness_compare.side_by_side`` (the caller passes it in).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from ringlab.report.mail import MIN_WIDTH, WIDTH, MailError, _floor_lines, _sd, _value
+from ringlab.report.mail_reproduce import reproduce_lines, run_path
+from ringlab.report.mail_run import counters_line, machine_line, not_measured
+from ringlab.report.mailfmt import _num, _para, _short
+from ringlab.rundir import Run
+
+#: the table's columns: SPSC, its spread, ringtest/SPSC, ringtest, its spread (then the row)
+_COLS = (9, 5, 12, 9, 5)
+
+
+def _cv(run_dir: Path, size: int, cpus: str) -> float:
+    df = Run(run_dir).raw
+    if "ns_per_op" not in df.columns or not len(df):
+        return math.nan
+    ok = df[(df["status"].astype(str) == "ok") & ~df["warmup"].astype(str).str.lower().eq("true")]
+    size_col = "ring_size" if "ring_size" in ok.columns else "size"
+    a, b = (int(x) for x in cpus.split(":"))
+    sel = ok[(pd.to_numeric(ok[size_col], errors="coerce") == size)
+             & (pd.to_numeric(ok["cpu_req_producer"], errors="coerce") == a)
+             & (pd.to_numeric(ok["cpu_req_consumer"], errors="coerce") == b)]
+    v = pd.to_numeric(sel["ns_per_op"], errors="coerce").dropna()
+    return float(v.std() / v.mean()) if len(v) > 1 and v.mean() else math.nan
+
+
+def _ratio_cell(r) -> str:
+    ratio, lo, hi = _num(r.get("ratio")), _num(r.get("ratio_ci_low")), _num(r.get("ratio_ci_high"))
+    if not math.isfinite(ratio):
+        return "n/a"
+    txt = f"x{ratio:.2f}"
+    significant = math.isfinite(lo) and math.isfinite(hi) and (lo > 1 or hi < 1)
+    return f"*{txt}*" if significant else f" {txt} "
+
+
+def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = WIDTH,
+                      notebook: tuple[str, dict] | None = None) -> str:
+    """Plain text (``width`` columns) for notebook 21's reply; ``table`` is ``side_by_side``."""
+    if not isinstance(width, int) or width < MIN_WIDTH:
+        raise MailError(f"--width: {width!r} is too narrow; allowed: an integer >= {MIN_WIDTH} (default {WIDTH})")
+    ringtest_run, spsc_run = Path(ringtest_run), Path(spsc_run)
+    run = Run(ringtest_run)
+    df, run_env = run.read()
+    env = dict(run_env.doc) if run_env is not None else {}
+    if table is None or not len(table):
+        raise MailError(f"RUN: {ringtest_run} and {spsc_run} have no ring size and CPU pair in common; "
+                        "allowed: a kernel-tests run folder whose ringlab-spsc run measured the same pairs")
+    host = env.get("host") or "this host"
+    tree = (env.get("parameters") or {}).get("tree") or "?"
+    n = len(table)
+    sig = sum(_ratio_cell(r).startswith("*") for _, r in table.iterrows())
+    lines = _para(f"ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC on {host}: {n} "
+                  f"row{'s' if n != 1 else ''}, {sig} with a ratio told apart from 1", width)
+    lines += _para(counters_line(df, env), width)
+    lines.append("")
+    git = env.get("git") or {}
+    lines += _para(f"tested: include/linux/ptr_ring.h of {tree}, in tools/virtio/ringtest (its own "
+                   f"Makefile) and in ringlab's SPSC harness; ringlab {_short(git.get('commit'))}", width)
+    lines += _para("test machine: " + machine_line(env), width)
+    lines += _floor_lines(env, df, {"gains": []}, width, ringtest_run)
+    lines.append("")
+    w = _COLS
+    lines.append(" ".join((f"{'spsc ns/op':>{w[0] + w[1] + 1}}", f"{'ringtest/spsc':^{w[2]}}",
+                           f"{'ringtest ns':>{w[3] + w[4] + 1}}")) + "  ring")
+    lines.append(" ".join((f"{'':>{w[0]}}", f"{'±%sd':>{w[1]}}", f"{'':^{w[2]}}", f"{'':>{w[3]}}",
+                           f"{'±%sd':>{w[4]}}")).rstrip())
+    lines.append("-" * min(width, 62))
+    for _, r in table.iterrows():
+        size, cpus = int(r["ring_size"]), str(r["cpus"])
+        cells = (f"{_value(r['spsc_ns_per_op']):>{w[0]}}", f"{_sd(_cv(spsc_run, size, cpus)):>{w[1]}}",
+                 f"{_ratio_cell(r):^{w[2]}}", f"{_value(r['ringtest_ns_per_item']):>{w[3]}}",
+                 f"{_sd(_cv(ringtest_run, size, cpus)):>{w[4]}}")
+        lines.append((" ".join(cells) + f"  size={size} {cpus} {r['pair_class']}")[:width])
+    lines.append("")
+    levels = sorted({f"{_num(x) * 100:.4g}%" for x in table["ci_level"] if math.isfinite(_num(x))})
+    lines += _para("ringtest/spsc: Hodges-Lehmann ratio of ringtest's ns per item to the SPSC's ns "
+                   f"per op; *x*: its {', '.join(levels) or 'n/a'} CI excludes 1 (Mann-Whitney). They "
+                   "do different work (ringtest's producer also waits for the used ring), so the ratio "
+                   "says how much of ringtest's time the bare ring accounts for, not which is better.",
+                   width)
+    lines += _para("not measured here: " + not_measured(df, env), width)
+    lines.append("")
+    lines += reproduce_lines(ringtest_run, env, width, notebook)
+    lines += _para(f"Every trial: {run_path(ringtest_run, env)}/summary.md, raw.csv, "
+                   "ringlab-spsc/raw.csv.", width)
+    return "\n".join(ln.rstrip() for ln in lines) + "\n"
+
+
+__all__ = ["harness_mail_text"]
