@@ -80,8 +80,9 @@ def test_change_and_arms_are_the_comparison_fields(text):
         g = f"{r['gain_pct']:+.1f}%"
         g = f"*{g}*" if r["verdict"] in SIGNIFICANT else g
         hit = [ln for ln in rows if f"mode={r['mode']} " in ln and "instr" not in ln]
-        assert any(f"{r['median_baseline']:.4g}" in ln and g in ln and f"{r['median_candidate']:.4g}" in ln
-                   for ln in hit), (g, hit)
+        base, cand = r["center_baseline"], r["center_candidate"]      # the figures the %change is made of
+        assert any(f"{base:.4g}" in ln and g in ln and f"{cand:.4g}" in ln for ln in hit), (g, hit)
+        assert abs((base - cand) / base * 100 - r["gain_pct"]) < 1e-6 * max(1.0, abs(r["gain_pct"]))
         assert (r["gain_pct"] > 0) == (r["delta_pct"] < 0), "+ means faster for a time metric"
     ic = df[df["icount_source"] == "callgrind"].groupby("variant")["instructions_per_op"].median()
     assert any(f"{ic['base']:.4g}" in ln and f"{ic['patched']:.4g}" in ln and "instr/op" in ln for ln in rows)

@@ -156,10 +156,22 @@ def _label(r, vary: list[str], metric: str, places: bool, timing: bool = True) -
     return " ".join(bits)
 
 
+def _arm(r, which: str) -> float:
+    v = r.get(f"center_{which}")
+    try:
+        if v is not None and math.isfinite(float(v)):
+            return float(v)
+    except (TypeError, ValueError):
+        pass
+    return r[f"median_{which}"]
+
+
 def _row(r, cv_b: float, cv_c: float, control: bool, label: str, width: int) -> list[str]:
     w = _COLS
-    cells = (f"{_value(r['median_baseline']):>{w[0]}}", f"{_sd(cv_b):>{w[1]}}", f"{_change(r, control):^{w[2]}}",
-             f"{_value(r['median_candidate']):>{w[3]}}", f"{_sd(cv_c):>{w[4]}}")
+    # the arms' figures the %change is computed from (their centers), the medians where there are none
+    base, cand = _arm(r, "baseline"), _arm(r, "candidate")
+    cells = (f"{_value(base):>{w[0]}}", f"{_sd(cv_b):>{w[1]}}", f"{_change(r, control):^{w[2]}}",
+             f"{_value(cand):>{w[3]}}", f"{_sd(cv_c):>{w[4]}}")
     line = " ".join(cells) + "  "
     if len(line) + len(label) <= width:
         return [line + label]

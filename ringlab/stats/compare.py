@@ -102,6 +102,7 @@ from ringlab.stats.holm import holm, holm_levels
 from ringlab.stats.layouts import LayoutRounds
 from ringlab.stats.method import method_text
 from ringlab.stats.power import plan_more
+from ringlab.stats.robust import hodges_lehmann
 from ringlab.stats.rounds import ROUND_COLUMN, Rounds, Scale, comparison_columns, round_key, round_values
 from ringlab.stats.summary import DEFAULT_SEED, StatsError, measurements
 
@@ -208,9 +209,7 @@ def baseline_center(rounds: Rounds) -> float:
     if not len(v):
         return math.nan
     log = bool(np.all(v > 0))
-    x = np.log(v) if log else v
-    i, j = np.triu_indices(len(x))
-    hl = float(np.median((x[i] + x[j]) / 2))
+    hl = hodges_lehmann(np.log(v) if log else v)
     return math.exp(hl) if log else hl
 
 
