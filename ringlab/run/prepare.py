@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -28,7 +29,7 @@ from ringlab.digest import sha256_file
 from ringlab import rundir
 from ringlab.run.context import RunContext
 from ringlab.run import stopping
-from ringlab.run.plan import LAYOUT_DESCRIPTION, ORDER_DESCRIPTION, full_plan, order_plan
+from ringlab.run.plan import LAYOUT_DESCRIPTION, ORDER_DESCRIPTION, full_plan
 from ringlab.system import envinfo
 from ringlab.build import binaries
 
@@ -92,6 +93,7 @@ class Prepared:
     resume: bool
     specs: list[TrialSpec]        # the experiment's plan, in its canonical order
     stopping: dict | None = None  # env.json "stopping" (target_ci > 0), else None
+    build: bool = True            # build binaries (False: --no-build, check them)
 
     @property
     def out_dir(self) -> Path:
@@ -302,29 +304,36 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     host = prev.get("host") or host_id()
 
     exp = exp_cls()
-    ctx = RunContext(name, values, run_id, out_dir, log, host=host)
     target = stopping.enabled(values)
-    check_plan_size(exp_cls, stopping.pilot_values(values) if target else values)
-    specs = exp.plan(stopping.pilot_values(values) if target else values, ctx)
+    stop = None
+    if target:   # the staged design: the pilot's (and every recorded stage's) layouts and rounds
+        prev_stop = prev.get("stopping")
+        stop = prev_stop if isinstance(prev_stop, dict) and prev_stop.get("stages") else stopping.opening(values, host)
+        values = stopping.stage_values(values, stop)
+    ctx = RunContext(name, values, run_id, out_dir, log, host=host)
+    check_plan_size(exp_cls, values)
+    specs = exp.plan(values, ctx)
     if not specs:
         raise ParamError(f"experiment '{name}': the parameters select no trials; allowed: non-empty lists")
     if len(specs) > MAX_PLAN_TRIALS:
         raise ParamError(f"parameter 'trials': the plan holds {len(specs)} trials, more than the limit of "
                          f"{MAX_PLAN_TRIALS}; allowed: fewer trials, warm-ups, list values or CPU pairs",
                          input="trials")
-    # With a target the icount trials wait for the last round (stopping.extension).
+    # With a target the icount trials wait for the run to stop (stopping.staged_plan).
     layouts = int(values.get("layouts", 1) or 1)
-    plan = order_plan(list(specs), values["seed"], layouts) if target else full_plan(exp, values, specs, ctx)
-    stop = None
     if target:
-        stop = prev.get("stopping") if isinstance(prev.get("stopping"), dict) else stopping.opening(values, specs)
+        stopping.check_variants(specs)
+    plan = stopping.staged_plan(exp, values, specs, stop, ctx) if target else full_plan(exp, values, specs, ctx)
     config_keys = list(dict.fromkeys(list(specs[0].config)))
     columns = schema.ordered_columns(exp_cls.param_columns(), list(exp_cls.extra_columns))
     if resume:   # a corrupt or foreign raw.csv is refused now, before the folder is touched
         rundir.Run(out_dir).resume_keys(config_keys, columns)
 
     # Build and check binaries before anything is written.
+    started = time.monotonic()
     build_info, reason = _build_and_check(exp, values, ctx, build)
+    if stop is not None and stop["stages"][0].get("build_s") is None:   # the budget counts builds
+        stop = stopping.add_time(stop, build_s=time.monotonic() - started)
     env = {} if prev else {"schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "experiment": name,
                            "host": host}
     env.update(
@@ -345,4 +354,4 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
                              if isinstance(v, list)}
     if stop is not None:   # the report compares against the arm the stopping rule planned for
         env.update(stopping=stop, baseline=stop["baseline"])
-    return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop)
+    return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop, build)
