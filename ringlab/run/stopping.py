@@ -9,7 +9,7 @@ side of the staged design of ``ringlab.stats.sequential``.
 2. **Review after each stage** (``review``): the run's own compare() rows and the variance
    components of its own pair log ratios.  It stops at the first of: every row reached its target
    half-width (``"target"``), every row decided (``"decided"``: faster/slower, or "no change larger
-   than X%" with X = target_ci), the budget spent (``"budget"``: builds and trials, timed), or
+   than X%" with X = target_ci, judged at 5% / ``MAX_STAGES``: Bonferroni over the looks), the budget spent (``"budget"``: builds and trials, timed), or
    ``sequential.MAX_STAGES`` stages (``"stages"``).  Otherwise it re-plans from the components'
    upper bounds and appends a stage: more layouts and/or more rounds per layout.
 3. **Stages extend, never restart.**  Layout k of an arm is the same binary whatever the run's
@@ -90,6 +90,11 @@ def pilot_design(values: dict[str, Any], host: str | None) -> dict[str, Any]:
         bases.append(f"mode {m}: {plan.basis}")
     if budget is None:   # no budget: a pilot of at most 8 rounds per layout, re-planned after it
         p = min(p, 8)
+    else:                # one build serves every mode: the pilot's builds get half the pilot's share
+        arms = len(values.get("variants") or []) or 2
+        per_build = max(float(level_calibration(host, m).cost_s.get("layout") or 0) / 2 for m in modes)
+        if per_build > 0:
+            k = max(4, min(k, int(budget * sequential.PILOT_SHARE / 2 // (arms * per_build))))
     k = min(k, MAX_LAYOUTS)
     where = "; ".join(f"mode {m}: {src}" for m, src in by_mode.items())
     return {"layouts": int(k), "rounds_per_layout": int(p), "repeats": int(n_i), "calibration": where,
@@ -225,7 +230,8 @@ def review(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None
     target, budget = float(st["target_ci"]), st.get("budget_s")
     df = _timing_rows(df)
     try:
-        rows = sequential.review_rows(compare(df, st["baseline"]), target)
+        rows = sequential.review_rows(compare(df, st["baseline"]), target,
+                                      strict=compare(df, st["baseline"], alpha=0.05 / sequential.MAX_STAGES))
     except StatsError as e:
         st.update(stop_reason="no plan", error=str(e), target_met=False)
         st["stages"][-1]["stop_reason"] = "no plan"

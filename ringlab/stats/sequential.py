@@ -296,10 +296,12 @@ def stopping_text(stopping: dict | None) -> str:
 # (``allocation.allocate``), and the run stops at the first of: every row reached its target
 # half-width ("target"), every row decided ("decided": faster/slower, or its CI within ±X with X the
 # target, stated "no change larger than X%"), the budget spent ("budget"; builds count), or
-# ``MAX_STAGES`` stages ("stages").  Looking after each stage is a sequential test: the final CI is
-# the fixed-design CI of the data that ran, and with at most MAX_STAGES looks its A/A rate can exceed
-# the nominal 5% (Bonferroni over the looks bounds it by MAX_STAGES x 5% in the worst case; most looks
-# stop on the target, which does not depend on the sign of the estimate).
+# ``MAX_STAGES`` stages ("stages").  Looking after each stage is a sequential test.  "Decided" is
+# judged at alpha / MAX_STAGES (Bonferroni over the looks), so a stop on a decision is a false one
+# with probability at most alpha; the target and the budget do not depend on the sign of the
+# estimate.  The verdict summary.md prints is the fixed-design verdict (at alpha) of the data that
+# ran: after a stop on the target or the budget its A/A rate can exceed alpha by what the earlier
+# looks' strict tests spent (at most alpha again).
 
 #: the most stages (looks) one run makes, the pilot included
 MAX_STAGES = 6
@@ -325,17 +327,27 @@ def row_decision(row, resolution_pct: float) -> str | None:
     return None
 
 
-def review_rows(compare_result: pd.DataFrame, target_ci_pct: float) -> list[dict]:
+def review_rows(compare_result: pd.DataFrame, target_ci_pct: float,
+                strict: pd.DataFrame | None = None) -> list[dict]:
     """Per compare() row: group, candidate, half_width_pct, target_met (half-width <= target,
-    exact rows count as met), decided (``row_decision``)."""
+    exact rows count as met), decided (``row_decision``, of the same row of ``strict`` when given:
+    the comparison at alpha / MAX_STAGES, so that a stop on "decided" at any of the looks is
+    Bonferroni-bounded by alpha)."""
     out = []
-    for _, r in (compare_result if compare_result is not None else pd.DataFrame()).iterrows():
+    frame = compare_result if compare_result is not None else pd.DataFrame()
+    alt = {}
+    if strict is not None:
+        alt = {(str(r.get("group")), str(r.get("candidate"))): r for _, r in strict.iterrows()}
+    for _, r in frame.iterrows():
         exact = r.get("design") == "exact" or r.get("note") == EXACT_NOTE
         hw = ci_half_width_pct(r)
-        out.append({"group": str(r.get("group")), "candidate": str(r.get("candidate")),
+        key = (str(r.get("group")), str(r.get("candidate")))
+        judged = alt.get(key, r) if strict is not None else r
+        out.append({"group": key[0], "candidate": key[1],
                     "half_width_pct": float(hw) if math.isfinite(hw) else None,
                     "target_met": bool(exact or (math.isfinite(hw) and hw <= target_ci_pct)),
-                    "decided": "exact" if exact else row_decision(r, target_ci_pct)})
+                    "decided": "exact" if exact else (row_decision(judged, target_ci_pct)
+                                                      if key in alt or strict is None else None)})
     return out
 
 
