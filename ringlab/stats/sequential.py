@@ -1,6 +1,10 @@
-"""Stop on a target CI: a two-stage (Stein) design for ``-p target_ci PCT -p budget SECONDS``.
+"""Stop on a target CI: the staged design the runner uses for ``-p target_ci PCT -p budget
+SECONDS`` (``review_rows``, ``stage_stop_reason``, ``observed_components``, ``next_design``,
+``stage_schedule``, ``staged_text``: see the section "the staged design" below and
+ringlab/run/stopping.py), and the two-stage (Stein) design over rounds it replaces, kept as pure
+functions for analysis and its tests.
 
-How the runner uses it (pure functions; the runner decides nothing itself):
+The two-stage design: how a runner would use it (pure functions; the runner decides nothing itself):
 
 1. **Pilot**: run ``PILOT_ROUNDS`` rounds (every arm of every configuration per round).
 2. ``plan = rounds_needed(pilot_df, baseline, target_ci_pct, budget_s=..., elapsed_s=...)``.
