@@ -30,7 +30,7 @@ from ringlab.run import launcher, machine
 from ringlab.run.context import RunContext
 from ringlab.errors import RunInterrupted
 from ringlab.run import stopping
-from ringlab.run.plan import full_plan, order_plan
+from ringlab.run.plan import order_plan
 from ringlab.run.prepare import default_out_dir, host_id, new_run_id, prepare
 from ringlab.run.process import execute, run_process
 from ringlab.system import privilege
