@@ -272,3 +272,16 @@ def test_stopping_text_says_what_happened():
         {"group": "mode=0", "candidate": "reorder", "decided": "no change larger than 2%"}]))
     assert "reorder (mode=0): no change larger than 2%" in t
     assert sequential.stopping_text({}) == ""
+
+
+def test_the_pilot_fits_its_timed_builds_in_the_budget():
+    from ringlab.experiments import get
+    v = get("ptr_ring").resolve({"variants": "batch,reorder", "modes": "0", "target_ci": "0.5", "budget": "70"})
+    st = stopping.opening(v, None)
+    first = stopping.probe_layouts(st)
+    assert first == 4 <= st["layouts"]
+    slow = stopping.fit_pilot_to_builds(st, v, first, 4 * 5.0)       # 5 s a layout: 14 s pay for 2, so 4
+    assert slow["layouts"] == 4 and slow["pilot_rounds"] == 4 * st["rounds_per_layout"]
+    assert slow["stages"][0]["build_s"] == 20.0 and slow["stages"][0]["new_rounds"] == slow["pilot_rounds"]
+    fast = stopping.fit_pilot_to_builds(st, v, first, 4 * 0.01)
+    assert fast["layouts"] == st["layouts"]                           # cheap builds: the planner's design

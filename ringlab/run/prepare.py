@@ -207,15 +207,21 @@ def _resolve_for_resume(exp_cls, params: dict, env: dict, env_path: Path) -> dic
     return values
 
 
-def _build(exp, values) -> dict[str, Any]:
+def _build(exp, values, prior: dict[str, Any] | None = None) -> dict[str, Any]:
     # Only what this run needs (plus the latency probe and the trial launcher): a ptr_ring run does not
-    # wait for page_frag to compile.
+    # wait for page_frag to compile.  ``prior``: a build record of this run whose binaries stand
+    # (a staged run's earlier layouts); only the others are compiled, and the records merged.
     only = list(exp.needed_binaries(values)) + ["c2c_latency", "trial_launcher"]
+    done = set((prior or {}).get("binaries") or {})
+    todo = [b for b in only if b not in done]
     try:
-        info = build_mod.build_all(**exp.build_args(values), only=only)
+        info = build_mod.build_all(**exp.build_args(values), only=todo or only).to_dict()
     except (build_mod.BuildError, OSError) as e:  # a failed compile ends the run with its text
         raise RunnerError(f"build failed: {e}", input=getattr(e, "input", None)) from e
-    return info.to_dict()
+    for key in ("binaries", "source_sha256"):
+        if isinstance((prior or {}).get(key), dict):
+            info[key] = {**prior[key], **(info.get(key) or {})}
+    return info
 
 
 def _check_built(exp, values) -> dict[str, Any]:
@@ -282,9 +288,10 @@ def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bo
     return values, run_id, out_dir, prev, source
 
 
-def _build_and_check(exp, values: dict[str, Any], ctx: RunContext, build: bool) -> tuple[Any, str | None]:
+def _build_and_check(exp, values: dict[str, Any], ctx: RunContext, build: bool,
+                     prior: dict[str, Any] | None = None) -> tuple[Any, str | None]:
     """Build (or check the built) binaries; return the build info and why the experiment cannot run."""
-    build_info = _build(exp, values) if build else None
+    build_info = _build(exp, values, prior) if build else None
     reason = exp.unavailable(values, ctx)
     if not build:
         build_info = _check_built(exp, values) if reason is None else _existing_build_info()
@@ -305,10 +312,19 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
 
     exp = exp_cls()
     target = stopping.enabled(values)
-    stop = None
+    stop, probe = None, None
     if target:   # the staged design: the pilot's (and every recorded stage's) layouts and rounds
         prev_stop = prev.get("stopping")
-        stop = prev_stop if isinstance(prev_stop, dict) and prev_stop.get("stages") else stopping.opening(values, host)
+        if isinstance(prev_stop, dict) and prev_stop.get("stages"):
+            stop = prev_stop
+        else:
+            stop = stopping.opening(values, host)
+            probe = None
+            if build and stop.get("budget_s"):   # time the first layouts' builds; the pilot fits them
+                first = stopping.probe_layouts(stop)
+                started = time.monotonic()
+                probe = _build(exp, stopping.stage_values(values, dict(stop, layouts=first)))
+                stop = stopping.fit_pilot_to_builds(stop, values, first, time.monotonic() - started)
         values = stopping.stage_values(values, stop)
     ctx = RunContext(name, values, run_id, out_dir, log, host=host)
     check_plan_size(exp_cls, values)
@@ -331,9 +347,10 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
 
     # Build and check binaries before anything is written.
     started = time.monotonic()
-    build_info, reason = _build_and_check(exp, values, ctx, build)
-    if stop is not None and stop["stages"][0].get("build_s") is None:   # the budget counts builds
+    build_info, reason = _build_and_check(exp, values, ctx, build, probe)
+    if stop is not None and not stop["stages"][0].get("built"):   # the budget counts builds
         stop = stopping.add_time(stop, build_s=time.monotonic() - started)
+        stop["stages"][0]["built"] = True
     env = {} if prev else {"schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "experiment": name,
                            "host": host}
     env.update(

@@ -125,6 +125,30 @@ def opening(values: dict[str, Any], host: str | None) -> dict[str, Any]:
                         "measure_s": 0.0, "stop_reason": None}]}
 
 
+def probe_layouts(stopping: dict[str, Any]) -> int:
+    """How many of the pilot's layouts are built first, timed, before the pilot's size is fixed."""
+    return min(int(stopping["layouts"]), 4)
+
+
+def fit_pilot_to_builds(stopping: dict[str, Any], values: dict[str, Any], built: int,
+                        seconds: float) -> dict[str, Any]:
+    """``stopping`` with the pilot's layouts cut so that its builds, at the seconds per layout the
+    first ``built`` layouts took, fit half the pilot's share of the budget (at least 4 layouts);
+    the timed seconds count as stage 0's builds."""
+    st = dict(stopping, stages=[dict(s) for s in stopping["stages"]])
+    s0 = st["stages"][0]
+    per_layout = seconds / max(1, built)
+    room = float(st["budget_s"]) * sequential.PILOT_SHARE / 2
+    k = int(s0["layouts"])
+    if per_layout > 0:
+        k = max(built, 4, min(k, int(room // per_layout)))
+    p = int(s0["rounds_per_layout"])
+    s0.update(layouts=k, new_rounds=k * p, build_s=float(seconds),
+              build_s_per_layout_measured=float(per_layout))
+    st.update(layouts=k, pilot_rounds=k * p, rounds_planned=k * p)
+    return st
+
+
 def check_variants(specs: list[TrialSpec]) -> None:
     """ParamError when the plan holds fewer than two arms (nothing to compare)."""
     variants = list(dict.fromkeys(str(s.config.get("variant")) for s in specs))
