@@ -311,6 +311,8 @@ def stopping_text(stopping: dict | None) -> str:
 MAX_STAGES = 6
 #: the share of the budget the pilot may spend, so that re-planning has room
 PILOT_SHARE = 0.4
+#: the most a stage multiplies the layouts or the rounds per layout by
+GROWTH = 4
 #: the fewest rounds per layout of a stage design (the process level needs two to be estimated)
 MIN_ROUNDS_PER_LAYOUT = 2
 
@@ -432,6 +434,9 @@ def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct
         k2, p2, basis = max(k, plan.layouts), max(p, plan.rounds_per_layout), plan.basis
     else:
         k2, p2 = min(max_layouts, max(k + 1, math.ceil(k * 1.25))), p + 1
+    # a stage grows each level at most GROWTH-fold: a component estimated from few units (the layout
+    # level after a small pilot) is measured again before the design bets everything on it
+    k2, p2 = min(k2, max_layouts, k * GROWTH), min(p2, p * GROWTH)
     if (k2, p2) == (k, p):      # the bounds say the design suffices and the data say it does not
         k2, p2 = (min(max_layouts, max(k + 1, math.ceil(k * 1.25))), p) if k < max_layouts else (k, p + 1)
 
