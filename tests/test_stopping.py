@@ -1,7 +1,9 @@
-"""Stop on a target CI through the runner: pilot, one decision, extension rounds, budget, resume.
+"""Stop when the question is answered, through the runner: a pilot at the level planner's design,
+stages re-planned from the run's own data, the three stop reasons, stable layouts, resume.
 
 The mock executor (tests/fakes/fake_ptr_ring_test.py) adds seeded log-normal noise
-(FAKE_NOISE, FAKE_NOISE_FILE), so the pilot has a spread and the plan depends on it.
+(FAKE_NOISE, FAKE_NOISE_FILE), so the stages have a spread and the plan depends on it.  The
+host has no calibration here, so the pilot is planned from CAUTIOUS.
 """
 from __future__ import annotations
 
@@ -12,25 +14,30 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ringlab.stats import compare as stats_compare
-
 from ringlab import rundir
-from ringlab.lab import cli
 from ringlab import run as runner
+from ringlab.build.layouts import layout_spec
 from ringlab.errors import ParamError
+from ringlab.lab import cli
 from ringlab.run import stopping
+from ringlab.stats import compare as stats_compare
 from ringlab.stats import sequential
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
 
+#: noise the CAUTIOUS pilot does not plan for, so a second stage follows it, cut by the budget
+STAGED = {"target_ci": "10", "budget": "20"}
 BASE = {"profile": "smoke", "cpus": "none", "governor": "false", "variants": "batch,reorder", "modes": "0",
         "sizes": "1000", "warmup": 1, "count": 1000}
 
 
 @pytest.fixture
 def noisy(fakebin, tmp_path, monkeypatch):
-    """The mock binaries with seeded multiplicative noise on every trial."""
+    """The mock binaries (64 layouts of batch and reorder at seed 1) with seeded multiplicative
+    noise on every trial."""
+    import fake_ptr_ring_test as fake
+    fake.install(str(fakebin), sys.executable, variants=("batch", "reorder"), seeds=(1,), layouts=64)
     monkeypatch.setenv("FAKE_NOISE", "0.08")
     monkeypatch.setenv("FAKE_NOISE_FILE", str(tmp_path / "noise-counter"))
     return tmp_path
@@ -47,14 +54,10 @@ def measured(df: pd.DataFrame) -> pd.DataFrame:
     return df[~df["warmup"].astype(bool)]
 
 
-def pilot_rows(df: pd.DataFrame, pilot: int, warmup: int = 1) -> pd.DataFrame:
-    return df[df["round"] < warmup + pilot]
-
-
 def _interrupt_at_trial(monkeypatch, n: int):
     """Ctrl-C arrives as the run starts its n-th trial; returns the real executor."""
-    from ringlab.run import process
     calls = {"n": 0}
+    from ringlab.run import process
     real = process.execute
 
     def dying(*a, **k):
@@ -67,14 +70,28 @@ def _interrupt_at_trial(monkeypatch, n: int):
     return real
 
 
-def test_params_are_off_by_default_and_checked():
+def test_params_are_off_by_default_in_smoke_and_checked():
     from ringlab.experiments import get
-    v = get("ptr_ring").resolve({})
+    v = get("ptr_ring").resolve({"profile": "smoke"})
     assert v["target_ci"] == 0 and v["budget"] == 0 and not stopping.enabled(v)
     with pytest.raises(ParamError, match="parameter 'budget'.*without target_ci"):
-        get("ptr_ring").resolve({"budget": "30"})
+        get("ptr_ring").resolve({"profile": "smoke", "budget": "30"})
     with pytest.raises(ParamError, match="parameter 'target_ci'.*too large"):
         get("ptr_ring").resolve({"target_ci": "100"})
+
+
+def test_profiles_are_questions_and_explicit_counts_stay_fixed():
+    from ringlab.experiments import get
+    p = get("ptr_ring")
+    q = p.resolve({})
+    assert q["profile"] == "quick" and q["target_ci"] == 0.5 and 60 <= q["budget"] <= 80
+    f = p.resolve({"profile": "full"})
+    assert f["target_ci"] > 0 and f["budget"] > q["budget"]
+    fixed = p.resolve({"trials": "5", "layouts": "3"})
+    assert fixed["target_ci"] == 0 and fixed["budget"] == 0 and fixed["trials"] == 5 and fixed["layouts"] == 3
+    assert p.resolve({"layouts": "2"})["target_ci"] == 0
+    assert p.resolve({"variants": "batch"})["target_ci"] == 0          # one arm: nothing to compare
+    assert p.resolve({"trials": "5", "target_ci": "2"})["target_ci"] == 2.0
 
 
 def test_one_variant_is_refused_before_anything_is_written(noisy):
@@ -83,115 +100,188 @@ def test_one_variant_is_refused_before_anything_is_written(noisy):
     assert not (noisy / "r").exists()
 
 
-def test_extension_rounds_are_new_rounds_in_the_same_design(noisy):
-    res = run({"target_ci": "6"}, noisy / "r")
-    assert res.status == "complete"
+def test_pilot_is_the_level_planners_design_and_says_its_calibration(noisy):
+    res = run({"target_ci": "0.5", "budget": "0.001"}, noisy / "r")
     env = rundir.read_env(res.out_dir).doc
     st = env["stopping"]
+    st0 = st["stages"][0]
+    assert "cautious defaults" in st["calibration"] and set(st["calibration_by_mode"]) == {"0"}
+    assert st0["layouts"] >= 4 and st0["rounds_per_layout"] >= sequential.MIN_ROUNDS_PER_LAYOUT
     df = rundir.read_raw(res.raw_csv)
-    # the decision is the one rounds_needed makes from the pilot's rows, made once
-    plan = sequential.rounds_needed(pilot_rows(df, st["pilot_rounds"]), "batch", 6.0)
-    assert st["pilot_rounds"] == sequential.PILOT_ROUNDS
-    assert st["rounds_planned"] == plan["rounds"] > st["pilot_rounds"]
-    assert st["stop_reason"] == plan["stop_reason"] == "target"
-    assert st["rounds_run"] == st["rounds_planned"]
-    assert st["target_ci"] == 6.0 and st["budget_s"] is None and st["baseline"] == env["baseline"] == "batch"
-    # the recorded answer is the target check of the finished run's own comparison
-    assert st["target_met"] is sequential.target_met(stats_compare(df, "batch"), 6.0)
-    # every round holds both arms once, the rounds are consecutive new indices
     m = measured(df)
-    assert sorted(m["round"].unique()) == list(range(1, 1 + st["rounds_planned"]))
+    # the pilot: every layout pair rounds_per_layout times, both arms each round
+    per = m.groupby("layout")["round"].nunique()
+    assert sorted(per.index) == list(range(st0["layouts"])) and (per == st0["rounds_per_layout"]).all()
     assert (m.groupby("round")["variant"].apply(sorted).map(tuple) == ("batch", "reorder")).all()
-    assert not df.duplicated(["variant", "trial"]).any()
-    # block design: the arms of a round run back to back, and `order` is the plan position
-    assert sorted(df["order"]) == list(range(len(df)))
-    by_order = df.sort_values("order")
-    assert (by_order["round"].diff().fillna(0) >= 0).all()
-    assert env["plan"]["trials_total"] == len(df) and env["plan"]["rounds"] == st["rounds_planned"]
-    assert 1 < len(sequential.stopping_text(st).split(". ")) <= 3
+    assert env["baseline"] == st["baseline"] == "batch"
+    assert "cautious defaults" in sequential.stopping_text(st)
 
 
-def test_budget_cuts_the_extension(noisy):
+def test_stops_when_the_budget_is_spent(noisy, monkeypatch):
+    monkeypatch.setenv("FAKE_NOISE", "0.5")   # nothing decided in the pilot
     res = run({"target_ci": "0.5", "budget": "0.001"}, noisy / "r")
     st = rundir.read_env(res.out_dir).doc["stopping"]
     assert st["stop_reason"] == "budget" and st["budget_s"] == 0.001
-    assert st["rounds_planned"] == st["pilot_rounds"] == st["rounds_run"]
-    assert st["rounds_for_target"] > st["rounds_planned"]
+    assert len(st["stages"]) == 1 and st["stages"][0]["stop_reason"] == "budget"
+    assert st["stages"][0]["build_s"] is not None and st["stages"][0]["measure_s"] > 0   # builds are timed too
+    assert st["spent_s"] == pytest.approx(st["stages"][0]["build_s"] + st["stages"][0]["measure_s"])
+    assert st["rounds_run"] == st["rounds_planned"] == st["pilot_rounds"]
     assert st["target_met"] is False
-    assert "budget" in sequential.stopping_text(st)
-    assert measured(rundir.read_raw(res.raw_csv))["round"].nunique() == st["pilot_rounds"]
+    text = sequential.stopping_text(st)
+    assert text.startswith(f"stopped: budget spent ({st['spent_s']:.0f} s of 0.001)")
     from ringlab.report import write_report
     write_report(res.out_dir, figures=False)
     top = (res.out_dir / "summary.md").read_text().split("\n## ")[0]
-    assert sequential.stopping_text(st) in top.splitlines()
+    assert text in top.splitlines()
 
 
-def test_pilot_that_meets_the_target_adds_nothing(noisy, monkeypatch):
-    monkeypatch.delenv("FAKE_NOISE")   # identical arms every round: exact comparisons
+def test_stops_when_every_row_reached_its_target(noisy, monkeypatch):
+    monkeypatch.delenv("FAKE_NOISE")   # identical rounds: exact comparisons
     res = run({"target_ci": "5"}, noisy / "r")
     st = rundir.read_env(res.out_dir).doc["stopping"]
-    assert st["stop_reason"] == "pilot met target"
-    assert st["rounds_planned"] == st["rounds_run"] == sequential.PILOT_ROUNDS
-    assert "pilot" in sequential.stopping_text(st)
+    assert st["stop_reason"] == "target" and st["target_met"] is True
+    assert len(st["stages"]) == 1 and st["stages"][0]["stop_reason"] == "target"
+    assert sequential.stopping_text(st).startswith("stopped: target reached")
 
 
-def test_resume_after_the_pilot_runs_the_decided_plan(noisy, monkeypatch):
-    """Killed in the extension: --resume runs to the plan in env.json, never decides again."""
-    real = _interrupt_at_trial(monkeypatch, 2 * (1 + sequential.PILOT_ROUNDS) + 3)   # warm-up + pilot + 3 trials
+def test_stops_when_every_row_is_decided(noisy):
+    # reorder is 10% faster than batch in the mock: decided long before a ±0.1% target
+    res = run({"target_ci": "0.1", "budget": "60"}, noisy / "r")
+    st = rundir.read_env(res.out_dir).doc["stopping"]
+    assert st["stop_reason"] == "decided", st
+    assert st["target_met"] is False
+    assert [r["decided"] for r in st["rows"]] == ["faster"]
+    assert st["stages"][-1]["stop_reason"] == "decided"
+    assert all(s["stop_reason"] == "continue" for s in st["stages"][:-1])
+    text = sequential.stopping_text(st)
+    assert text.startswith("stopped: all rows decided") and "reorder (mode=0,size=1000," in text and "): faster." in text
+
+
+def test_no_change_larger_than_x_is_an_equivalence_statement():
+    row = {"verdict": "inconclusive", "ci_low_pct": -0.4, "ci_high_pct": 0.3}
+    assert sequential.row_decision(row, 0.5) == "no change larger than 0.5%"
+    assert sequential.row_decision(dict(row, ci_high_pct=0.6), 0.5) is None
+    assert sequential.row_decision(dict(row, verdict="slower", ci_low_pct=0.2), 0.5) == "slower"
+
+
+def test_stages_add_layouts_and_rounds_and_keep_the_earlier_ones(noisy, monkeypatch):
+    monkeypatch.setenv("FAKE_NOISE", "0.3")
+    res = run(STAGED, noisy / "r")
+    env = rundir.read_env(res.out_dir).doc
+    st = env["stopping"]
+    assert len(st["stages"]) >= 2, st
+    df = rundir.read_raw(res.raw_csv)
+    m = measured(df)
+    # stage s's rounds follow stage s-1's, and the design is the last stage's
+    assert sorted(m["round"].unique()) == list(range(1, 1 + st["rounds_planned"])) and st["rounds_run"] == st["rounds_planned"]
+    per = m.groupby("layout")["round"].nunique()
+    assert sorted(per.index) == list(range(st["layouts"])) and (per == st["rounds_per_layout"]).all()
+    prev = st["stages"][0]
+    for s in st["stages"][1:]:
+        assert s["first_round"] == prev["first_round"] + prev["new_rounds"]
+        assert s["layouts"] >= prev["layouts"] and s["rounds_per_layout"] >= prev["rounds_per_layout"]
+        assert (s["layouts"], s["rounds_per_layout"]) != (prev["layouts"], prev["rounds_per_layout"])
+        prev = s
+    # layout k is the same binary in every stage: the binary of every trial is layout_spec(seed, arm, k)
+    for cmd_variant, k in m[["variant", "layout"]].drop_duplicates().itertuples(index=False):
+        name = layout_spec(1, cmd_variant, int(k)).binary_name(f"ptr_ring_test-{cmd_variant}")
+        assert name in env["binaries_used"]
+    # the pilot's rounds are those a run that stopped after the pilot measures
+    monkeypatch.setattr(sequential, "MAX_STAGES", 1)      # the same run, stopped after its pilot
+    short = run(STAGED, noisy / "short")
+    assert rundir.read_env(short.out_dir).doc["stopping"]["stop_reason"] == "stages"
+    sdf = measured(rundir.read_raw(short.raw_csv))
+    pilot = m[m["round"] < 1 + st["pilot_rounds"]]
+    key = ["round", "variant", "layout"]
+    assert sorted(map(tuple, sdf[key].values.tolist())) == sorted(map(tuple, pilot[key].values.tolist()))
+    assert env["plan"]["trials_total"] == len(df)
+    assert sequential.target_met(stats_compare(df, "batch"), 10.0) is st["target_met"]
+    json.dumps(st)
+
+
+def test_resume_in_a_later_stage_goes_on_from_env_json(noisy, monkeypatch):
+    monkeypatch.setenv("FAKE_NOISE", "0.3")
     out = noisy / "r"
+    first = run(STAGED, noisy / "whole")
+    whole = rundir.read_env(first.out_dir).doc["stopping"]
+    assert len(whole["stages"]) >= 2
+    pilot_trials = 2 * (1 + whole["pilot_rounds"])
+    monkeypatch.setenv("FAKE_NOISE_FILE", str(noisy / "noise-counter-2"))
+    real = _interrupt_at_trial(monkeypatch, pilot_trials + 3)
     with pytest.raises(KeyboardInterrupt):
-        run({"target_ci": "6"}, out)
+        run(STAGED, out)
     env = rundir.read_env(out).doc
     assert env["status"] == "interrupted"
-    planned = env["stopping"]["rounds_planned"]
-    assert planned > sequential.PILOT_ROUNDS and env["stopping"]["rounds_run"] == sequential.PILOT_ROUNDS + 1
-    assert f"only {sequential.PILOT_ROUNDS + 1} of {planned} planned rounds ran" in \
-        sequential.stopping_text(env["stopping"])
-
+    assert len(env["stopping"]["stages"]) == 2 and env["stopping"]["stop_reason"] is None
+    assert env["stopping"]["rounds_run"] == whole["pilot_rounds"] + 1
+    assert env["stopping"]["stages"][1]["measure_s"] > 0      # the interrupted stage kept its time
     monkeypatch.setattr(runner, "execute", real)
-    monkeypatch.setattr(sequential, "rounds_needed",
-                        lambda *a, **k: pytest.fail("resume must not decide again"))
-    res = runner.run_experiment("ptr_ring", {}, out, resume=True, build=False, progress=False,
-                                log=lambda m: None)
-    assert res.status == "complete" and res.already_done == 2 * (1 + sequential.PILOT_ROUNDS) + 2
+    assert cli.main(["run", "ptr_ring", "--no-build", "--no-progress", "--out", str(out), "--resume"]) == 0
     st = rundir.read_env(out).doc["stopping"]
-    assert st["rounds_planned"] == st["rounds_run"] == planned
+    assert st["stop_reason"] is not None and st["rounds_run"] == st["rounds_planned"]
+    assert st["stages"][:2][0] == env["stopping"]["stages"][0]
     df = rundir.read_raw(out / "raw.csv")
     assert not df.duplicated(["variant", "trial"]).any()
-    assert measured(df)["round"].nunique() == planned
     assert sorted(df["order"]) == list(range(len(df)))
+    assert measured(df)["round"].nunique() == st["rounds_planned"]
 
 
-def test_resume_inside_the_pilot_decides_after_it(noisy, monkeypatch):
+def test_resume_inside_the_pilot_reviews_after_it(noisy, monkeypatch):
+    monkeypatch.setenv("FAKE_NOISE", "0.5")
     real = _interrupt_at_trial(monkeypatch, 5)
     out = noisy / "r"
     with pytest.raises(KeyboardInterrupt):
-        run({"target_ci": "6"}, out)
-    assert rundir.read_env(out).doc["stopping"]["rounds_planned"] is None
+        run({"target_ci": "0.5", "budget": "0.001"}, out)
+    assert rundir.read_env(out).doc["stopping"]["stop_reason"] is None
     monkeypatch.setattr(runner, "execute", real)
     assert cli.main(["run", "ptr_ring", "--no-build", "--no-progress", "--out", str(out), "--resume"]) == 0
     st = rundir.read_env(out).doc["stopping"]
     df = rundir.read_raw(out / "raw.csv")
-    plan = sequential.rounds_needed(pilot_rows(df, st["pilot_rounds"]), "batch", 6.0)
-    assert st["rounds_planned"] == plan["rounds"] == st["rounds_run"]
-    assert measured(df)["round"].nunique() == st["rounds_planned"]
+    assert st["stop_reason"] == "budget" and st["rounds_run"] == st["pilot_rounds"]
+    assert measured(df)["round"].nunique() == st["pilot_rounds"]
+
+
+def test_stage_schedule_extends_the_design():
+    s0 = sequential.stage_schedule(7, 0, 0, 0, 4, 2)
+    assert sorted(s0) == [0, 0, 1, 1, 2, 2, 3, 3]
+    s1 = sequential.stage_schedule(7, 1, 4, 2, 6, 3)
+    counts = pd.Series(s0 + s1).value_counts().sort_index()
+    assert list(counts.index) == list(range(6)) and (counts == 3).all()
+    assert sequential.stage_schedule(7, 1, 4, 2, 6, 3) == s1          # seeded
+
+
+def test_next_design_respects_the_budget():
+    up = {"layout": 0.02 ** 2, "process": 0.03 ** 2, "iteration": 0.0}
+    free = sequential.next_design(up, 4, 2, 0.5, 0.1, 0.5, None, 64)
+    assert free["layouts"] > 4 and free["new_rounds"] > 0
+    cut = sequential.next_design(up, 4, 2, 0.5, 0.1, 0.5, 3.0, 64)
+    assert cut["predicted_s"] <= 3.0 and cut["layouts"] <= free["layouts"]
+    none = sequential.next_design(up, 4, 2, 0.5, 0.1, 0.5, 0.01, 64)
+    assert none["new_rounds"] == 0
 
 
 def test_stopping_text_says_what_happened():
-    base = {"target_ci": 2.0, "budget_s": 600.0, "pilot_rounds": 10, "rounds_planned": 40, "rounds_run": 40,
-            "rounds_for_target": 40}
-    t = sequential.stopping_text(dict(base, stop_reason="target", target_met=True))
-    assert "±2%" in t and "40 rounds" in t and "reached" in t
-    t = sequential.stopping_text(dict(base, stop_reason="target", target_met=False))
-    assert "not every" in t
-    t = sequential.stopping_text(dict(base, stop_reason="budget", rounds_for_target=90, target_met=False))
-    assert "budget" in t and "90" in t and "600" in t
-    t = sequential.stopping_text(dict(base, stop_reason="pilot met target", rounds_planned=10, rounds_run=10,
-                                      target_met=True))
-    assert "pilot" in t
-    t = sequential.stopping_text(dict(base, rounds_run=12, stop_reason="target", target_met=None))
-    assert "12 of 40" in t
-    t = sequential.stopping_text(dict(base, rounds_planned=None, rounds_run=0, stop_reason=None))
-    assert "pilot" in t and "not" in t
+    base = {"target_ci": 2.0, "budget_s": 600.0, "calibration": "mode 0: measured", "spent_s": 42.0,
+            "stages": [{"stage": 0, "layouts": 8, "rounds_per_layout": 2}], "rows": []}
+    assert sequential.stopping_text(dict(base, stop_reason="target")).startswith("stopped: target reached")
+    assert sequential.stopping_text(dict(base, stop_reason="decided")).startswith("stopped: all rows decided")
+    assert sequential.stopping_text(dict(base, stop_reason="budget")).startswith("stopped: budget spent (42 s of 600)")
+    t = sequential.stopping_text(dict(base, stop_reason=None))
+    assert "not finished" in t and "--resume" in t
+    t = sequential.stopping_text(dict(base, stop_reason="decided", rows=[
+        {"group": "mode=0", "candidate": "reorder", "decided": "no change larger than 2%"}]))
+    assert "reorder (mode=0): no change larger than 2%" in t
     assert sequential.stopping_text({}) == ""
-    json.dumps(base)
+
+
+def test_the_pilot_fits_its_timed_builds_in_the_budget():
+    from ringlab.experiments import get
+    v = get("ptr_ring").resolve({"variants": "batch,reorder", "modes": "0", "target_ci": "0.5", "budget": "70"})
+    st = stopping.opening(v, None)
+    first = stopping.probe_layouts(st)
+    assert first == 4 <= st["layouts"]
+    slow = stopping.fit_pilot_to_builds(st, v, first, 4 * 5.0)       # 5 s a layout: 14 s pay for 2, so 4
+    assert slow["layouts"] == 4 and slow["pilot_rounds"] == 4 * st["rounds_per_layout"]
+    assert slow["stages"][0]["build_s"] == 20.0 and slow["stages"][0]["new_rounds"] == slow["pilot_rounds"]
+    fast = stopping.fit_pilot_to_builds(st, v, first, 4 * 0.01)
+    assert fast["layouts"] == st["layouts"]                           # cheap builds: the planner's design

@@ -93,11 +93,23 @@ class Experiment:
         for name, p in specs.items():
             if name not in overrides and values[name] is not None:
                 values[name] = p.parse(values[name])
+        if "target_ci" in cls.profiles.get(prof, {}) and "target_ci" not in overrides:
+            cls._profile_target(values, overrides)
         if values["budget"] > 0 and not values["target_ci"] > 0:
             raise ParamError(f"parameter 'budget': {values['budget']:g} s without target_ci; allowed: 0, or "
                              "a budget together with -p target_ci PCT")
         cls.check(values)
         return values
+
+    @classmethod
+    def _profile_target(cls, values: dict[str, Any], overrides: dict[str, Any]) -> None:
+        """A profile's target and budget give way to a fixed design: explicit ``trials`` or
+        ``layouts``, or a single arm (nothing to compare)."""
+        arms = values.get("variants")
+        if {"trials", "layouts"} & set(overrides) or (isinstance(arms, list) and len(arms) < 2):
+            values["target_ci"] = 0.0
+            if "budget" not in overrides:
+                values["budget"] = 0.0
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:

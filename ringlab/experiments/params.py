@@ -187,7 +187,8 @@ class Param:
 
 #: Parameters every experiment has (the runner interprets them).
 COMMON_PARAMS = [
-    Param("profile", "str", "quick", "smoke (seconds, tests) | quick (minutes) | full (committed runs)",
+    Param("profile", "str", "quick", "smoke (seconds, tests) | quick (minutes; ptr_ring: ±0.5% within 70 s) | full (committed runs; "
+          "ptr_ring: ±0.25% within 300 s)",
           choices=("smoke", "quick", "full"), column=False),
     Param("trials", "int", 10, "measured trials per configuration", min=1, max=MAX_TRIALS, column=False),
     Param("warmup", "int", 1, "warm-up trials per configuration (kept, marked warmup)", min=0, max=MAX_WARMUP,
@@ -212,11 +213,12 @@ COMMON_PARAMS = [
           max=1_000, column=False),
     Param("quiet", "str", "warn", "other work on the measured CPUs at the start: warn, wait for quiet, or off",
           choices=("warn", "wait", "off"), column=False),
-    Param("target_ci", "float", 0.0, "stop on a target: after a pilot, run the rounds that bring every "
-          "95% CI half-width to this percent (two-stage design; 0: off, trials decides)", min=0.0, max=99.0,
+    Param("target_ci", "float", 0.0, "stop when the question is answered: measure in stages planned "
+          "from the level calibration until every 95% CI half-width is at most this percent or every "
+          "row is decided (0: off, trials decides; profiles quick and full set one)", min=0.0, max=99.0,
           column=False),
-    Param("budget", "float", 0.0, "seconds of trials target_ci may spend at most (0: no limit)", min=0.0,
-          max=MAX_BUDGET_S, column=False),
+    Param("budget", "float", 0.0, "seconds of builds and trials target_ci may spend at most (0: no limit)",
+          min=0.0, max=MAX_BUDGET_S, column=False),
     Param("quiet_timeout", "float", 60.0, "seconds to wait for quiet CPUs (quiet=wait) or for another "
           "ringlab run to release them", min=0.0, max=MAX_TIMEOUT_S, column=False),
 ]

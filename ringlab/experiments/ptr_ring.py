@@ -108,16 +108,18 @@ class PtrRing(Experiment):
         Param("common_layouts", "bool", False, "common random layouts: layout k of every variant gets the "
               "same pad and alignments (false: each variant draws its own)", column=False),
     ]
-    # Sized for this project's 2-CPU VM: smoke is seconds (tests), quick about a minute,
-    # full about five minutes (what we commit).
+    # Sized for this project's 2-CPU VM.  smoke is a fixed design of seconds (tests).  quick and
+    # full are questions, not counts: a target half-width and a budget, measured in stages
+    # (ringlab.run.stopping); their trials and layouts apply only when -p trials or -p layouts
+    # is given (a fixed design then) or with a single variant.
     profiles = {
         "smoke": {"trials": 2, "warmup": 1, "count": 100_000, "modes": [0, 1], "sizes": [1000],
                   "timeout": 30.0, "layouts": 2},
         "quick": {"trials": 8, "warmup": 1, "count": 10_000_000, "modes": [0, 1], "sizes": [1000],
-                  "layouts": 4},
+                  "layouts": 4, "target_ci": 0.5, "budget": 70.0},
         # many short trials beat a few long ones: the CI narrows with trials, not with N
         "full": {"trials": 30, "warmup": 2, "count": 20_000_000, "modes": [0, 1, 2], "sizes": [64, 1000],
-                 "layouts": 8},
+                 "layouts": 8, "target_ci": 0.25, "budget": 300.0},
     }
     binaries = [f"ptr_ring_test-{v}" for v in BUILTIN_VARIANTS]
     code_params = ("kernel_headers",)

@@ -18,6 +18,7 @@ Modules: ``plan`` (order, rounds, seeds), ``process`` (spawn, time out, parse),
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -29,7 +30,7 @@ from ringlab.run import launcher, machine
 from ringlab.run.context import RunContext
 from ringlab.errors import RunInterrupted
 from ringlab.run import stopping
-from ringlab.run.plan import full_plan, order_plan
+from ringlab.run.plan import order_plan
 from ringlab.run.prepare import default_out_dir, host_id, new_run_id, prepare
 from ringlab.run.process import execute, run_process
 from ringlab.system import privilege
@@ -122,27 +123,67 @@ def _run_trials(f: RunFolder, p, todo: list, res: "RunResult", stop, progress, n
 
 
 def _extended(f: RunFolder, p, st: dict) -> list:
-    """The plan once the rounds are decided: pilot + extension in block order, icount last."""
-    ext = stopping.extension(p.specs, int(st["pilot_rounds"]), int(st["rounds_planned"]))
-    plan = full_plan(p.exp, p.ctx.values, p.specs + ext, p.ctx)
-    f.write_env(plan=dict(f.env.get("plan") or {}, trials_total=len(plan), rounds=int(st["rounds_planned"])))
+    """The plan of every stage recorded in ``st``, in block order (icount last, once stopped)."""
+    p.ctx.values["layouts"] = int(st["layouts"])   # a trial of a new layout names its binary
+    plan = stopping.staged_plan(p.exp, p.ctx.values, p.specs, st, p.ctx)
+    f.write_env(plan=dict(f.env.get("plan") or {}, trials_total=len(plan), rounds=int(st["rounds_planned"]),
+                          layouts=int(st["layouts"])))
     return plan
+
+
+def _build_stage(f: RunFolder, p, st: dict) -> dict:
+    """Build (or, with --no-build, check) the binaries of a stage's new layouts; the seconds count."""
+    from ringlab.run.prepare import _build, _check_built, _merge_build
+    from ringlab.digest import sha256_file
+    started = time.monotonic()
+    values = dict(p.ctx.values, layouts=int(st["layouts"]))
+    if p.build:   # only the new layouts' binaries are compiled
+        info = _build(p.exp, values, f.env.get("build") if isinstance(f.env.get("build"), dict) else None)
+        _merge_build(info, p.exp.build_info(values))
+        f.write_env(build=info)
+    else:
+        _check_built(p.exp, values)
+    used = dict(f.env.get("binaries_used") or {})
+    for b in p.exp.needed_binaries(values):
+        path = p.ctx.binary(b)
+        if b not in used and path.is_file():
+            used[b] = {"path": str(path), "sha256": sha256_file(path)}
+    f.write_env(binaries_used=used)
+    return stopping.add_time(st, build_s=time.monotonic() - started)
 
 
 def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "RunResult", stop, progress,
                     name: str, log) -> None:
-    """Run ``todo``; with a target, decide the rounds once after the pilot and run the rest."""
-    _run_trials(f, p, todo, res, stop, progress, name)
+    """Run ``todo``; with a target, review after each stage and run the next until the run stops."""
     if p.stopping is None:
+        _run_trials(f, p, todo, res, stop, progress, name)
         return
     st = dict(f.env.get("stopping") or p.stopping)
-    if st.get("rounds_planned") is None:   # the pilot is done: decide, once
-        st = stopping.decide(f.read_raw(), st, log)
+    ran = {s.key() for _, s in todo} | set(done)
+    started = time.monotonic()
+    try:
+        _run_trials(f, p, todo, res, stop, progress, name)
+    finally:   # an interrupted stage keeps the time it spent
+        st = stopping.add_time(st, measure_s=time.monotonic() - started)
         f.write_env(stopping=st)
-        ran = {s.key() for s in plan}
+    while st.get("stop_reason") is None:
+        st = stopping.review(f.read_raw(), st, log)
+        f.write_env(stopping=st)
+        if st.get("stop_reason") is not None:
+            break
+        st = _build_stage(f, p, st)
+        f.write_env(stopping=st)
         plan = _extended(f, p, st)
-        _run_trials(f, p, [(i, s) for i, s in enumerate(plan) if s.key() not in done and s.key() not in ran],
-                    res, stop, progress, name)
+        more = [(i, s) for i, s in enumerate(plan) if s.key() not in ran]
+        ran |= {s.key() for _, s in more}
+        started = time.monotonic()
+        try:
+            _run_trials(f, p, more, res, stop, progress, name)
+        finally:
+            st = stopping.add_time(st, measure_s=time.monotonic() - started)
+            f.write_env(stopping=st)
+    plan = _extended(f, p, st)   # stopped: the icount trials, if any
+    _run_trials(f, p, [(i, s) for i, s in enumerate(plan) if s.key() not in ran], res, stop, progress, name)
     f.write_env(stopping=stopping.finish(f.read_raw(), st))
 
 
@@ -174,9 +215,7 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
             RunFolder(p.out_dir, mode="resume" if resume else "create") as f:
         f.write_env(**p.env, cpu_lock=lock)
         done = f.open_csv(p.columns, p.config_keys, log)
-        plan = p.plan
-        if p.stopping is not None and p.stopping.get("rounds_planned") is not None:
-            plan = _extended(f, p, p.stopping)   # --resume after the pilot: the plan decided then
+        plan = p.plan   # with a target: every stage recorded so far (--resume goes on from there)
         todo = [(i, s) for i, s in enumerate(plan) if s.key() not in done]
         res.already_done = len(plan) - len(todo)
         if resume:

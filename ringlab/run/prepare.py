@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -28,7 +29,7 @@ from ringlab.digest import sha256_file
 from ringlab import rundir
 from ringlab.run.context import RunContext
 from ringlab.run import stopping
-from ringlab.run.plan import LAYOUT_DESCRIPTION, ORDER_DESCRIPTION, full_plan, order_plan
+from ringlab.run.plan import LAYOUT_DESCRIPTION, ORDER_DESCRIPTION, full_plan
 from ringlab.system import envinfo
 from ringlab.build import binaries
 
@@ -92,6 +93,7 @@ class Prepared:
     resume: bool
     specs: list[TrialSpec]        # the experiment's plan, in its canonical order
     stopping: dict | None = None  # env.json "stopping" (target_ci > 0), else None
+    build: bool = True            # build binaries (False: --no-build, check them)
 
     @property
     def out_dir(self) -> Path:
@@ -205,15 +207,21 @@ def _resolve_for_resume(exp_cls, params: dict, env: dict, env_path: Path) -> dic
     return values
 
 
-def _build(exp, values) -> dict[str, Any]:
+def _build(exp, values, prior: dict[str, Any] | None = None) -> dict[str, Any]:
     # Only what this run needs (plus the latency probe and the trial launcher): a ptr_ring run does not
-    # wait for page_frag to compile.
+    # wait for page_frag to compile.  ``prior``: a build record of this run whose binaries stand
+    # (a staged run's earlier layouts); only the others are compiled, and the records merged.
     only = list(exp.needed_binaries(values)) + ["c2c_latency", "trial_launcher"]
+    done = set((prior or {}).get("binaries") or {})
+    todo = [b for b in only if b not in done]
     try:
-        info = build_mod.build_all(**exp.build_args(values), only=only)
+        info = build_mod.build_all(**exp.build_args(values), only=todo or only).to_dict()
     except (build_mod.BuildError, OSError) as e:  # a failed compile ends the run with its text
         raise RunnerError(f"build failed: {e}", input=getattr(e, "input", None)) from e
-    return info.to_dict()
+    for key in ("binaries", "source_sha256"):
+        if isinstance((prior or {}).get(key), dict):
+            info[key] = {**prior[key], **(info.get(key) or {})}
+    return info
 
 
 def _check_built(exp, values) -> dict[str, Any]:
@@ -280,9 +288,10 @@ def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bo
     return values, run_id, out_dir, prev, source
 
 
-def _build_and_check(exp, values: dict[str, Any], ctx: RunContext, build: bool) -> tuple[Any, str | None]:
+def _build_and_check(exp, values: dict[str, Any], ctx: RunContext, build: bool,
+                     prior: dict[str, Any] | None = None) -> tuple[Any, str | None]:
     """Build (or check the built) binaries; return the build info and why the experiment cannot run."""
-    build_info = _build(exp, values) if build else None
+    build_info = _build(exp, values, prior) if build else None
     reason = exp.unavailable(values, ctx)
     if not build:
         build_info = _check_built(exp, values) if reason is None else _existing_build_info()
@@ -302,29 +311,46 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     host = prev.get("host") or host_id()
 
     exp = exp_cls()
-    ctx = RunContext(name, values, run_id, out_dir, log, host=host)
     target = stopping.enabled(values)
-    check_plan_size(exp_cls, stopping.pilot_values(values) if target else values)
-    specs = exp.plan(stopping.pilot_values(values) if target else values, ctx)
+    stop, probe = None, None
+    if target:   # the staged design: the pilot's (and every recorded stage's) layouts and rounds
+        prev_stop = prev.get("stopping")
+        if isinstance(prev_stop, dict) and prev_stop.get("stages"):
+            stop = prev_stop
+        else:
+            stop = stopping.opening(values, host)
+            probe = None
+            if build and stop.get("budget_s"):   # time the first layouts' builds; the pilot fits them
+                first = stopping.probe_layouts(stop)
+                started = time.monotonic()
+                probe = _build(exp, stopping.stage_values(values, dict(stop, layouts=first)))
+                stop = stopping.fit_pilot_to_builds(stop, values, first, time.monotonic() - started)
+        values = stopping.stage_values(values, stop)
+    ctx = RunContext(name, values, run_id, out_dir, log, host=host)
+    check_plan_size(exp_cls, values)
+    specs = exp.plan(values, ctx)
     if not specs:
         raise ParamError(f"experiment '{name}': the parameters select no trials; allowed: non-empty lists")
     if len(specs) > MAX_PLAN_TRIALS:
         raise ParamError(f"parameter 'trials': the plan holds {len(specs)} trials, more than the limit of "
                          f"{MAX_PLAN_TRIALS}; allowed: fewer trials, warm-ups, list values or CPU pairs",
                          input="trials")
-    # With a target the icount trials wait for the last round (stopping.extension).
+    # With a target the icount trials wait for the run to stop (stopping.staged_plan).
     layouts = int(values.get("layouts", 1) or 1)
-    plan = order_plan(list(specs), values["seed"], layouts) if target else full_plan(exp, values, specs, ctx)
-    stop = None
     if target:
-        stop = prev.get("stopping") if isinstance(prev.get("stopping"), dict) else stopping.opening(values, specs)
+        stopping.check_variants(specs)
+    plan = stopping.staged_plan(exp, values, specs, stop, ctx) if target else full_plan(exp, values, specs, ctx)
     config_keys = list(dict.fromkeys(list(specs[0].config)))
     columns = schema.ordered_columns(exp_cls.param_columns(), list(exp_cls.extra_columns))
     if resume:   # a corrupt or foreign raw.csv is refused now, before the folder is touched
         rundir.Run(out_dir).resume_keys(config_keys, columns)
 
     # Build and check binaries before anything is written.
-    build_info, reason = _build_and_check(exp, values, ctx, build)
+    started = time.monotonic()
+    build_info, reason = _build_and_check(exp, values, ctx, build, probe)
+    if stop is not None and not stop["stages"][0].get("built"):   # the budget counts builds
+        stop = stopping.add_time(stop, build_s=time.monotonic() - started)
+        stop["stages"][0]["built"] = True
     env = {} if prev else {"schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "experiment": name,
                            "host": host}
     env.update(
@@ -345,4 +371,4 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
                              if isinstance(v, list)}
     if stop is not None:   # the report compares against the arm the stopping rule planned for
         env.update(stopping=stop, baseline=stop["baseline"])
-    return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop)
+    return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop, build)

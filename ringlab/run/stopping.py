@@ -1,30 +1,37 @@
-"""Stop on a target CI (``-p target_ci PCT -p budget SECONDS``): the runner's side of the
-two-stage (Stein) design of ``ringlab.stats.sequential``.
+"""Stop when the question is answered (``-p target_ci PCT``, ``-p budget SECONDS``): the runner's
+side of the staged design of ``ringlab.stats.sequential``.
 
-1. **Pilot.**  A run with a target plans ``sequential.PILOT_ROUNDS`` measured rounds (after
-   its warm-ups); ``trials`` is not used.  The icount trials wait for the last round.
-2. **One decision.**  Once every pilot trial has run, ``decide`` calls
-   ``sequential.rounds_needed`` once on the pilot's rows of raw.csv.  ``extension`` makes the
-   ``additional_rounds`` (fewer when the budget cannot pay for them): new rounds with new
-   trial indices, every configuration and arm of the pilot, in the same block design.
-   ``plan.order_plan`` over pilot + extension keeps the pilot's order as its prefix.
-3. **No second look.**  Every planned round runs, whatever the CIs look like in between:
-   stopping as soon as a CI is narrow enough would break the error-rate guarantee.
-   ``finish`` records how many rounds ran and whether every CI met the target.
+1. **Pilot (stage 0) at the planned design.**  ``opening`` plans layouts x rounds per layout
+   (and ``repeats``) with the level planner: per measured mode the host's level calibration
+   (``rundir.calibration.level_calibration``; ``CAUTIOUS`` where the host has none, and env.json
+   and summary.md say so), at the target, within ``PILOT_SHARE`` of the budget; the largest design
+   over the modes.  ``trials`` and ``layouts`` are the planner's then; ``count`` stays.
+2. **Review after each stage** (``review``): the run's own compare() rows and the variance
+   components of its own pair log ratios.  It stops at the first of: every row reached its target
+   half-width (``"target"``), every row decided (``"decided"``: faster/slower, or "no change larger
+   than X%" with X = target_ci, judged at 5% / ``MAX_STAGES``: Bonferroni over the looks), the budget spent (``"budget"``: builds and trials, timed), or
+   ``sequential.MAX_STAGES`` stages (``"stages"``).  Otherwise it re-plans from the components'
+   upper bounds and appends a stage: more layouts and/or more rounds per layout.
+3. **Stages extend, never restart.**  Layout k of an arm is the same binary whatever the run's
+   length (``build.layouts.layout_spec(seed, arm, k)``); a stage's new rounds get trial indices after
+   the last one and their layouts from ``sequential.stage_schedule`` (seeded by the run's seed), and
+   the block order of all stages keeps the earlier stages' order as its prefix, so ``--resume``
+   rebuilds the same plan from env.json.
 
 env.json ``stopping`` (written through ``RunFolder.write_env``)::
 
-    {"target_ci": PCT, "budget_s": SECONDS | null, "pilot_rounds": 10,
-     "rounds_planned": N | null, "rounds_run": R, "stop_reason": "target" | "budget" |
-     "pilot met target" | null, "target_met": true | false | null, "baseline": NAME,
-     "rounds_for_target": N0, "seconds_per_round": S, "affordable_rounds": M | null,
-     "comparisons": [{"group", "candidate", "n_pairs", "half_width_pct", "rounds"}]}
+    {"target_ci": PCT, "budget_s": S | null, "baseline": NAME, "calibration": TEXT,
+     "calibration_by_mode": {MODE: source}, "warmup_rounds": W, "repeats": N,
+     "pilot_rounds": K0 x P0, "rounds_planned": all stages' measured rounds, "rounds_run": R,
+     "layouts": K, "rounds_per_layout": P, "spent_s": S, "stop_reason": "target" | "decided" |
+     "budget" | "stages" | "no plan" | null, "target_met": bool | null,
+     "rows": [{"group", "candidate", "half_width_pct", "target_met", "decided"}],
+     "stages": [{"stage", "layouts", "rounds_per_layout", "new_rounds", "first_round", "planned",
+                 "predicted_s", "predicted_half_width_pct", "build_s", "measure_s",
+                 "stop_reason": why it stopped after this stage, or "continue"}]}
 
-env.json's top-level ``baseline`` is set to the same arm, so summary.md compares what the
-plan was made for.  ``rounds_planned`` stays null until the pilot has been analysed; once set, ``--resume``
-runs to that plan and never decides again.  When the pilot cannot be analysed (no ok
-trial, say) ``stop_reason`` is ``"no plan"`` with the reason in ``error``, and no round is
-added.  ``sequential.stopping_text(stopping)`` is the sentence summary.md shows.
+``sequential.stopping_text(stopping)`` is summary.md's sentence ("stopped: target reached",
+"stopped: all rows decided", "stopped: budget spent (N s of M)").
 """
 from __future__ import annotations
 
@@ -33,41 +40,26 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ringlab.build.layouts import MAX_LAYOUTS
 from ringlab.errors import ParamError
 from ringlab.experiments.base import TrialSpec
-from ringlab.rundir.calibration import frame_calibration
+from ringlab.rundir.calibration import level_calibration
+from ringlab.run.plan import full_plan, round_layout
 from ringlab.stats import sequential
-from ringlab.stats.summary import StatsError
 from ringlab.stats.compare import compare
+from ringlab.stats.summary import StatsError
 
 
 def enabled(values: dict[str, Any]) -> bool:
     return float(values.get("target_ci") or 0) > 0
 
 
-def pilot_values(values: dict[str, Any]) -> dict[str, Any]:
-    """The parameters the experiment plans the pilot with: ``PILOT_ROUNDS`` measured trials."""
-    return dict(values, trials=sequential.PILOT_ROUNDS)
-
-
-def baseline_of(values: dict[str, Any], specs: list[TrialSpec]) -> str:
+def baseline_of(values: dict[str, Any], specs: list[TrialSpec] | None = None) -> str:
     """The arm every other is compared with: the first of ``variants``, else the plan's first."""
     vs = values.get("variants")
     if isinstance(vs, list) and vs:
         return str(vs[0])
-    return str(specs[0].config.get("variant"))
-
-
-def opening(values: dict[str, Any], specs: list[TrialSpec]) -> dict[str, Any]:
-    """env.json's ``stopping`` before the pilot is analysed; ParamError with a single arm."""
-    variants = list(dict.fromkeys(str(s.config.get("variant")) for s in specs))
-    if len(variants) < 2:
-        raise ParamError(f"parameter 'target_ci': needs two or more variants to compare (this plan has "
-                         f"{', '.join(variants) or 'none'}); allowed: 0 (off), or more variants")
-    budget = float(values.get("budget") or 0)
-    return {"target_ci": float(values["target_ci"]), "budget_s": budget if budget > 0 else None,
-            "pilot_rounds": sequential.PILOT_ROUNDS, "rounds_planned": None, "rounds_run": 0,
-            "stop_reason": None, "target_met": None, "baseline": baseline_of(values, specs)}
+    return str(specs[0].config.get("variant")) if specs else ""
 
 
 def _num(x) -> float | int | None:
@@ -83,32 +75,115 @@ def _num(x) -> float | int | None:
     return int(f) if isinstance(x, (int,)) and not isinstance(x, bool) else f
 
 
-def decide(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    """The one decision after the pilot: ``stopping`` with rounds_planned and stop_reason set."""
-    st = dict(stopping)
-    try:
-        plan = sequential.rounds_needed(df, st["baseline"], st["target_ci"], budget_s=st.get("budget_s"),
-                                       calibration=frame_calibration(df))
-    except StatsError as e:
-        st.update(rounds_planned=st["pilot_rounds"], stop_reason="no plan", error=str(e))
-        log(f"target_ci: the pilot cannot be analysed ({e}); no rounds added")
-        return st
-    st.update(pilot_rounds=int(plan["pilot_rounds"]), rounds_planned=int(plan["rounds"]),
-              stop_reason=plan["stop_reason"], rounds_for_target=int(plan["rounds_for_target"]),
-              seconds_per_round=_num(plan["seconds_per_round"]),
-              affordable_rounds=_num(plan["affordable_rounds"]),
-              comparisons=[{"group": c["group"], "candidate": c["candidate"], "n_pairs": int(c["n_pairs"]),
-                            "half_width_pct": _num(c["half_width_pct"]), "rounds": int(c["rounds"])}
-                           for c in plan["comparisons"]])
-    log(f"target_ci: pilot of {st['pilot_rounds']} rounds; {st['rounds_for_target']} rounds reach "
-        f"±{st['target_ci']:g}%, {st['rounds_planned']} planned ({plan['additional_rounds']} more; "
-        f"{st['stop_reason']})")
+def pilot_design(values: dict[str, Any], host: str | None) -> dict[str, Any]:
+    """Stage 0: the level planner's design for every measured mode, the largest over them."""
+    target = float(values["target_ci"])
+    budget = float(values.get("budget") or 0) or None
+    modes = list(values.get("modes") or [0])
+    share = budget * sequential.PILOT_SHARE / len(modes) if budget else None
+    k, p, n_i, by_mode, bases = 4, sequential.MIN_ROUNDS_PER_LAYOUT, 1, {}, []
+    for m in modes:
+        cal = level_calibration(host, m)
+        plan = cal.plan(target, budget_s=share, max_layouts=MAX_LAYOUTS)
+        k, p, n_i = max(k, plan.layouts), max(p, plan.rounds_per_layout), max(n_i, plan.iterations)
+        by_mode[str(m)] = cal.source
+        bases.append(f"mode {m}: {plan.basis}")
+    if budget is None:   # no budget: a pilot of at most 8 rounds per layout, re-planned after it
+        p = min(p, 8)
+    else:                # one build serves every mode: the pilot's builds get half the pilot's share
+        arms = len(values.get("variants") or []) or 2
+        per_build = max(float(level_calibration(host, m).cost_s.get("layout") or 0) / 2 for m in modes)
+        if per_build > 0:
+            k = max(4, min(k, int(budget * sequential.PILOT_SHARE / 2 // (arms * per_build))))
+    k = min(k, MAX_LAYOUTS)
+    where = "; ".join(f"mode {m}: {src}" for m, src in by_mode.items())
+    return {"layouts": int(k), "rounds_per_layout": int(p), "repeats": int(n_i), "calibration": where,
+            "calibration_by_mode": by_mode, "planned": "; ".join(bases)}
+
+
+def opening(values: dict[str, Any], host: str | None) -> dict[str, Any]:
+    """env.json's ``stopping`` before the pilot runs: the pilot design, stage 0."""
+    vs = values.get("variants")
+    if isinstance(vs, list) and len(vs) < 2:
+        raise ParamError(f"parameter 'target_ci': needs two or more variants to compare (this plan has "
+                         f"{', '.join(map(str, vs)) or 'none'}); allowed: 0 (off), or more variants")
+    d = pilot_design(values, host)
+    budget = float(values.get("budget") or 0)
+    repeats = int(values.get("repeats") or 1)
+    repeats = d["repeats"] if repeats == 1 else repeats   # an explicit repeats stands
+    pilot = d["layouts"] * d["rounds_per_layout"]
+    warm = int(values.get("warmup") or 0)
+    return {"target_ci": float(values["target_ci"]), "budget_s": budget if budget > 0 else None,
+            "baseline": baseline_of(values), "calibration": d["calibration"],
+            "calibration_by_mode": d["calibration_by_mode"], "warmup_rounds": warm, "repeats": repeats,
+            "pilot_rounds": pilot, "rounds_planned": pilot, "rounds_run": 0,
+            "layouts": d["layouts"], "rounds_per_layout": d["rounds_per_layout"], "spent_s": 0.0,
+            "stop_reason": None, "target_met": None,
+            "stages": [{"stage": 0, "layouts": d["layouts"], "rounds_per_layout": d["rounds_per_layout"],
+                        "new_rounds": pilot, "first_round": warm, "planned": d["planned"],
+                        "predicted_s": None, "predicted_half_width_pct": None, "build_s": None,
+                        "measure_s": 0.0, "stop_reason": None}]}
+
+
+def probe_layouts(stopping: dict[str, Any]) -> int:
+    """How many of the pilot's layouts are built first, timed, before the pilot's size is fixed."""
+    return min(int(stopping["layouts"]), 4)
+
+
+def fit_pilot_to_builds(stopping: dict[str, Any], values: dict[str, Any], built: int,
+                        seconds: float) -> dict[str, Any]:
+    """``stopping`` with the pilot's layouts cut so that its builds, at the seconds per layout the
+    first ``built`` layouts took, fit half the pilot's share of the budget (at least 4 layouts);
+    the timed seconds count as stage 0's builds."""
+    st = dict(stopping, stages=[dict(s) for s in stopping["stages"]])
+    s0 = st["stages"][0]
+    per_layout = seconds / max(1, built)
+    room = float(st["budget_s"]) * sequential.PILOT_SHARE / 2
+    k = int(s0["layouts"])
+    if per_layout > 0:
+        k = max(built, 4, min(k, int(room // per_layout)))
+    p = int(s0["rounds_per_layout"])
+    s0.update(layouts=k, new_rounds=k * p, build_s=float(seconds),
+              build_s_per_layout_measured=float(per_layout))
+    st.update(layouts=k, pilot_rounds=k * p, rounds_planned=k * p)
     return st
 
 
-def extension(specs: list[TrialSpec], pilot_rounds: int, rounds_planned: int) -> list[TrialSpec]:
-    """Rounds pilot_rounds .. rounds_planned-1: each timing configuration and arm of the pilot
-    once per round, with trial indices after its last pilot trial (new rounds)."""
+def check_variants(specs: list[TrialSpec]) -> None:
+    """ParamError when the plan holds fewer than two arms (nothing to compare)."""
+    variants = list(dict.fromkeys(str(s.config.get("variant")) for s in specs))
+    if len(variants) < 2:
+        raise ParamError(f"parameter 'target_ci': needs two or more variants to compare (this plan has "
+                         f"{', '.join(variants) or 'none'}); allowed: 0 (off), or more variants")
+
+
+def stage_values(values: dict[str, Any], stopping: dict[str, Any]) -> dict[str, Any]:
+    """The parameters the experiment plans the pilot with (its rounds, layouts and repeats); layouts
+    is the run's current count, so every binary a trial may ask for is named."""
+    st0 = stopping["stages"][0]
+    return dict(values, trials=int(st0["new_rounds"]), layouts=int(stopping["layouts"]),
+                repeats=int(stopping["repeats"]))
+
+
+def round_layouts(stopping: dict[str, Any], seed: int) -> dict[int, int]:
+    """{round: layout} of every stage recorded (warm-up rounds: the pilot's first layouts)."""
+    out = {}
+    warm = int(stopping.get("warmup_rounds") or 0)
+    st0 = stopping["stages"][0]
+    for r in range(warm):
+        out[r] = round_layout(seed, r, int(st0["layouts"]))
+    k, p = 0, 0
+    for s in stopping["stages"]:
+        sched = sequential.stage_schedule(seed, int(s["stage"]), k, p, int(s["layouts"]), int(s["rounds_per_layout"]))
+        for i, lay in enumerate(sched):
+            out[int(s["first_round"]) + i] = lay
+        k, p = int(s["layouts"]), int(s["rounds_per_layout"])
+    return out
+
+
+def stage_specs(specs: list[TrialSpec], stopping: dict[str, Any]) -> list[TrialSpec]:
+    """The new rounds of stages 1.. : each timing configuration and arm of the pilot once per
+    round, at the stage's trial indices."""
     last: dict[tuple, TrialSpec] = {}
     for s in specs:
         if s.kind != "timing" or s.warmup:
@@ -117,10 +192,25 @@ def extension(specs: list[TrialSpec], pilot_rounds: int, rounds_planned: int) ->
         if k not in last or s.trial > last[k].trial:
             last[k] = s
     out = []
-    for r in range(rounds_planned - pilot_rounds):
-        for s in last.values():
-            out.append(TrialSpec(dict(s.config), s.trial + 1 + r, False, s.cpus, s.pair_class, dict(s.extra)))
+    for st in stopping["stages"][1:]:
+        for r in range(int(st["new_rounds"])):
+            for s in last.values():
+                out.append(TrialSpec(dict(s.config), int(st["first_round"]) + r, False, s.cpus, s.pair_class,
+                                     dict(s.extra)))
     return out
+
+
+def staged_plan(exp, values: dict[str, Any], specs: list[TrialSpec], stopping: dict[str, Any], ctx) -> list[TrialSpec]:
+    """Every stage's trials in block order with their layouts; the icount trials (``icount``)
+    once the run has stopped."""
+    import dataclasses
+    vals = dict(values, layouts=int(stopping["layouts"]))
+    if stopping.get("stop_reason") is None:
+        vals["icount"] = False
+    plan = full_plan(exp, vals, list(specs) + stage_specs(specs, stopping), ctx)
+    lays = round_layouts(stopping, int(values["seed"]))
+    return [dataclasses.replace(s, extra={**s.extra, "layout": lays.get(s.trial, 0)}) if s.kind == "timing" else s
+            for s in plan]
 
 
 def rounds_run(df: pd.DataFrame) -> int:
@@ -135,11 +225,83 @@ def rounds_run(df: pd.DataFrame) -> int:
     return int(pd.to_numeric(df.loc[keep, "round"], errors="coerce").dropna().nunique())
 
 
+def spent_s(stopping: dict[str, Any]) -> float:
+    """Machine time spent so far: every stage's builds and trials (their wall clock)."""
+    return float(sum(float(s.get("build_s") or 0) + float(s.get("measure_s") or 0) for s in stopping["stages"]))
+
+
+def add_time(stopping: dict[str, Any], measure_s: float = 0.0, build_s: float | None = None) -> dict[str, Any]:
+    """``stopping`` with the last stage's measuring (accumulated) and build seconds added."""
+    st = dict(stopping, stages=[dict(s) for s in stopping["stages"]])
+    last = st["stages"][-1]
+    last["measure_s"] = float(last.get("measure_s") or 0) + float(measure_s)
+    if build_s is not None:
+        last["build_s"] = float(last.get("build_s") or 0) + float(build_s)
+    st["spent_s"] = spent_s(st)
+    return st
+
+
+def _timing_rows(df: pd.DataFrame) -> pd.DataFrame:
+    if "icount_source" in df.columns:
+        df = df[df["icount_source"].astype(str) != "callgrind"]
+    return df
+
+
+def review(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    """After a stage: stop (``stop_reason`` set) or append the next stage, re-planned from the run's
+    own components and costs."""
+    st = dict(stopping, stages=[dict(s) for s in stopping["stages"]])
+    target, budget = float(st["target_ci"]), st.get("budget_s")
+    df = _timing_rows(df)
+    try:
+        rows = sequential.review_rows(compare(df, st["baseline"]), target,
+                                      strict=compare(df, st["baseline"], alpha=0.05 / sequential.MAX_STAGES))
+    except StatsError as e:
+        st.update(stop_reason="no plan", error=str(e), target_met=False)
+        st["stages"][-1]["stop_reason"] = "no plan"
+        log(f"target_ci: the data cannot be analysed ({e}); the run stops")
+        return st
+    spent = spent_s(st)
+    st.update(rows=[{k: _num(v) if k == "half_width_pct" else v for k, v in r.items()} for r in rows],
+              spent_s=spent, target_met=bool(rows) and all(r["target_met"] for r in rows))
+    reason = sequential.stage_stop_reason(rows, spent, budget, len(st["stages"]))
+    last = st["stages"][-1]
+    if reason is None:
+        comps = sequential.observed_components(df, st["baseline"])
+        rounds_in_last = int(last["new_rounds"]) + (int(st.get("warmup_rounds") or 0) if last["stage"] == 0 else 0)
+        spr = float(last.get("measure_s") or 0) / max(1, rounds_in_last)
+        new_layouts = int(last["layouts"]) - (int(st["stages"][-2]["layouts"]) if len(st["stages"]) > 1 else 0)
+        bpl = float(last.get("build_s") or 0) / max(1, new_layouts)
+        nxt = sequential.next_design(comps["upper"], int(st["layouts"]), int(st["rounds_per_layout"]), target,
+                                     spr, bpl, (budget - spent) if budget else None, MAX_LAYOUTS)
+        last["components_upper"] = {k: _num(v) for k, v in comps["upper"].items()}
+        if nxt["new_rounds"] <= 0:
+            reason = "budget"
+        else:
+            last["stop_reason"] = "continue"
+            st["stages"].append({"stage": len(st["stages"]), "layouts": nxt["layouts"],
+                                 "rounds_per_layout": nxt["rounds_per_layout"], "new_rounds": nxt["new_rounds"],
+                                 "first_round": int(last["first_round"]) + int(last["new_rounds"]),
+                                 "planned": nxt["planned"], "predicted_s": _num(nxt["predicted_s"]),
+                                 "predicted_half_width_pct": _num(nxt["predicted_half_width_pct"]),
+                                 "build_s": None, "measure_s": 0.0, "stop_reason": None})
+            st.update(layouts=nxt["layouts"], rounds_per_layout=nxt["rounds_per_layout"],
+                      rounds_planned=int(st["rounds_planned"]) + nxt["new_rounds"])
+            log(f"target_ci: stage {len(st['stages']) - 1}: {nxt['layouts']} layouts x "
+                f"{nxt['rounds_per_layout']} rounds ({nxt['new_rounds']} new rounds, about "
+                f"{nxt['predicted_s']:.0f} s; {spent:.0f} s spent)")
+            return st
+    last["stop_reason"] = reason
+    st["stop_reason"] = reason
+    log(f"target_ci: {sequential.staged_text(st).split('. ')[0]}")
+    return st
+
+
 def finish(df: pd.DataFrame, stopping: dict[str, Any]) -> dict[str, Any]:
     """``stopping`` with rounds_run and target_met (every printed CI within the target)."""
     st = dict(stopping, rounds_run=rounds_run(df))
     try:
-        st["target_met"] = bool(sequential.target_met(compare(df, st["baseline"]), st["target_ci"]))
+        st["target_met"] = bool(sequential.target_met(compare(_timing_rows(df), st["baseline"]), st["target_ci"]))
     except StatsError as e:
         st.update(target_met=False, target_note=f"not analysed: {e}")
     return st

@@ -1,6 +1,10 @@
-"""Stop on a target CI: a two-stage (Stein) design for ``-p target_ci PCT -p budget SECONDS``.
+"""Stop on a target CI: the staged design the runner uses for ``-p target_ci PCT -p budget
+SECONDS`` (``review_rows``, ``stage_stop_reason``, ``observed_components``, ``next_design``,
+``stage_schedule``, ``staged_text``: see the section "the staged design" below and
+ringlab/run/stopping.py), and the two-stage (Stein) design over rounds it replaces, kept as pure
+functions for analysis and its tests.
 
-How the runner uses it (pure functions; the runner decides nothing itself):
+The two-stage design: how a runner would use it (pure functions; the runner decides nothing itself):
 
 1. **Pilot**: run ``PILOT_ROUNDS`` rounds (every arm of every configuration per round).
 2. ``plan = rounds_needed(pilot_df, baseline, target_ci_pct, budget_s=..., elapsed_s=...)``.
@@ -254,6 +258,8 @@ def stopping_text(stopping: dict | None) -> str:
     the target) and whether every CI met the target at the end.  "" when the run had no target."""
     if not stopping or not stopping.get("target_ci"):
         return ""
+    if stopping.get("stages") is not None:
+        return staged_text(stopping)
     pct = f"±{float(stopping['target_ci']):g}%"
     pilot, planned, ran = stopping.get("pilot_rounds"), stopping.get("rounds_planned"), stopping.get("rounds_run")
     met = stopping.get("target_met")
@@ -282,3 +288,218 @@ def stopping_text(stopping: dict | None) -> str:
                        if met is False else "")
     return (f"Stop on a target ({pct}): the pilot could not be analysed ({stopping.get('error') or reason}), "
             f"so no rounds were added.")
+
+
+# --- the staged design: plan every level, re-plan from the run's own data -----------------------
+#
+# ``-p target_ci PCT`` (with ``-p budget S``) runs in stages.  Stage 0 (the pilot) is the level
+# planner's design (``LevelCalibration.plan``) for the host's per-mode calibration, or CAUTIOUS where
+# the host has none; each later stage adds layouts and/or rounds per layout.  After every stage the
+# variance components are re-estimated from the run's own paired log ratios
+# (``ringlab.stats.components`` through ``levels.pair_differences``), their upper bounds re-planned
+# (``allocation.allocate``), and the run stops at the first of: every row reached its target
+# half-width ("target"), every row decided ("decided": faster/slower, or its CI within ±X with X the
+# target, stated "no change larger than X%"), the budget spent ("budget"; builds count), or
+# ``MAX_STAGES`` stages ("stages").  Looking after each stage is a sequential test.  "Decided" is
+# judged at alpha / MAX_STAGES (Bonferroni over the looks), so a stop on a decision is a false one
+# with probability at most alpha; the target and the budget do not depend on the sign of the
+# estimate.  The verdict summary.md prints is the fixed-design verdict (at alpha) of the data that
+# ran: after a stop on the target or the budget its A/A rate can exceed alpha by what the earlier
+# looks' strict tests spent (at most alpha again).
+
+#: the most stages (looks) one run makes, the pilot included
+MAX_STAGES = 6
+#: the share of the budget the pilot may spend, so that re-planning has room
+PILOT_SHARE = 0.4
+#: the most a stage multiplies the layouts or the rounds per layout by
+GROWTH = 4
+#: the fewest rounds per layout of a stage design (the process level needs two to be estimated)
+MIN_ROUNDS_PER_LAYOUT = 2
+
+
+def row_decision(row, resolution_pct: float) -> str | None:
+    """What one compare() row settles: "faster" / "slower" (its verdict), "no change larger than
+    X%" (its CI lies within ±X, X = ``resolution_pct``), else None."""
+    verdict = str(row.get("verdict") or "")
+    if verdict in ("faster", "slower"):
+        return verdict
+    lo, hi = row.get("ci_low_pct"), row.get("ci_high_pct")
+    try:
+        lo, hi = float(lo), float(hi)
+    except (TypeError, ValueError):
+        return None
+    if math.isfinite(lo) and math.isfinite(hi) and -resolution_pct <= lo and hi <= resolution_pct:
+        return f"no change larger than {resolution_pct:g}%"
+    return None
+
+
+def review_rows(compare_result: pd.DataFrame, target_ci_pct: float,
+                strict: pd.DataFrame | None = None) -> list[dict]:
+    """Per compare() row: group, candidate, half_width_pct, target_met (half-width <= target,
+    exact rows count as met), decided (``row_decision``, of the same row of ``strict`` when given:
+    the comparison at alpha / MAX_STAGES, so that a stop on "decided" at any of the looks is
+    Bonferroni-bounded by alpha)."""
+    out = []
+    frame = compare_result if compare_result is not None else pd.DataFrame()
+    alt = {}
+    if strict is not None:
+        alt = {(str(r.get("group")), str(r.get("candidate"))): r for _, r in strict.iterrows()}
+    for _, r in frame.iterrows():
+        exact = r.get("design") == "exact" or r.get("note") == EXACT_NOTE
+        hw = ci_half_width_pct(r)
+        key = (str(r.get("group")), str(r.get("candidate")))
+        judged = alt.get(key, r) if strict is not None else r
+        out.append({"group": key[0], "candidate": key[1],
+                    "half_width_pct": float(hw) if math.isfinite(hw) else None,
+                    "target_met": bool(exact or (math.isfinite(hw) and hw <= target_ci_pct)),
+                    "decided": "exact" if exact else (row_decision(judged, target_ci_pct)
+                                                      if key in alt or strict is None else None)})
+    return out
+
+
+def stage_stop_reason(rows: list[dict], spent_s: float, budget_s: float | None, stages: int) -> str | None:
+    """Why the run stops after a stage ("target", "decided", "budget", "stages"), or None to go on."""
+    if rows and all(r["target_met"] for r in rows):
+        return "target"
+    if rows and all(r["decided"] for r in rows):
+        return "decided"
+    if budget_s is not None and spent_s >= budget_s:
+        return "budget"
+    if stages >= MAX_STAGES:
+        return "stages"
+    return None
+
+
+def observed_components(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC, by=None,
+                        confidence: float = 0.9) -> dict:
+    """The variance components (estimate and upper bound per level) of the run's own paired log
+    ratios, per (configuration, candidate), and their maxima over the rows (what re-planning uses).
+    Returns ``{"rows": [{"group", "candidate", "variance", "upper", "df"}], "upper": {level: max},
+    "variance": {level: max}}``; a level no row could estimate is infinite in ``upper``."""
+    from ringlab.stats.components import nested_components
+    from ringlab.stats.levels import LEVELS, pair_differences
+    meas, _ = measurements(df, metric)
+    meas["variant"] = meas["variant"].astype(str)
+    cols = comparison_columns(meas, by)
+    rows = []
+    groups = meas.groupby(cols, sort=True, dropna=False) if cols else [((), meas)]
+    for key, sub in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        label = ",".join(f"{c}={v}" for c, v in zip(cols, key)) or "all"
+        for cand in sorted(set(sub["variant"]) - {str(baseline)}):
+            try:
+                d = pair_differences(sub, str(baseline), cand, metric)
+            except Exception:   # noqa: BLE001 - a row without pairs says nothing about the levels
+                continue
+            if d["layout"].nunique() < 2:
+                continue
+            comps = dict(zip(LEVELS, nested_components(d, "d", ["layout", "round"], confidence)))
+            rows.append({"group": label, "candidate": cand,
+                         "variance": {n: _finite_or_nan(c.variance) for n, c in comps.items()},
+                         "upper": {n: (c.upper if math.isfinite(c.upper) else math.inf) for n, c in comps.items()},
+                         "df": {n: int(c.df) for n, c in comps.items()}})
+
+    def worst(field):
+        return {n: max([r[field][n] for r in rows if math.isfinite(r[field][n]) or field == "upper"] or
+                       [math.inf if field == "upper" else math.nan]) for n in LEVELS}
+    return {"rows": rows, "upper": worst("upper"), "variance": worst("variance")}
+
+
+def _finite_or_nan(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else math.nan
+
+
+def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct: float,
+                seconds_per_round: float, build_s_per_layout: float, budget_left_s: float | None,
+                max_layouts: int, level: float = 0.95) -> dict:
+    """The next stage's total design (layouts K', rounds per layout P', K' >= K, P' >= P) from the
+    upper bounds of the run's own components and its own costs: the allocation for the target,
+    cut to what ``budget_left_s`` pays for (layouts first, then rounds).  The iteration level is
+    folded into the process level (``repeats`` stays as the pilot chose it).  Returns
+    ``{"layouts", "rounds_per_layout", "new_rounds", "predicted_s", "predicted_half_width_pct",
+    "planned": the allocation's basis}``; new_rounds 0 when the budget pays for nothing more."""
+    from ringlab.stats.allocation import Level, allocate
+    s_l = upper.get("layout", math.inf)
+    s_p = upper.get("process", math.inf)
+    s_i = upper.get("iteration", 0.0)
+    s_p = s_p + (s_i if math.isfinite(s_i) else 0.0)   # one process = one round's value (repeats averaged)
+    k, p = int(layouts), int(rounds_per_layout)
+    spr = seconds_per_round if math.isfinite(seconds_per_round) and seconds_per_round > 0 else 1.0
+    cl = build_s_per_layout if math.isfinite(build_s_per_layout) and build_s_per_layout >= 0 else 0.0
+    basis = "the components are not all estimable yet: one more round per layout and a quarter more layouts"
+    if math.isfinite(s_l) and math.isfinite(s_p):
+        plan = allocate(Level("layout", s_l, cl), Level("process", s_p, spr), Level("iteration", 0.0, 0.0),
+                        target_half_width=math.log1p(target_ci_pct / 100), level=level,
+                        min_layouts=k, max_layouts=max_layouts)
+        k2, p2, basis = max(k, plan.layouts), max(p, plan.rounds_per_layout), plan.basis
+    else:
+        k2, p2 = min(max_layouts, max(k + 1, math.ceil(k * 1.25))), p + 1
+    # a stage grows each level at most GROWTH-fold: a component estimated from few units (the layout
+    # level after a small pilot) is measured again before the design bets everything on it
+    k2, p2 = min(k2, max_layouts, k * GROWTH), min(p2, p * GROWTH)
+    if (k2, p2) == (k, p):      # the bounds say the design suffices and the data say it does not
+        k2, p2 = (min(max_layouts, max(k + 1, math.ceil(k * 1.25))), p) if k < max_layouts else (k, p + 1)
+
+    def cost(kk, pp):
+        return (kk - k) * cl + ((kk - k) * pp + k * (pp - p)) * spr
+    if budget_left_s is not None:
+        while k2 > k and cost(k2, p2) > budget_left_s:
+            k2 -= 1
+        while p2 > p and cost(k2, p2) > budget_left_s:
+            p2 -= 1
+    new = (k2 - k) * p2 + k * (p2 - p)
+    var = (s_l + s_p / p2) if math.isfinite(s_l) and math.isfinite(s_p) else math.nan
+    hw = (sst.t.ppf(0.5 + level / 2, k2 - 1) * math.sqrt(var / k2)) if k2 > 1 and math.isfinite(var) else math.nan
+    return {"layouts": int(k2), "rounds_per_layout": int(p2), "new_rounds": int(new),
+            "predicted_s": float(cost(k2, p2)),
+            "predicted_half_width_pct": float(math.expm1(hw) * 100) if math.isfinite(hw) else None,
+            "planned": basis}
+
+
+def stage_schedule(seed: int, stage: int, layouts_before: int, rounds_before: int, layouts: int,
+                   rounds_per_layout: int) -> list[int]:
+    """The layout of each new round of a stage that takes the design from layouts_before x
+    rounds_before to layouts x rounds_per_layout: sweeps over the layouts that still need rounds,
+    each sweep in a seeded order (from the run's seed, the stage and the sweep).  Layout k is the
+    same build in every stage, so a stage extends the design and never restarts it."""
+    import hashlib
+    import random
+    need = [rounds_per_layout - (rounds_before if k < layouts_before else 0) for k in range(layouts)]
+    out: list[int] = []
+    for sweep in range(max(need, default=0)):
+        digest = hashlib.sha256(f"ringlab-stage\0{int(seed)}\0{int(stage)}\0{sweep}".encode()).digest()
+        order = list(range(layouts))
+        random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
+        out.extend(k for k in order if need[k] > sweep)
+    return out
+
+
+_STOPPED = {"target": "stopped: target reached", "decided": "stopped: all rows decided"}
+
+
+def staged_text(stopping: dict) -> str:
+    """summary.md's lines for a staged run (env.json ``stopping`` with ``stages``)."""
+    pct = f"±{float(stopping['target_ci']):g}%"
+    stages = stopping.get("stages") or []
+    reason = stopping.get("stop_reason")
+    spent, budget = stopping.get("spent_s"), stopping.get("budget_s")
+    if reason in _STOPPED:
+        head = _STOPPED[reason]
+    elif reason == "budget":
+        head = f"stopped: budget spent ({float(spent or 0):.0f} s of {float(budget or 0):g})"
+    elif reason == "stages":
+        head = f"stopped: {MAX_STAGES} stages ran, the most a run makes"
+    elif reason == "no plan":
+        head = f"stopped: the data could not be analysed ({stopping.get('error')})"
+    else:
+        return (f"Staged run for a {pct} 95% CI half-width: {len(stages)} stage(s) so far, not finished "
+                "(`ringlab run ... --resume` goes on).")
+    last = stages[-1] if stages else {}
+    text = (f"{head}. Target {pct} 95% CI half-width"
+            + (f" within {float(budget):g} s" if budget else "")
+            + f"; {len(stages)} stage(s), ending at {last.get('layouts')} layouts x "
+              f"{last.get('rounds_per_layout')} rounds each, {float(spent or 0):.0f} s builds included. "
+            + f"The pilot was planned from {stopping.get('calibration') or 'the level calibration'}.")
+    said = [f"{r['candidate']} ({r['group']}): {r['decided']}" for r in stopping.get("rows") or []
+            if r.get("decided") and r["decided"] != "exact"]
+    return text + (" " + "; ".join(said) + "." if said else "")
