@@ -390,3 +390,29 @@ def test_build_seconds_count_each_copy_as_a_build():
            "binaries_used": {name: {}, "ptr_ring_test-reorder": {}},
            "build": {"binaries": {name: {"layout": group.record()}, "ptr_ring_test-reorder": {"layout": None}}}}
     assert build_seconds(20.0, env) == pytest.approx(10.0 / 5)
+
+
+def _copy_addresses(exe) -> dict[str, list[int]]:
+    out = subprocess.run(["nm", "--defined-only", str(exe)], capture_output=True, text=True, check=True).stdout
+    found: dict[str, list[int]] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2].startswith("rl_measured_"):
+            found.setdefault(parts[2], []).append(int(parts[0], 16))
+    return {k: sorted(v) for k, v in found.items()}
+
+
+@pytest.mark.skipif(shutil.which("nm") is None or shutil.which("objcopy") is None, reason="needs binutils")
+def test_a_layout_keeps_its_place_in_the_page_whatever_the_number_of_copies(tmp_path):
+    """Layout k in a binary of 3 copies and in one of 6 (a run that grew by a stage): each measured
+    function of copy k sits at the same offset within its page."""
+    addr = {}
+    for n in (3, 6):
+        lays = [L.layout_spec(77, "batch", k) for k in range(n)]
+        info = driver.build_all(out_dir=tmp_path / f"o{n}", only=["ptr_ring_test-batch"],
+                                layouts={"ptr_ring_test-batch": L.copy_groups(lays)})
+        (name,) = [b for b in info.binaries if "@c" in b]
+        addr[n] = _copy_addresses(info.binaries[name].path)
+    for fn, small in addr[3].items():
+        assert len(small) == 3 and len(addr[6][fn]) == 6
+        assert [a % 4096 for a in small] == [a % 4096 for a in addr[6][fn][:3]], fn

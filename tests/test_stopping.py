@@ -16,7 +16,7 @@ import pytest
 
 from ringlab import rundir
 from ringlab import run as runner
-from ringlab.build.layouts import layout_spec
+from ringlab.build.layouts import copy_groups, layout_spec
 from ringlab.errors import ParamError
 from ringlab.lab import cli
 from ringlab.run import stopping
@@ -182,10 +182,16 @@ def test_stages_add_layouts_and_rounds_and_keep_the_earlier_ones(noisy, monkeypa
         assert s["layouts"] >= prev["layouts"] and s["rounds_per_layout"] >= prev["rounds_per_layout"]
         assert (s["layouts"], s["rounds_per_layout"]) != (prev["layouts"], prev["rounds_per_layout"])
         prev = s
-    # layout k is the same binary in every stage: the binary of every trial is layout_spec(seed, arm, k)
+    # layout k is the same layout in every stage: each stage's binaries hold the copies
+    # layout_spec(seed, arm, 0..K-1), so layout k keeps its pad and alignments (and its place in
+    # the page) whatever the number of layouts around it
+    used = set(env["binaries_used"])
     for cmd_variant, k in m[["variant", "layout"]].drop_duplicates().itertuples(index=False):
-        name = layout_spec(1, cmd_variant, int(k)).binary_name(f"ptr_ring_test-{cmd_variant}")
-        assert name in env["binaries_used"]
+        base = f"ptr_ring_test-{cmd_variant}"
+        names = {g.binary_name(base) for n in range(int(k) + 1, st["layouts"] + 1)
+                 for g in copy_groups([layout_spec(1, cmd_variant, i) for i in range(n)])
+                 if any(lay.index == int(k) for lay in g.layouts)}
+        assert used & names, (cmd_variant, k, sorted(u for u in used if u.startswith(base)))
     # the pilot's rounds are those a run that stopped after the pilot measures
     monkeypatch.setattr(sequential, "MAX_STAGES", 1)      # the same run, stopped after its pilot
     short = run(STAGED, noisy / "short")
