@@ -53,7 +53,7 @@ def _one_run(K: int, R: int, sigma_layout: float, rng: np.random.Generator, sim_
     r = _layouts.rounds_from_trials(sim["order"], sim["round"], sim["layout"], sim["arm"], sim["log_y"])
     out: dict[str, list[bool]] = {"layouts": [], "pooled": []}
     for s in shifts:
-        v = _layouts.layout_verdict(r.d + s, r.layout, r.state)
+        v = _layouts.layout_verdict(r.d + s, r.layout, r.state, arm_states=r.arm_states)
         out["layouts"].append(_direction_called(v))
     p = _layouts.pooled_signed_rank(r.d)
     out["pooled"] = [_calls(p["ci_low"], p["ci_high"], s) for s in shifts]
