@@ -5,7 +5,10 @@ iteration), a persistent two-state machine that switches between the two process
 and an effect that depends on the state.  Per design (K layout pairs x R rounds x I iterations):
 
 * layout A/A at most 5%;
-* coverage of what the verdict claims at least 90%;
+* coverage of what the verdict claims at least 90% (with two states found, the effect with the
+  states weighted equally; with one, the effect over the trials measured), and of the
+  equal-weight effect itself among the runs whose states allow it (each state holds 5% of the
+  trials in two layout pairs or more);
 * disjoint reruns (two independent runs' CIs apart) at most 5%;
 * power at least 80% for the effect the design is planned for.
 
@@ -53,6 +56,10 @@ def _check(r: dict) -> None:
     n = r["runs"]
     assert _at_most(r["aa"], n, 0.05), f"A/A {r['aa']}/{n}"
     assert _at_most(n - r["covered"], n, 0.10), f"coverage {r['covered']}/{n}"
+    if r["identified"]:                 # runs whose states allow it: the equal-weight effect itself
+        miss = r["identified"] - r["covered_equal_identified"]
+        assert _at_most(miss, r["identified"], 0.10), \
+            f"coverage of the equal-weight effect {r['covered_equal_identified']}/{r['identified']}"
     assert _at_least(r["power"], n, 0.80), f"power {r['power']}/{n} for {np.expm1(r['planned_effect']):.2%}"
     assert _at_most(r["disjoint_uniform"], r["pairs"], 0.05), f"disjoint reruns {r['disjoint_uniform']}/{r['pairs']}"
     if r["pairs_two_states"]:

@@ -175,13 +175,25 @@ def _claimed(sim: dict, i: int, n_rounds: int, v: dict, effect) -> float:
     return float(eff[st[arm == 1]].mean())
 
 
+def identified(sim: dict, i: int, n_rounds: int, min_share: float = 0.05) -> bool:
+    """Whether the run's true states can speak for both: each state holds ``min_share`` of the
+    trials (the classifier's ``MIN_SHARE``) in at least ``layouts.MIN_STATE_LAYOUTS`` layout pairs."""
+    n = 2 * n_rounds
+    st, lay = sim["state"][i, :n], sim["layout"][i, :n]
+    share = st.mean()
+    return bool(min(share, 1 - share) >= min_share
+                and all(len(np.unique(lay[st == s])) >= _layouts.MIN_STATE_LAYOUTS for s in (0, 1)))
+
+
 def design_rates(design: Design, runs: int = 200, seed: int = 0, stages: int = 1, effect=STATE_EFFECT,
                  components=COMPONENTS, durations=_noise.DURATIONS, state_gap: float = _noise.STATE_GAP,
                  upper: float = UPPER) -> dict:
     """Counts over ``runs`` runs of ``design``: ``aa`` (A/A calls), ``power`` (calls of the planned
     effect), ``covered`` (CIs holding what the verdict claims, state-dependent effect),
     ``disjoint`` (non-overlapping CIs among ``runs // 2`` pairs of runs), ``two_states`` (runs
-    whose verdict found two states), ``stages`` (mean stages run), ``planned_effect`` (log)."""
+    whose verdict found two states), ``identified`` (runs whose true states allow the
+    equal-weight effect, ``identified``) and ``covered_equal_identified`` (those of them whose CI
+    holds it), ``stages`` (mean stages run), ``planned_effect`` (log)."""
     rng = np.random.default_rng(seed)
     kw = {"components": components, "durations": durations, "state_gap": state_gap, "stages": stages}
     planner = calibrated_components(components, durations, state_gap)
@@ -189,7 +201,7 @@ def design_rates(design: Design, runs: int = 200, seed: int = 0, stages: int = 1
     planned = design.planned_effect(planner, upper)
     null = simulate_runs(design, runs, (0.0, 0.0), rng, **kw)
     dep = simulate_runs(design, runs, effect, rng, **kw)
-    aa = power = covered = two = 0
+    aa = power = covered = two = ident = covered_equal = 0
     used = []
     lo, hi, n_states = np.empty(runs), np.empty(runs), np.empty(runs)
     plo, phi = np.empty(runs), np.empty(runs)
@@ -207,6 +219,9 @@ def design_rates(design: Design, runs: int = 200, seed: int = 0, stages: int = 1
         covered += bool(vd["ci_low"] <= c <= vd["ci_high"])
         two += vd["states"] == 2
         n_states[i] = vd["states"]
+        if identified(dep, i, per * g):
+            ident += 1
+            covered_equal += bool(vd["ci_low"] <= float(np.mean(effect)) <= vd["ci_high"])
     m = runs // 2
     apart = (hi[0:2 * m:2] < lo[1:2 * m:2]) | (hi[1:2 * m:2] < lo[0:2 * m:2])
     both = (n_states[0:2 * m:2] == 2) & (n_states[1:2 * m:2] == 2)
@@ -214,6 +229,7 @@ def design_rates(design: Design, runs: int = 200, seed: int = 0, stages: int = 1
     return {"design": design, "runs": runs, "aa": aa, "power": power, "covered": covered, "pairs": m,
             "disjoint": int(apart.sum()), "pairs_two_states": int(both.sum()),
             "disjoint_two_states": int((apart & both).sum()), "disjoint_uniform": int(apart_u.sum()),
+            "identified": ident, "covered_equal_identified": covered_equal,
             "two_states": two, "stages": float(np.mean(used)), "planned_effect": planned, "half_width": target}
 
 
