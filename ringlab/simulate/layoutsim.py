@@ -13,7 +13,7 @@ Method (``layout_rates``):
   with switches inside rounds, t4 trial noise) at a given sigma_L (calibrated or default);
 * **layout design**: K layout pairs x R rounds, per-round log ratios and trial states from
   ``layouts.rounds_from_trials``, verdict from ``layouts.layout_verdict`` (per-pair HL, t
-  interval across the pairs);
+  interval across the pairs; with two states, the trials' states as a covariate);
 * **one build** (today's design): one layout pair measured for the same K x R rounds, the
   signed-rank CI over its rounds (what ``compare`` does with one build per arm);
 * **pooled**: the layout design's K x R rounds in one signed-rank test, as if the K layouts
