@@ -24,7 +24,7 @@ def _analyse(sim: dict, classify: bool = True) -> dict:
     r = layouts.rounds_from_trials(sim["order"], sim["round"], sim["layout"], sim["arm"], sim["log_y"],
                                    classify=classify)
     return {"d": r.d, "layout": r.layout, "state": r.state, "fit": r.fit,
-            "verdict": layouts.layout_verdict(r.d, r.layout, r.state)}
+            "verdict": layouts.layout_verdict(r.d, r.layout, r.state, arm_states=r.arm_states)}
 
 
 def _runs(effect, sigma_layout, n=RUNS, seed=11, K=8, R=20):
@@ -113,22 +113,56 @@ def test_opposite_per_state_effects_depend_on_the_state():
     assert v["estimate"] == pytest.approx(0.025, abs=0.01)
 
 
-def test_a_state_of_a_few_rounds_is_pooled_not_weighted_equally():
-    """4 of 240 rounds in the fast state (two layout pairs): its own estimate would be a handful of
-    rounds with half the headline's weight; the rounds are pooled instead, as with one state."""
+def test_a_rare_state_keeps_its_half_of_the_weight_with_an_honest_interval():
+    """6 of 240 rounds in the fast state (three layout pairs): the headline still claims the
+    states weighted equally, so the rare state's wild rounds widen the interval instead of
+    being pooled away; a state seen in one layout pair only cannot be estimated across layouts,
+    and the rounds read as one state."""
     rng = np.random.default_rng(8)
     K, R = 8, 30
     lay = np.tile(np.arange(K), R)
     st = np.ones(K * R, dtype=int)
-    st[[0, 1, 8, 9]] = 0
+    st[[0, 1, 2, 8, 9, 10]] = 0
     d = 0.05 + rng.normal(0, 0.01, K * R)
-    d[st == 0] += rng.normal(0, 0.5, 4)         # the rare state's rounds are wild
+    d[st == 0] += rng.normal(0, 0.5, 6)         # the rare state's rounds are wild
     v = layouts.layout_verdict(d, lay, st)
-    assert v["states"] == 1 and v["per_state"] == {} and not v["state_dependent"]
-    assert v["layouts"] == K and v["ci_low"] < 0.05 < v["ci_high"] and v["ci_high"] - v["ci_low"] < 0.05
-    # enough rounds in enough layout pairs: the states are told apart again
+    assert v["states"] == 2 and v["layouts"] == K and v["df"] == 2
+    assert v["ci_high"] - v["ci_low"] > 0.1 and v["ci_low"] < 0.05 < v["ci_high"]
+    one = st.copy()
+    one[[1, 2, 8, 9, 10]] = 1                   # the fast state in layout pair 0 only
+    v1 = layouts.layout_verdict(d, lay, one)
+    assert v1["states"] == 1 and v1["per_state"] == {} and not v1["state_dependent"]
+    # enough rounds in enough layout pairs: the states are told apart, and the interval is tight
     st2 = np.tile(np.repeat([0, 1], K), R // 2)
-    assert layouts.layout_verdict(d, lay, st2)["states"] == 2
+    d2 = 0.05 + rng.normal(0, 0.01, K * R)
+    v2 = layouts.layout_verdict(d2, lay, st2)
+    assert v2["states"] == 2 and v2["ci_low"] < 0.05 < v2["ci_high"] and v2["ci_high"] - v2["ci_low"] < 0.02
+
+
+def test_the_state_model_uses_rounds_that_straddle_a_switch():
+    """At one round per layout pair most information on the states is in rounds whose two trials
+    ran in different states: the per-arm states are a covariate, so the fit uses them."""
+    rng = np.random.default_rng(9)
+    K = 40
+    lay = np.arange(K)
+    arms = rng.integers(0, 2, size=(K, 2))
+    gap, eff = 0.3, (-0.03, 0.09)
+    d = (rng.normal(0, 0.01, K) + gap * (arms[:, 1] - arms[:, 0])
+         + np.where(arms[:, 1] == 1, eff[1], eff[0]))
+    v = layouts.layout_verdict(d, lay, arm_states=arms)
+    assert v["states"] == 2
+    assert v["ci_low"] < np.mean(eff) < v["ci_high"] and v["ci_high"] - v["ci_low"] < 0.04
+    assert v["per_state"][0]["ci_high"] < 0 < v["per_state"][1]["ci_low"] and v["state_dependent"]
+
+
+def test_with_one_state_the_verdict_is_the_t_interval_of_the_pairs():
+    rng = np.random.default_rng(10)
+    lay = np.repeat(np.arange(6), 5)
+    d = rng.normal(0.01, 0.02, 30)
+    v = layouts.layout_verdict(d, lay, np.zeros(30, dtype=int))
+    e = [hodges_lehmann(d[lay == k]) for k in range(6)]
+    assert v["states"] == 1 and (v["ci_low"], v["ci_high"]) == pytest.approx(
+        (layouts.t_interval(e)["ci_low"], layouts.t_interval(e)["ci_high"]))
 
 
 # -- error rates under the VM's noise ----------------------------------------------------------

@@ -38,8 +38,9 @@ Design (``design`` column):
 * ``exact``: a deterministic metric (see below), no CI, no p.
 
 Machine states (with a ``layout`` column, ``ringlab.stats.designs``): trials are classified
-by a two-state Markov model on the trial-ordered log metric; rounds that straddle a switch
-are kept out of the per-state estimates.  With two states the headline weights the states
+by a two-state Markov model on the trial-ordered log metric; in the layouts design both trials'
+states of each round are a covariate (``ringlab.stats.layouts.state_model``), with one build
+rounds that straddle a switch are kept out of the per-state estimates.  With two states the headline weights the states
 equally (so it does not drift with the slow share of a run), the per-state effects and a
 heterogeneity test are reported, and the verdict is ``depends on machine state`` when the
 per-state CIs lie on opposite sides of 0.  One state reads as the designs above.

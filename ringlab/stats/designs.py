@@ -11,9 +11,12 @@ round measured.  For a paired comparison of positive values:
   binary pair only.
 
 Both look for machine states (``ringlab.stats.states``: a two-state Markov model on the
-trial-ordered log metric).  Rounds that straddle a switch are kept out of the per-state
-estimates.  With two states the headline weights the states equally, so that it does not
-drift with the share of slow trials in a run.  In the one-build design each state's effect is
+trial-ordered log metric).  With two states the headline weights the states equally, so that it
+does not drift with the share of slow trials in a run.  In the layouts design the states of the
+two trials of every round are a covariate of a per-round model, and the CIs are the jackknife
+across layout pairs (``ringlab.stats.layouts.state_model``), so rounds that straddle a switch
+are used.  In the one-build design rounds that straddle a switch are kept out of the per-state
+estimates, and each state's effect is
 the Hodges-Lehmann estimate of its rounds with the inverted signed-rank CI; the headline is the
 mean of the two, with a normal interval whose standard error comes from the two 95% signed-rank
 CIs (half-width / z.975 each), and its p from the same normal statistic, so that the CI excludes
@@ -117,7 +120,7 @@ def verdict(rd: LayoutRounds, level: float) -> dict:
     """The headline (log scale: estimate, ci_low, ci_high, p), the per-state results and the
     layout spread of a comparison's ``round_data``."""
     if rd.n_layouts > 1:
-        v = _lay.layout_verdict(rd.d, rd.layout, rd.state, level)
+        v = _lay.layout_verdict(rd.d, rd.layout, rd.state, level, arm_states=rd.arm_states)
         # K is the run's layout pairs; the CI's df come from those with an estimate
         v.update(design="layouts", layouts_estimated=v["layouts"], layouts=rd.n_layouts)
     else:

@@ -8,7 +8,9 @@ The designs (see ``ringlab.stats.compare`` for when each applies):
                 with two machine states, the states weighted equally (``ringlab.stats.designs``);
 * ``unpaired``  incomplete rounds: Hodges-Lehmann shift, the inverted Mann-Whitney CI and its p;
 * ``layouts``   K seeded builds of each arm: the t interval across the K per-layout-pair
-                estimates (``ringlab.stats.layouts``), machine states as above.
+                estimates (``ringlab.stats.layouts``); with two machine states, both trials'
+                states of each round a covariate and the jackknife t interval across the
+                layout pairs (``layouts.state_model``), the states weighted equally.
 
 An ``Estimate`` is on the scale of its ``scale`` (``ringlab.stats.rounds.Scale``: log for
 positive data); ``pct`` turns one of its values into percent.  ``p`` does not depend on

@@ -26,12 +26,24 @@ simulations in tests/test_stats_layouts.py check its coverage with heavy-tailed 
 machine states and layout spreads of 1-3.4 points.  Pooling all rounds into one signed-rank
 test instead treats the K layouts as if they were one: its A/A rate grows with sigma_L.
 
-Machine states (``ringlab.stats.states``): when the run has two states, each layout pair gets
-one estimate per state (rounds that straddle a switch are left out), the per-layout headline
-is the mean of its per-state estimates (the states weighted equally, so the answer does not
-drift with the share of slow trials in a run), and per-state effects are reported with their
-own t intervals and a heterogeneity test (paired t test across layouts of the per-state
-difference).
+Machine states (``ringlab.stats.states``): when the run has two states, the state of each
+arm's trial in a round is a covariate.  Per round, with s_b and s_c the states (0 fast, 1 slow)
+of the baseline's and the candidate's trial,
+
+    d = theta + g_c (s_c - 1/2) - g_b (s_b - 1/2) + u_k + e
+
+where g_b and g_c are the two arms' slow-state gaps, u_k the layout pair's own offset (mean 0
+over layouts) and e the round noise.  theta is the effect with the states weighted equally (so
+the answer does not drift with the share of slow trials in a run), theta -/+ (g_c - g_b) / 2
+the effect in the fast / slow state and g_c - g_b their difference.  The model is fitted by
+least squares over every round, each layout pair weighted equally, and the CIs come from the
+jackknife over layout pairs (delete one pair, refit) with a t quantile on m - 1 df, m the
+layout pairs that hold trials of the rarer state (K when every pair holds both): the layout
+pair stays the unit of replication, the estimation error of the two gaps is inside each
+replicate, and a state seen in few pairs is known from those pairs only.  A round that straddles a switch is used (its two trials' states say how), so the
+model holds at a round per layout pair and with switches inside rounds; with one state it is
+the t interval above.  Where a state's rounds sit in a single layout pair (the jackknife would
+lose it), or only one state is seen, the rounds read as one state.
 """
 from __future__ import annotations
 
@@ -49,14 +61,12 @@ from ringlab.stats.robust import hodges_lehmann, robust_sd
 #: rounds a layout pair needs (in a state) for its estimate: one will do, since the t interval
 #: across layouts takes the spread of the estimates as it is (a pair with few rounds is only noisier)
 MIN_ROUNDS = 1
-#: a machine state gets its own estimate (and half the headline's weight) only with at least this
-#: many rounds, in at least MIN_STATE_LAYOUTS layout pairs that hold both states; a rarer state
-#: would put half the weight on an estimate from a handful of rounds (a CI of -90% to +2000%
-#: was seen with 4 rounds in the fast state), so its rounds are pooled with the others instead,
-#: as in the one-build design (ringlab.stats.designs.one_build, which uses the same 8: a 95%
+#: the fewest layout pairs that must hold trials of each state for the state model (with fewer,
+#: deleting one pair in the jackknife would leave a state unseen)
+MIN_STATE_LAYOUTS = 2
+#: rounds a state needs in the one-build design (``ringlab.stats.designs.one_build``: a 95%
 #: signed-rank CI needs 6 rounds)
 MIN_STATE_ROUNDS = 8
-MIN_STATE_LAYOUTS = 3
 
 
 def t_interval(values, level: float = 0.95) -> dict:
@@ -105,57 +115,130 @@ def layout_spread(estimates, sds, ns) -> tuple[float, float]:
     return math.sqrt(between), (between / total if total > 0 else 0.0)
 
 
-def _combine_states(cells: dict, states: list[int]) -> tuple[list, list, list]:
-    """Per layout with an estimate in every state: the mean over states (equal weights)."""
-    keys = sorted({k for k, _ in cells})
-    est, sds, ns = [], [], []
-    for k in keys:
-        if all((k, s) in cells for s in states):
-            est.append(float(np.mean([cells[(k, s)][0] for s in states])))
-            sds.append(float(np.sqrt(np.mean([cells[(k, s)][1] ** 2 / len(states) for s in states]))))
-            ns.append(float(np.mean([cells[(k, s)][2] for s in states])))
-    return est, sds, ns
+#: contrasts of the state model's coefficients (theta, g_c, -g_b)
+_CONTRASTS = {"effect": np.array([1.0, 0.0, 0.0]), "difference": np.array([0.0, 1.0, 1.0]),
+              0: np.array([1.0, -0.5, -0.5]), 1: np.array([1.0, 0.5, 0.5])}
 
 
-def _heterogeneity(cells: dict, level: float) -> dict:
-    keys = sorted({k for k, _ in cells})
-    diff = [cells[(k, 1)][0] - cells[(k, 0)][0] for k in keys if (k, 0) in cells and (k, 1) in cells]
-    r = t_interval(diff, level)
-    return {"difference": r["estimate"], "p": r["p"], "layouts": len(diff)}
+def _wls(X: np.ndarray, d: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted least squares (minimum-norm where the columns are collinear) and the projection
+    onto the row space of X: a contrast c is estimable when c @ P == c."""
+    sw = np.sqrt(w)[:, None]
+    Xw = X * sw
+    pinv = np.linalg.pinv(Xw)
+    return pinv @ (d * sw[:, 0]), pinv @ Xw
 
 
-def layout_verdict(d, layout, state=None, level: float = 0.95) -> dict:
-    """The effect of the change across layouts (log scale), from per-round log ratios.
+def _estimable(P: np.ndarray) -> bool:
+    return all(np.allclose(c @ P, c, atol=1e-8) for c in _CONTRASTS.values())
 
-    ``d``: ln(candidate / baseline) per round; ``layout``: the round's layout pair; ``state``:
-    the round's machine state (0 fast, 1 slow, -1 a round that straddles a switch), or None."""
-    cells = per_layout(d, layout, state)
-    states = sorted({s for _, s in cells})
-    two = len(states) == 2 and _states_estimable(cells)
-    if not two:
-        cells, states = per_layout(d, layout), [0]
-    est, sds, ns = _combine_states(cells, states) if two else (
-        [v[0] for v in cells.values()], [v[1] for v in cells.values()], [v[2] for v in cells.values()])
-    head = t_interval(est, level)
-    sigma_l, share = layout_spread(est, sds, ns)
-    out = {**head, "layouts": len(est), "sigma_layout": sigma_l, "layout_share": share,
-           "layout_sensitive": bool(np.isfinite(sigma_l) and sigma_l > abs(head["estimate"])),
-           "states": len(states), "per_state": {}, "heterogeneity_p": math.nan,
-           "state_dependent": False, "level": level}
-    if two:
-        for s in states:
-            out["per_state"][s] = t_interval([v[0] for (k, st), v in cells.items() if st == s], level)
-        out["heterogeneity_p"] = _heterogeneity(cells, level)["p"]
-        dirs = {ci_side(r["ci_low"], r["ci_high"]) for r in out["per_state"].values()}
-        out["state_dependent"] = {1, -1} <= dirs
+
+def state_model(d, layout, arm_states, level: float = 0.95) -> dict | None:
+    """The state model of the module docstring: per contrast (``"effect"``, ``"difference"``,
+    state 0, state 1) the estimate, its jackknife t interval across layout pairs and p; plus the
+    per-pair state-adjusted estimates ``pairs``.  None where the model cannot be estimated (one
+    state seen, a state in fewer than MIN_STATE_LAYOUTS pairs, fewer than 3 pairs)."""
+    d = np.asarray(d, dtype=float)
+    layout = np.asarray(layout)
+    s = np.asarray(arm_states, dtype=float).reshape(len(d), 2)
+    ok = np.isfinite(d) & np.isfinite(s).all(axis=1) & (s >= 0).all(axis=1)
+    d, layout, s = d[ok], layout[ok], s[ok]
+    keys, inv = np.unique(layout, return_inverse=True)
+    K = len(keys)
+    if K < 3:
+        return None
+    holding = min(len(np.unique(inv[(s == st).any(axis=1)])) for st in (0, 1))
+    if holding < MIN_STATE_LAYOUTS:
+        return None
+    n_k = np.bincount(inv, minlength=K).astype(float)
+    w = 1.0 / n_k[inv]
+    X = np.column_stack([np.ones(len(d)), s[:, 1] - 0.5, s[:, 0] - 0.5])
+    beta, P = _wls(X, d, w)
+    if not _estimable(P):
+        return None
+    reps = np.empty((K, 3))
+    for k in range(K):
+        m = inv != k
+        bk, Pk = _wls(X[m], d[m], w[m])
+        if not _estimable(Pk):
+            return None
+        reps[k] = bk
+    # a state seen in m layout pairs is known from m pairs only: its contrasts' jackknife rests
+    # on m - 1 degrees of freedom, not K - 1
+    df = max(1, min(K, holding) - 1)
+    q = float(sst.t.ppf(0.5 + level / 2, df))
+    out = {}
+    for name, c in _CONTRASTS.items():
+        est = float(c @ beta)
+        r = reps @ c
+        se = math.sqrt(max(0.0, (K - 1) / K * float(((r - r.mean()) ** 2).sum())))
+        if se == 0:
+            out[name] = {"estimate": est, "ci_low": est, "ci_high": est, "p": 1.0 if est == 0 else 0.0,
+                         "n": K, "df": df, "se": se}
+            continue
+        out[name] = {"estimate": est, "ci_low": est - q * se, "ci_high": est + q * se,
+                     "p": float(2 * sst.t.sf(abs(est) / se, df)), "n": K, "df": df, "se": se}
+    adj = d - X[:, 1:] @ beta[1:]
+    pairs = np.bincount(inv, weights=adj, minlength=K) / n_k
+    resid = adj - pairs[inv]
+    ss = np.bincount(inv, weights=resid ** 2, minlength=K)
+    within = np.where(n_k > 1, ss / np.maximum(n_k - 1, 1) / n_k, np.nan)
+    out["pairs"] = pairs
+    out["within"] = within
     return out
 
 
-def _states_estimable(cells: dict) -> bool:
-    """Whether both states hold MIN_STATE_ROUNDS rounds and MIN_STATE_LAYOUTS layout pairs hold both."""
-    rounds = {s: sum(v[2] for (_, st), v in cells.items() if st == s) for s in (0, 1)}
-    both = {k for k, s in cells if s == 0} & {k for k, s in cells if s == 1}
-    return min(rounds.values()) >= MIN_STATE_ROUNDS and len(both) >= MIN_STATE_LAYOUTS
+def _spread_of_pairs(pairs: np.ndarray, within: np.ndarray) -> tuple[float, float]:
+    """(sigma_L, layout share) of state-adjusted per-pair means (method of moments)."""
+    if len(pairs) < 2:
+        return math.nan, math.nan
+    total = float(np.var(pairs, ddof=1))
+    w = within[np.isfinite(within)]
+    if not len(w):
+        return math.nan, math.nan
+    between = max(0.0, total - float(w.mean()))
+    return math.sqrt(between), (between / total if total > 0 else 0.0)
+
+
+def arm_states_of(state) -> np.ndarray:
+    """Per round (baseline, candidate) states from one state per round: -1 (a round that
+    straddles a switch, arms unknown) becomes NaN, and the round is left out of the state model."""
+    st = np.asarray(state, dtype=float)
+    st = np.where(st >= 0, st, np.nan)
+    return np.column_stack([st, st])
+
+
+def layout_verdict(d, layout, state=None, level: float = 0.95, arm_states=None) -> dict:
+    """The effect of the change across layouts (log scale), from per-round log ratios.
+
+    ``d``: ln(candidate / baseline) per round; ``layout``: the round's layout pair;
+    ``arm_states``: per round the (baseline, candidate) trial's machine state (0 fast, 1 slow),
+    or ``state``: one state per round (-1 a round that straddles a switch), or neither."""
+    d = np.asarray(d, dtype=float)
+    if arm_states is None and state is not None:
+        arm_states = arm_states_of(state)
+    model = state_model(d, layout, arm_states, level) if arm_states is not None else None
+    if model is None:
+        cells = per_layout(d, layout)
+        est = [v[0] for v in cells.values()]
+        head = t_interval(est, level)
+        sigma_l, share = layout_spread(est, [v[1] for v in cells.values()], [v[2] for v in cells.values()])
+        n_states = 1
+    else:
+        head = {k: model["effect"][k] for k in ("estimate", "ci_low", "ci_high", "p", "n", "df", "se")}
+        est = model["pairs"]
+        sigma_l, share = _spread_of_pairs(model["pairs"], model["within"])
+        n_states = 2
+    out = {**head, "layouts": len(est), "sigma_layout": sigma_l, "layout_share": share,
+           "layout_sensitive": bool(np.isfinite(sigma_l) and sigma_l > abs(head["estimate"])),
+           "states": n_states, "per_state": {}, "heterogeneity_p": math.nan,
+           "state_dependent": False, "level": level}
+    if model is not None:
+        out["per_state"] = {s: model[s] for s in (0, 1)}
+        out["heterogeneity_p"] = model["difference"]["p"]
+        dirs = {ci_side(r["ci_low"], r["ci_high"]) for r in out["per_state"].values()}
+        out["state_dependent"] = {1, -1} <= dirs
+    return out
 
 
 def pooled_signed_rank(d, level: float = 0.95) -> dict:
@@ -166,11 +249,13 @@ def pooled_signed_rank(d, level: float = 0.95) -> dict:
 @dataclass(frozen=True)
 class LayoutRounds:
     """Per round of one pair of arms: ``d`` = ln(candidate / baseline), its ``layout`` pair and
-    machine ``state`` (-1: the round straddles a switch); ``fit``: the state model's fit."""
+    machine ``state`` (-1: the round straddles a switch); ``fit``: the state model's fit;
+    ``arm_states``: per round the (baseline, candidate) trial's state (rounds x 2)."""
     d: np.ndarray
     layout: np.ndarray
     state: np.ndarray
     fit: _states.StateFit
+    arm_states: np.ndarray | None = None
 
     @property
     def n_layouts(self) -> int:
@@ -202,4 +287,6 @@ def rounds_from_trials(order, round_id, layout, arm, log_y, classify: bool = Tru
     rl[inv] = lay
     st = np.empty(len(rounds), dtype=int)
     st[inv] = np.where(cross, -1, fit.states)
-    return LayoutRounds(d, rl, st, fit)
+    arms = np.zeros((len(rounds), 2))
+    arms[inv, arm] = fit.states
+    return LayoutRounds(d, rl, st, fit, arms if fit.n_states == 2 else None)

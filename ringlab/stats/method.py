@@ -19,8 +19,15 @@ def method_text(res: pd.DataFrame) -> str:
         parts.append("layouts rows: per layout pair the Hodges-Lehmann estimate of the per-round log "
                      "ratios, CI and p from a t test across the layout pairs (K - 1 df)")
     if "states" in res.columns and (pd.to_numeric(res["states"], errors="coerce") == 2).any():
-        parts.append("two machine states: rounds that straddle a switch left out of the per-state "
-                     "effects, the headline weights the states equally")
+        st = pd.to_numeric(res["states"], errors="coerce") == 2
+        lay = st & (res["design"].astype(str) == "layouts")
+        if lay.any():
+            parts.append("two machine states in layouts rows: both trials' states of each round a covariate, "
+                         "CIs from the jackknife across layout pairs")
+        if (st & ~lay).any():
+            parts.append("two machine states: rounds that straddle a switch left out of the per-state "
+                         "effects")
+        parts.append("the headline weights the states equally")
     if "exact" in designs:
         parts.append("exact rows: deterministic metric, no CI or p")
     fams = []

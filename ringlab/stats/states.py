@@ -123,7 +123,7 @@ def _two_means(x: np.ndarray) -> tuple[np.ndarray, float]:
     lo = max(2, n // 50)                       # neither group is a couple of outliers
     i = lo - 1 + int(np.argmin((left + right)[lo - 1:n - lo]))
     mu = np.array([v[:i + 1].mean(), v[i + 1:].mean()])
-    sd = max(float(np.sqrt((left[i] + right[i]) / n)), 1e-9)
+    sd = max(float(np.sqrt(max(left[i] + right[i], 0.0) / n)), 1e-9)
     return mu, sd
 
 
@@ -209,12 +209,16 @@ def _fit(x: np.ndarray) -> StateFit:
 
 
 def _state_offsets(y: np.ndarray, groups: np.ndarray, fit: StateFit) -> np.ndarray:
-    """``y`` minus each group's own level, measured against the state level of each trial."""
+    """``y`` minus each group's own level, measured against the state level of each trial.
+
+    A group of one trial keeps its value: its own level would be the trial itself, and taking it
+    out would leave the first fit's levels with no spread (a round per layout pair)."""
     level = np.asarray(fit.levels)[fit.states]
-    out = np.empty_like(y)
+    out = np.array(y, dtype=float)
     for g in np.unique(groups):
         m = groups == g
-        out[m] = y[m] - np.median(y[m] - level[m])
+        if m.sum() > 1:
+            out[m] = y[m] - np.median(y[m] - level[m])
     return out
 
 
