@@ -112,8 +112,12 @@ def layout_texts(r) -> list[tuple[str, str]]:
             txt += "; layout-sensitive: the layout spread exceeds the effect"
         out = [("layouts", txt)]
     if _num(r, "states") == 2:
-        per = [f"{name} {fmt.pct(r[f'delta_{name}_pct'])} {fmt.ci(r[f'ci_{name}_low_pct'], r[f'ci_{name}_high_pct'])}"
-               for name in ("fast", "slow")]
+        # in the row's one sign (+ = better), like its headline
+        flip = -1.0 if _flag(r.get("lower_is_better", True)) else 1.0
+        per = []
+        for name in ("fast", "slow"):
+            d, lo, hi = (flip * _num(r, c) for c in (f"delta_{name}_pct", f"ci_{name}_low_pct", f"ci_{name}_high_pct"))
+            per.append(f"{name} {fmt.pct(d)} {fmt.ci(min(lo, hi), max(lo, hi))}")
         txt = (f"two machine states (slow in {_num(r, 'slow_share'):.0%} of the trials): " + ", ".join(per)
                + f", heterogeneity p {_p_text(r.get('heterogeneity_p'))}; the headline weights them equally")
         out.append(("states", txt))
