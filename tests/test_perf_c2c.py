@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from ringlab.errors import DataError, ParamError, RinglabError
-from ringlab.tools import perfc2c
+from ringlab.report import c2c
+from ringlab.tools import c2c_ring, perfc2c
 
 ROOT = Path(__file__).resolve().parent.parent
 C2C = Path(__file__).resolve().parent / "data" / "perf_c2c"
@@ -91,7 +92,7 @@ def test_leoyan_arm_spe_sorted_on_peer():
     assert off["node"].isna().all() and list(off["object"]) == ["memstress", "memstress"]
     assert list(off["source_line"]) == ["memstress[25ac]", "memstress[3e88]"]
     # the peer column is shown where HITMs are zero
-    assert perfc2c.format_lines(r.lines).splitlines()[0].split() == \
+    assert c2c.format_lines(r.lines).splitlines()[0].split() == \
         ["#", "cache", "line", "hitm", "lcl", "rmt", "peer", "loads", "stores"]
 
 
@@ -180,24 +181,24 @@ def test_default_layout_is_csrc_ptr_ring():
     for name in ("producer", "producer_lock", "consumer_head", "consumer_tail", "consumer_lock",
                  "size", "batch", "queue"):
         assert name in src
-    f = perfc2c.PTR_RING_FIELDS
+    f = c2c_ring.PTR_RING_FIELDS
     assert f["producer"][0] == 0 and f["consumer_head"][0] == 64 and f["size"][0] == 128
     assert max(e for _, e in f.values()) <= 192
 
 
 def test_labels_synthetic_ring():
     [r] = perfc2c.parse_file(SYNTH)
-    lay = perfc2c.RingLayout.from_spec("base=0x7f3a1c000100,queue=0x7f3a1c001000,size=16")
-    t = perfc2c.label_lines(r, lay)
-    assert list(t["ring_group"]) == ["consumer", "producer", "slots", "slots", perfc2c.OUTSIDE]
-    assert list(t["ring_line"]) == ["consumer", "producer", "slots[8-15]", "slots[0-7]", perfc2c.OUTSIDE]
+    lay = c2c_ring.RingLayout.from_spec("base=0x7f3a1c000100,queue=0x7f3a1c001000,size=16")
+    t = c2c_ring.label_lines(r, lay)
+    assert list(t["ring_group"]) == ["consumer", "producer", "slots", "slots", c2c_ring.OUTSIDE]
+    assert list(t["ring_line"]) == ["consumer", "producer", "slots[8-15]", "slots[0-7]", c2c_ring.OUTSIDE]
     assert t["ring_fields"].iloc[0] == "consumer_head consumer_tail consumer_lock"
     assert t["ring_fields"].iloc[1] == "producer producer_lock"
-    off = perfc2c.label_offsets(r, lay)
+    off = c2c_ring.label_offsets(r, lay)
     assert list(off["ring_fields"]) == ["consumer_head", "consumer_tail", "producer", "slots[10]", "slots[10]",
-                                        "slots[7]", perfc2c.OUTSIDE]
-    s = perfc2c.ring_summary(t, throughput=21.5)
-    assert list(s["ring_group"]) == ["producer", "consumer", "slots", perfc2c.OUTSIDE]
+                                        "slots[7]", c2c_ring.OUTSIDE]
+    s = c2c_ring.ring_summary(t, throughput=21.5)
+    assert list(s["ring_group"]) == ["producer", "consumer", "slots", c2c_ring.OUTSIDE]
     assert list(s["hitm_total"]) == [600, 900, 450, 50] and list(s["lines"]) == [1, 1, 2, 1]
     assert s["hitm_share_pct"].sum() == pytest.approx(100.0)
     assert set(s["throughput_mops"]) == {21.5}
@@ -206,12 +207,12 @@ def test_labels_synthetic_ring():
 def test_labels_real_report_with_field_map():
     # the perfgo benchmark's two int64 counters, at offsets 0x30 and 0x38 of the hot line
     r = one(PERFGO)
-    lay = perfc2c.RingLayout(base=0x20ea080340b0, fields={"RequestsTotal": (0, 8), "CronJobRuns": (8, 16)})
-    t = perfc2c.label_lines(r, lay)
+    lay = c2c_ring.RingLayout(base=0x20ea080340b0, fields={"RequestsTotal": (0, 8), "CronJobRuns": (8, 16)})
+    t = c2c_ring.label_lines(r, lay)
     assert t["ring_fields"].tolist() == ["RequestsTotal CronJobRuns"]
-    assert perfc2c.label_offsets(r, lay)["ring_fields"].tolist() == ["RequestsTotal", "CronJobRuns"]
-    far = perfc2c.RingLayout(base=0x1000)
-    assert perfc2c.label_lines(r, far)["ring_group"].tolist() == [perfc2c.OUTSIDE]
+    assert c2c_ring.label_offsets(r, lay)["ring_fields"].tolist() == ["RequestsTotal", "CronJobRuns"]
+    far = c2c_ring.RingLayout(base=0x1000)
+    assert c2c_ring.label_lines(r, far)["ring_group"].tolist() == [c2c_ring.OUTSIDE]
 
 
 def test_pareto_call_chains_are_skipped():
@@ -225,9 +226,9 @@ def test_pareto_call_chains_are_skipped():
 
 
 def test_128_byte_lines():
-    lay = perfc2c.RingLayout.from_spec("base=0x1000,queue=0x2000,size=32,line=128")
+    lay = c2c_ring.RingLayout.from_spec("base=0x1000,queue=0x2000,size=32,line=128")
     [r] = perfc2c.parse_file(SYNTH)
-    lab = perfc2c.label_lines(r, perfc2c.RingLayout.from_spec(
+    lab = c2c_ring.label_lines(r, c2c_ring.RingLayout.from_spec(
         "base=0x7f3a1c000100,queue=0x7f3a1c001000,size=16,line=128"))
     # 0x...100 + 128 bytes holds the producer and the consumer groups
     assert lab["ring_group"].iloc[1] == "producer+consumer"
@@ -235,10 +236,10 @@ def test_128_byte_lines():
 
 
 def test_line_straddling_struct_and_slots():
-    lay = perfc2c.RingLayout(base=0x1000, queue=0x10c0, slots=4)
+    lay = c2c_ring.RingLayout(base=0x1000, queue=0x10c0, slots=4)
     assert lay.labels(0x1080, 0x10c0) == ["size", "batch", "queue"]
     assert lay.labels(0x10c0, 0x1100) == ["slots[0-3]"]
-    lay2 = perfc2c.RingLayout(base=0x1000, queue=0x1090, slots=2)
+    lay2 = c2c_ring.RingLayout(base=0x1000, queue=0x1090, slots=2)
     assert lay2.group(lay2.labels(0x1080, 0x10c0)) == "size/batch/queue+slots"
 
 
@@ -253,27 +254,27 @@ def test_line_straddling_struct_and_slots():
 ])
 def test_ring_spec_refusals(spec, expected):
     with pytest.raises(ParamError, match=expected.replace("(", r"\(").replace(")", r"\)")):
-        perfc2c.RingLayout.from_spec(spec)
+        c2c_ring.RingLayout.from_spec(spec)
 
 
 def test_ring_spec_layout_file(tmp_path):
     f = tmp_path / "lay.json"
     f.write_text(json.dumps({"head": [0, 8], "tail": [64, 72]}))
-    lay = perfc2c.RingLayout.from_spec(f"base=4096,layout={f}")
+    lay = c2c_ring.RingLayout.from_spec(f"base=4096,layout={f}")
     assert lay.labels(4096, 4160) == ["head"] and lay.labels(4160, 4224) == ["tail"]
-    assert perfc2c.RingLayout.from_spec("base=0,layout=prebatch").labels(64, 128) == ["consumer", "consumer_lock"]
+    assert c2c_ring.RingLayout.from_spec("base=0,layout=prebatch").labels(64, 128) == ["consumer", "consumer_lock"]
 
 
 def test_table_fits_72_columns():
     [r] = perfc2c.parse_file(SYNTH)
-    lay = perfc2c.RingLayout.from_spec("base=0x7f3a1c000100,queue=0x7f3a1c001000,size=16")
-    txt = perfc2c.format_lines(perfc2c.label_lines(r, lay))
+    lay = c2c_ring.RingLayout.from_spec("base=0x7f3a1c000100,queue=0x7f3a1c001000,size=16")
+    txt = c2c.format_lines(c2c_ring.label_lines(r, lay))
     assert max(len(x) for x in txt.splitlines()) <= 72
     assert txt.splitlines()[1].split() == ["0", "0x7f3a1c000140", "consumer", "900", "880", "20", "1500", "900"]
     kernel = r.lines.copy()
     kernel["address_hex"] = "0xffff8803f4b1c0c0"
     kernel["ring_line"] = "consumer_head+consumer_tail+something_long+slots[100-107]"
-    assert max(len(x) for x in perfc2c.format_lines(kernel).splitlines()) <= 72
+    assert max(len(x) for x in c2c.format_lines(kernel).splitlines()) <= 72
 
 
 def _cli(*args, stdin=None):

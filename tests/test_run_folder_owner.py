@@ -50,13 +50,14 @@ NOT_RUN_FOLDERS = {
     ("lab/results_index.py", "_write"): "results/README.md and results/LOCAL.md, the results indexes",
     ("lab/results_index.py", "mark_local"): "results/<experiment>/<host>/.gitignore of a local host folder",
     ("build/driver.py", "_compile_link"): "build/unprivileged/<job>/header/: the compile's copy of a kernel header",
+    ("build/driver.py", "_compile_copies"): "the pad sources of a binary of layout copies, in its build work folder",
     ("sources/kernel_header.py", "check_compiles"): "build/unprivileged/<job>/: the check's copy of a kernel header",
     ("system/privilege.py", "copy_out"): "build/bin/ and build/ binaries copied out of the unprivileged user's folder",
     ("lab/kernel_provisioner.py", "install"): "the venv's kernelspec (share/jupyter/kernels/python3/kernel.json)",
     ("lab/cli.py", "main"): "/dev/null as stdout (opened for writing, nothing written)",
     ("lab/commands/mail.py", "run"): "`ringlab mail -o FILE`: a file the user names",
     ("lab/commands/import_perf.py", "run"): "`ringlab import-perf --csv FILE`: a file the user names",
-    ("tools/perfc2c.py", "import_c2c"): "`ringlab import-perf --c2c --csv FILE`: FILE and FILE.offsets.csv, "
+    ("report/c2c.py", "import_c2c"): "`ringlab import-perf --c2c --csv FILE`: FILE and FILE.offsets.csv, "
                                         "files the user names",
 }
 

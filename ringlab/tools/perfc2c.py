@@ -1,4 +1,4 @@
-"""Parse ``perf c2c report --stdio`` text and label its cache lines with the ring's fields.
+"""Parse ``perf c2c report --stdio`` text: its cache lines and their offsets, as tables.
 
 Two tables are read:
 
@@ -18,14 +18,11 @@ Mail quote markers (``> >``) and indentation before the ``#`` of the ruler are r
 report pasted in a mail reads as it is.  Anything else is refused with a ``DataError`` that
 names the file, the line and what was expected.
 
-``RingLayout`` maps byte ranges to the ring's fields (by default ringlab's ``struct ptr_ring``
-from ``csrc/rings/ptr_ring_batch.h``, which has the kernel's layout) and the slot array;
-``label_lines``/``label_offsets`` add the fields each cache line (or offset) holds, and
-``ring_summary`` adds up the HITMs per ring cache line, next to a throughput if one is given.
+Which of the ring's fields each cache line holds is ``ringlab.tools.c2c_ring``; the printed
+table and ``ringlab import-perf --c2c`` are ``ringlab.report.c2c``.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,29 +30,9 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab.errors import DataError, ParamError
-from ringlab.rundir.outputs import check_output
 
 #: default cache line size of perf c2c (it groups addresses by 64 bytes on x86 and arm64)
 LINE_BYTES = 64
-
-#: ringlab's struct ptr_ring (csrc/rings/ptr_ring_batch.h, LP64, pthread_spinlock_t = 4 bytes):
-#: byte ranges [start, end) from the struct's address; three 64-byte aligned groups as in the
-#: kernel's include/linux/ptr_ring.h.  The slot array is a separate allocation (``queue``).
-PTR_RING_FIELDS = {
-    "producer": (0, 4), "producer_lock": (4, 8),
-    "consumer_head": (64, 68), "consumer_tail": (68, 72), "consumer_lock": (72, 76),
-    "size": (128, 132), "batch": (132, 136), "queue": (136, 144),
-}
-#: the pre-2017 ring (csrc/rings/ptr_ring_prebatch.h): one consumer index, no batch
-PTR_RING_PREBATCH_FIELDS = {
-    "producer": (0, 4), "producer_lock": (4, 8),
-    "consumer": (64, 68), "consumer_lock": (68, 72),
-    "size": (128, 132), "queue": (136, 144),
-}
-LAYOUTS = {"batch": PTR_RING_FIELDS, "reorder": PTR_RING_FIELDS, "prebatch": PTR_RING_PREBATCH_FIELDS}
-
-#: label of a cache line that holds nothing of the ring
-OUTSIDE = "outside ring"
 
 #: header text (group, top and low line, lower case) -> ringlab's column name
 ALIASES = {
@@ -136,10 +113,10 @@ class C2cReport:
 
     def to_dict(self) -> dict:
         return {"source": self.source, "first_line": self.first_line, "sort_on": self.sort_on, "info": self.info,
-                "lines": _records(self.lines), "offsets": _records(self.offsets)}
+                "lines": records(self.lines), "offsets": records(self.offsets)}
 
 
-def _records(df: pd.DataFrame) -> list:
+def records(df: pd.DataFrame) -> list:
     """Rows as JSON-ready dicts: NaN/NA as None, numpy scalars as Python numbers."""
     def plain(v):
         if v is None or v is pd.NA or (isinstance(v, float) and v != v):
@@ -445,281 +422,4 @@ def parse_file(path) -> list[C2cReport]:
     return parse(text, str(path))
 
 
-# ---------------------------------------------------------------- ring layout
-
-
-@dataclass
-class RingLayout:
-    """Where the ring lives in the recorded process.
-
-    ``base``: address of the struct; ``fields``: {name: (start, end)} byte ranges from ``base``;
-    ``queue``: address of the slot array (None: not labelled); ``slots``: number of slots;
-    ``slot_bytes``: size of one slot (a pointer)."""
-    base: int
-    fields: dict = field(default_factory=lambda: dict(PTR_RING_FIELDS))
-    queue: int | None = None
-    slots: int | None = None
-    slot_bytes: int = 8
-    line_bytes: int = LINE_BYTES
-
-    def __post_init__(self):
-        for name, rng in self.fields.items():
-            if (not isinstance(rng, (tuple, list)) or len(rng) != 2
-                    or not all(isinstance(x, int) and x >= 0 for x in rng) or rng[0] >= rng[1]):
-                raise ParamError(f"ring field {name!r}: {rng!r} is not a byte range; allowed: [start, end) "
-                                 "with 0 <= start < end")
-        if (self.queue is None) != (self.slots is None):
-            raise ParamError("ring layout: 'queue' and 'size' go together; allowed: both (the slot array's "
-                             "address and its number of slots) or neither")
-        if self.line_bytes not in (32, 64, 128, 256):
-            raise ParamError(f"ring layout: line={self.line_bytes}; allowed: 32, 64, 128 or 256 bytes")
-        if self.slots is not None and self.slots < 1:
-            raise ParamError(f"ring layout: size={self.slots}; allowed: a number of slots >= 1")
-
-    @classmethod
-    def from_spec(cls, spec: str) -> "RingLayout":
-        """``base=ADDR[,queue=ADDR,size=N][,layout=batch|reorder|prebatch|FILE.json][,line=BYTES]``.
-
-        FILE.json: {"field": [start, end], ...} byte ranges from base; ``line``: the cache line
-        size perf grouped by (64 unless the host's is larger)."""
-        allowed = ("allowed: base=ADDR[,queue=ADDR,size=N][,layout=batch|reorder|prebatch|FILE.json]"
-                   "[,line=BYTES], ADDR in hex (0x...) or decimal")
-        kv = {}
-        for part in (spec or "").split(","):
-            if not part.strip():
-                continue
-            k, sep, v = part.partition("=")
-            k = k.strip()
-            if not sep or k not in ("base", "queue", "size", "layout", "line") or k in kv:
-                raise ParamError(f"parameter '--ring': {part.strip()!r} in {spec!r}; {allowed}")
-            kv[k] = v.strip()
-        if "base" not in kv:
-            raise ParamError(f"parameter '--ring': {spec!r} has no base=ADDR; {allowed}")
-
-        def num(k):
-            try:
-                return int(kv[k], 0)
-            except ValueError:
-                raise ParamError(f"parameter '--ring': {k}={kv[k]!r} is not a number; {allowed}") from None
-        fields = dict(PTR_RING_FIELDS)
-        lay = kv.get("layout")
-        if lay:
-            if lay in LAYOUTS:
-                fields = dict(LAYOUTS[lay])
-            else:
-                try:
-                    raw = json.loads(Path(lay).read_text())
-                except (OSError, ValueError) as e:
-                    raise ParamError(f"parameter '--ring': layout={lay!r} is not a known layout or a readable "
-                                     f"JSON file ({e}); {allowed}") from None
-                if not isinstance(raw, dict) or not raw:
-                    raise ParamError(f"parameter '--ring': {lay}: expected a JSON object {{field: [start, end]}}")
-                fields = {str(k): tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
-        return cls(base=num("base"), fields=fields,
-                   queue=num("queue") if "queue" in kv else None,
-                   slots=num("size") if "size" in kv else None,
-                   line_bytes=num("line") if "line" in kv else LINE_BYTES)
-
-    def labels(self, lo: int, hi: int) -> list[str]:
-        """Names of what occupies bytes [lo, hi): struct fields, then ``slots[i-j]``."""
-        out = [n for n, (s, e) in sorted(self.fields.items(), key=lambda kv: kv[1])
-               if self.base + s < hi and self.base + e > lo]
-        if self.queue is not None:
-            end = self.queue + self.slots * self.slot_bytes
-            a, b = max(lo, self.queue), min(hi, end)
-            if a < b:
-                i = (a - self.queue) // self.slot_bytes
-                j = (b - 1 - self.queue) // self.slot_bytes
-                out.append(f"slots[{i}]" if i == j else f"slots[{i}-{j}]")
-        return out
-
-    def group(self, labels: list[str]) -> str:
-        """A cache line's ring group: 'producer', 'consumer', 'size/batch/queue' (the read-mostly
-        line), 'slots', OUTSIDE, or the names joined with '+' for any other mix."""
-        if not labels:
-            return OUTSIDE
-        fields = {x for x in labels if not x.startswith("slots[")}
-        parts = []
-        for name, members in GROUPS:
-            if fields & members:
-                parts.append(name)
-                fields -= members
-        parts += sorted(fields, key=lambda n: self.fields[n])
-        if len(fields) + len(parts) == 0 or any(x.startswith("slots[") for x in labels):
-            parts.append("slots")
-        return "+".join(parts)
-
-
-#: ring groups of ptr_ring's struct fields (its three cache lines)
-GROUPS = (("producer", {"producer", "producer_lock"}),
-          ("consumer", {"consumer_head", "consumer_tail", "consumer_lock", "consumer"}),
-          ("size/batch/queue", {"size", "batch", "queue"}))
-
-
-def label_lines(report: C2cReport, layout: RingLayout) -> pd.DataFrame:
-    """The report's cache lines with ``ring_fields`` (names joined by ' ') and ``ring_group``."""
-    df = report.lines.copy()
-    labs = [layout.labels(a, a + layout.line_bytes) for a in df["address"]]
-    df["ring_fields"] = [" ".join(x) if x else OUTSIDE for x in labs]
-    df["ring_group"] = [layout.group(x) for x in labs]
-    df["ring_line"] = [_short(layout.group(x), x) for x in labs]
-    return df
-
-
-def label_offsets(report: C2cReport, layout: RingLayout) -> pd.DataFrame:
-    """The Pareto's offset rows with the ring field at each accessed address (8 bytes wide)."""
-    df = report.offsets.copy()
-    if df.empty:
-        return df
-    labs = [layout.labels(a, a + 1) for a in df["address"]]
-    df["ring_fields"] = [" ".join(x) if x else OUTSIDE for x in labs]
-    return df
-
-
-def _short(group: str, labels: list[str]) -> str:
-    """The table's "ring fields" cell: the group, with the slot range where the line holds slots."""
-    slots = [x for x in labels if x.startswith("slots[")]
-    return group.replace("slots", slots[0]) if slots else group
-
-
-def ring_summary(labelled: pd.DataFrame, throughput: float | None = None) -> pd.DataFrame:
-    """HITM total/local/remote, loads and stores per ring group (producer line, consumer line,
-    size/batch/queue line, slots, outside ring), with the throughput beside them when given."""
-    cols = [c for c in ("hitm_total", "hitm_local", "hitm_remote", "loads", "stores", "records")
-            if c in labelled]
-    agg = labelled.groupby("ring_group", sort=False)[cols].sum(min_count=1)
-    agg.insert(0, "lines", labelled.groupby("ring_group", sort=False).size())
-    agg = agg.reset_index()
-    total = labelled["hitm_total"].sum()
-    agg["hitm_share_pct"] = (100.0 * agg["hitm_total"] / total) if total else float("nan")
-    order = {g: i for i, g in enumerate(["producer", "consumer", "size/batch/queue", "slots"])}
-    agg["_o"] = agg["ring_group"].map(lambda g: order.get(g, 50 if g != OUTSIDE else 99))
-    agg = agg.sort_values(["_o", "ring_group"]).drop(columns="_o").reset_index(drop=True)
-    if throughput is not None:
-        agg["throughput_mops"] = throughput
-    return agg
-
-
-# ---------------------------------------------------------------- text output
-
-WIDTH = 72
-
-
-def _cut(s: str, w: int) -> str:
-    return s if len(s) <= w else s[:max(w - 1, 0)] + "~"
-
-
-def format_lines(df: pd.DataFrame, width: int = WIDTH) -> str:
-    """One row per cache line: index, address, ring fields, HITM total/local/remote, loads,
-    stores, in at most ``width`` columns (the ring fields are cut with '~' to fit)."""
-    def n(v):
-        return "-" if v is None or (isinstance(v, float) and v != v) or v is pd.NA else str(int(v))
-    num_cols = [("hitm", "hitm_total"), ("lcl", "hitm_local"), ("rmt", "hitm_remote"),
-                ("loads", "loads"), ("stores", "stores")]
-    if "peer" in df and (pd.to_numeric(df["peer"], errors="coerce").fillna(0) > 0).any():
-        num_cols.insert(3, ("peer", "peer"))     # Arm SPE reports: peer snoops instead of HITMs
-    ring = "ring_line" in df
-    cells = [[str(r.get("index", i)), r["address_hex"], r.get("ring_line", "") or ""] +
-             [n(r.get(c)) for _, c in num_cols] for i, r in enumerate(df.to_dict(orient="records"))]
-    heads = ["#", "cache line", "ring fields"] + [h for h, _ in num_cols]
-    w = [max([len(heads[k])] + [len(c[k]) for c in cells]) for k in range(len(heads))]
-    rest = width - (sum(w) - w[2]) - (len(w) - 1)
-    w[2] = max(min(w[2], rest), 6)
-    out = []
-    for row in [heads] + cells:
-        parts = [row[0].rjust(w[0]), row[1].ljust(w[1])] + ([_cut(row[2], w[2]).ljust(w[2])] if ring else []) + \
-                [row[k].rjust(w[k]) for k in range(3, len(row))]
-        out.append(" ".join(parts).rstrip())
-    return "\n".join(out)
-
-
-def format_summary(summary: pd.DataFrame, width: int = WIDTH) -> str:
-    lines = []
-    for r in summary.to_dict(orient="records"):
-        share = r.get("hitm_share_pct")
-        share_s = f"{share:5.1f}%" if share == share else "   - "
-        lines.append(_cut(f"{r['ring_group']}: {int(r['lines'])} line(s), HITM {int(r['hitm_total'])} "
-                          f"({share_s.strip()}; lcl {int(r['hitm_local'] or 0)}, rmt {int(r['hitm_remote'] or 0)})",
-                          width))
-    if "throughput_mops" in summary and len(summary):
-        lines.append(f"throughput: {summary['throughput_mops'].iloc[0]:g} Mops/s (as given)")
-    return "\n".join(lines)
-
-
-def import_c2c(text: str, source: str, csv: str | None = None, ring: str | None = None,
-               throughput: float | None = None, as_json: bool = False) -> int:
-    """``ringlab import-perf --c2c``: parse, label with ``ring`` (a ``RingLayout.from_spec``
-    spec), print the 72-column table (or JSON), write the per-line CSV to ``csv`` and, when
-    the report has a Pareto, the per-offset rows beside it (``NAME.offsets.csv``)."""
-    if throughput is not None and not (throughput > 0):
-        raise ParamError(f"parameter '--throughput': {throughput!r}; allowed: a throughput > 0 (Mops/s)")
-    layout = RingLayout.from_spec(ring) if ring else None
-    reports = parse(text, source)
-    lines, offsets = [], []
-    for k, rep in enumerate(reports, 1):
-        df = label_lines(rep, layout) if layout else rep.lines.copy()
-        off = label_offsets(rep, layout) if layout else rep.offsets.copy()
-        df.insert(0, "report", k)
-        df.insert(1, "sort_on", rep.sort_on)
-        if not off.empty:
-            off.insert(0, "report", k)
-        lines.append(df)
-        offsets.append(off)
-    all_lines = pd.concat(lines, ignore_index=True)
-    all_off = pd.concat([o for o in offsets if not o.empty], ignore_index=True) if any(
-        not o.empty for o in offsets) else pd.DataFrame()
-    off_path = None
-    if csv and not all_off.empty:
-        off_path = offsets_path(csv)
-        check_output(off_path, "--csv")      # NAME.offsets.csv: refused in a run folder, as --csv is
-    if csv:
-        all_lines.drop(columns=["line_no"]).to_csv(csv, index=False)
-        if off_path:
-            all_off.drop(columns=["line_no"]).to_csv(off_path, index=False)
-    if as_json:
-        out = []
-        for rep, df, off in zip(reports, lines, offsets):
-            d = rep.to_dict()
-            d["lines"], d["offsets"] = _records(df), _records(off)      # with the ring labels
-            out.append(d)
-        print(json.dumps(out, indent=2, default=str))
-        return 0
-    for k, (rep, df) in enumerate(zip(reports, lines), 1):
-        if len(reports) > 1:
-            print(f"report {k} (line {rep.first_line}):")
-        if rep.info.get("Events"):
-            print(_cut(f"events: {rep.info['Events']}", WIDTH))
-        print(f"sorted on: {rep.sort_on or '?'}; {len(df)} cache line(s)"
-              + (f", {len(offsets[k - 1])} offset row(s)" if not offsets[k - 1].empty else ""))
-        print(format_lines(df))
-        if layout:
-            print(format_summary(ring_summary(df, throughput)))
-    if throughput is not None and not layout:
-        print(f"throughput: {throughput:g} Mops/s (as given)")
-    if csv:
-        print(f"rows written to {csv}")
-        if off_path:
-            print(f"offset rows written to {off_path}")
-    return 0
-
-
-def offsets_path(csv: str) -> str:
-    """Where the Pareto's offset rows go beside ``--csv OUT``: OUT without .csv + '.offsets.csv'."""
-    p = str(csv)
-    return (p[:-4] if p.endswith(".csv") else p) + ".offsets.csv"
-
-
-__all__ = ["C2cReport", "RingLayout", "PTR_RING_FIELDS", "PTR_RING_PREBATCH_FIELDS", "LAYOUTS", "OUTSIDE",
-           "ALIASES", "parse", "parse_file", "label_lines", "label_offsets", "ring_summary", "format_lines",
-           "format_summary", "import_c2c", "offsets_path", "cli_run"]
-
-
-def cli_run(text: str, args) -> int:
-    """The ``--c2c`` branch of ``ringlab import-perf`` (FILE already read and ``--csv`` checked)."""
-    if not getattr(args, "c2c", False):
-        raise ParamError("parameters '--ring'/'--throughput': allowed only with --c2c")
-    if getattr(args, "kmod", False):
-        raise ParamError("parameters '--c2c' and '--kmod': allowed: one of them (--kmod reads perf stat blocks)")
-    source = "<stdin>" if args.file == "-" else args.file
-    return import_c2c(text, source, csv=args.csv, ring=args.ring, throughput=args.throughput,
-                      as_json=args.json)
+__all__ = ["ALIASES", "C2cReport", "LINE_BYTES", "parse", "parse_file", "records"]

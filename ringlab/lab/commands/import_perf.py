@@ -1,5 +1,5 @@
 """Turn pasted `perf stat` output (human text or -x, CSV) into rows, one per perf stat block;
-with --c2c, `perf c2c report --stdio` text into rows, one per cache line (ringlab.tools.perfc2c).
+with --c2c, `perf c2c report --stdio` text into rows, one per cache line (ringlab.tools.perfc2c, ringlab.report.c2c).
 
 Quote markers from mail replies (`> >`) are ignored, so a thread can be pasted as is.
 Exit codes: 0 ok, 1 no perf stat block found, 2 unreadable FILE.
@@ -15,7 +15,8 @@ import click
 from ringlab.errors import DataError, ParamError
 from ringlab.lab.commands import options
 from ringlab.rundir.outputs import check_output
-from ringlab.tools import kmod_perf, perfc2c, perfstat
+from ringlab.report import c2c
+from ringlab.tools import kmod_perf, perfstat
 
 
 @click.command(cls=options.Command)
@@ -65,7 +66,7 @@ def run(args) -> int:
             raise ParamError(f"parameter '--csv': {args.csv!r} is a directory or in a folder that does not exist; "
                              "allowed: a file path in an existing folder")
     if args.c2c or args.ring or args.throughput is not None:
-        return perfc2c.cli_run(text, args)
+        return c2c.cli_run(text, args)
     blocks = perfstat.parse(text)
     if not blocks:
         raise DataError(f"{args.file}: no perf stat output found; expected 'Performance counter stats for ...' "
