@@ -34,7 +34,7 @@
 # * instruction counts that do not depend on noise (callgrind), beside the published ones.
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (seconds) | quick (minutes) | full (what we commit)
+profile: str = "quick"  # smoke (seconds) | quick (0.5% target, 70 s budget) | full (0.25%, 300 s; what we commit)
 variants: str = "prebatch,batch,reorder"  # rings to run: prebatch, batch, reorder, spsc, or kernel-header NAMEs
 baseline: str = "batch"  # the unpatched variant; every other variant is compared against it
 patched: str = "reorder"  # the variant shown as "patched" in the mail-shaped table
@@ -42,8 +42,8 @@ modes: str = "0,1"  # 0: one thread alternates produce/consume, 1: SPSC producer
 sizes: str = "1000"  # ring sizes in slots, comma-separated (seed 000 used 1000, not a power of two)
 count: int = 0  # operations per trial; 0: the profile's default
 trials: int = 0  # measured trials per configuration; 0: the profile's default
-target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: fixed trials)
-budget: float = 0  # seconds of trial time the target may spend (0: no limit)
+target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: the profile's)
+budget: float = 0  # seconds of builds and trials the target may spend (0: the profile's, else no limit)
 cpus: str = "auto"  # mode 1 placement: auto (one pair per topology class) | all | none | "1:2,3:4"
 kernel_headers: str = ""  # real headers as extra variants, comma-separated NAME then PATH joined by an equals sign (PATH: ptr_ring.h or kernel tree)
 cflags: str = ""  # extra compiler flags for every ring

@@ -33,7 +33,7 @@
 # be told from noise on that host.
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (seconds) | quick (minutes) | full (what we commit)
+profile: str = "quick"  # smoke (seconds) | quick (0.5% target, 70 s budget) | full (0.25%, 300 s; what we commit)
 variants: str = "prebatch,batch"  # rings to compare (prebatch is the baseline)
 baseline: str = "prebatch"  # the variant every other one is compared against
 modes: str = "2"  # 2: near-full SPSC (seed 003); 1: free-running SPSC
@@ -45,8 +45,8 @@ batch_ring_size: int = 1024  # ring size of the batch sweep
 icount_sizes: str = "16,1024"  # callgrind instructions/op in mode 0 at these sizes (empty: no count)
 count: int = 0  # operations per trial; 0: the profile's default
 trials: int = 0  # measured trials per configuration; 0: the profile's default
-target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: fixed trials)
-budget: float = 0  # seconds of trial time the target may spend (0: no limit)
+target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: the profile's)
+budget: float = 0  # seconds of builds and trials the target may spend (0: the profile's, else no limit)
 cpus: str = "auto"  # producer:consumer placement: auto | all | none | "1:2,3:4"
 seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
 out_dir: str = ""  # run folder; empty: scratch/ptr-ring-batch-zeroing/<host>/<run-id> (ringlab reproduce passes a folder under results/)

@@ -61,7 +61,7 @@
 #   identical.  If it is called, the machine or the method is lying, not the patch.
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (seconds) | quick (minutes) | full (what we commit)
+profile: str = "quick"  # smoke (seconds) | quick (0.5% target, 70 s budget) | full (0.25%, 300 s; what we commit)
 base: str = ""  # unpatched header source: ptr_ring.h, kernel tree or headers package; empty: the distro headers package
 patch: str = "builtin:flush-delay"  # patch file, mbox, lore:MESSAGE-ID or builtin:flush-delay[:N] (made against base)
 control: bool = True  # also run the base header under a second name (same code): an A/A arm that must not be called faster or slower
@@ -69,8 +69,8 @@ modes: str = "0,1,2"  # 0: one thread alternates produce/consume, 1: SPSC, 2: ne
 sizes: str = "1000"  # ring sizes in slots, comma-separated
 count: int = 0  # operations per trial; 0: the profile's default
 trials: int = 0  # measured trials per configuration; 0: the profile's default
-target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: fixed trials)
-budget: float = 0  # seconds of trial time the target may spend (0: no limit)
+target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: the profile's)
+budget: float = 0  # seconds of builds and trials the target may spend (0: the profile's, else no limit)
 cpus: str = "auto"  # modes 1 and 2 placement: auto (one pair per topology class) | all | none | "1:2,3:4"
 cflags: str = ""  # extra compiler flags for both variants
 icount: bool = True  # count instructions per op under callgrind (mode 0, never timed)
