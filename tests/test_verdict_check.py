@@ -30,7 +30,7 @@ def test_every_expectation_holds():
     assert list(e.columns) == ["expectation", "observed", "held"]
     assert list(e["expectation"]) == list(vc.EXPECTATIONS)
     assert e["held"].tolist() == [True, True, True, True]
-    assert "slower, +8.0%" in e.loc[2, "observed"]
+    assert "slower, -8.0% [-11.0%, -5.0%]" in e.loc[2, "observed"]      # + = faster
 
 
 @pytest.mark.parametrize("arm, verdict, row", [
@@ -53,7 +53,7 @@ def test_d2_may_be_inconclusive_or_slower():
 def test_disjoint_d8_intervals_do_not_hold():
     far = _cmp([("d8", "slower", 20.0, 15.0, 25.0)])
     e = vc.expectations(GOOD, far)
-    assert e.loc[3, "held"] is False and "aligned [+15.0%, +25.0%]" in e.loc[3, "observed"].replace(" to ", ", ")
+    assert e.loc[3, "held"] is False and "aligned [-25.0%, -15.0%]" in e.loc[3, "observed"].replace(" to ", ", ")
     touching = _cmp([("d8", "slower", 13.0, 11.0, 15.0)])
     assert vc.expectations(GOOD, touching).loc[3, "held"], "intervals sharing an end overlap"
 

@@ -44,6 +44,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from ringlab import fmt, rundir  # noqa: E402
+from ringlab.report import tables  # noqa: E402
 from ringlab.rundir.calibration import find_calibration, noise_floor  # noqa: E402
 from ringlab.stats.outliers import flag_outliers  # noqa: E402
 from ringlab.stats import compare, summarize  # noqa: E402
@@ -321,24 +322,6 @@ def host_noise_floor(host: str | None, root=None) -> float | None:
     return floor["bound_pct"] if floor else None
 
 
-def _gain_ci(r) -> tuple[float, float]:
-    """The CI of the effect in the + = better sign: the delta's CI, negated and swapped for a
-    lower-is-better metric."""
-    lo, hi = float(r["ci_low_pct"]), float(r["ci_high_pct"])
-    lib = r.get("lower_is_better", True)
-    lib = True if lib is None or (isinstance(lib, float) and math.isnan(lib)) else \
-        str(lib).strip().lower() not in ("false", "0")
-    return (-hi, -lo) if lib else (lo, hi)
-
-
-def _gain(r) -> float:
-    g = r.get("gain_pct")
-    if g is not None and not (isinstance(g, float) and math.isnan(g)):
-        return float(g)
-    lib = str(r.get("lower_is_better", True)).strip().lower() not in ("false", "0")
-    return -float(r["delta_pct"]) if lib else float(r["delta_pct"])
-
-
 def config_columns(cmp: pd.DataFrame) -> list[str]:
     """The configuration columns of a comparison that vary (the constant ones name nothing)."""
     cols = cmp.attrs.get("group_columns") or [c for c in ("mode", "size", "batch", "lock", "pair_class",
@@ -360,12 +343,12 @@ def effect_rows(cmp: pd.DataFrame, host: str, candidate: str | None = None, expe
     several = cmp["candidate"].nunique() > 1 if "candidate" in cmp.columns else False
     rows = []
     for _, r in cmp.iterrows():
-        lo, hi = _gain_ci(r)
+        lo, hi = tables.gain_ci(r)
         parts = ([f"{r['candidate']} vs {r['baseline']}"] if several else []) + \
             [f"{c}={r[c]}" for c in cols if c != "pair_class"] + \
             ([str(r["pair_class"])] if "pair_class" in cols else [])
         exp = expected(r) if callable(expected) else expected
-        rows.append({"host": str(host), "config": " ".join(parts) or "all", "effect_pct": _gain(r),
+        rows.append({"host": str(host), "config": " ".join(parts) or "all", "effect_pct": tables.gain(r),
                      "ci_low_pct": lo, "ci_high_pct": hi, "ci_level": r.get("ci_level", math.nan),
                      "verdict": r.get("verdict", ""), "candidate": str(r.get("candidate", "")),
                      "expected_pct": math.nan if exp is None else float(exp),

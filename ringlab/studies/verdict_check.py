@@ -30,6 +30,7 @@ from ringlab import fmt, paths
 from ringlab.errors import ParamError
 from ringlab.rundir import Run
 from ringlab.report.figures import effect_rows
+from ringlab.report import tables
 from ringlab.report.tables import comparison_rows
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
@@ -233,7 +234,8 @@ def _rows(cmp: pd.DataFrame | None, arm: str) -> pd.DataFrame:
 
 
 def _observed(rows: pd.DataFrame) -> str:
-    return "; ".join(f"{r['verdict']}, {fmt.pct(r['delta_pct'])} {fmt.ci(r['ci_low_pct'], r['ci_high_pct'])}"
+    """The verdicts with their %change and CI in the report's one sign (+ = faster)."""
+    return "; ".join(f"{r['verdict']}, {fmt.pct(tables.gain(r))} {fmt.ci(*tables.gain_ci(r))}"
                      for _, r in rows.iterrows())
 
 
@@ -241,8 +243,7 @@ def _overlap(a: pd.DataFrame, b: pd.DataFrame) -> tuple[str, bool | None]:
     """Whether every configuration's CI in ``a`` overlaps the same configuration's in ``b``."""
     held, texts = True, []
     for (_, ra), (_, rb) in zip(a.iterrows(), b.iterrows()):
-        lo_a, hi_a, lo_b, hi_b = (float(x) for x in (ra["ci_low_pct"], ra["ci_high_pct"],
-                                                     rb["ci_low_pct"], rb["ci_high_pct"]))
+        (lo_a, hi_a), (lo_b, hi_b) = tables.gain_ci(ra), tables.gain_ci(rb)
         if not all(map(math.isfinite, (lo_a, hi_a, lo_b, hi_b))):
             return "no CI in one of the builds", None
         held = bool(held and lo_a <= hi_b and lo_b <= hi_a)
