@@ -109,7 +109,7 @@ def calibrate_frame(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, arms=
                                     meas["layout"].astype(str).to_numpy(),
                                     (meas["variant"] == cand).astype(int).to_numpy(),
                                     np.log(meas[metric].to_numpy(dtype=float)))
-    verdict = _layouts.layout_verdict(r.d, r.layout, r.state, level)
+    verdict = _layouts.layout_verdict(r.d, r.layout, r.state, level, arm_states=r.arm_states)
     cells = _layouts.per_layout(r.d, r.layout)
     est = [v[0] for v in cells.values()]
     sds = np.array([v[1] for v in cells.values()])
