@@ -34,38 +34,22 @@ def test_layers_contract_is_kept(tmp_path):
     assert "3 kept, 0 broken" in r.stdout
 
 
-def test_an_upward_import_breaks_the_contract(tmp_path):
+#: (module edited, the import added, what lint-imports must say): one break of each contract
+BREAKS = [
+    ("system/sysfs.py", "ringlab.lab.notebook", "ringlab.system is not allowed to import ringlab.lab"),
+    ("stats/compare.py", "ringlab.simulate.noise", "ringlab.stats is not allowed to import ringlab.simulate"),
+    ("report/tables.py", "ringlab.simulate.noise", "ringlab.report is not allowed to import ringlab.simulate"),
+    ("sources/patches.py", "pandas", "ringlab.sources is not allowed to import pandas"),
+]
+
+
+@pytest.mark.parametrize("module, imported, message", BREAKS, ids=[b[0] for b in BREAKS])
+def test_each_contract_breaks_on_a_forbidden_import(tmp_path, module, imported, message):
     tree = _copy(tmp_path)
-    sysfs = tree / "ringlab" / "system" / "sysfs.py"
-    sysfs.write_text(sysfs.read_text() + "\nimport ringlab.lab.notebook  # noqa: E402, F401\n")
+    f = tree / "ringlab" / module
+    f.write_text(f.read_text() + f"\nimport {imported}  # noqa: E402, F401\n")
     r = _lint(tree)
     assert r.returncode != 0
-    assert "ringlab.system is not allowed to import ringlab.lab" in r.stdout, r.stdout + r.stderr
-    assert "ringlab.system.sysfs -> ringlab.lab.notebook" in r.stdout
-
-
-def test_the_pipeline_may_not_import_the_simulations(tmp_path):
-    tree = _copy(tmp_path)
-    compare = tree / "ringlab" / "stats" / "compare.py"
-    compare.write_text(compare.read_text() + "\nimport ringlab.simulate.noise  # noqa: E402, F401\n")
-    r = _lint(tree)
-    assert r.returncode != 0
-    assert "ringlab.stats is not allowed to import ringlab.simulate" in r.stdout, r.stdout + r.stderr
-
-
-def test_simulations_serve_no_module_of_the_package(tmp_path):
-    tree = _copy(tmp_path)
-    report = tree / "ringlab" / "report" / "tables.py"
-    report.write_text(report.read_text() + "\nimport ringlab.simulate.noise  # noqa: E402, F401\n")
-    r = _lint(tree)
-    assert r.returncode != 0
-    assert "ringlab.report is not allowed to import ringlab.simulate" in r.stdout, r.stdout + r.stderr
-
-
-def test_a_table_below_report_breaks_the_contract(tmp_path):
-    tree = _copy(tmp_path)
-    src = tree / "ringlab" / "sources" / "patches.py"
-    src.write_text(src.read_text() + "\nimport pandas  # noqa: E402, F401\n")
-    r = _lint(tree)
-    assert r.returncode != 0
-    assert "ringlab.sources is not allowed to import pandas" in r.stdout, r.stdout + r.stderr
+    assert message in r.stdout, r.stdout + r.stderr
+    if module == "system/sysfs.py":
+        assert "ringlab.system.sysfs -> ringlab.lab.notebook" in r.stdout
