@@ -189,8 +189,7 @@ def _results_root(run_path) -> Path | None:
 
 def _method(cmp: pd.DataFrame) -> str:
     """How the effect was estimated (``method_text``), worded for the + = better %change."""
-    text = method_text(cmp).replace("delta = estimated candidate/baseline ratio - 1 of",
-                                    "the effect is the estimated candidate/baseline ratio of", 1)
+    text = method_text(cmp)
     # the CI levels are stated once: in the table's heading and Holm's footnote
     return text.split("; p Holm-corrected per candidate")[0].rstrip(".") + "."
 

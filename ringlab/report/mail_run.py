@@ -49,12 +49,12 @@ def counters_line(df: pd.DataFrame, env: dict) -> str:
 
 
 def machine_line(env: dict) -> str:
-    """One line as the kernel test robot writes it: "2 threads 1 sockets (AMD EPYC) with 8G
+    """One line as the kernel test robot writes it: "2 threads 1 socket (AMD EPYC) with 8G
     memory", then SMT, virtualisation and kernel."""
     e = env.get("environment") or {}
     host, cpu, topo = e.get("host") or {}, e.get("cpu") or {}, e.get("topology") or {}
     n, sockets = topo.get("n_cpus"), topo.get("n_packages")
-    bits = [f"{n} threads" if n else "? threads", f"{sockets} sockets" if sockets else "? sockets",
+    bits = [f"{n} threads" if n else "? threads", (f"{sockets} socket" + ("s" if sockets != 1 else "")) if sockets else "? sockets",
             f"({cpu.get('model') or 'unknown CPU'})"]
     mem = host.get("memory_kb") if isinstance(host, dict) else None
     bits.append(f"with {round(mem / 1048576)}G memory" if isinstance(mem, (int, float)) and mem > 0

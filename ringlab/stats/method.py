@@ -9,7 +9,7 @@ def method_text(res: pd.DataFrame) -> str:
     sizes and CI levels (for `ringlab compare` and summary.md)."""
     metric = res.attrs.get("metric", "the metric")
     designs = sorted(set(res["design"].astype(str)))
-    parts = [f"delta = estimated candidate/baseline ratio - 1 of {metric} (Hodges-Lehmann on the log scale)"]
+    parts = [f"the effect is the estimated candidate/baseline ratio of {metric} (Hodges-Lehmann on the log scale)"]
     if "paired" in designs:
         parts.append("paired rows: per-round ln(candidate/baseline), CI and p from the Wilcoxon "
                      "signed-rank test")
