@@ -65,8 +65,7 @@ kernel_headers, variants = rn.real_header(kernel_headers, variants)
 P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=sizes,
               count=count or None, trials=trials or None,
               target_ci=target_ci or None, budget=budget or None, cpus=cpus, kernel_headers=kernel_headers,
-              cflags=cflags, icount=icount, seed=seed)
-rn.check_choice("baseline", baseline, P["variants"])
+              cflags=cflags, icount=icount, seed=seed, baseline=baseline)
 rn.check_choice("patched", patched, P["variants"])
 RUN = rn.run_dir(out_dir, "ptr-ring-reorder", host)
 print("run folder:", RUN)

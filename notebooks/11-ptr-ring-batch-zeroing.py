@@ -60,9 +60,8 @@ from ringlab.rundir import Run
 from ringlab.studies import batch_zeroing as bz
 
 common = dict(profile=profile, variants=variants, count=count or None, trials=trials or None,
-              target_ci=target_ci or None, budget=budget or None, cpus=cpus, seed=seed, icount=False)
+              target_ci=target_ci or None, budget=budget or None, cpus=cpus, seed=seed, icount=False, baseline=baseline)
 P = rn.params("ptr_ring", modes=modes, sizes=sizes, batch=batch, **common)
-rn.check_choice("baseline", baseline, P["variants"])
 RUN = rn.run_dir(out_dir, "ptr-ring-batch-zeroing", host)
 ARMS = {}   # sub-folder -> parameters of the runs that answer the thread's other questions
 if lock_sizes.strip():

@@ -95,7 +95,7 @@ AB = patches.plan_ab(base, patch, control=control)
 P = rn.params("ptr_ring", profile=profile, variants=AB.variants, modes=modes, sizes=sizes,
               count=count or None, trials=trials or None,
               target_ci=target_ci or None, budget=budget or None, cpus=cpus, kernel_headers=AB.kernel_headers,
-              cflags=cflags, icount=icount, seed=seed)
+              cflags=cflags, icount=icount, seed=seed, baseline=AB.baseline)
 RUN = rn.run_dir(out_dir, "patch-ab", host)
 print("run folder:", RUN)
 print("base:      ", AB.base)

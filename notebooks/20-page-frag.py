@@ -48,8 +48,7 @@ from ringlab.report import vs_published as vp
 
 P = rn.params("page_frag", profile=profile, variants=variants, aligns=aligns, alloc_lens=alloc_lens,
               nr_test=nr_test or None, trials=trials or None,
-              target_ci=target_ci or None, budget=budget or None, cpus=cpus, seed=seed)
-rn.check_choice("baseline", baseline, P["variants"])
+              target_ci=target_ci or None, budget=budget or None, cpus=cpus, seed=seed, baseline=baseline)
 RUN = rn.run_dir(out_dir, "page-frag", host)
 print("run folder:", RUN)
 

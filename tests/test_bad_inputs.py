@@ -265,6 +265,8 @@ def _param_cases() -> list[Case]:
         ("target-budget-1e308", ["-p", "variants", "batch,reorder", "-p", "target_ci", "50", "-p", "budget", "1e308"],
          "parameter 'budget'"),
         ("budget-without-target", ["-p", "profile", "smoke", "-p", "budget", "10"], "parameter 'budget'"),
+        ("baseline-not-a-variant", ["-p", "variants", "batch,reorder", "-p", "baseline", "prebatch"],
+         "parameter 'baseline'"),
         ("plan-too-large", ["-p", "trials", "100000", "-p", "sizes", ",".join(str(i) for i in range(2, 40))],
          "parameter 'trials'"),
         ("header-name-300", ["-p", "kernel_headers", "a" * 300 + "=/x/ptr_ring.h"], "parameter 'kernel_headers'"),

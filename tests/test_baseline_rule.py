@@ -29,6 +29,8 @@ def test_rule_order():
     params = {"parameters": {"variants": "prebatch,batch,reorder"}}
     assert pick_baseline(df, {}) == "reorder"                          # first in raw.csv
     assert pick_baseline(df, params) == "prebatch"                     # first of the variants parameter
+    asked = {"parameters": {"variants": "prebatch,batch,reorder", "baseline": "reorder"}}
+    assert pick_baseline(df, asked) == "reorder"                       # the run's baseline parameter
     assert pick_baseline(df, dict(params, baseline="batch")) == "batch"  # env.json baseline
     assert pick_baseline(df, dict(params, baseline="batch", report={"baseline": "reorder"})) == "reorder"
     assert pick_baseline(df, dict(params, report={"baseline": "gone"})) == "prebatch"  # not a variant: passed over

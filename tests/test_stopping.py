@@ -157,6 +157,21 @@ def test_stops_when_every_row_is_decided(noisy):
     assert text.startswith("stopped: all rows decided") and "reorder (mode=0,size=1000," in text and "): faster." in text
 
 
+def test_rows_are_judged_against_the_baseline_parameter(noisy):
+    # the stop judges the comparison asked for: against reorder, batch is the candidate (slower)
+    res = run({"target_ci": "0.1", "budget": "60", "baseline": "reorder"}, noisy / "r")
+    env = rundir.read_env(res.out_dir).doc
+    st = env["stopping"]
+    assert st["baseline"] == "reorder" and env["baseline"] == "reorder"
+    assert [(r["candidate"], r["decided"]) for r in st["rows"]] == [("batch", "slower")], st["rows"]
+
+
+def test_a_baseline_outside_the_variants_is_refused_before_anything_is_written(noisy):
+    with pytest.raises(ParamError, match=r"parameter 'baseline': 'prebatch' is not in variants; allowed: batch, reorder"):
+        run({"target_ci": "5", "baseline": "prebatch"}, noisy / "r")
+    assert not (noisy / "r").exists()
+
+
 def test_no_change_larger_than_x_is_an_equivalence_statement():
     row = {"verdict": "inconclusive", "ci_low_pct": -0.4, "ci_high_pct": 0.3}
     assert sequential.row_decision(row, 0.5) == "no change larger than 0.5%"

@@ -98,6 +98,10 @@ class Experiment:
         if values["budget"] > 0 and not values["target_ci"] > 0:
             raise ParamError(f"parameter 'budget': {values['budget']:g} s without target_ci; allowed: 0, or "
                              "a budget together with -p target_ci PCT")
+        arms = values.get("variants")
+        if values["baseline"] and isinstance(arms, list) and values["baseline"] not in arms:
+            raise ParamError(f"parameter 'baseline': {values['baseline']!r} is not in variants; allowed: "
+                             + ", ".join(map(str, arms)), input="baseline")
         cls.check(values)
         return values
 

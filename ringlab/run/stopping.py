@@ -55,7 +55,10 @@ def enabled(values: dict[str, Any]) -> bool:
 
 
 def baseline_of(values: dict[str, Any], specs: list[TrialSpec] | None = None) -> str:
-    """The arm every other is compared with: the first of ``variants``, else the plan's first."""
+    """The arm every other is compared with: ``baseline`` when given, else the first of
+    ``variants``, else the plan's first."""
+    if values.get("baseline"):
+        return str(values["baseline"])
     vs = values.get("variants")
     if isinstance(vs, list) and vs:
         return str(vs[0])

@@ -6,10 +6,11 @@ In order, the first that applies:
 1. the baseline asked for (``--baseline``, ``baseline=``), which must be a variant of the run;
 2. env.json's ``report.baseline``: the baseline the run's notebook asked its report for;
 3. env.json's ``baseline``: the one a ``-p target_ci`` run stopped on;
-4. the first of the run's ``variants`` parameter (env.json ``parameters.variants``) that raw.csv has;
-5. the first variant in raw.csv.
+4. the run's ``baseline`` parameter (env.json ``parameters.baseline``);
+5. the first of the run's ``variants`` parameter (env.json ``parameters.variants``) that raw.csv has;
+6. the first variant in raw.csv.
 
-Names in 2-4 that are not a variant of raw.csv are passed over.  A run with fewer than two
+Names in 2-5 that are not a variant of raw.csv are passed over.  A run with fewer than two
 variants has no baseline (None): there is nothing to compare.
 """
 from __future__ import annotations
@@ -48,7 +49,7 @@ def pick_baseline(df: pd.DataFrame, env: Mapping[str, Any], baseline: str | None
         return None
     asked = env.get("report") if isinstance(env.get("report"), Mapping) else {}
     params = env.get("parameters") if isinstance(env.get("parameters"), Mapping) else {}
-    for name in [asked.get("baseline"), env.get("baseline"), *_listed(params.get("variants"))]:
+    for name in [asked.get("baseline"), env.get("baseline"), params.get("baseline"), *_listed(params.get("variants"))]:
         if isinstance(name, str) and name in variants:
             return name
     return variants[0]
