@@ -55,7 +55,7 @@ from ringlab import paths
 from ringlab.digest import sha256_file
 from ringlab.build.binutils import binary_size, compiler_version
 from ringlab.build.cflags import BuildError, validate_cflags
-from ringlab.build.layouts import PLAIN, Layout, LayoutCopies, base_name
+from ringlab.build.layouts import ALIGNS, PLAIN, Layout, LayoutCopies, base_name
 from ringlab.build.sourceset import (hashed_flags, parse_depfile, source_label,
                                      source_record_path, source_set, write_json)
 from ringlab.sources.header_files import KernelHeaderError
@@ -405,11 +405,15 @@ def _compile_copies(job: _Job, cc: str, flags: list[str], sources: list[Path], o
         if proc.returncode != 0:
             raise BuildError(f"{job.what}: objcopy of {raw.name} failed: {first_error(proc.stderr)}")
         built[key] = str(local)
-    # one pad object per copy: PAD bytes of .text that never run, right ahead of its copy
+    # one pad object per copy: PAD bytes of .text that never run, right ahead of its copy.  The
+    # first is aligned to the largest function alignment a layout may draw, so .text is aligned
+    # alike in every binary of copies (else the copies' largest alignment would move where .text,
+    # and so every copy, starts).
     pads = []
     for j, lay in enumerate(lays):
         s = obj_dir / f"pad{j}.s"
-        s.write_text(f"\t.text\n\t.skip {int(lay.pad)}\n\t.section .note.GNU-stack,\"\",@progbits\n")
+        first = f"\t.balign {max(ALIGNS)}\n" if j == 0 else ""
+        s.write_text(f"\t.text\n{first}\t.skip {int(lay.pad)}\n\t.section .note.GNU-stack,\"\",@progbits\n")
         pads.append(s)
     if work is not None:
         for s in pads:
@@ -450,7 +454,8 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
     out = out_dir / name
     obj_dir = out_dir / ".obj" / name
     stamp = out_dir / ".stamps" / f"{name}.json"
-    copies = None if job.copies is None else [[lay.pad, *lay.flags()] for lay in job.copies.layouts]
+    copies = None if job.copies is None else [f"balign {max(ALIGNS)}",
+                                              *([lay.pad, *lay.flags()] for lay in job.copies.layouts)]
     key = hashlib.sha256(json.dumps([cc, ccver, flags, [str(s) for s in sources], LDLIBS, *([copies] if copies else [])]
                                     ).encode()).hexdigest()
     data = _stamp_ok(stamp, out, key)
