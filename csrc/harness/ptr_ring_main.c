@@ -7,11 +7,14 @@
  *
  * Same -s/-m/-N as Yunsheng Lin's 2021 ptr_ring_test, plus pinning (-p/-c),
  * batch override (-b), locked wrappers (-l), in-process repeats (-r),
- * counters, JSON output and a barrier timeout.  Exit codes: 0 ok, 1 test failure (order
- * violation, ring not empty), 2 usage error naming the argument.
+ * counters, JSON output and a barrier timeout.  With --with, the arms of one
+ * round take turns loop by loop (turns.h).  Exit codes: 0 ok, 1 test failure
+ * (order violation, ring not empty, an arm that failed), 2 usage error naming
+ * the argument.
  */
 #define _GNU_SOURCE
 #include "ptr_ring_bench.h"
+#include "turns.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *prog = "ptr_ring_test";
 
@@ -41,7 +45,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: %s [-s SIZE] [-m MODE] [-N COUNT] [-p CPU] [-c CPU] [-b BATCH] [-l]\n"
 		"          [-r REPEATS] [--counters LIST|none] [--json] [--barrier-timeout S]\n"
-		"          [--ring-offset BYTES] [--copy K] [--selftest]\n"
+		"          [--ring-offset BYTES] [--copy K] [--with PATH [--with-copy K]]...\n"
+		"          [--selftest]\n"
 		"  -s SIZE     ring size, 2..10000000 (default 1000)\n"
 		"  -m MODE     0 simple (one thread), 1 spsc, 2 near-full (default 0)\n"
 		"  -N COUNT    items per timed loop, 1..1000000000000 (default 1000000)\n"
@@ -60,8 +65,14 @@ static void usage(FILE *f)
 		"              in [0, 4032] (default 0); the slot array moves as much\n"
 		"  --copy K    run copy K of the measured code, 0..%d (layout copies;\n"
 		"              default 0)\n"
+		"  --with PATH another arm's ptr_ring_test binary: it runs in its own process\n"
+		"              with these options, and the arms take turns loop by loop (-r\n"
+		"              loops each, this one first); needs --json; up to %d arms\n"
+		"  --with-copy K  the --copy of the --with before it (default 0)\n"
+		"  --turns R,W[,READY]  take turns on these pipe descriptors (what --with\n"
+		"              gives the other arms)\n"
 		"  --selftest  run the full/empty/FIFO unit test and exit\n"
-		"variant: %s\n", prog, rl_copies() - 1, B->variant());
+		"variant: %s\n", prog, rl_copies() - 1, RL_TURNS_MAX_ARMS - 1, B->variant());
 }
 
 static int bad_arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -97,6 +108,141 @@ static int parse_ll(const char *opt, const char *s, long long lo, long long hi,
 	return 0;
 }
 
+/* The other arms of an interleaved round (--with) and the options they get. */
+static struct rl_turns_arm arms[RL_TURNS_MAX_ARMS - 1];
+static int n_arms;
+static const struct rl_bench_opts *arm_opts;
+
+/* argv of another arm: this process's options, its own --copy, --turns, --json. */
+static char **arm_argv(const struct rl_turns_arm *arm, const char *turns, void *unused)
+{
+	static char num[12][32];
+	static char *av[40];
+	const struct rl_bench_opts *o = arm_opts;
+	int i = 0, k = 0;
+
+	(void)unused;
+#define NUM(fmt, v) (snprintf(num[k], sizeof(num[k]), fmt, v), num[k++])
+	av[i++] = (char *)arm->path;
+	av[i++] = "--copy";
+	av[i++] = NUM("%d", arm->copy);
+	av[i++] = "-s";
+	av[i++] = NUM("%d", o->size);
+	av[i++] = "-m";
+	av[i++] = NUM("%d", o->mode);
+	av[i++] = "-N";
+	av[i++] = NUM("%lld", o->count);
+	av[i++] = "-r";
+	av[i++] = NUM("%d", o->repeats);
+	if (o->cpu_producer >= 0) {
+		av[i++] = "-p";
+		av[i++] = NUM("%d", o->cpu_producer);
+	}
+	if (o->cpu_consumer >= 0) {
+		av[i++] = "-c";
+		av[i++] = NUM("%d", o->cpu_consumer);
+	}
+	if (o->batch > 0) {
+		av[i++] = "-b";
+		av[i++] = NUM("%d", o->batch);
+	}
+	if (o->lock)
+		av[i++] = "-l";
+	if (o->barrier_timeout_s > 0) {
+		av[i++] = "--barrier-timeout";
+		av[i++] = NUM("%d", o->barrier_timeout_s);
+	}
+	av[i++] = "--ring-offset";
+	av[i++] = NUM("%d", o->ring_offset);
+	av[i++] = "--counters";
+	av[i++] = (char *)(o->counters ? o->counters : "all");
+	av[i++] = "--turns";
+	av[i++] = (char *)turns;
+	av[i++] = "--json";
+	av[i] = NULL;
+#undef NUM
+	return av;
+}
+
+/*
+ * The timed loops: one B->run of o->repeats loops, or, taking turns (t), one
+ * loop per turn: wait for the turn (the leader takes the first without
+ * waiting), run one loop, pass the turn on.  res gathers the loops either way.
+ */
+static int run_loops(const struct rl_bench_opts *o, struct rl_bench_result *res, struct rl_turns *t,
+		     int leader, long long *turn_ns, char *err, size_t errlen)
+{
+	struct rl_bench_opts one = *o;
+	int rc = RL_BENCH_OK;
+
+	if (!t)
+		return B->run(o, res, err, errlen);
+	one.repeats = 1;
+	res->n_iters = 0;
+	res->ctx_voluntary = res->ctx_involuntary = 0;
+	for (int k = 0; k < o->repeats; k++) {
+		struct rl_bench_result r1 = { .iters = &res->iters[k], .iters_cap = 1 };
+
+		if ((k > 0 || !leader) && rl_turns_wait(t, err, errlen))
+			return RL_BENCH_FAIL;
+		{
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			turn_ns[k] = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+		}
+		rc = B->run(&one, &r1, err, errlen);
+		if (rc)
+			return rc;
+		memcpy(res->variant, r1.variant, sizeof(res->variant));
+		res->batch = r1.batch;
+		res->ctx_voluntary += r1.ctx_voluntary;
+		res->ctx_involuntary += r1.ctx_involuntary;
+		res->n_iters = k + 1;
+		if (rl_turns_pass(t, err, errlen))
+			return RL_BENCH_FAIL;
+	}
+	return rc;
+}
+
+/*
+ * An arm that took turns: its JSON object with "turn_start_ns" (CLOCK_MONOTONIC
+ * at the start of each of its turns, comparable between the arms of a round)
+ * and, for the leader, the other arms' objects in "interleaved": [...].
+ */
+static int print_turns(const char *own, const long long *turn_ns, int loops, char **others, int n)
+{
+	size_t len = strlen(own);
+
+	while (len && (own[len - 1] == '\n' || own[len - 1] == ' '))
+		len--;
+	if (!len || own[len - 1] != '}')
+		return -1;
+	printf("%.*s, \"turn_start_ns\": [", (int)(len - 1), own);
+	for (int k = 0; k < loops; k++)
+		printf("%s%lld", k ? ", " : "", turn_ns[k]);
+	if (!n) {
+		puts("]}");
+		return 0;
+	}
+	printf("], \"interleaved\": [");
+	for (int j = 0; j < n; j++) {
+		const char *s = others[j];
+		size_t m;
+
+		while (*s == ' ' || *s == '\n')
+			s++;
+		m = strlen(s);
+		while (m && (s[m - 1] == '\n' || s[m - 1] == ' '))
+			m--;
+		if (!m || s[0] != '{')
+			return -1;
+		printf("%s%.*s", j ? ", " : "", (int)m, s);
+	}
+	puts("]}");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rl_bench_opts o = {
@@ -110,13 +256,18 @@ int main(int argc, char **argv)
 		{ "barrier-timeout", required_argument, NULL, 'B' },
 		{ "ring-offset", required_argument, NULL, 'O' },
 		{ "copy", required_argument, NULL, 'K' },
+		{ "with", required_argument, NULL, 'W' },
+		{ "with-copy", required_argument, NULL, 'Y' },
+		{ "turns", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rl_bench_result res;
 	const char *counters = NULL;
 	char err[512];
-	int json = 0, selftest = 0, opt, rc;
+	struct rl_turns turns = { .rfd = -1, .wfd = -1, .readyfd = -1 }, *tp = NULL;
+	int json = 0, selftest = 0, follower = 0, opt, rc;
+	long long *turn_ns = NULL;
 	long long v;
 
 	if (argv[0] && strrchr(argv[0], '/'))
@@ -199,6 +350,29 @@ int main(int argc, char **argv)
 			}
 			B = &__start_rl_bench_copies[v];
 			break;
+		case 'W':
+			if (n_arms >= RL_TURNS_MAX_ARMS - 1)
+				return bad_arg("--with: more than %d other arms; allowed: 1..%d --with",
+					       RL_TURNS_MAX_ARMS - 1, RL_TURNS_MAX_ARMS - 1);
+			if (!*optarg)
+				return bad_arg("--with: empty path; allowed: the path of a ptr_ring_test binary");
+			arms[n_arms].path = optarg;
+			arms[n_arms].copy = 0;
+			n_arms++;
+			break;
+		case 'Y':
+			if (!n_arms)
+				return bad_arg("--with-copy: no --with before it; allowed: --with PATH --with-copy K");
+			if (parse_ll("--with-copy", optarg, 0, 1 << 20, "an integer >= 0 (a copy of the --with binary)", &v))
+				return 2;
+			arms[n_arms - 1].copy = (int)v;
+			break;
+		case 'U':
+			if (rl_turns_parse(optarg, &turns))
+				return bad_arg("--turns: invalid value '%s'; allowed: RFD,WFD or RFD,WFD,READYFD "
+					       "(file descriptors >= 0)", optarg);
+			follower = 1;
+			break;
 		case 'J':
 			json = 1;
 			break;
@@ -215,9 +389,9 @@ int main(int argc, char **argv)
 		default:
 			if (optopt)
 				return bad_arg("unknown option -%c%s", optopt,
-					       "; allowed: -s -m -N -p -c -b -l -r --counters --json --barrier-timeout --ring-offset --selftest");
+					       "; allowed: -s -m -N -p -c -b -l -r --counters --json --barrier-timeout --ring-offset --copy --with --with-copy --turns --selftest");
 			return bad_arg("unknown option %s%s", argv[optind - 1],
-				       "; allowed: -s -m -N -p -c -b -l -r --counters --json --barrier-timeout --ring-offset --selftest");
+				       "; allowed: -s -m -N -p -c -b -l -r --counters --json --barrier-timeout --ring-offset --copy --with --with-copy --turns --selftest");
 		}
 	}
 	if (optind < argc)
@@ -241,6 +415,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: error: %s\nrun '%s --help' for usage\n", prog, err, prog);
 		return 2;
 	}
+	if (n_arms && follower)
+		return bad_arg("--with: not with --turns; allowed: one of them (the leader gives --turns to its arms)");
+	if (n_arms && !json)
+		return bad_arg("--with: needs --json (the arms report as one JSON object)");
+	turns.timeout_s = o.barrier_timeout_s > 0 ? o.barrier_timeout_s : RL_BARRIER_TIMEOUT_S;
 	memset(&res, 0, sizeof(res));
 	res.iters = calloc((size_t)o.repeats, sizeof(*res.iters));
 	res.iters_cap = o.repeats;
@@ -248,13 +427,63 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return 1;
 	}
-	rc = B->run(&o, &res, err, sizeof(err));
+	if (follower) {
+		tp = &turns;
+		if (rl_turns_ready(tp, err, sizeof(err))) {
+			fprintf(stderr, "%s: FAILED: %s\n", prog, err);
+			free(res.iters);
+			return 1;
+		}
+	} else if (n_arms) {
+		arm_opts = &o;
+		if (rl_turns_start(arms, n_arms, arm_argv, NULL, &turns, turns.timeout_s, err, sizeof(err))) {
+			fprintf(stderr, "%s: FAILED: %s\n", prog, err);
+			free(res.iters);
+			return 1;
+		}
+		tp = &turns;
+	}
+	turn_ns = calloc((size_t)o.repeats, sizeof(*turn_ns));
+	if (!turn_ns) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		if (n_arms)
+			rl_turns_abort(arms, n_arms);
+		free(res.iters);
+		return 1;
+	}
+	rc = run_loops(&o, &res, tp, !follower, turn_ns, err, sizeof(err));
+	if (tp) {
+		char *others[RL_TURNS_MAX_ARMS - 1] = { NULL };
+		char err2[512];
+
+		if (rc)
+			rl_turns_abort(arms, n_arms);
+		else if (rl_turns_finish(arms, n_arms, others, err2, sizeof(err2))) {
+			snprintf(err, sizeof(err), "%s", err2);
+			rc = RL_BENCH_FAIL;
+		}
+		if (!rc && json) {
+			char *s = B->json(&o, &res);
+
+			if (!s || print_turns(s, turn_ns, res.n_iters, others, n_arms)) {
+				snprintf(err, sizeof(err), "turns: an arm's JSON object could not be joined");
+				rc = RL_BENCH_FAIL;
+			}
+			if (s)
+				B->free(s);
+		}
+		for (int j = 0; j < n_arms; j++)
+			free(others[j]);
+	}
+	free(turn_ns);
 	if (rc == RL_BENCH_EINVAL) {
 		fprintf(stderr, "%s: error: %s\n", prog, err);
 		free(res.iters);
 		return 2;
 	}
-	if (json) {
+	if (tp && json) {
+		/* printed above, with the turns (and the other arms' objects) */
+	} else if (json) {
 		char *s = B->json(&o, &res);
 
 		if (s) {

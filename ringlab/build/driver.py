@@ -85,7 +85,7 @@ SANITIZERS = {
                           "-fno-sanitize-recover=undefined"],
 }
 
-_PTR_RING_SOURCES = ["harness/ptr_ring_bench.c", "harness/ptr_ring_main.c", "harness/counters.c"]
+_PTR_RING_SOURCES = ["harness/ptr_ring_bench.c", "harness/ptr_ring_main.c", "harness/turns.c", "harness/counters.c"]
 #: the source a binary of layout copies holds several times (its entry: csrc/harness/ptr_ring_bench.h)
 COPY_SOURCE = "harness/ptr_ring_bench.c"
 #: the global symbols of COPY_SOURCE, made local in each copy (objcopy wildcards)

@@ -20,6 +20,7 @@ page (``--ring-offset``, ``spec.extra["ring_offset"]``, ringlab.run.process).
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,12 @@ from ringlab.errors import ParamError
 from ringlab.experiments.base import Experiment, TrialSpec, last_json_object, parse_harness_json
 from ringlab.experiments.params import MAX_OPS, Param
 from ringlab.build.driver import validate_cflags
+from ringlab.digest import sha256_file
 from ringlab.sources import kernel_header as kh
 
 BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
+#: the most arms that take turns in one round (RL_TURNS_MAX_ARMS, csrc/harness/turns.h)
+MAX_TURN_ARMS = 8
 
 #: What each ``-m MODE`` of ptr_ring_test does, named as the binary names it (design in
 #: csrc/README.md).  The one description: help texts and tables take it from here.
@@ -107,6 +111,9 @@ class PtrRing(Experiment):
               min=1, max=MAX_LAYOUTS, column=False),
         Param("common_layouts", "bool", False, "common random layouts: layout k of every variant gets the "
               "same pad and alignments (false: each variant draws its own)", column=False),
+        Param("interleave", "bool", False, "the arms of a round take turns loop by loop, each in its own "
+              "process (--with): loop k of every arm is timed next to the others' (repeats loops each)",
+              column=False),
     ]
     # Sized for this project's 2-CPU VM.  smoke is a fixed design of seconds (tests).  quick and
     # full are questions, not counts: a target half-width and a budget, measured in stages
@@ -146,6 +153,10 @@ class PtrRing(Experiment):
             raise ParamError(f"parameter 'kernel_headers': NAME {unused[0]!r} is not in variants "
                              f"({','.join(values['variants'])}); allowed: NAMEs listed in variants "
                              f"(add it: variants={','.join([*values['variants'], unused[0]])})")
+        if values.get("interleave") and not 2 <= len(values["variants"]) <= MAX_TURN_ARMS:
+            raise ParamError(f"parameter 'interleave': the arms take turns, so it needs 2..{MAX_TURN_ARMS} variants "
+                             f"(this plan has {len(values['variants'])}); allowed: false, or more variants",
+                             input="interleave")
         cpus = values["cpus"].replace(" ", "")
         if cpus not in ("auto", "all", "none"):
             if not cpus or not all(_PAIR_RE.match(p) for p in cpus.split(",")):
@@ -260,12 +271,33 @@ class PtrRing(Experiment):
             argv += ["--counters", "none"]
         if spec.extra.get("ring_offset") is not None:
             argv += ["--ring-offset", str(int(spec.extra["ring_offset"]))]
+        for other in spec.extra.get("partners") or ():   # the round's other arms take turns with this one
+            oname, ocopy = self._copy_of(other, values)
+            argv += ["--with", str(ctx.binary(oname)), *(["--with-copy", str(ocopy)] if ocopy is not None else [])]
         argv.append("--json")
         return argv
 
     def parse(self, spec, stdout, stderr, ctx) -> list[dict[str, Any]]:
-        rows = parse_harness_json(stdout)
+        """The trial's rows; with partners (arms that took turns with it), theirs too, each with
+        its own variant, binary hash and placement."""
         doc = last_json_object(stdout) or {}
+        rows = self._arm_rows(doc, stdout)
+        partners = list(spec.extra.get("partners") or ())
+        others = doc.get("interleaved") if partners else None
+        if partners and (not isinstance(others, list) or len(others) != len(partners)):
+            raise ValueError(f"the binary reported {len(others or [])} interleaved arms, "
+                             f"{len(partners)} were started")
+        for other, odoc in zip(partners, others or ()):
+            variant = str(other.config["variant"])
+            if not isinstance(odoc, dict) or str(odoc.get("variant")) != variant:
+                raise ValueError(f"an interleaved arm reported variant {odoc.get('variant')!r}, not {variant!r}")
+            sha = sha256_file(ctx.binary(self._copy_of(other, ctx.values)[0]))
+            rows += [dict(r, variant=variant, binary_sha256=sha) for r in self._arm_rows(odoc, None)]
+        return rows
+
+    @staticmethod
+    def _arm_rows(doc: dict, stdout: str | None) -> list[dict[str, Any]]:
+        rows = parse_harness_json(stdout if stdout is not None else json.dumps(doc))
         if isinstance(doc.get("ring_offset"), int):   # where the binary placed the ring
             for row in rows:
                 row["ring_offset"] = doc["ring_offset"]

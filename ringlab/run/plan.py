@@ -18,6 +18,11 @@ layout k (drawn independently, so the two differ in layout; with ``common_layout
 the same pad and alignments).  Each trial carries its pair in
 ``spec.extra["layout"]`` (raw.csv column ``layout``; 0 when K is 1).
 
+Arms that take turns (``interleave``): the arms of a block are one run of processes.  The
+block's first arm (its order is still drawn anew each round) carries the others in
+``spec.extra["partners"]``; its process starts theirs and each arm times its loops in turn
+(csrc/harness/turns.h), so the block is one entry of the plan whose rows hold every arm.
+
 The order depends only on the plan and ``seed`` (``random.Random(seed)``; the layout
 permutations come from sha256 of the seed and the block), so ``--resume`` reproduces it, and
 K = 1 gives the same order as a plan without layouts.  Callgrind (icount) trials are never
@@ -82,10 +87,29 @@ def order_plan(specs: list[TrialSpec], seed: int, layouts: int = 1) -> list[Tria
     return out
 
 
+def take_turns(plan: list[TrialSpec]) -> list[TrialSpec]:
+    """``plan`` with each block of timing trials (the arms of one configuration in one round,
+    consecutive in block order) as one entry: its first arm with the others as ``partners``."""
+    out: list[TrialSpec] = []
+    for s in plan:
+        last = out[-1] if out else None
+        if (last is not None and s.kind == "timing" and last.kind == "timing" and last.trial == s.trial
+                and configuration_key(last) == configuration_key(s)
+                and last.extra.get("layout") == s.extra.get("layout")):
+            out[-1] = dataclasses.replace(last, extra={**last.extra,
+                                                       "partners": [*last.extra.get("partners", ()), s]})
+            continue
+        out.append(s)
+    return out
+
+
 def full_plan(exp, values: dict, specs: list[TrialSpec], ctx) -> list[TrialSpec]:
-    """Timing trials in block order, then the icount trials (``icount=true``)."""
+    """Timing trials in block order (a block as one entry when the arms take turns), then the
+    icount trials (``icount=true``)."""
     layouts = int(values.get("layouts", 1) or 1)
     plan = order_plan(list(specs), values["seed"], layouts)
+    if values.get("interleave"):
+        plan = take_turns(plan)
     if values.get("icount"):
         icount_plan = exp.icount_specs(values, specs)
         if not icount_plan:

@@ -171,7 +171,7 @@ def actual_class(ctx, row) -> str:
 #: the environment variable whose size each trial draws
 ENV_PAD_VAR = "RINGLAB_ENV_PAD"
 #: options whose value is drawn per trial: their value is not part of the measured command's shape
-_PER_TRIAL_OPTIONS = ("--ring-offset", "--copy")
+_PER_TRIAL_OPTIONS = ("--ring-offset", "--copy", "--with", "--with-copy")
 
 
 _hashes: dict[tuple, str] = {}
@@ -235,9 +235,11 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
         privilege.check_readable([measured], f"{ctx.experiment}: trial binary")
     if spec.kind == "icount":
         return [_icount_row(exp, ctx, spec, argv, base_row)]
+    # arms that take turns run in one trial: each gets the timeout
+    timeout = ctx.timeout * (1 + len(spec.extra.get("partners") or ()))
     before = system_before()
     try:
-        out = _spawn(ctx, argv, trial_env(spec.extra["env_pad"]), drop)
+        out = _spawn(ctx, argv, trial_env(spec.extra["env_pad"]), drop, timeout)
     except BaseException:       # Ctrl-C, SIGTERM: the group is killed; undo what the trial left
         _cleanup(exp, spec, ctx)
         raise
@@ -260,7 +262,7 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
             rows = [dict(base_row, status="error",
                          stderr_tail=(f"parse error: {e} | stderr: " + out.stderr[-STDERR_TAIL:])[-STDERR_TAIL:])]
     else:
-        why = "timeout after %gs; " % ctx.timeout if out.status == "timeout" else ""
+        why = "timeout after %gs; " % timeout if out.status == "timeout" else ""
         rows = [dict(base_row, status=out.status, stderr_tail=(why + out.stderr)[-STDERR_TAIL:])]
     for row in rows:
         row["actual_pair_class"] = actual_class(ctx, row)
@@ -268,18 +270,18 @@ def execute(exp, spec: TrialSpec, order: int, ctx) -> list[dict[str, Any]]:
     return rows
 
 
-def _spawn(ctx, argv: list[str], env: dict[str, str], drop: bool) -> TrialOutcome:
+def _spawn(ctx, argv: list[str], env: dict[str, str], drop: bool, timeout: float) -> TrialOutcome:
     """The trial through the run's launcher (ringlab.run.launcher) when it has one and the trial
     runs as the user; else spawned here.  A launcher that breaks is dropped for the rest of the
     run, and the trial is spawned here (nothing of it was recorded)."""
     la = getattr(ctx, "launcher", None)
     if drop and la is not None and la.alive:
         try:
-            return la.run(argv, ctx.timeout, privilege.env(env))
+            return la.run(argv, timeout, privilege.env(env))
         except _launcher.LauncherError as e:
             ctx.warn(f"trial launcher: {e}; the runner spawns the remaining trials itself")
             ctx.launcher = None
-    return run_process(argv, ctx.timeout, env, drop=drop)
+    return run_process(argv, timeout, env, drop=drop)
 
 
 def _cleanup(exp, spec: TrialSpec, ctx) -> None:

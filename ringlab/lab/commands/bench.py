@@ -26,6 +26,8 @@ BENCHMARKS = {
     "decide": ("decide.py", "machine time to a decisive verdict: planned designs vs profile full"),
     "layouts": ("common_layouts.py", "spread of per-pair log ratios with independent vs common random "
                                      "layouts, batch vs reorder, interleaved in one run"),
+    "turns": ("turns.py", "spread of per-round log ratios with the arms in separate processes vs taking "
+                          "turns loop by loop, batch vs reorder, interleaved in one run"),
     "builds": ("layout_builds.py", "cost of a layout design's builds: separate binaries, layout copies, a "
                                    "cache hit, builds beside measuring"),
     "size": ("compare_size.py", "peak memory and time of `ringlab compare` on a 10^6-row raw.csv "
