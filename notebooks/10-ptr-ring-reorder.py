@@ -49,6 +49,7 @@ kernel_headers: str = ""  # real headers as extra variants, comma-separated NAME
 cflags: str = ""  # extra compiler flags for every ring
 icount: bool = True  # also count instructions per op under callgrind (mode 0, never timed)
 seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
+interleave: bool = False  # the arms of a round take turns loop by loop, each in its own process (csrc/harness/turns.h)
 out_dir: str = ""  # run folder; empty: scratch/ptr-ring-reorder/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
@@ -65,7 +66,7 @@ kernel_headers, variants = rn.real_header(kernel_headers, variants)
 P = rn.params("ptr_ring", profile=profile, variants=variants, modes=modes, sizes=sizes,
               count=count or None, trials=trials or None,
               target_ci=target_ci or None, budget=budget or None, cpus=cpus, kernel_headers=kernel_headers,
-              cflags=cflags, icount=icount, seed=seed, baseline=baseline)
+              cflags=cflags, icount=icount, seed=seed, baseline=baseline, interleave=interleave)
 rn.check_choice("patched", patched, P["variants"])
 RUN = rn.run_dir(out_dir, "ptr-ring-reorder", host)
 print("run folder:", RUN)
@@ -147,5 +148,5 @@ LOOPS = rn.measured_loop(RUN, arms=(baseline, patched))
 # %%
 NB_PARAMS = dict(profile=profile, variants=variants, baseline=baseline, patched=patched, modes=modes, sizes=sizes, count=count,
                  trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, kernel_headers=kernel_headers,
-                 cflags=cflags, icount=icount, seed=seed)
+                 cflags=cflags, icount=icount, seed=seed, interleave=interleave)
 print(rn.write_mail(RUN, baseline=baseline, notebook=("10-ptr-ring-reorder.ipynb", NB_PARAMS)))

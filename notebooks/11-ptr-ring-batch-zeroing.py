@@ -49,6 +49,7 @@ target_ci: float = 0  # stop when every comparison's 95% CI half-width is at mos
 budget: float = 0  # seconds of builds and trials the target may spend (0: the profile's, else no limit)
 cpus: str = "auto"  # producer:consumer placement: auto | all | none | "1:2,3:4"
 seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
+interleave: bool = False  # the arms of a round take turns loop by loop, each in its own process (csrc/harness/turns.h)
 out_dir: str = ""  # run folder; empty: scratch/ptr-ring-batch-zeroing/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
@@ -60,7 +61,8 @@ from ringlab.rundir import Run
 from ringlab.studies import batch_zeroing as bz
 
 common = dict(profile=profile, variants=variants, count=count or None, trials=trials or None,
-              target_ci=target_ci or None, budget=budget or None, cpus=cpus, seed=seed, icount=False, baseline=baseline)
+              target_ci=target_ci or None, budget=budget or None, cpus=cpus, seed=seed, icount=False, baseline=baseline,
+              interleave=interleave)
 P = rn.params("ptr_ring", modes=modes, sizes=sizes, batch=batch, **common)
 RUN = rn.run_dir(out_dir, "ptr-ring-batch-zeroing", host)
 ARMS = {}   # sub-folder -> parameters of the runs that answer the thread's other questions
@@ -184,5 +186,6 @@ rn.table(vp.published_vs_reproduced_batch(RUN, baseline=baseline, more=MORE))
 
 # %%
 NB_PARAMS = dict(profile=profile, variants=variants, baseline=baseline, modes=modes, sizes=sizes, batch=batch,
-                 count=count, trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, seed=seed)
+                 count=count, trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, seed=seed,
+                 interleave=interleave)
 print(rn.write_mail(RUN, baseline=baseline, notebook=("11-ptr-ring-batch-zeroing.ipynb", NB_PARAMS)))

@@ -75,6 +75,7 @@ cpus: str = "auto"  # modes 1 and 2 placement: auto (one pair per topology class
 cflags: str = ""  # extra compiler flags for both variants
 icount: bool = True  # count instructions per op under callgrind (mode 0, never timed)
 seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
+interleave: bool = False  # the arms of a round take turns loop by loop, each in its own process (csrc/harness/turns.h)
 out_dir: str = ""  # run folder; empty: scratch/patch-ab/<host>/<run-id> (ringlab reproduce passes a folder under results/)
 host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the hostname
 
@@ -95,7 +96,8 @@ AB = patches.plan_ab(base, patch, control=control)
 P = rn.params("ptr_ring", profile=profile, variants=AB.variants, modes=modes, sizes=sizes,
               count=count or None, trials=trials or None,
               target_ci=target_ci or None, budget=budget or None, cpus=cpus, kernel_headers=AB.kernel_headers,
-              cflags=cflags, icount=icount, seed=seed, baseline=AB.baseline)
+              cflags=cflags, icount=icount, seed=seed, baseline=AB.baseline,
+              interleave=interleave)
 RUN = rn.run_dir(out_dir, "patch-ab", host)
 print("run folder:", RUN)
 print("base:      ", AB.base)
@@ -161,5 +163,5 @@ rn.show_figures(R, "box", "order", "spsc", "cpu_pairs", "counters")
 # %%
 NB_PARAMS = dict(profile=profile, base=AB.base, patch=patch, control=control, modes=modes, sizes=sizes, count=count,
                  trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, cflags=cflags,
-                 icount=icount, seed=seed)
+                 icount=icount, seed=seed, interleave=interleave)
 print(rn.write_mail(RUN, baseline=AB.baseline, notebook=("12-patch-ab.ipynb", NB_PARAMS)))
