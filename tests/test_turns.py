@@ -2,11 +2,13 @@
 plan's blocks as one entry, and a run whose rounds are one run of processes."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -116,6 +118,32 @@ def test_a_block_is_one_entry_led_by_its_first_arm():
     assert [p.config["variant"] for p in out[0].extra["partners"]] == ["a"]
     assert [p.config["variant"] for p in out[1].extra["partners"]] == ["b"]
     assert "partners" not in out[2].extra   # icount trials are never merged
+
+
+class _Ctx:
+    values = {"seed": 1, "layouts": 1, "variants": ["batch", "reorder"]}
+
+    @staticmethod
+    def binary(name):
+        return Path(__file__)       # any readable file: its hash stands for the arm's binary
+
+
+def _doc(variant, **more):
+    return {"schema": 1, "variant": variant, "count": 10, "ring_offset": 64,
+            "iterations": [{"ns_per_op": 1.0, "elapsed_ns": 10.0}], **more}
+
+
+def test_parse_gives_each_arm_its_rows_and_refuses_a_mismatch():
+    exp = get("ptr_ring")()
+    lead = dataclasses.replace(_spec("batch", 3), extra={"partners": [_spec("reorder", 3)]})
+    good = json.dumps(_doc("batch", interleaved=[_doc("reorder")]))
+    rows = exp.parse(lead, good, "", _Ctx)
+    assert [r["variant"] for r in rows if "variant" in r] == ["reorder"] and len(rows) == 2
+    assert rows[1]["binary_sha256"] and rows[1]["ring_offset"] == 64
+    with pytest.raises(ValueError, match="reported 0 interleaved arms, 1 were started"):
+        exp.parse(lead, json.dumps(_doc("batch")), "", _Ctx)
+    with pytest.raises(ValueError, match="reported variant 'prebatch', not 'reorder'"):
+        exp.parse(lead, json.dumps(_doc("batch", interleaved=[_doc("prebatch")])), "", _Ctx)
 
 
 def test_interleave_needs_two_to_eight_arms():
