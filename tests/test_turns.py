@@ -142,6 +142,8 @@ def test_parse_gives_each_arm_its_rows_and_refuses_a_mismatch():
     assert rows[1]["binary_sha256"] and rows[1]["ring_offset"] == 64
     with pytest.raises(ValueError, match="reported 0 interleaved arms, 1 were started"):
         exp.parse(lead, json.dumps(_doc("batch")), "", _Ctx)
+    with pytest.raises(ValueError, match="reported variant 7, not 'reorder'"):
+        exp.parse(lead, json.dumps(_doc("batch", interleaved=[7])), "", _Ctx)
     with pytest.raises(ValueError, match="reported variant 'prebatch', not 'reorder'"):
         exp.parse(lead, json.dumps(_doc("batch", interleaved=[_doc("prebatch")])), "", _Ctx)
 

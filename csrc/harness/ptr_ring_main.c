@@ -108,20 +108,18 @@ static int parse_ll(const char *opt, const char *s, long long lo, long long hi,
 	return 0;
 }
 
-/* The other arms of an interleaved round (--with) and the options they get. */
+/* The other arms of an interleaved round (--with). */
 static struct rl_turns_arm arms[RL_TURNS_MAX_ARMS - 1];
 static int n_arms;
-static const struct rl_bench_opts *arm_opts;
 
-/* argv of another arm: this process's options, its own --copy, --turns, --json. */
-static char **arm_argv(const struct rl_turns_arm *arm, const char *turns, void *unused)
+/* argv of another arm: this process's options (opts), its own --copy, --turns, --json. */
+static char **arm_argv(const struct rl_turns_arm *arm, const char *turns, void *opts)
 {
 	static char num[12][32];
 	static char *av[40];
-	const struct rl_bench_opts *o = arm_opts;
+	const struct rl_bench_opts *o = opts;
 	int i = 0, k = 0;
 
-	(void)unused;
 #define NUM(fmt, v) (snprintf(num[k], sizeof(num[k]), fmt, v), num[k++])
 	av[i++] = (char *)arm->path;
 	av[i++] = "--copy";
@@ -435,8 +433,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	} else if (n_arms) {
-		arm_opts = &o;
-		if (rl_turns_start(arms, n_arms, arm_argv, NULL, &turns, turns.timeout_s, err, sizeof(err))) {
+		if (rl_turns_start(arms, n_arms, arm_argv, &o, &turns, turns.timeout_s, err, sizeof(err))) {
 			fprintf(stderr, "%s: FAILED: %s\n", prog, err);
 			free(res.iters);
 			return 1;

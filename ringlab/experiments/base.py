@@ -221,7 +221,6 @@ def parse_harness_json(stdout: str, counter_events: Sequence[str] | None = None)
     ``counter_errors``; counters the binary did not report at all are NaN as well.
     Raises ValueError when stdout holds no JSON object.
     """
-    events = list(counter_events or COUNTER_EVENTS)
     text = stdout.strip()
     # Tolerate chatter before the JSON object: take the last line that parses.
     doc = last_json_object(text)
@@ -230,6 +229,13 @@ def parse_harness_json(stdout: str, counter_events: Sequence[str] | None = None)
             doc = json.loads(text)
         except ValueError:
             raise ValueError(f"no JSON object in the binary's output: {text[-200:]!r}") from None
+    return harness_rows(doc, counter_events)
+
+
+def harness_rows(doc, counter_events: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """``parse_harness_json``'s rows of one parsed JSON object (ValueError when it has no
+    ``iterations``)."""
+    events = list(counter_events or COUNTER_EVENTS)
     if not isinstance(doc, dict) or not isinstance(doc.get("iterations"), list) or not doc["iterations"]:
         raise ValueError("binary's JSON has no 'iterations' list")
     rows = []

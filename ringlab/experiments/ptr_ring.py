@@ -20,14 +20,14 @@ page (``--ring-offset``, ``spec.extra["ring_offset"]``, ringlab.run.process).
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from ringlab.build.layouts import MAX_LAYOUTS, Layout, LayoutCopies, arm_layouts, copy_groups
 from ringlab.errors import ParamError
-from ringlab.experiments.base import Experiment, TrialSpec, last_json_object, parse_harness_json
+from ringlab.experiments.base import (Experiment, TrialSpec, harness_rows, last_json_object,
+                                      parse_harness_json)
 from ringlab.experiments.params import MAX_OPS, Param
 from ringlab.build.driver import validate_cflags
 from ringlab.digest import sha256_file
@@ -281,7 +281,7 @@ class PtrRing(Experiment):
         """The trial's rows; with partners (arms that took turns with it), theirs too, each with
         its own variant, binary hash and placement."""
         doc = last_json_object(stdout) or {}
-        rows = self._arm_rows(doc, stdout)
+        rows = self._arm_rows(doc, parse_harness_json(stdout))
         partners = list(spec.extra.get("partners") or ())
         others = doc.get("interleaved") if partners else None
         if partners and (not isinstance(others, list) or len(others) != len(partners)):
@@ -289,15 +289,16 @@ class PtrRing(Experiment):
                              f"{len(partners)} were started")
         for other, odoc in zip(partners, others or ()):
             variant = str(other.config["variant"])
-            if not isinstance(odoc, dict) or str(odoc.get("variant")) != variant:
-                raise ValueError(f"an interleaved arm reported variant {odoc.get('variant')!r}, not {variant!r}")
+            got = odoc.get("variant") if isinstance(odoc, dict) else odoc
+            if str(got) != variant:
+                raise ValueError(f"an interleaved arm reported variant {got!r}, not {variant!r}")
             sha = sha256_file(ctx.binary(self._copy_of(other, ctx.values)[0]))
-            rows += [dict(r, variant=variant, binary_sha256=sha) for r in self._arm_rows(odoc, None)]
+            rows += [dict(r, variant=variant, binary_sha256=sha) for r in self._arm_rows(odoc, harness_rows(odoc))]
         return rows
 
     @staticmethod
-    def _arm_rows(doc: dict, stdout: str | None) -> list[dict[str, Any]]:
-        rows = parse_harness_json(stdout if stdout is not None else json.dumps(doc))
+    def _arm_rows(doc: dict, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``rows`` of one arm with the ring offset its JSON object reports."""
         if isinstance(doc.get("ring_offset"), int):   # where the binary placed the ring
             for row in rows:
                 row["ring_offset"] = doc["ring_offset"]
