@@ -305,3 +305,17 @@ def test_notebook_mail_and_ringlab_mail_print_the_same_text(tmp_path, capsys):
     assert cli_main(["mail", str(run)]) == 0
     assert capsys.readouterr().out == text
     assert "-p patch builtin:flush-delay:32" in text
+
+
+def test_reproduce_line_gives_the_seed_the_run_drew(tmp_path):
+    """A notebook run with ``seed -1`` draws its seed; the reply's line carries the drawn one, so a
+    reviewer rebuilds the same layouts, and an explicit seed is left as given."""
+    from ringlab.report import mail_reproduce
+    run = tmp_path / "run"
+    shutil.copytree(DATA, run)
+    env = json.loads((run / "env.json").read_text())
+    env.setdefault("parameters", {})["seed"] = 123456789
+    drawn = mail_reproduce.reproduce_lines(run, env, 72, ("12-patch-ab.ipynb", {"profile": "full", "seed": -1}))
+    assert "-p seed 123456789" in " ".join(drawn) and "-p seed -1" not in " ".join(drawn)
+    given = mail_reproduce.reproduce_lines(run, env, 72, ("12-patch-ab.ipynb", {"profile": "full", "seed": 7}))
+    assert "-p seed 7" in " ".join(given)

@@ -111,6 +111,16 @@ def run_path(run_dir: Path, env: dict) -> str:
     return relative_to_tree(str(run_dir), env)
 
 
+def with_run_seed(nb_params: dict, run_params: dict) -> dict:
+    """The notebook's parameters with the seed the run drew in place of ``-1`` (draw one), so
+    the line rebuilds the run's own layouts and trial order; ``-p seed -1`` re-measures with new ones."""
+    seed = run_params.get("seed")
+    drawn = nb_params.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool) and isinstance(drawn, int) and drawn < 0:
+        return {**nb_params, "seed": seed}
+    return nb_params
+
+
 def reproduce_lines(run_dir: Path, env: dict, width: int,
                     notebook: tuple[str, dict] | None = None) -> list[str]:
     """The reproduce line: the notebook's papermill line with the parameters it was given when
@@ -122,6 +132,7 @@ def reproduce_lines(run_dir: Path, env: dict, width: int,
     experiment = env.get("experiment")
     if nb:
         name, nbp = nb
+        nbp = with_run_seed(nbp, params)
         words = ["papermill", f"notebooks/{name}", "out.ipynb", "-k", "python3"]
         for k, v in nbp.items():
             if k in ("out_dir", "host"):
