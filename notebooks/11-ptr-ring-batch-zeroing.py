@@ -46,7 +46,7 @@ icount_sizes: str = "16,1024"  # callgrind instructions/op in mode 0 at these si
 count: int = 0  # operations per trial; 0: the profile's default
 trials: int = 0  # measured trials per configuration; 0: the profile's default
 target_ci: float = 0  # stop when every comparison's 95% CI half-width is at most this many percent (0: the profile's)
-budget: float = 0  # seconds of builds and trials the target may spend (0: the profile's, else no limit)
+budget: float = 0  # seconds of builds and trials the target may spend (0: the profile's, else no limit); the lock arm and the batch sweep share as much again
 cpus: str = "auto"  # producer:consumer placement: auto | all | none | "1:2,3:4"
 seed: int = -1  # seed of the layouts and trial order (-1: drawn each run, recorded in env.json)
 interleave: bool = False  # the arms of a round take turns loop by loop, each in its own process (csrc/harness/turns.h)
@@ -66,10 +66,13 @@ common = dict(profile=profile, variants=variants, count=count or None, trials=tr
 P = rn.params("ptr_ring", modes=modes, sizes=sizes, batch=batch, **common)
 RUN = rn.run_dir(out_dir, "ptr-ring-batch-zeroing", host)
 ARMS = {}   # sub-folder -> parameters of the runs that answer the thread's other questions
+BATCHES = [int(x) for x in batches.split(",") if x.strip()]
+# the lock arm and the batch sweep share one budget, the one the size sweep has
+further = dict(common, budget=rn.shared_budget(P, len(BATCHES) + bool(lock_sizes.strip())) or budget or None)
 if lock_sizes.strip():
-    ARMS[bz.LOCK_DIR] = rn.params("ptr_ring", modes=modes, sizes=lock_sizes, batch=batch, lock=True, **common)
-for b in [int(x) for x in batches.split(",") if x.strip()]:
-    ARMS[bz.batch_dir(b)] = rn.params("ptr_ring", modes=modes, sizes=str(batch_ring_size), batch=b, **common)
+    ARMS[bz.LOCK_DIR] = rn.params("ptr_ring", modes=modes, sizes=lock_sizes, batch=batch, lock=True, **further)
+for b in BATCHES:
+    ARMS[bz.batch_dir(b)] = rn.params("ptr_ring", modes=modes, sizes=str(batch_ring_size), batch=b, **further)
 if icount_sizes.strip():
     ARMS[bz.ICOUNT_DIR] = rn.params("ptr_ring", **dict(common, icount=True), modes="0", sizes=icount_sizes,
                                     batch=batch)

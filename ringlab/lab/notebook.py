@@ -58,6 +58,19 @@ def params(experiment: str, profile: str = "quick", **values: Any) -> dict:
         raise param_error(str(e), e.input) from None
 
 
+def shared_budget(values: dict, runs: int) -> float | None:
+    """The budget (seconds) each of ``runs`` further runs of a notebook gets, so that together
+    they spend the budget ``values`` (a resolved parameter set) gives one run: the notebook's
+    further questions cost what its main question costs, not that once per run.  None where
+    ``values`` has no budget (the runs then have none either)."""
+    budget = values.get("budget")
+    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or not budget > 0:
+        return None
+    if not isinstance(runs, int) or runs < 1:
+        raise param_error(f"runs: {runs!r} not allowed; allowed: a whole number >= 1", "runs")
+    return float(budget) / runs
+
+
 def check_choice(name: str, value: Any, allowed) -> Any:
     allowed = list(allowed)
     if value not in allowed:
