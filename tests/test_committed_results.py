@@ -82,3 +82,54 @@ def test_committed_runs_come_from_a_clean_tree(env_file):
     git = env.get("git") or (env.get("environment") or {}).get("git") or {}
     assert git.get("commit"), f"{env_file}: no commit recorded"
     assert git.get("dirty") is False, f"{env_file}: made from a dirty tree ({git.get('dirty_files')})"
+
+
+#: what a run's numbers depend on in the tree: a host's latest runs share it (commits that differ
+#: only in results/ or docs/ are the same ringlab)
+CODE_PATHS = ("ringlab", "csrc", "notebooks", "benchmarks", "pyproject.toml")
+
+
+def _ringlab_commit(run: Path) -> str | None:
+    """The ringlab commit a run was made from: env.json's, or its first bisect step's."""
+    folders = [run] + sorted((run / "steps").glob("*"))
+    docs = [read_env(f).doc for f in folders if (f / "env.json").is_file()]
+    for env in docs:
+        git = env.get("git") or (env.get("environment") or {}).get("git") or {}
+        if git.get("commit"):
+            return str(git["commit"])
+    return None
+
+
+def _code_of(commit: str) -> tuple[str, ...] | None:
+    """The git object ids of CODE_PATHS at ``commit``; None where git does not hold it."""
+    import subprocess
+    ids = []
+    for path in CODE_PATHS:
+        p = subprocess.run(["git", "-C", str(paths.ROOT), "rev-parse", "--verify", "-q", f"{commit}^{{commit}}:{path}"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            return None
+        ids.append(p.stdout.strip())
+    return tuple(ids)
+
+
+def _hosts() -> list[str]:
+    from ringlab.lab.results_index import latest_by_host
+    return sorted(latest_by_host(RESULTS))
+
+
+@pytest.mark.parametrize("host", _hosts())
+def test_a_hosts_latest_runs_come_from_one_ringlab(host):
+    """The runs results/README.md shows as a host's latest were made by one ringlab: the same
+    code (CODE_PATHS) at every run's recorded commit, so the set can be re-made from one checkout."""
+    from ringlab.lab.results_index import latest_by_host
+    latest = latest_by_host(RESULTS)[host]
+    commits = {exp: _ringlab_commit(run) for exp, run in latest.items()}
+    assert all(commits.values()), f"{host}: no recorded commit for {[e for e, c in commits.items() if not c]}"
+    codes = {}
+    for exp, c in commits.items():
+        code = _code_of(c)
+        if code is None:
+            pytest.skip(f"{host}/{exp}: commit {c[:12]} is not in this clone's history (a shallow clone?)")
+        codes.setdefault(code, []).append(f"{exp} ({c[:12]})")
+    assert len(codes) == 1, f"{host}: its latest runs come from {len(codes)} versions of ringlab: {list(codes.values())}"

@@ -110,19 +110,40 @@ def _committed_ab_runs() -> list[Path]:
     return out
 
 
-@pytest.mark.parametrize("run", _committed_ab_runs(), ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
-def test_every_committed_ab_run_has_a_mail_in_the_lists_shape(run):
-    text = mail.mail_text(run)
+def _list_shape(text: str, where: str) -> None:
+    """The reply's shape: 72 columns, a %change table, one screen beside its rows (60 lines for
+    three configurations), the machine line, the noise floor, the PMU up front, tree paths."""
     lines = text.splitlines()
     rows = _rows(text)
-    assert rows, "a %change table"
-    assert all(len(ln) <= 72 for ln in lines), max(lines, key=len)
-    assert len(lines) - len(rows) <= 52, "beside its table rows the mail fits one screen"
+    assert rows, f"{where}: a %change table"
+    assert all(len(ln) <= 72 for ln in lines), f"{where}: " + max(lines, key=len)
+    assert len(lines) - len(rows) <= 52, f"{where}: beside its table rows the mail fits one screen"
     if len(rows) <= 8:   # three configurations, two candidates, instruction counts
-        assert len(lines) <= 60
-    assert any(ln.startswith("test machine: ") and " threads " in ln and re.search(r" sockets? \(", ln) for ln in lines)
-    assert "noise floor: " in text and "%change" in text and "PMU" in " ".join(lines[:4])
-    assert "/work/" not in text, "paths relative to the tree"
+        assert len(lines) <= 60, f"{where}: {len(lines)} lines"
+    assert any(ln.startswith("test machine: ") and " threads " in ln and re.search(r" sockets? \(", ln)
+               for ln in lines), f"{where}: the machine line"
+    assert "noise floor: " in text and "%change" in text and "PMU" in " ".join(lines[:4]), where
+    assert "/work/" not in text, f"{where}: paths relative to the tree"
+
+
+@pytest.mark.parametrize("run", _committed_ab_runs(), ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_every_committed_ab_run_has_a_mail_in_the_lists_shape(run):
+    """The committed mail.txt is in the list's shape, and its table holds the rows today's
+    analysis renders from the run's raw.csv (one analysis: the reply cannot drift from the data)."""
+    committed = run / "mail.txt"
+    assert committed.is_file(), f"{run}: no mail.txt (ringlab mail {run} -o {committed})"
+    text = committed.read_text()
+    _list_shape(text, str(committed))
+    assert _rows(text) == _rows(mail.mail_text(run)), f"{committed}: its table is not what raw.csv gives today"
+
+
+def test_the_shape_check_can_fail():
+    good = mail.mail_text(DATA)
+    _list_shape(good, "synthetic")
+    for bad in (good.replace("noise floor: ", "floor "), good + "x" * 73 + "\n",
+                "\n".join(ln for ln in good.splitlines() if not ln.startswith("test machine: "))):
+        with pytest.raises(AssertionError):
+            _list_shape(bad, "broken")
 
 
 def _command(text: str, first: str) -> list[str]:
@@ -285,7 +306,12 @@ def test_hot_loop_is_the_for_loop_not_the_cold_paths():
                                        .glob("*/*/ringlab-spsc")), ids=lambda p: p.parent.parent.name)
 def test_kernel_tests_reply_sets_ringtest_beside_the_spsc(run, capsys):
     assert cli_main(["mail", str(run.parent)]) == 0
-    text = capsys.readouterr().out
+    rendered = capsys.readouterr().out
+    committed = run.parent / "mail.txt"
+    assert committed.is_file(), f"{run.parent}: no mail.txt (ringlab mail {run.parent} -o {committed})"
+    text = committed.read_text()
+    row = re.compile(r"^\s+\S+\s+±\d+%\s+\*?x\d+\.\d\d\*?\s+\S+.*$", re.M)
+    assert row.findall(text) == row.findall(rendered), f"{committed}: its table is not what the run gives today"
     lines = text.splitlines()
     assert all(len(ln) <= 72 for ln in lines) and len(lines) <= 60
     assert lines[0].startswith("ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC")

@@ -248,6 +248,26 @@ def _link(root: Path, r: Path, info: dict) -> str:
     return f"[`{r.parent.name}/{r.name}`]({r.relative_to(root)}/) ({info['profile']}, {info['status']})"
 
 
+def latest(runs_of_experiment: list[Path], infos: dict[Path, dict] | None = None) -> dict[str, Path]:
+    """host -> its newest headline run (complete, profile quick or full) among one experiment's
+    runs (oldest first, as ``runs`` lists them)."""
+    out: dict[str, Path] = {}
+    for r in runs_of_experiment:
+        info = infos[r] if infos is not None else _info(r)
+        if info["headline"]:
+            out[r.parent.name] = r
+    return out
+
+
+def latest_by_host(root: Path) -> dict[str, dict[str, Path]]:
+    """host -> experiment -> the run results/README.md shows as that host's latest."""
+    out: dict[str, dict[str, Path]] = {}
+    for exp, rs in runs(Path(root)).items():
+        for host, r in latest(rs).items():
+            out.setdefault(host, {})[exp] = r
+    return out
+
+
 def render(root: Path, local: bool = False) -> str:
     """README.md's text (the committed runs), or with ``local`` LOCAL.md's (the local runs)."""
     out = [LOCAL_HEADER if local else HEADER]
@@ -266,12 +286,10 @@ def render(root: Path, local: bool = False) -> str:
         if not heads:
             out.append("No complete `quick` or `full` run yet.\n")
         else:
-            latest = {}                 # the newest headline run of each host
-            for r in heads:
-                latest[r.parent.name] = r
-            for host in sorted(latest):
-                out += _latest_block(root, latest[host], infos[latest[host]])
-            earlier = [r for r in heads if r not in latest.values()]
+            newest = latest(rs, infos)
+            for host in sorted(newest):
+                out += _latest_block(root, newest[host], infos[newest[host]])
+            earlier = [r for r in heads if r not in newest.values()]
             if earlier:
                 out.append("Earlier runs: " + ", ".join(_link(root, r, infos[r]) for r in reversed(earlier)) + "\n")
         if others:
