@@ -6,18 +6,20 @@ In one run:
 1. A level calibration (``ringlab calibrate``'s A/A of one kernel ptr_ring.h under two names,
    modes 0 and 1, ``--count`` ops a trial), timed; without a kernel header the cautious
    defaults of ``ringlab.stats.levels`` are used, and it says so.
-2. For each question, the planner's design (layouts x processes per layout x iterations per
-   process) for the target half-width within ``--budget`` seconds, then a ptr_ring run of it:
-   batch vs reorder, size 1000, mode 0 to +-0.25% and mode 1 to +-0.75%; the machine time,
-   builds included, and the half-width reached.
+2. For each question, a staged run of the product itself (``-p target_ci T -p budget S``:
+   the pilot planned from the calibration, then stages planned from the run's own variance
+   components, stopping at the target, when every row is decided, or at the budget): batch vs
+   reorder, size 1000, mode 0 to +-0.25% and mode 1 to +-0.75%; the machine time, builds
+   included, the half-width reached, why it stopped and the design it ended with.
 3. Today's profile full on the same question (its counts, that mode and size only), and the
    ratio of the two half-widths at equal machine time (profile full's scaled by
-   sqrt(its time / the plan's time)).
+   sqrt(its time / the staged run's time)).
 4. Where a kernel header is found: that header against its ``kernel-reorder`` form (the 2021
-   reorder change, derived as ``benchmarks/fidelity_headers.py`` does) to +-1% in mode 0.
+   reorder change, derived as ``benchmarks/fidelity_headers.py`` does) to +-1% in mode 0,
+   within twice the budget.
 5. The A/A rate and power (for an effect of 1.43 target half-widths, which a 95% test finds
-   80% of the time when the half-width holds) of each planned design, simulated from the
-   calibration's point estimates with the t interval the verdict uses.
+   80% of the time when the half-width holds) of each design the staged runs ended with,
+   simulated from the calibration's point estimates with the t interval the verdict uses.
 
     ringlab bench decide [--budget 60] [--count 2000000] [--sims 2000]
 
@@ -31,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from scipy import stats as sst
@@ -38,15 +41,13 @@ from scipy import stats as sst
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ringlab.rundir import read_raw  # noqa: E402
+from ringlab.rundir import read_env, read_raw  # noqa: E402
 from ringlab.run import run_experiment  # noqa: E402
 from ringlab.sources import kernel_header  # noqa: E402
 from ringlab.stats import compare  # noqa: E402
 from ringlab.stats.levels import CAUTIOUS, LevelCalibration  # noqa: E402
 from ringlab.studies import calibration as study  # noqa: E402
 
-#: the experiment's cap on layouts
-MAX_LAYOUTS = 64
 QUESTIONS = (("0", 0.25), ("1", 0.75))
 HEADER_TARGET = 1.0
 
@@ -69,24 +70,36 @@ def calibrate(work: Path, count: int) -> tuple[dict[str, LevelCalibration], floa
     return out, took, f"measured now ({doc.get('run_id')})"
 
 
-def measure(work: Path, name: str, params: dict, baseline: str, mode: str) -> tuple[float, float, float]:
-    """(machine seconds builds included, half-width %, estimate %) of one ptr_ring run."""
+def measure(work: Path, name: str, params: dict, baseline: str, mode: str) -> tuple[float, float, float, dict]:
+    """(machine seconds builds included, half-width %, estimate %, env.json's ``stopping`` or {})
+    of one ptr_ring run."""
     t0 = time.monotonic()
     res = run_experiment("ptr_ring", params, work / name, progress=False, log=_quiet)
     took = time.monotonic() - t0
     df = read_raw(res.raw_csv)
+    stop = read_env(work / name).doc.get("stopping") or {}
     rows = compare(df, baseline)
     rows = rows[rows["mode"].astype(str) == mode] if "mode" in rows.columns else rows
     if not len(rows):
-        return took, math.nan, math.nan
+        return took, math.nan, math.nan, stop
     r = rows.iloc[0]
-    return took, (r["ci_high_pct"] - r["ci_low_pct"]) / 2, r["delta_pct"]
+    return took, (r["ci_high_pct"] - r["ci_low_pct"]) / 2, r["delta_pct"], stop
 
 
-def planned_params(plan, cal: LevelCalibration, mode: str, base: dict) -> dict:
-    return base | {"modes": mode, "sizes": "1000", "layouts": str(plan.layouts),
-                   "trials": str(plan.layouts * plan.rounds_per_layout), "repeats": str(plan.iterations),
-                   "count": str(cal.count), "warmup": "1"}
+def staged_params(base: dict, mode: str, target: float, budget: float) -> dict:
+    """The staged run of one question: the product's own stop-when-answered design."""
+    return base | {"modes": mode, "sizes": "1000", "target_ci": str(target), "budget": str(budget)}
+
+
+def ended_design(stop: dict) -> SimpleNamespace:
+    """The design a staged run ended with, as the simulation reads a plan."""
+    return SimpleNamespace(layouts=int(stop.get("layouts") or 2), rounds_per_layout=int(stop.get("rounds_per_layout") or 1),
+                           iterations=int(stop.get("repeats") or 1))
+
+
+def _stop_text(stop: dict) -> str:
+    return (f"ended at {stop.get('layouts')} layouts x {stop.get('rounds_per_layout')} rounds in "
+            f"{len(stop.get('stages') or [])} stages, stopped: {stop.get('stop_reason')}")
 
 
 def simulate(cal: LevelCalibration, plan, target_pct: float, sims: int, seed: int = 1) -> tuple[float, float]:
@@ -122,41 +135,39 @@ def run(args) -> int:
         work = Path(d)
         cals, cal_s, source = calibrate(work, args.count)
         print(f"calibration: {source}; {cal_s:.1f} s")
-        base = {"variants": "batch,reorder", "counters": "false", "quiet": "warn"}
+        base = {"variants": "batch,reorder", "baseline": "batch", "counters": "false", "quiet": "warn"}
         for mode, target in QUESTIONS:
             cal = cals[mode]
-            plan = cal.plan(target, budget_s=args.budget, max_layouts=MAX_LAYOUTS)
-            took, hw, est = measure(work, f"plan-{mode}", planned_params(plan, cal, mode, base), "batch", mode)
+            took, hw, est, stop = measure(work, f"staged-{mode}", staged_params(base, mode, target, args.budget),
+                                          "batch", mode)
             reached = math.isfinite(hw) and hw <= target and took <= args.budget * 1.1
             ok &= reached
-            aa, power = simulate(cal, plan, target, args.sims)
-            print(f"mode {mode} batch vs reorder to +-{target}%: planned {plan.layouts} layouts x "
-                  f"{plan.rounds_per_layout} processes x {plan.iterations} iterations (predicted +-{plan.half_width_pct:.2f}%, "
-                  f"{plan.seconds:.0f} s, limited by {plan.limited_by}); measured {est:+.2f}% +-{hw:.2f}% in "
-                  f"{took:.1f} s, builds included: {'reached' if reached else 'NOT reached'}")
-            print(f"  planned design simulated: A/A rate {aa:.1%}, power {power:.1%} for "
+            aa, power = simulate(cal, ended_design(stop), target, args.sims)
+            print(f"mode {mode} batch vs reorder to +-{target}% within {args.budget:g} s: staged run "
+                  f"{_stop_text(stop)}; measured {est:+.2f}% +-{hw:.2f}% in {took:.1f} s, builds included: "
+                  f"{'reached' if reached else 'NOT reached'}")
+            print(f"  its design simulated: A/A rate {aa:.1%}, power {power:.1%} for "
                   f"{1.43 * target:.2f}% ({args.sims} runs)")
-            f_took, f_hw, f_est = measure(work, f"full-{mode}", base | {"profile": "full", "modes": mode, "sizes": "1000"},
-                                          "batch", mode)
+            f_took, f_hw, f_est, _ = measure(work, f"full-{mode}", base | {"profile": "full", "modes": mode, "sizes": "1000"},
+                                             "batch", mode)
             if math.isfinite(f_hw) and math.isfinite(hw) and hw > 0:
                 eq = f_hw * math.sqrt(f_took / took)
-                print(f"  profile full: {f_est:+.2f}% +-{f_hw:.2f}% in {f_took:.1f} s; at the plan's machine time "
-                      f"+-{eq:.2f}%: ratio {eq / hw:.2f}x the plan's half-width")
+                print(f"  profile full: {f_est:+.2f}% +-{f_hw:.2f}% in {f_took:.1f} s; at the staged run's machine time "
+                      f"+-{eq:.2f}%: ratio {eq / hw:.2f}x the staged run's half-width")
         hdr = kernel_header.debian_header()
         if hdr is not None:
             from benchmarks.fidelity_headers import KERNEL_NAME, KERNEL_REORDER, write_derived
             hdr = kernel_header.resolve_header(hdr)
             derived = write_derived(hdr, KERNEL_REORDER, work / "derived")
-            cal = cals["0"]
-            plan = cal.plan(HEADER_TARGET, budget_s=2 * args.budget, max_layouts=MAX_LAYOUTS)
-            params = planned_params(plan, cal, "0", {
-                "counters": "false", "variants": f"{KERNEL_NAME},{KERNEL_REORDER}",
-                "kernel_headers": f"{KERNEL_NAME}={hdr},{KERNEL_REORDER}={derived}"})
-            took, hw, est = measure(work, "header", params, KERNEL_NAME, "0")
+            params = staged_params({"counters": "false", "variants": f"{KERNEL_NAME},{KERNEL_REORDER}",
+                                    "baseline": KERNEL_NAME, "quiet": "warn",
+                                    "kernel_headers": f"{KERNEL_NAME}={hdr},{KERNEL_REORDER}={derived}"},
+                                   "0", HEADER_TARGET, 2 * args.budget)
+            took, hw, est, stop = measure(work, "header", params, KERNEL_NAME, "0")
             reached = math.isfinite(hw) and hw <= HEADER_TARGET and took <= 2 * args.budget * 1.1
             ok &= reached
-            print(f"mode 0 {hdr} vs its {KERNEL_REORDER} form to +-{HEADER_TARGET}%: planned {plan.layouts} x "
-                  f"{plan.rounds_per_layout} x {plan.iterations}; measured {est:+.2f}% +-{hw:.2f}% in {took:.1f} s: "
+            print(f"mode 0 {hdr} vs its {KERNEL_REORDER} form to +-{HEADER_TARGET}% within {2 * args.budget:g} s: "
+                  f"staged run {_stop_text(stop)}; measured {est:+.2f}% +-{hw:.2f}% in {took:.1f} s: "
                   f"{'reached' if reached else 'NOT reached'}")
         else:
             print("kernel header vs kernel-reorder: not measured: no kernel ptr_ring.h found (`ringlab env --headers`)")

@@ -191,6 +191,46 @@ def test_every_host_side_by_side_with_its_noise_floor(tmp_path):
     latest = text.split("Earlier runs")[0]
     assert "### `amd`" in latest and "### `intel`" in latest
     assert "| +1.0% |" in latest and "| -9.0% |" in latest and "| old |" not in text
-    floor = text.split("## Noise floor of each host")[1].split("## ptr-ring-reorder")[0]
+    floor = text.split("## Noise floor of each host")[1].split("## Latest runs of each host")[0]
     assert "| `amd` | ±2.9% |" in floor and "`intel`" not in floor     # no calibration, no row
     assert results_index.render(tmp_path) == text
+
+
+def test_hosts_side_by_side_latest_run_per_host_and_noise_floor(tmp_path):
+    """One column per host: its newest headline run of each experiment (not an older or smoke one),
+    'none' where it has no run, and the noise floor row."""
+    _run(tmp_path, "ptr-ring-reorder", "epyc", "20260101T000000Z-aaaaaa", "", {}, {"profile": "full"})
+    _run(tmp_path, "ptr-ring-reorder", "epyc", "20260201T000000Z-bbbbbb", "", {}, {"profile": "full"})
+    _run(tmp_path, "ptr-ring-reorder", "epyc", "20260301T000000Z-cccccc", "", {}, {"profile": "smoke"})
+    _run(tmp_path, "ptr-ring-reorder", "xeon", "20260102T000000Z-dddddd", "", {}, {"profile": "quick"})
+    _run(tmp_path, "page-frag", "xeon", "20260102T000000Z-eeeeee", "", {}, {"profile": "full"})
+    table = results_index.hosts_table(tmp_path, "results/")
+    lines = table.splitlines()
+    assert lines[0] == "| experiment | `epyc` | `xeon` |"
+    assert lines[2] == "| noise floor | not calibrated | not calibrated |"
+    assert "| page-frag | none | [20260102T000000Z-eeeeee](results/page-frag/xeon/20260102T000000Z-eeeeee/) (full) |" in lines
+    row = next(ln for ln in lines if ln.startswith("| ptr-ring-reorder"))
+    assert "20260201T000000Z-bbbbbb" in row and "aaaaaa" not in row and "cccccc" not in row and "(quick)" in row
+    assert "## Latest runs of each host" in results_index.render(tmp_path)
+
+
+def test_readme_block_is_replaced_and_a_readme_without_marks_is_refused(tmp_path):
+    from ringlab.errors import DataError
+    _run(tmp_path / "results", "page-frag", "xeon", "20260102T000000Z-eeeeee", "", {}, {"profile": "full"})
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{results_index.README_BEGIN}\nold\n{results_index.README_END}\n\ntail\n")
+    assert results_index.update_readme(readme, tmp_path / "results")
+    text = readme.read_text()
+    assert "old" not in text and text.endswith("\n\ntail\n") and "20260102T000000Z-eeeeee" in text
+    assert not results_index.update_readme(readme, tmp_path / "results")
+    readme.write_text("# no marks\n")
+    with pytest.raises(DataError, match="README.md"):
+        results_index.update_readme(readme, tmp_path / "results")
+
+
+def test_the_readme_shows_every_hosts_latest_runs():
+    """The README's side-by-side table is what results/ holds now (python -m ringlab.lab.results_index)."""
+    from ringlab import paths
+    text = (paths.ROOT / "README.md").read_text()
+    assert results_index.readme_block(paths.ROOT / "results") in text, \
+        "README.md's latest runs are stale: python -m ringlab.lab.results_index"

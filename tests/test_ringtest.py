@@ -197,7 +197,7 @@ def test_layouts_parameter_and_aligns():
     cls = get("ringtest")
     assert [cls.resolve({"tree": "/x", "profile": p})["layouts"] for p in ("smoke", "quick", "full")] == [2, 4, 8]
     with pytest.raises(ParamError, match="parameter 'layouts'.*allowed"):
-        cls.resolve({"tree": "/x", "layouts": "65"})
+        cls.resolve({"tree": "/x", "layouts": "257"})
     v = cls.resolve({"tree": "/x", "layouts": 8, "seed": 5})
     aligns = cls.layout_aligns(v, "mine")
     assert aligns == [L.layout_spec(5, "mine", k).align for k in range(8)]

@@ -73,7 +73,7 @@ def _loop_flags(loops: int) -> list[str]:
 #: the loop flags of every drawn layout (what a count of an arm's layouts must be built with)
 UNALIGNED_LOOP_FLAGS = tuple(_loop_flags(UNALIGNED))
 #: the most layouts per arm (``-p layouts``)
-MAX_LAYOUTS = 64
+MAX_LAYOUTS = 256
 #: what separates a binary's name from its layout (a variant name never holds it)
 SEPARATOR = "@"
 

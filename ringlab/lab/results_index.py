@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ringlab.errors import DataError
 from ringlab.rundir import Run
 from ringlab.rundir.calibration import noise_floor as calibration_noise_floor
 
@@ -268,6 +269,55 @@ def latest_by_host(root: Path) -> dict[str, dict[str, Path]]:
     return out
 
 
+#: the marks around the README's copy of ``hosts_table``
+README_BEGIN = "<!-- latest runs of each host: python -m ringlab.lab.results_index -->"
+README_END = "<!-- end of latest runs -->"
+
+
+def hosts_table(root: Path, prefix: str = "") -> str:
+    """Every host's latest run of every experiment side by side, one column a host, under a row
+    of the hosts' noise floors; links are ``prefix`` + the path under ``root``."""
+    root = Path(root)
+    by_host = latest_by_host(root)
+    hosts = sorted(by_host)
+    if not hosts:
+        return ""
+    out = ["| experiment | " + " | ".join(f"`{h}`" for h in hosts) + " |", "|---" * (len(hosts) + 1) + "|"]
+    floors = []
+    for h in hosts:
+        n = noise_floor(root, h)
+        floors.append(f"±{n['bound_pct']:.1f}% (A/A, mode 0)" if n else "not calibrated")
+    out.append("| noise floor | " + " | ".join(floors) + " |")
+    for exp in sorted({e for runs_of in by_host.values() for e in runs_of}):
+        cells = []
+        for h in hosts:
+            r = by_host[h].get(exp)
+            cells.append(f"[{r.name}]({prefix}{r.relative_to(root)}/) ({_info(r)['profile']})" if r else "none")
+        out.append(f"| {exp} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def readme_block(root: Path, prefix: str = "results/") -> str:
+    """The README's section between README_BEGIN and README_END (marks included)."""
+    return f"{README_BEGIN}\n{hosts_table(root, prefix)}{README_END}"
+
+
+def update_readme(readme: Path, root: Path) -> bool:
+    """Replace the marked section of ``readme`` with today's ``readme_block``; True when it changed.
+    A README without the marks is an error: the section has nowhere to go."""
+    readme = Path(readme)
+    text = readme.read_text(encoding="utf-8")
+    if README_BEGIN not in text or README_END not in text:
+        raise DataError(f"{readme}: no section marked {README_BEGIN!r} ... {README_END!r}", input=str(readme))
+    head, rest = text.split(README_BEGIN, 1)
+    tail = rest.split(README_END, 1)[1]
+    new = head + readme_block(root) + tail
+    if new == text:
+        return False
+    _write(readme, new)
+    return True
+
+
 def render(root: Path, local: bool = False) -> str:
     """README.md's text (the committed runs), or with ``local`` LOCAL.md's (the local runs)."""
     out = [LOCAL_HEADER if local else HEADER]
@@ -278,6 +328,9 @@ def render(root: Path, local: bool = False) -> str:
         noise = _noise_section(root)
         if noise:
             out.append(noise)
+        table = hosts_table(root)
+        if table:
+            out.append("## Latest runs of each host\n\n" + table)
     for exp, rs in allruns.items():
         infos = {r: _info(r) for r in rs}
         heads = [r for r in rs if infos[r]["headline"]]
@@ -318,3 +371,16 @@ def write_index(root: Path) -> Path:
     if runs(root, local=True):
         _write(root / LOCAL_INDEX, render(root, local=True))
     return path
+
+
+def main() -> int:
+    """Regenerate results/README.md and the README's latest-runs section from results/ (what a
+    developer runs after committing a host's runs; ``ringlab reproduce`` writes only the former)."""
+    from ringlab import paths
+    write_index(paths.ROOT / "results")
+    update_readme(paths.ROOT / "README.md", paths.ROOT / "results")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
