@@ -345,3 +345,23 @@ def test_reproduce_line_gives_the_seed_the_run_drew(tmp_path):
     assert "-p seed 123456789" in " ".join(drawn) and "-p seed -1" not in " ".join(drawn)
     given = mail_reproduce.reproduce_lines(run, env, 72, ("12-patch-ab.ipynb", {"profile": "full", "seed": 7}))
     assert "-p seed 7" in " ".join(given)
+
+
+def test_reproduce_line_leaves_out_the_notebooks_defaults_at_the_runs_commit(tmp_path):
+    """Parameters equal to the notebook's defaults at the run's commit are left out (the line stays
+    short and still rebuilds the run); with a commit this clone does not hold, every one stays."""
+    import subprocess
+    from ringlab import paths
+    from ringlab.report import mail_reproduce
+    run = tmp_path / "run"
+    shutil.copytree(DATA, run)
+    head = subprocess.run(["git", "-C", str(paths.ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    given = ("12-patch-ab.ipynb", {"profile": "quick", "patch": "builtin:flush-delay", "modes": "0", "count": 0,
+                                   "budget": 0.0, "control": True, "interleave": True, "seed": 5})
+    text = " ".join(mail_reproduce.reproduce_lines(run, {"git": {"commit": head}}, 72, given))
+    assert "-p profile quick" in text and "-p modes 0 " in text + " " and "-p interleave True" in text
+    assert "-p seed 5" in text
+    for default in ("-p patch", "-p count", "-p budget", "-p control"):
+        assert default not in text, default
+    unknown = " ".join(mail_reproduce.reproduce_lines(run, {"git": {"commit": "0" * 40}}, 72, given))
+    assert "-p patch builtin:flush-delay" in unknown and "-p count 0" in unknown

@@ -111,6 +111,41 @@ def run_path(run_dir: Path, env: dict) -> str:
     return relative_to_tree(str(run_dir), env)
 
 
+def notebook_defaults(name: str, commit: str | None) -> dict:
+    """The defaults of the notebook's ``parameters`` cell as it was at ``commit`` (the checkout the
+    run was made in; ``papermill.inspect_notebook``), as values; {} where that notebook or a
+    default cannot be read, so that every parameter is then spelled out."""
+    import ast
+    import tempfile
+    if not commit:
+        return {}
+    try:
+        import papermill
+        from ringlab.system import git as hgit
+        data = hgit.read_file(paths.ROOT, commit, f"notebooks/{name}", 8 << 20)
+        with tempfile.TemporaryDirectory(prefix="ringlab-nb-") as d:
+            nb = Path(d) / Path(name).name
+            nb.write_bytes(data)
+            found = papermill.inspect_notebook(str(nb))
+    except Exception:   # noqa: BLE001 - no such commit or notebook here: every parameter stays
+        return {}
+    out = {}
+    for key, spec in found.items():
+        try:
+            out[key] = ast.literal_eval(str(spec.get("default")))
+        except (ValueError, SyntaxError):
+            continue
+    return out
+
+
+def _is_default(value, default) -> bool:
+    if isinstance(value, bool) or isinstance(default, bool):
+        return value is default
+    if isinstance(value, (int, float)) and isinstance(default, (int, float)):
+        return float(value) == float(default)
+    return value == default
+
+
 def with_run_seed(nb_params: dict, run_params: dict) -> dict:
     """The notebook's parameters with the seed the run drew in place of ``-1`` (draw one), so
     the line rebuilds the run's own layouts and trial order; ``-p seed -1`` re-measures with new ones."""
@@ -124,7 +159,7 @@ def with_run_seed(nb_params: dict, run_params: dict) -> dict:
 def reproduce_lines(run_dir: Path, env: dict, width: int,
                     notebook: tuple[str, dict] | None = None) -> list[str]:
     """The reproduce line: the notebook's papermill line with the parameters it was given when
-    the run came from a notebook, else ``ringlab run`` with every parameter; paths relative to
+    the run came from a notebook (those equal to that notebook's defaults at the run's commit left out), else ``ringlab run`` with every parameter; paths relative to
     the tree."""
     commit = _short((env.get("git") or {}).get("commit"))
     nb = notebook or _recorded_notebook(env) or _executed_notebook(run_dir)
@@ -134,9 +169,10 @@ def reproduce_lines(run_dir: Path, env: dict, width: int,
         name, nbp = nb
         nbp = with_run_seed(nbp, params)
         words = ["papermill", f"notebooks/{name}", "out.ipynb", "-k", "python3"]
+        defaults = notebook_defaults(name, (env.get("git") or {}).get("commit"))
         for k, v in nbp.items():
-            if k in ("out_dir", "host"):
-                continue
+            if k in ("out_dir", "host") or (k != "profile" and k in defaults and _is_default(v, defaults[k])):
+                continue    # the notebook's own default gives the same value: the line stays short
             words += ["-p", k, shlex.quote(relative_to_tree(str(v), env))]
         out = _para(f"reproduce (ringlab checkout at {commit}, notebook {Path(name).stem}):", width)
         return out + _cmd_lines(words, width)
