@@ -306,3 +306,17 @@ def test_the_pilot_fits_its_timed_builds_in_the_budget():
     assert slow["stages"][0]["build_s"] == 20.0 and slow["stages"][0]["new_rounds"] == slow["pilot_rounds"]
     fast = stopping.fit_pilot_to_builds(st, v, first, 4 * 0.01)
     assert fast["layouts"] == st["layouts"]                           # cheap builds: the planner's design
+
+
+def test_the_pilot_shares_its_budget_over_the_configurations_it_measures():
+    """A size sweep measures every size each round: its pilot plans each configuration within its
+    share, so five sizes get a smaller (or equal) pilot than one, never five times the time."""
+    from ringlab.experiments import get
+    p = get("ptr_ring")
+    one = p.resolve({"profile": "full", "modes": "2", "sizes": "1024"})
+    five = p.resolve({"profile": "full", "modes": "2", "sizes": "16,64,256,1024,4096"})
+    assert stopping.configurations_per_mode(one) == 1 and stopping.configurations_per_mode(five) == 5
+    d1, d5 = stopping.pilot_design(one, "no-such-host"), stopping.pilot_design(five, "no-such-host")
+    assert d5["layouts"] * d5["rounds_per_layout"] < d1["layouts"] * d1["rounds_per_layout"]
+    frag = get("page_frag").resolve({"profile": "full"})
+    assert stopping.configurations_per_mode(frag) == len(frag["aligns"]) * len(frag["alloc_lens"])

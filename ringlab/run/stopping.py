@@ -78,12 +78,24 @@ def _num(x) -> float | int | None:
     return int(f) if isinstance(x, (int,)) and not isinstance(x, bool) else f
 
 
+def configurations_per_mode(values: dict[str, Any]) -> int:
+    """How many configurations a mode's rounds measure: the product of the swept (list-valued)
+    parameters other than the arms and the modes (ring sizes, alignments, lengths).  Each round
+    measures every one of them, so a plan for one configuration costs that many times more."""
+    n = 1
+    for key, v in values.items():
+        if key not in ("variants", "modes") and isinstance(v, (list, tuple)) and v:
+            n *= len(v)
+    return n
+
+
 def pilot_design(values: dict[str, Any], host: str | None) -> dict[str, Any]:
-    """Stage 0: the level planner's design for every measured mode, the largest over them."""
+    """Stage 0: the level planner's design for every measured mode, the largest over them, each
+    mode's plan within its share of the pilot's budget divided over its configurations."""
     target = float(values["target_ci"])
     budget = float(values.get("budget") or 0) or None
     modes = list(values.get("modes") or [0])
-    share = budget * sequential.PILOT_SHARE / len(modes) if budget else None
+    share = budget * sequential.PILOT_SHARE / (len(modes) * configurations_per_mode(values)) if budget else None
     k, p, n_i, by_mode, bases = 4, sequential.MIN_ROUNDS_PER_LAYOUT, 1, {}, []
     for m in modes:
         cal = level_calibration(host, m)
