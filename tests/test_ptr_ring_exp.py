@@ -109,7 +109,7 @@ def test_command_argv():
                          "cpus": "2:5"})
     ctx = FakeCtx(v)
     specs = PtrRing().plan(v, ctx)
-    s = next(s for s in specs if s.config["mode"] == 1)
+    s = next(s for s in specs if s.config["mode"] == 1 and s.config["variant"] == "batch")
     argv = PtrRing().command(s, ctx)
     # smoke builds 2 layouts, as 2 copies in one binary; no layout given: layout 0, copy 0
     assert f"ptr_ring_test-{s.config['variant']}@c0-1-" in argv[0]
@@ -163,3 +163,21 @@ def test_real_binary_end_to_end(tmp_path, monkeypatch):
     assert df["binary_sha256"].nunique() == 2
     assert set(df["mode"]) == {0, 1}
     assert (df["cpu_req_producer"] >= 0).all() == (len(os.sched_getaffinity(0)) >= 1)
+
+
+def test_batch_reaches_only_the_rings_that_can_set_it():
+    """A run that sets the batch passes -b to the rings whose header can set one (the others refuse
+    it and would crash every trial), and the rows of both arms keep the run's batch, so a batch
+    sweep pairs the batching ring with the one it replaces."""
+    import re
+    from ringlab import paths
+    from ringlab.experiments.ptr_ring import BUILTIN_VARIANTS, SETS_BATCH
+    defines = {h.stem.removeprefix("ptr_ring_") for h in (paths.ROOT / "csrc" / "rings").glob("*.h")
+               if re.search(r"^#define RINGLAB_HAS_SET_BATCH\b", h.read_text(), re.M)}
+    assert set(SETS_BATCH) == defines and defines <= set(BUILTIN_VARIANTS)
+    v = PtrRing.resolve({"profile": "smoke", "batch": 4, "variants": "prebatch,batch", "modes": "2", "sizes": "1024"})
+    ctx = FakeCtx(v)
+    for spec in PtrRing().plan(v, ctx):
+        argv = PtrRing().command(spec, ctx)
+        assert ("-b" in argv) == (spec.config["variant"] == "batch"), (spec.config["variant"], argv)
+        assert spec.config["batch"] == 4

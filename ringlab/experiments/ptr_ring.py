@@ -34,6 +34,10 @@ from ringlab.digest import sha256_file
 from ringlab.sources import kernel_header as kh
 
 BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
+#: the rings whose consumer batch ``-b`` can set (their header defines RINGLAB_HAS_SET_BATCH); the
+#: others, a kernel header among them, run with their own batch in a run that sets one, so that a
+#: batch sweep sets the batching ring against the one it replaces at every batch
+SETS_BATCH = ("batch",)
 #: the most arms that take turns in one round (RL_TURNS_MAX_ARMS, csrc/harness/turns.h)
 MAX_TURN_ARMS = 8
 
@@ -96,7 +100,8 @@ class PtrRing(Experiment):
               choices=MODES, column=False),
         Param("sizes", "int_list", [1000], "ring sizes (entries)", min=2, max=10_000_000, column=False),
         Param("count", "int", 10_000_000, "operations per timed loop (-N)", min=1, max=MAX_OPS),
-        Param("batch", "int", 0, "consumer zeroing batch (0 = the ring's default)", min=0, max=1_000_000),
+        Param("batch", "int", 0, "consumer zeroing batch of the rings that have one to set (batch; the others "
+              "run as they are); 0 = the ring's default", min=0, max=1_000_000),
         Param("lock", "bool", False, "use the spinlocked ptr_ring_produce/consume (-l)"),
         Param("cpus", "str", "auto", "auto (one pair per topology class) | all (every ordered pair) | "
               "none (unpinned) | explicit pairs like 1:2,3:4", column=False),
@@ -261,7 +266,7 @@ class PtrRing(Experiment):
             argv += ["-p", str(p)]
         if c >= 0 and cfg["mode"] != 0:
             argv += ["-c", str(c)]
-        if cfg["batch"]:
+        if cfg["batch"] and cfg["variant"] in SETS_BATCH:
             argv += ["-b", str(cfg["batch"])]
         if cfg["lock"]:
             argv.append("-l")
