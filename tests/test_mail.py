@@ -365,3 +365,26 @@ def test_reproduce_line_leaves_out_the_notebooks_defaults_at_the_runs_commit(tmp
         assert default not in text, default
     unknown = " ".join(mail_reproduce.reproduce_lines(run, {"git": {"commit": "0" * 40}}, 72, given))
     assert "-p patch builtin:flush-delay" in unknown and "-p count 0" in unknown
+
+
+def test_further_runs_in_the_folder_get_their_rows_and_an_instruction_count_does_not(tmp_path):
+    """A notebook's further runs (sub-folders with their own raw.csv, as notebook 11's lock arm and
+    batch sweep) follow the table, one row per configuration labelled by folder, each its own Holm
+    family; a sub-run of callgrind counts (icount) is not a timing comparison and is left out."""
+    run = tmp_path / "run"
+    shutil.copytree(DATA, run)
+    plain = mail.mail_text(run)
+    for name, icount in (("lock", False), ("icount", True)):
+        sub = run / name
+        sub.mkdir()
+        shutil.copy(DATA / "raw.csv", sub / "raw.csv")
+        env = json.loads((DATA / "env.json").read_text())
+        env["parameters"]["icount"] = icount
+        (sub / "env.json").write_text(json.dumps(env))
+    text = mail.mail_text(run)
+    assert "Further runs in this folder" not in plain and "Further runs in this folder" in text
+    further = text.split("Further runs in this folder")[1].split("%change: the verdict")[0]
+    labelled = [ln for ln in _rows(further) if ln.rstrip().split("  ")[-1].startswith("lock")]
+    assert labelled and len(labelled) == len([ln for ln in _rows(plain) if "callgrind" not in ln])
+    assert "icount" not in further
+    assert all(len(ln) <= 72 for ln in text.splitlines())

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +230,42 @@ def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
     return out, info
 
 
+def _further_runs(run_dir: Path, baseline: str, metric: str, width: int) -> list[str]:
+    """The runs in the run folder's sub-folders that compare ``baseline`` with one candidate (a
+    notebook's further questions: a lock arm, a batch sweep), one row per configuration, labelled
+    by sub-folder, under one header; each sub-run is its own Holm family.  [] where there are none
+    (a sub-run without a timing comparison, such as an instruction count, is left out)."""
+    rows: list[str] = []
+    cands: set[str] = set()
+    def natural(p: Path):
+        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.name)]
+    for sub in sorted((p for p in Path(run_dir).iterdir() if p.is_dir() and (p / "raw.csv").is_file()), key=natural):
+        try:
+            df, sub_env = Run(sub).read()
+            params = (sub_env.doc if sub_env is not None else {}).get("parameters") or {}
+            if params.get("icount") is True:    # callgrind's counts, not a timing comparison
+                continue
+            cmp = compare(df, baseline, metric)
+        except Exception:   # noqa: BLE001 - not a comparison of this baseline: not a row of this table
+            continue
+        if not len(cmp) or cmp["candidate"].astype(str).nunique() != 1:
+            continue
+        cands.add(str(cmp["candidate"].iloc[0]))
+        cols = list(cmp.attrs.get("group_columns") or [])
+        vary = [c for c in cols if c not in _PLACEMENT_COLS and cmp[c].astype(str).nunique() > 1]
+        cv = _spread(df, metric, cols)
+        cand = str(cmp["candidate"].iloc[0])
+        for _, r in cmp.iterrows():
+            ck = _config_key(r, cols)
+            label = " ".join(x for x in (sub.name, _label(r, vary, metric, False)) if x)
+            rows += _row(r, cv.get((baseline,) + ck, math.nan), cv.get((cand,) + ck, math.nan), False, label, width)
+    if not rows or len(cands) != 1:
+        return []
+    head = _para("Further runs in this folder (each its own Holm family; the folder names what "
+                 "differs from the table above):", width)
+    return head + _header(baseline, cands.pop(), width, metric) + rows + [""]
+
+
 # -- the lines around the table ------------------------------------------------------------
 def _headline(env: dict, df: pd.DataFrame, base: str, cands: list[str], info: dict) -> str:
     exp = env.get("experiment") or (str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else "run")
@@ -407,6 +444,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines.append("")
     lines += table
     lines.append("")
+    lines += _further_runs(run_dir, base, metric, width) if not candidates else []
     lines += _legend(info, width)
     if not lib:
         lines += _para(f"{metric}: higher is better.", width)
