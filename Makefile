@@ -31,7 +31,7 @@ build: $(STAMP)
 	$(BIN)/ringlab build
 
 test: build
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 
 reproduce: build
 	$(BIN)/ringlab reproduce --profile $(PROFILE)
