@@ -113,28 +113,33 @@ def run_path(run_dir: Path, env: dict) -> str:
 
 def notebook_defaults(name: str, commit: str | None) -> dict:
     """The defaults of the notebook's ``parameters`` cell as it was at ``commit`` (the checkout the
-    run was made in; ``papermill.inspect_notebook``), as values; {} where that notebook or a
-    default cannot be read, so that every parameter is then spelled out."""
+    run was made in), as values; {} where that notebook or its cell cannot be read, so that every
+    parameter is then spelled out.
+
+    papermill.inspect_notebook reads a notebook from a path only; the notebook at a commit is in
+    memory (git), and its parameters cell is plain assignments (``name: type = value``), so their
+    literal values are read with ``ast`` here."""
     import ast
-    import tempfile
+    import json
     if not commit:
         return {}
     try:
-        import papermill
         from ringlab.system import git as hgit
-        data = hgit.read_file(paths.ROOT, commit, f"notebooks/{name}", 8 << 20)
-        with tempfile.TemporaryDirectory(prefix="ringlab-nb-") as d:
-            nb = Path(d) / Path(name).name
-            nb.write_bytes(data)
-            found = papermill.inspect_notebook(str(nb))
-    except Exception:   # noqa: BLE001 - no such commit or notebook here: every parameter stays
+        nb = json.loads(hgit.read_file(paths.ROOT, commit, f"notebooks/{name}", 8 << 20))
+        cell = next(c for c in nb.get("cells", []) if "parameters" in (c.get("metadata") or {}).get("tags", []))
+        src = cell.get("source")
+        tree = ast.parse("".join(src) if isinstance(src, list) else str(src))
+    except Exception:   # noqa: BLE001 - no such commit, notebook or cell here: every parameter stays
         return {}
     out = {}
-    for key, spec in found.items():
-        try:
-            out[key] = ast.literal_eval(str(spec.get("default")))
-        except (ValueError, SyntaxError):
-            continue
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (
+            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        if isinstance(target, ast.Name) and getattr(node, "value", None) is not None:
+            try:
+                out[target.id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
     return out
 
 
