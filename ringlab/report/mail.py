@@ -250,11 +250,11 @@ def _further_runs(run_dir: Path, baseline: str, metric: str, width: int) -> list
             continue
         if not len(cmp) or cmp["candidate"].astype(str).nunique() != 1:
             continue
-        cands.add(str(cmp["candidate"].iloc[0]))
+        cand = str(cmp["candidate"].iloc[0])
+        cands.add(cand)
         cols = list(cmp.attrs.get("group_columns") or [])
         vary = [c for c in cols if c not in _PLACEMENT_COLS and cmp[c].astype(str).nunique() > 1]
         cv = _spread(df, metric, cols)
-        cand = str(cmp["candidate"].iloc[0])
         for _, r in cmp.iterrows():
             ck = _config_key(r, cols)
             label = " ".join(x for x in (sub.name, _label(r, vary, metric, False)) if x)
