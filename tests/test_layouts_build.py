@@ -281,19 +281,23 @@ def test_layouts_count_the_same_instructions(two_layouts, tmp_path):
 def test_copy_groups_are_bounded_and_named_by_their_layouts():
     lays = L.arm_layouts(5, "batch", 40)
     groups = L.copy_groups(lays, 16)
-    assert [len(g.layouts) for g in groups] == [14, 13, 13]
-    assert [len(g.layouts) for g in L.copy_groups(lays)] == [20, 20] and L.COPIES_PER_BINARY == 32
+    assert [len(g.layouts) for g in groups] == [16, 16, 8]
+    assert [len(g.layouts) for g in L.copy_groups(lays)] == [32, 8] and L.COPIES_PER_BINARY == 32
+    # more layouts of the same run keep the full blocks: only the last, partial one changes
+    more = L.copy_groups(L.arm_layouts(5, "batch", 56), 16)
+    assert [g.suffix() for g in more[:2]] == [g.suffix() for g in groups[:2]]
+    assert more[2].suffix() != groups[2].suffix()
     assert [lay for g in groups for lay in g.layouts] == lays
     assert all(len(g.layouts) <= L.COPIES_PER_BINARY for g in groups)
     assert [g.position(k) for g in groups for k in (g.layouts[0].index, g.layouts[-1].index)] == \
-        [0, 13, 0, 12, 0, 12]
+        [0, 15, 0, 15, 0, 7]
     assert L.copy_groups(lays[:3], 16)[0].binary_name("ptr_ring_test-batch").startswith("ptr_ring_test-batch@c0-2-")
     # another seed: other layouts, another name; the name has no layout separator but the first
     other = L.copy_groups(L.arm_layouts(6, "batch", 40), 16)
     assert {g.suffix() for g in groups}.isdisjoint(g.suffix() for g in other)
     assert L.base_name(groups[1].binary_name("ptr_ring_test-batch")) == "ptr_ring_test-batch"
     rec = groups[0].record()
-    assert [c["copy"] for c in rec["copies"]] == list(range(14)) and rec["copies"][3]["pad"] == lays[3].pad
+    assert [c["copy"] for c in rec["copies"]] == list(range(16)) and rec["copies"][3]["pad"] == lays[3].pad
     with pytest.raises(ValueError):
         groups[0].position(20)
 

@@ -70,8 +70,8 @@ def test_kernel_header_variant(tmp_path):
     groups = exp.build_args(v)["layouts"]["ptr_ring_test-deb"]
     assert [lay.index for g in groups for lay in g.layouts] == [0, 1, 2, 3]
     v = PtrRing.resolve({"variants": "batch", "layouts": 40})
-    names = exp.needed_binaries(v)   # at most COPIES_PER_BINARY copies a binary, evenly filled
-    assert [n.split("@")[1].rsplit("-", 1)[0] for n in names] == ["c0-19", "c20-39"]
+    names = exp.needed_binaries(v)   # at most COPIES_PER_BINARY copies a binary, blocks by index
+    assert [n.split("@")[1].rsplit("-", 1)[0] for n in names] == ["c0-31", "c32-39"]
 
 
 def test_plan_auto_on_fake_topology():
@@ -119,10 +119,10 @@ def test_command_argv():
     argv1 = PtrRing().command(s, ctx)
     assert argv1[0] == argv[0] and argv1[1:3] == ["--copy", "1"]
     assert argv1[-3:] == ["--ring-offset", "192", "--json"]
-    vl = PtrRing.resolve({"profile": "smoke", "layouts": 40})   # two binaries of 20 copies
+    vl = PtrRing.resolve({"profile": "smoke", "layouts": 40})   # binaries of copies 0-31 and 32-39
     sl = dataclasses.replace(s, extra={**s.extra, "layout": 33})
     argv33 = PtrRing().command(sl, FakeCtx(vl))
-    assert "@c20-39-" in argv33[0] and argv33[1:3] == ["--copy", "13"]
+    assert "@c32-39-" in argv33[0] and argv33[1:3] == ["--copy", "1"]
     s0 = next(s for s in specs if s.config["mode"] == 0)
     assert "-c" not in PtrRing().command(s0, ctx)
     vn = PtrRing.resolve({"cpus": "none"})

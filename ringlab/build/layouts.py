@@ -222,20 +222,19 @@ class LayoutCopies:
 
 
 def copy_groups(layouts: list[Layout], size: int = COPIES_PER_BINARY) -> list[LayoutCopies]:
-    """``layouts`` in binaries of at most ``size`` copies each, in index order, as evenly filled
-    as that allows (40 layouts at 16: 14 + 13 + 13).  A binary compiles the measured object once per
-    function alignment its copies use, whatever their number, so fewer binaries mean fewer compiles;
-    the bound keeps one binary's link and size small (about 17 kB of code a copy)."""
-    lays = list(layouts)
-    if not lays:
-        return []
-    n = -(-len(lays) // max(1, int(size)))
-    q, r = divmod(len(lays), n)
-    out, at = [], 0
-    for g in range(n):
-        k = q + (g < r)
-        out.append(LayoutCopies(tuple(lays[at:at + k])))
-        at += k
+    """``layouts`` in binaries of at most ``size`` copies each, by index: layout k goes to block
+    k // size (40 layouts at 16: 16 + 16 + 8).  A run that adds layouts (a stage of the staged
+    design) keeps every full block it built and rebuilds only its last, partial one.  A binary
+    compiles the measured object once per function alignment its copies use, whatever their number,
+    so fewer binaries mean fewer compiles; the bound keeps one binary's link and size small (about
+    17 kB of code a copy)."""
+    size = max(1, int(size))
+    out: list[LayoutCopies] = []
+    for lay in sorted(layouts, key=lambda x: x.index):
+        if out and out[-1].layouts[0].index // size == lay.index // size:
+            out[-1] = LayoutCopies(out[-1].layouts + (lay,))
+        else:
+            out.append(LayoutCopies((lay,)))
     return out
 
 
