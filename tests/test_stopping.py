@@ -8,11 +8,13 @@ host has no calibration here, so the pilot is planned from CAUTIOUS.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from scipy import stats as sst
 
 from ringlab import rundir
 from ringlab import run as runner
@@ -22,6 +24,7 @@ from ringlab.lab import cli
 from ringlab.run import stopping
 from ringlab.stats import compare as stats_compare
 from ringlab.stats import sequential
+from ringlab.stats.levels import CAUTIOUS, LevelCalibration
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
@@ -94,6 +97,31 @@ def test_profiles_are_questions_and_explicit_counts_stay_fixed():
     assert p.resolve({"trials": "5", "target_ci": "2"})["target_ci"] == 2.0
 
 
+def test_a_profile_plans_the_trial_length_and_a_given_count_stands(noisy, monkeypatch):
+    from ringlab.experiments import get
+    from ringlab.experiments.ptr_ring import DEFAULT_COUNT
+    p = get("ptr_ring")
+    assert p.resolve({})["count"] is None and p.resolve({"profile": "full"})["count"] is None
+    assert p.resolve({"trials": "5"})["count"] == DEFAULT_COUNT          # a fixed design: the default
+    assert p.resolve({"count": "2000"})["count"] == 2000
+    # no calibration of this host: the cautious defaults' count
+    v = dict(p.resolve({**BASE, "target_ci": "1", "budget": "10", "profile": "quick"}), count=None)
+    st = stopping.opening(v, "nohost")
+    assert st["count"] == stopping.planned_count(v, "nohost") == CAUTIOUS.count
+    assert stopping.stage_values(v, st)["count"] == CAUTIOUS.count
+    # a calibration with a trial-length probe: the longest of the modes' shortest unbiased trials
+    cal = {"levels": {m: dict(CAUTIOUS.as_dict(), mode=m, source="measured", min_count=c)
+                      for m, c in (("0", 250_000), ("1", 1_000_000))}}
+    monkeypatch.setattr(stopping, "level_calibration",
+                        lambda host, m: LevelCalibration.from_dict(cal["levels"][str(m)]))
+    v01 = dict(v, modes=[0, 1])
+    assert stopping.opening(v01, "h")["count"] == 1_000_000
+    assert stopping.opening(dict(v, modes=[0]), "h")["count"] == 250_000
+    # a count given is the run's, and the stopping record plans none
+    given = stopping.opening(dict(v01, count=2000), "h")
+    assert "count" not in given and stopping.stage_values(dict(v01, count=2000), given)["count"] == 2000
+
+
 def test_one_variant_is_refused_before_anything_is_written(noisy):
     with pytest.raises(ParamError, match="parameter 'target_ci': needs two or more variants"):
         run({"variants": "batch", "target_ci": "5"}, noisy / "r")
@@ -155,6 +183,17 @@ def test_stops_when_every_row_is_decided(noisy):
     assert all(s["stop_reason"] == "continue" for s in st["stages"][:-1])
     text = sequential.stopping_text(st)
     assert text.startswith("stopped: all rows decided") and "reorder (mode=0,size=1000," in text and "): faster." in text
+
+
+def test_stop_target_goes_on_past_a_decided_row_to_its_half_width(noisy):
+    # the same 10% effect: with -p stop target the decided row does not end the run
+    res = run({"target_ci": "0.1", "budget": "4", "stop": "target"}, noisy / "r")
+    st = rundir.read_env(res.out_dir).doc["stopping"]
+    assert st["stop"] == "target"
+    assert st["stop_reason"] in ("target", "budget", "stages"), st
+    assert [r["decided"] for r in st["rows"]] == ["faster"]
+    assert all(s["stop_reason"] != "decided" for s in st["stages"])
+    assert sequential.stage_stop_reason(st["rows"], 0.0, None, 1, on_decided=True) == "decided"
 
 
 def test_rows_are_judged_against_the_baseline_parameter(noisy):
@@ -279,6 +318,26 @@ def test_next_design_respects_the_budget():
     assert cut["predicted_s"] <= 3.0 and cut["layouts"] <= free["layouts"]
     none = sequential.next_design(up, 4, 2, 0.5, 0.1, 0.5, 0.01, 64)
     assert none["new_rounds"] == 0
+
+
+def test_a_cut_budget_buys_the_level_that_narrows_the_interval():
+    # layouts dominate: the budget goes to more layout pairs, not to more rounds of the same ones
+    lay = {"layout": 0.02 ** 2, "process": 0.002 ** 2, "iteration": 0.0}
+    cut = sequential.next_design(lay, 16, 8, 0.1, 0.01, 0.2, 10.0, 256)
+    assert cut["predicted_s"] <= 10.0 / sequential.BUDGET_MARGIN and cut["layouts"] > 16 and cut["rounds_per_layout"] == 8
+    # rounds dominate and builds are dear: the budget goes to rounds
+    rnd = {"layout": 0.0005 ** 2, "process": 0.05 ** 2, "iteration": 0.0}
+    cut = sequential.next_design(rnd, 16, 8, 0.1, 0.01, 5.0, 10.0, 256)
+    assert cut["predicted_s"] <= 10.0 / sequential.BUDGET_MARGIN and cut["layouts"] == 16 and cut["rounds_per_layout"] > 8
+    # each choice is the narrowest the budget affords among the designs it could have taken
+    for up in (lay, rnd):
+        best = sequential.next_design(up, 16, 8, 0.1, 0.01, 0.2, 10.0, 256)
+        for k2, p2 in ((17, 8), (16, 9), (20, 10), (30, 8)):
+            new = (k2 - 16) * 0.2 + ((k2 - 16) * p2 + 16 * (p2 - 8)) * 0.01
+            if new <= 10.0 / sequential.BUDGET_MARGIN:
+                var = up["layout"] + up["process"] / p2
+                assert best["predicted_half_width_pct"] <= math.expm1(
+                    sst.t.ppf(0.975, k2 - 1) * math.sqrt(var / k2)) * 100 + 1e-9
 
 
 def test_stopping_text_says_what_happened():

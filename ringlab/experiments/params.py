@@ -217,6 +217,9 @@ COMMON_PARAMS = [
           "from the level calibration until every 95% CI half-width is at most this percent or every "
           "row is decided (0: off, trials decides; profiles quick and full set one)", min=0.0, max=99.0,
           column=False),
+    Param("stop", "str", "decided", "what ends a run with target_ci before its budget: decided (every row "
+          "decided or at its target) or target (every row at its target half-width)",
+          choices=("decided", "target"), column=False),
     Param("baseline", "str", "", "the arm every other is compared with, one of variants (empty: the first "
           "of variants); a run with target_ci judges its rows against it", column=False),
     Param("budget", "float", 0.0, "seconds of builds and trials target_ci may spend at most (0: no limit)",

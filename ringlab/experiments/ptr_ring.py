@@ -89,6 +89,9 @@ def parse_kernel_headers(text: str | None) -> dict[str, str]:
     return out
 
 
+#: ops per timed loop of a fixed design (and of a staged run on a host with no trial-length calibration)
+DEFAULT_COUNT = 10_000_000
+
 class PtrRing(Experiment):
     name = "ptr_ring"
     description = "ptr_ring variants (prebatch/batch/reorder/spsc + your kernel header), seed 000/003"
@@ -99,7 +102,9 @@ class PtrRing(Experiment):
         Param("modes", "int_list", [0, 1], "; ".join(f"{m} {d}" for m, d in MODE_DESCRIPTIONS.items()),
               choices=MODES, column=False),
         Param("sizes", "int_list", [1000], "ring sizes (entries)", min=2, max=10_000_000, column=False),
-        Param("count", "int", 10_000_000, "operations per timed loop (-N)", min=1, max=MAX_OPS),
+        Param("count", "int", None, "operations per timed loop (-N); unset: planned (a run with target_ci takes "
+              "the unbiased trial length of this host's calibration that plans narrowest, else "
+              f"{DEFAULT_COUNT}; a fixed design {DEFAULT_COUNT})", min=1, max=MAX_OPS),
         Param("batch", "int", 0, "consumer zeroing batch of the rings that have one to set (batch; the others "
               "run as they are); 0 = the ring's default", min=0, max=1_000_000),
         Param("lock", "bool", False, "use the spinlocked ptr_ring_produce/consume (-l)"),
@@ -127,10 +132,11 @@ class PtrRing(Experiment):
     profiles = {
         "smoke": {"trials": 2, "warmup": 1, "count": 100_000, "modes": [0, 1], "sizes": [1000],
                   "timeout": 30.0, "layouts": 2},
-        "quick": {"trials": 8, "warmup": 1, "count": 10_000_000, "modes": [0, 1], "sizes": [1000],
+        "quick": {"trials": 8, "warmup": 1, "modes": [0, 1], "sizes": [1000],
                   "layouts": 4, "target_ci": 0.5, "budget": 70.0},
-        # many short trials beat a few long ones: the CI narrows with trials, not with N
-        "full": {"trials": 30, "warmup": 2, "count": 20_000_000, "modes": [0, 1, 2], "sizes": [64, 1000],
+        # many short trials beat a few long ones: the CI narrows with processes and layouts, not with
+        # N, so a staged run plans N (count unset) from the calibration's trial-length probe
+        "full": {"trials": 30, "warmup": 2, "modes": [0, 1, 2], "sizes": [64, 1000],
                  "layouts": 8, "target_ci": 0.25, "budget": 300.0},
     }
     binaries = [f"ptr_ring_test-{v}" for v in BUILTIN_VARIANTS]
@@ -168,6 +174,8 @@ class PtrRing(Experiment):
                 raise ParamError(f"parameter 'cpus': bad value {values['cpus']!r}; allowed: auto, all, none, "
                                  "or pairs PRODUCER:CONSUMER like 1:2,3:4")
         values["cpus"] = cpus
+        if not values.get("count") and not float(values.get("target_ci") or 0) > 0:
+            values["count"] = DEFAULT_COUNT      # an unset count is planned by a staged run only
 
     @staticmethod
     def _arm_layouts(values, variant: str) -> list[Layout]:

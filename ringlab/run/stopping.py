@@ -5,11 +5,16 @@ side of the staged design of ``ringlab.stats.sequential``.
    (and ``repeats``) with the level planner: per measured mode the host's level calibration
    (``rundir.calibration.level_calibration``; ``CAUTIOUS`` where the host has none, and env.json
    and summary.md say so), at the target, within ``PILOT_SHARE`` of the budget; the largest design
-   over the modes.  ``trials`` and ``layouts`` are the planner's then; ``count`` stays.
+   over the modes.  ``trials`` and ``layouts`` are the planner's then.  ``count`` unset (profiles
+   quick and full) is planned too: the longest over the modes of the calibration's shortest
+   unbiased trial (its trial-length probe), at which the planner prices an iteration; a count
+   given stays.
 2. **Review after each stage** (``review``): the run's own compare() rows and the variance
    components of its own pair log ratios.  It stops at the first of: every row reached its target
    half-width (``"target"``), every row decided (``"decided"``: faster/slower, or "no change larger
-   than X%" with X = target_ci, judged at 5% / ``MAX_STAGES``: Bonferroni over the looks), the budget spent (``"budget"``: builds and trials, timed), or
+   than X%" with X = target_ci, judged at 5% / ``MAX_STAGES``: Bonferroni over the looks; not with
+   ``-p stop target``, which asks for the half-width itself), the budget spent (``"budget"``:
+   builds and trials, timed), or
    ``sequential.MAX_STAGES`` stages (``"stages"``).  Otherwise it re-plans from the components'
    upper bounds and appends a stage: more layouts and/or more rounds per layout.
 3. **Stages extend, never restart.**  Layout k of an arm is the same binary whatever the run's
@@ -20,7 +25,8 @@ side of the staged design of ``ringlab.stats.sequential``.
 
 env.json ``stopping`` (written through ``RunFolder.write_env``)::
 
-    {"target_ci": PCT, "budget_s": S | null, "baseline": NAME, "calibration": TEXT,
+    {"target_ci": PCT, "budget_s": S | null, "baseline": NAME, "stop": "decided" | "target",
+     "count": the planned ops per timed loop (only where count was unset), "calibration": TEXT,
      "calibration_by_mode": {MODE: source}, "warmup_rounds": W, "repeats": N,
      "pilot_rounds": K0 x P0, "rounds_planned": all stages' measured rounds, "rounds_run": R,
      "layouts": K, "rounds_per_layout": P, "spent_s": S, "stop_reason": "target" | "decided" |
@@ -97,8 +103,10 @@ def pilot_design(values: dict[str, Any], host: str | None) -> dict[str, Any]:
     modes = list(values.get("modes") or [0])
     share = budget * sequential.PILOT_SHARE / (len(modes) * configurations_per_mode(values)) if budget else None
     k, p, n_i, by_mode, bases = 4, sequential.MIN_ROUNDS_PER_LAYOUT, 1, {}, []
+    count = planned_count(values, host) if "count" in values and not values.get("count") else None
     for m in modes:
         cal = level_calibration(host, m)
+        cal = cal.at_count(count) if count else cal
         plan = cal.plan(target, budget_s=share, max_layouts=MAX_LAYOUTS)
         k, p, n_i = max(k, plan.layouts), max(p, plan.rounds_per_layout), max(n_i, plan.iterations)
         by_mode[str(m)] = cal.source
@@ -112,8 +120,40 @@ def pilot_design(values: dict[str, Any], host: str | None) -> dict[str, Any]:
             k = max(4, min(k, int(budget * sequential.PILOT_SHARE / 2 // (arms * per_build))))
     k = min(k, MAX_LAYOUTS)
     where = "; ".join(f"mode {m}: {src}" for m, src in by_mode.items())
-    return {"layouts": int(k), "rounds_per_layout": int(p), "repeats": int(n_i), "calibration": where,
-            "calibration_by_mode": by_mode, "planned": "; ".join(bases)}
+    out = {"layouts": int(k), "rounds_per_layout": int(p), "repeats": int(n_i), "calibration": where,
+           "calibration_by_mode": by_mode, "planned": "; ".join(bases)}
+    if count:
+        out["count"] = int(count)
+    return out
+
+
+def planned_count(values: dict[str, Any], host: str | None) -> int | None:
+    """The ops per timed loop of a staged run: ``count`` where given; where it is unset (planned), per
+    measured mode the unbiased trial length whose plan is narrowest (``best_count``), the longest
+    over the modes; the count the calibration measured at where it has no trial-length probe;
+    None for an experiment without ``count``."""
+    if "count" not in values:
+        return None
+    if values.get("count"):
+        return int(values["count"])
+    target = float(values.get("target_ci") or 0) or None
+    budget = float(values.get("budget") or 0) or None
+    return max(best_count(level_calibration(host, m), target, budget) for m in list(values.get("modes") or [0]))
+
+
+def best_count(cal, target_pct: float | None, budget_s: float | None) -> int:
+    """Of the calibration's unbiased trial lengths, the one whose plan is narrowest within the
+    budget (the cheapest that reaches the target, where one does): a shorter trial buys more
+    processes per second and may be noisier, and the probe says by how much."""
+    counts = cal.unbiased_counts()
+    if len(counts) == 1 or not (target_pct or budget_s):
+        return counts[-1] if len(counts) == 1 else cal.trial_count()
+    def key(c):
+        plan = cal.at_count(c).plan(target_pct, budget_s=budget_s, max_layouts=MAX_LAYOUTS)
+        if target_pct and plan.half_width <= math.log1p(target_pct / 100):
+            return (0.0, plan.seconds)
+        return (1.0, plan.half_width)
+    return min(counts, key=key)
 
 
 def opening(values: dict[str, Any], host: str | None) -> dict[str, Any]:
@@ -128,8 +168,9 @@ def opening(values: dict[str, Any], host: str | None) -> dict[str, Any]:
     repeats = d["repeats"] if repeats == 1 else repeats   # an explicit repeats stands
     pilot = d["layouts"] * d["rounds_per_layout"]
     warm = int(values.get("warmup") or 0)
-    return {"target_ci": float(values["target_ci"]), "budget_s": budget if budget > 0 else None,
-            "baseline": baseline_of(values), "calibration": d["calibration"],
+    out = {"target_ci": float(values["target_ci"]), "budget_s": budget if budget > 0 else None,
+            "baseline": baseline_of(values), "stop": str(values.get("stop") or "decided"),
+            "calibration": d["calibration"],
             "calibration_by_mode": d["calibration_by_mode"], "warmup_rounds": warm, "repeats": repeats,
             "pilot_rounds": pilot, "rounds_planned": pilot, "rounds_run": 0,
             "layouts": d["layouts"], "rounds_per_layout": d["rounds_per_layout"], "spent_s": 0.0,
@@ -138,6 +179,9 @@ def opening(values: dict[str, Any], host: str | None) -> dict[str, Any]:
                         "new_rounds": pilot, "first_round": warm, "planned": d["planned"],
                         "predicted_s": None, "predicted_half_width_pct": None, "build_s": None,
                         "measure_s": 0.0, "stop_reason": None}]}
+    if "count" in d:
+        out["count"] = d["count"]
+    return out
 
 
 def probe_layouts(stopping: dict[str, Any]) -> int:
@@ -176,8 +220,11 @@ def stage_values(values: dict[str, Any], stopping: dict[str, Any]) -> dict[str, 
     """The parameters the experiment plans the pilot with (its rounds, layouts and repeats); layouts
     is the run's current count, so every binary a trial may ask for is named."""
     st0 = stopping["stages"][0]
-    return dict(values, trials=int(st0["new_rounds"]), layouts=int(stopping["layouts"]),
-                repeats=int(stopping["repeats"]))
+    out = dict(values, trials=int(st0["new_rounds"]), layouts=int(stopping["layouts"]),
+               repeats=int(stopping["repeats"]))
+    if stopping.get("count"):        # a planned trial length (count unset)
+        out["count"] = int(stopping["count"])
+    return out
 
 
 def round_layouts(stopping: dict[str, Any], seed: int) -> dict[int, int]:
@@ -279,7 +326,8 @@ def review(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None
     spent = spent_s(st)
     st.update(rows=[{k: _num(v) if k == "half_width_pct" else v for k, v in r.items()} for r in rows],
               spent_s=spent, target_met=bool(rows) and all(r["target_met"] for r in rows))
-    reason = sequential.stage_stop_reason(rows, spent, budget, len(st["stages"]))
+    reason = sequential.stage_stop_reason(rows, spent, budget, len(st["stages"]),
+                                          on_decided=st.get("stop", "decided") == "decided")
     last = st["stages"][-1]
     if reason is None:
         comps = sequential.observed_components(df, st["baseline"])

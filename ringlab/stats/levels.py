@@ -41,6 +41,41 @@ class LevelCalibration:
     count: int
     source: str = "measured"
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: the shortest ops per iteration whose median agrees with the longest trials' (None: not measured)
+    min_count: int | None = None
+    #: the trial-length probe it comes from: per count its median, robust SD (% of the median), trials
+    lengths: tuple[dict, ...] = field(default_factory=tuple)
+
+    def trial_count(self) -> int:
+        """The ops per iteration a planned run uses: the shortest unbiased one where measured,
+        else the count the calibration measured at."""
+        return int(self.min_count) if self.min_count else int(self.count)
+
+    def at_count(self, count: int) -> LevelCalibration:
+        """This calibration for iterations of ``count`` ops: an iteration costs in proportion to
+        its ops, and the process level gains what the trial-length probe's per-trial variance has
+        at that count beyond its variance at the calibration's own count (for the two arms of a
+        pair: twice the difference of the squared robust SDs; nothing where the probe has
+        neither count)."""
+        if not count or count == self.count:
+            return self
+        cost = dict(self.cost_s, iteration=float(self.cost_s.get("iteration") or 0) * count / self.count)
+        sd = {int(r["count"]): float(r["sd_pct"]) / 100 for r in self.lengths
+              if r.get("sd_pct") is not None and math.isfinite(float(r["sd_pct"]))}
+        extra = 2 * max(0.0, sd[count] ** 2 - sd[self.count] ** 2) if count in sd and self.count in sd else 0.0
+
+        def more(v: dict) -> dict:
+            return {n: (x + extra if n == "process" and isinstance(x, (int, float)) else x) for n, x in v.items()}
+        return LevelCalibration(self.mode, more(self.variance), more(self.upper), dict(self.df), cost,
+                                int(count), self.source, self.notes, self.min_count, self.lengths)
+
+    def unbiased_counts(self) -> list[int]:
+        """The probe's counts, longest first, down to the shortest unbiased one (``min_count``);
+        the calibration's own count without a probe."""
+        if not self.min_count:
+            return [int(self.count)]
+        out = sorted({int(r["count"]) for r in self.lengths if int(r["count"]) >= self.min_count}, reverse=True)
+        return out or [int(self.min_count)]
 
     def levels(self, use_upper: bool = True) -> tuple[Level, Level, Level]:
         v = self.upper if use_upper else self.variance
@@ -55,7 +90,7 @@ class LevelCalibration:
                         max_layouts=max_layouts)
 
     def as_dict(self) -> dict:
-        return asdict(self) | {"notes": list(self.notes)}
+        return asdict(self) | {"notes": list(self.notes), "lengths": [dict(r) for r in self.lengths]}
 
     @classmethod
     def from_dict(cls, doc: dict) -> LevelCalibration:
@@ -63,7 +98,9 @@ class LevelCalibration:
             return cls(mode=str(doc["mode"]), variance=dict(doc["variance"]), upper=dict(doc["upper"]),
                        df={k: int(v) for k, v in doc["df"].items()}, cost_s=dict(doc["cost_s"]),
                        count=int(doc["count"]), source=str(doc.get("source", "measured")),
-                       notes=tuple(doc.get("notes", ())))
+                       notes=tuple(doc.get("notes", ())),
+                       min_count=int(doc["min_count"]) if doc.get("min_count") else None,
+                       lengths=tuple(dict(r) for r in doc.get("lengths") or ()))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise DataError(f"calibration levels: {e!r} in {doc!r:.200}; expected the fields of "
                             "LevelCalibration.as_dict()") from e
@@ -82,6 +119,55 @@ CAUTIOUS = LevelCalibration(
     upper={"layout": 0.06 ** 2, "process": 0.06 ** 2, "iteration": 0.02 ** 2},
     df={n: 0 for n in LEVELS}, cost_s={"layout": 1.0, "process": 0.02, "iteration": 0.04}, count=10_000_000,
     source="no calibration of this mode on this host: cautious defaults")
+
+
+#: how far (relative) a short trial's median may lie from the longest trials' and still count as
+#: unbiased: a start-up cost shared by both arms dilutes an effect by at most this share of it
+LENGTH_TOLERANCE = 0.02
+
+
+def trial_lengths(frame: pd.DataFrame, metric: str, level: float = 0.95) -> list[dict]:
+    """Per ops count of a trial-length probe (``frame``: one mode's measured rows of one build at
+    several ``count`` values, fresh processes each), longest first: the median of ``metric``,
+    its robust SD in % of the median (1.4826 x MAD), the trials, the shift against the longest
+    count (Hodges-Lehmann of the log values, % and its Mann-Whitney CI: ``shift_pct``,
+    ``shift_low_pct``, ``shift_high_pct``) and ``agrees``: the CI reaches within
+    ``LENGTH_TOLERANCE`` of no shift, so the data do not show a bias larger than it.  A start-up
+    cost shows as a shift that grows as the trials shorten."""
+    from ringlab.stats import ranktests
+    f = frame[pd.to_numeric(frame[metric], errors="coerce") > 0]
+    groups = sorted(f.groupby(pd.to_numeric(f["count"], errors="coerce")), key=lambda kv: -kv[0])
+    rows = []
+    ref = np.log(groups[0][1][metric].astype(float).to_numpy()) if groups else None
+    tol = math.log1p(LENGTH_TOLERANCE)
+    for c, sub in groups:
+        y = sub[metric].astype(float).to_numpy()
+        med = float(np.median(y))
+        mad = float(np.median(np.abs(y - med))) * 1.4826
+        row = {"count": int(c), "median": med, "sd_pct": 100 * mad / med if med > 0 else math.nan,
+               "n": int(len(y))}
+        if len(y) >= 2 and len(ref) >= 2:
+            sh = ranktests.rank_sum(ref, np.log(y), level)
+            lo, hi = float(sh["ci_low"]), float(sh["ci_high"])
+            est = float(sh["estimate"])
+            row.update(shift_pct=100 * math.expm1(est), shift_low_pct=100 * math.expm1(lo),
+                       shift_high_pct=100 * math.expm1(hi),
+                       agrees=bool(abs(est) <= tol and lo <= tol and hi >= -tol))
+        else:
+            row["agrees"] = bool(abs(med / float(np.exp(np.median(ref))) - 1) <= LENGTH_TOLERANCE)
+        rows.append(row)
+    return rows
+
+
+def shortest_unbiased(rows: list[dict]) -> int | None:
+    """The shortest count of ``trial_lengths`` rows whose median, and every longer count's, agrees
+    with the longest's; None without rows."""
+    best = None
+    for r in rows:            # longest first
+        if not r.get("agrees"):
+            break
+        best = int(r["count"])
+    return best
 
 
 def pair_differences(frame: pd.DataFrame, base: str, cand: str, metric: str) -> pd.DataFrame:
@@ -129,4 +215,5 @@ def calibrate_levels(frame: pd.DataFrame, base: str, cand: str, metric: str, mod
                             cost_s=_costs(frame, base, cand, build_s), count=count, notes=tuple(notes))
 
 
-__all__ = ["CAUTIOUS", "LEVELS", "LevelCalibration", "calibrate_levels", "pair_differences"]
+__all__ = ["CAUTIOUS", "LENGTH_TOLERANCE", "LEVELS", "LevelCalibration", "calibrate_levels", "pair_differences",
+           "shortest_unbiased", "trial_lengths"]

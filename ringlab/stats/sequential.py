@@ -313,6 +313,9 @@ MAX_STAGES = 6
 PILOT_SHARE = 0.4
 #: the most a stage multiplies the layouts or the rounds per layout by
 GROWTH = 4
+#: a stage is planned to cost at most the budget left divided by this: its builds and rounds run
+#: a little dearer than the last stage's (a partly filled binary of layout copies is rebuilt whole)
+BUDGET_MARGIN = 1.2
 #: the fewest rounds per layout of a stage design (the process level needs two to be estimated)
 MIN_ROUNDS_PER_LAYOUT = 2
 
@@ -357,11 +360,13 @@ def review_rows(compare_result: pd.DataFrame, target_ci_pct: float,
     return out
 
 
-def stage_stop_reason(rows: list[dict], spent_s: float, budget_s: float | None, stages: int) -> str | None:
-    """Why the run stops after a stage ("target", "decided", "budget", "stages"), or None to go on."""
+def stage_stop_reason(rows: list[dict], spent_s: float, budget_s: float | None, stages: int,
+                      on_decided: bool = True) -> str | None:
+    """Why the run stops after a stage ("target", "decided", "budget", "stages"), or None to go on.
+    ``on_decided`` false: a run that asks for its target half-width goes on past decided rows."""
     if rows and all(r["target_met"] for r in rows):
         return "target"
-    if rows and all(r["decided"] for r in rows):
+    if on_decided and rows and all(r["decided"] for r in rows):
         return "decided"
     if budget_s is not None and spent_s >= budget_s:
         return "budget"
@@ -442,18 +447,37 @@ def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct
 
     def cost(kk, pp):
         return (kk - k) * cl + ((kk - k) * pp + k * (pp - p)) * spr
-    if budget_left_s is not None:
-        while k2 > k and cost(k2, p2) > budget_left_s:
-            k2 -= 1
-        while p2 > p and cost(k2, p2) > budget_left_s:
-            p2 -= 1
+
+    def half_width(kk, pp):
+        var = (s_l + s_p / pp) if math.isfinite(s_l) and math.isfinite(s_p) else math.nan
+        return (sst.t.ppf(0.5 + level / 2, kk - 1) * math.sqrt(var / kk)) if kk > 1 and math.isfinite(var) else math.nan
+    if budget_left_s is not None and cost(k2, p2) > budget_left_s / BUDGET_MARGIN:
+        k2, p2 = _affordable(k, p, k2, p2, cost, half_width, budget_left_s / BUDGET_MARGIN)
     new = (k2 - k) * p2 + k * (p2 - p)
-    var = (s_l + s_p / p2) if math.isfinite(s_l) and math.isfinite(s_p) else math.nan
-    hw = (sst.t.ppf(0.5 + level / 2, k2 - 1) * math.sqrt(var / k2)) if k2 > 1 and math.isfinite(var) else math.nan
+    hw = half_width(k2, p2)
     return {"layouts": int(k2), "rounds_per_layout": int(p2), "new_rounds": int(new),
             "predicted_s": float(cost(k2, p2)),
             "predicted_half_width_pct": float(math.expm1(hw) * 100) if math.isfinite(hw) else None,
             "planned": basis}
+
+
+def _affordable(k: int, p: int, k_max: int, p_max: int, cost, half_width, budget_s: float) -> tuple[int, int]:
+    """Within ``budget_s``: the (layouts, rounds per layout) between (k, p) and (k_max, p_max) with
+    the narrowest predicted half-width (the fewest new rounds among equals).  Where the layouts'
+    spread dominates, the budget buys layouts before rounds, and the other way round."""
+    best, best_score = (k, p), math.inf
+    for kk in range(k, k_max + 1):
+        if cost(kk, p) > budget_s:
+            break
+        pp = p
+        while pp < p_max and cost(kk, pp + 1) <= budget_s:
+            pp += 1
+        hw = half_width(kk, pp)
+        # components not estimable yet: the most data the budget buys
+        score = hw if math.isfinite(hw) else 1e9 - kk * pp
+        if score < best_score - 1e-12:
+            best, best_score = (kk, pp), score
+    return best
 
 
 def stage_schedule(seed: int, stage: int, layouts_before: int, rounds_before: int, layouts: int,

@@ -35,7 +35,7 @@ from ringlab.run.prepare import new_run_id
 from ringlab.sources import kernel_header
 from ringlab.rundir import calibration as _cal_files
 from ringlab.stats import calibration as _cal
-from ringlab.stats.levels import CAUTIOUS, calibrate_levels
+from ringlab.stats.levels import CAUTIOUS, calibrate_levels, shortest_unbiased, trial_lengths
 from ringlab.stats.summary import measurements
 from ringlab.stats.summary import StatsError
 from ringlab.system.checkout import git_info
@@ -46,6 +46,10 @@ ROUNDS_PER_LAYOUT = 16
 MODES = "0,1,2"
 REPEATS = 3
 ARMS = ("a", "b")
+#: the trial-length probe: fresh processes of one build of arm ``a`` at the A/A's count divided by
+#: each of these, LENGTH_TRIALS each (a run per count, longest first)
+LENGTH_DIVISORS = (1, 4, 16, 64)
+LENGTH_TRIALS = 16
 #: parameters the calibration sets itself (``-p`` may not override them)
 FIXED = ("variants", "kernel_headers", "layouts")
 
@@ -123,6 +127,8 @@ def levels_lines(doc: dict) -> list[str]:
             up, cost = (lv.get("upper") or {}).get(name), (lv.get("cost_s") or {}).get(name)
             sd = "n/a" if up is None else f"<{math.sqrt(up) * 100:.2f}%"
             parts.append(f"{name} {sd} {'' if cost is None else f'{cost * 1000:.1f} ms'}".rstrip())
+        if lv.get("min_count"):
+            parts.append(f"shortest unbiased trial {lv['min_count']:,} ops")
         out.append(f"  mode {mode}:       " + "; ".join(parts))
     return out
 
@@ -168,6 +174,43 @@ def levels_of(meas, metric: str, build_s: float) -> dict[str, dict]:
             doc["notes"].append(note)
         out[str(mode)] = doc
     return out
+
+
+def probe_lengths(header: Path, params: dict[str, Any], out: Path, log: Callable[[str], None] | None = None,
+                  build: bool = True) -> dict[str, list[dict]]:
+    """The trial-length probe: per mode, ``ringlab.stats.levels.trial_lengths`` of fresh processes
+    of arm ``a`` (one build, layouts 1) at the A/A's count divided by each of ``LENGTH_DIVISORS``;
+    each count is a run folder ``out/count-N``.  A count that fails to run is left out, and says so."""
+    import pandas as pd
+    count = int(params.get("count") or 0) or int(CAUTIOUS.count)
+    frames = []
+    for div in LENGTH_DIVISORS:
+        c = max(1, count // div)
+        p = {k: v for k, v in params.items() if k not in ("repeats", "trials", "warmup")}
+        p.update(variants=ARMS[0], kernel_headers=f"{ARMS[0]}={header}", layouts="1", count=str(c),
+                 trials=str(LENGTH_TRIALS), warmup="1", repeats="1", counters="false")
+        res = run_experiment("ptr_ring", p, out / f"count-{c}", build=build, log=log)
+        if res.exit_code:
+            if log:
+                log(f"calibrate: the {c}-op trials ended {res.status} ({res.status_reason}); left out")
+            continue
+        meas, _ = measurements(Run(res.out_dir).read()[0], "ns_per_op")
+        frames.append(meas)
+    if not frames:
+        return {}
+    allm = pd.concat(frames, ignore_index=True)
+    groups = allm.groupby("mode", sort=True) if "mode" in allm.columns else [("0", allm)]
+    return {str(m): trial_lengths(sub, "ns_per_op") for m, sub in groups}
+
+
+def add_lengths(analysis: dict, lengths: dict[str, list[dict]]) -> dict:
+    """``analysis`` with each mode's levels holding its probe (``lengths``) and ``min_count``."""
+    for mode, rows in lengths.items():
+        lv = (analysis.get("levels") or {}).get(mode)
+        if isinstance(lv, dict) and "error" not in lv:
+            lv["lengths"] = rows
+            lv["min_count"] = shortest_unbiased(rows)
+    return analysis
 
 
 def build_seconds(total_s: float, env: dict | None) -> float:
@@ -220,6 +263,8 @@ def calibrate(out: Path | None = None, params: dict[str, Any] | None = None, hea
         raise RunnerError(f"{res.raw_csv}: the A/A run ended {res.status} ({res.status_reason}); no calibration")
     build_s = build_seconds(total_s, Run(res.out_dir).env) if build else math.nan
     analysis = analyse_run(res.out_dir, build_s=build_s)
+    aa = dict(aa_params(src, params), count=str(((Run(res.out_dir).env or {}).get("parameters") or {}).get("count") or ""))
+    analysis = add_lengths(analysis, probe_lengths(src, aa, out / "runs" / f"{res.run_id}-lengths", log, build))
     path = store(out, analysis, res.run_id, res.out_dir, host)
     return path, json.loads(path.read_text())
 
