@@ -6,9 +6,9 @@ In one run:
 1. A level calibration (``ringlab calibrate``'s A/A of one kernel ptr_ring.h under two names,
    modes 0 and 1, ``--count`` ops a trial), timed; without a kernel header the cautious
    defaults of ``ringlab.stats.levels`` are used, and it says so.
-2. For each question, a staged run of the product itself (``-p target_ci T -p budget S``:
-   the pilot planned from the calibration, then stages planned from the run's own variance
-   components, stopping at the target, when every row is decided, or at the budget): batch vs
+2. For each question, a staged run of the product itself (``-p target_ci T -p budget S -p stop
+   target``: the pilot planned from the calibration just measured, then stages planned from the
+   run's own variance components, stopping at the target or at the budget): batch vs
    reorder, size 1000, mode 0 to +-0.25% and mode 1 to +-0.75%; the machine time, builds
    included, the half-width reached, why it stopped and the design it ended with.
 3. Today's profile full on the same question (its counts, that mode and size only), and the
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import tempfile
 import time
@@ -42,11 +43,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ringlab.rundir import read_env, read_raw  # noqa: E402
+from ringlab.rundir.calibration import calibration_dir  # noqa: E402
 from ringlab.run import run_experiment  # noqa: E402
 from ringlab.sources import kernel_header  # noqa: E402
 from ringlab.stats import compare  # noqa: E402
 from ringlab.stats.levels import CAUTIOUS, LevelCalibration  # noqa: E402
 from ringlab.studies import calibration as study  # noqa: E402
+from ringlab.system.envinfo import host_id  # noqa: E402
 
 QUESTIONS = (("0", 0.25), ("1", 0.75))
 HEADER_TARGET = 1.0
@@ -61,7 +64,8 @@ def calibrate(work: Path, count: int) -> tuple[dict[str, LevelCalibration], floa
     if not kernel_header.header_trees():
         return {m: CAUTIOUS for m, _ in QUESTIONS}, 0.0, CAUTIOUS.source
     t0 = time.monotonic()
-    _, doc = study.calibrate(work / "cal", {"count": str(count), "modes": "0,1"}, log=_quiet)
+    _, doc = study.calibrate(calibration_dir(host_id(), work / "results"), {"count": str(count), "modes": "0,1"},
+                             log=_quiet)
     took = time.monotonic() - t0
     out = {}
     for mode, _ in QUESTIONS:
@@ -88,7 +92,7 @@ def measure(work: Path, name: str, params: dict, baseline: str, mode: str) -> tu
 
 def staged_params(base: dict, mode: str, target: float, budget: float) -> dict:
     """The staged run of one question: the product's own stop-when-answered design."""
-    return base | {"modes": mode, "sizes": "1000", "target_ci": str(target), "budget": str(budget)}
+    return base | {"modes": mode, "sizes": "1000", "target_ci": str(target), "budget": str(budget), "stop": "target"}
 
 
 def ended_design(stop: dict) -> SimpleNamespace:
@@ -130,48 +134,63 @@ def main(argv=None) -> int:
 
 
 def run(args) -> int:
-    ok = True
     with tempfile.TemporaryDirectory(prefix="ringlab-decide-") as d:
         work = Path(d)
         cals, cal_s, source = calibrate(work, args.count)
         print(f"calibration: {source}; {cal_s:.1f} s")
-        base = {"variants": "batch,reorder", "baseline": "batch", "counters": "false", "quiet": "warn"}
-        for mode, target in QUESTIONS:
-            cal = cals[mode]
-            took, hw, est, stop = measure(work, f"staged-{mode}", staged_params(base, mode, target, args.budget),
-                                          "batch", mode)
-            reached = math.isfinite(hw) and hw <= target and took <= args.budget * 1.1
-            ok &= reached
-            aa, power = simulate(cal, ended_design(stop), target, args.sims)
-            print(f"mode {mode} batch vs reorder to +-{target}% within {args.budget:g} s: staged run "
-                  f"{_stop_text(stop)}; measured {est:+.2f}% +-{hw:.2f}% in {took:.1f} s, builds included: "
-                  f"{'reached' if reached else 'NOT reached'}")
-            print(f"  its design simulated: A/A rate {aa:.1%}, power {power:.1%} for "
-                  f"{1.43 * target:.2f}% ({args.sims} runs)")
-            f_took, f_hw, f_est, _ = measure(work, f"full-{mode}", base | {"profile": "full", "modes": mode, "sizes": "1000"},
-                                             "batch", mode)
-            if math.isfinite(f_hw) and math.isfinite(hw) and hw > 0:
-                eq = f_hw * math.sqrt(f_took / took)
-                print(f"  profile full: {f_est:+.2f}% +-{f_hw:.2f}% in {f_took:.1f} s; at the staged run's machine time "
-                      f"+-{eq:.2f}%: ratio {eq / hw:.2f}x the staged run's half-width")
-        hdr = kernel_header.debian_header()
-        if hdr is not None:
-            from benchmarks.fidelity_headers import KERNEL_NAME, KERNEL_REORDER, write_derived
-            hdr = kernel_header.resolve_header(hdr)
-            derived = write_derived(hdr, KERNEL_REORDER, work / "derived")
-            params = staged_params({"counters": "false", "variants": f"{KERNEL_NAME},{KERNEL_REORDER}",
-                                    "baseline": KERNEL_NAME, "quiet": "warn",
-                                    "kernel_headers": f"{KERNEL_NAME}={hdr},{KERNEL_REORDER}={derived}"},
-                                   "0", HEADER_TARGET, 2 * args.budget)
-            took, hw, est, stop = measure(work, "header", params, KERNEL_NAME, "0")
-            reached = math.isfinite(hw) and hw <= HEADER_TARGET and took <= 2 * args.budget * 1.1
-            ok &= reached
-            print(f"mode 0 {hdr} vs its {KERNEL_REORDER} form to +-{HEADER_TARGET}% within {2 * args.budget:g} s: "
-                  f"staged run {_stop_text(stop)}; measured {est:+.2f}% +-{hw:.2f}% in {took:.1f} s: "
-                  f"{'reached' if reached else 'NOT reached'}")
-        else:
-            print("kernel header vs kernel-reorder: not measured: no kernel ptr_ring.h found (`ringlab env --headers`)")
+        # every run below plans from the calibration just measured, not the committed one
+        saved = os.environ.get("RINGLAB_RESULTS")
+        os.environ["RINGLAB_RESULTS"] = str(work / "results")
+        try:
+            ok = questions(args, work, cals)
+        finally:
+            if saved is None:
+                os.environ.pop("RINGLAB_RESULTS", None)
+            else:
+                os.environ["RINGLAB_RESULTS"] = saved
     return 0 if ok else 1
+
+
+def questions(args, work: Path, cals: dict[str, LevelCalibration]) -> bool:
+    """Each question's staged run and profile full; True when every staged run reached its target."""
+    ok = True
+    base = {"variants": "batch,reorder", "baseline": "batch", "counters": "false", "quiet": "warn"}
+    for mode, target in QUESTIONS:
+        cal = cals[mode]
+        took, hw, est, stop = measure(work, f"staged-{mode}", staged_params(base, mode, target, args.budget),
+                                      "batch", mode)
+        reached = math.isfinite(hw) and hw <= target and took <= args.budget * 1.1
+        ok &= reached
+        aa, power = simulate(cal, ended_design(stop), target, args.sims)
+        print(f"mode {mode} batch vs reorder to +-{target}% within {args.budget:g} s: staged run "
+              f"{_stop_text(stop)}; measured {est:+.2f}% +-{hw:.2f}% in {took:.1f} s, builds included: "
+              f"{'reached' if reached else 'NOT reached'}")
+        print(f"  its design simulated: A/A rate {aa:.1%}, power {power:.1%} for "
+              f"{1.43 * target:.2f}% ({args.sims} runs)")
+        f_took, f_hw, f_est, _ = measure(work, f"full-{mode}", base | {"profile": "full", "modes": mode, "sizes": "1000"},
+                                         "batch", mode)
+        if math.isfinite(f_hw) and math.isfinite(hw) and hw > 0:
+            eq = f_hw * math.sqrt(f_took / took)
+            print(f"  profile full: {f_est:+.2f}% +-{f_hw:.2f}% in {f_took:.1f} s; at the staged run's machine time "
+                  f"+-{eq:.2f}%: ratio {eq / hw:.2f}x the staged run's half-width")
+    hdr = kernel_header.debian_header()
+    if hdr is not None:
+        from benchmarks.fidelity_headers import KERNEL_NAME, KERNEL_REORDER, write_derived
+        hdr = kernel_header.resolve_header(hdr)
+        derived = write_derived(hdr, KERNEL_REORDER, work / "derived")
+        params = staged_params({"counters": "false", "variants": f"{KERNEL_NAME},{KERNEL_REORDER}",
+                                "baseline": KERNEL_NAME, "quiet": "warn",
+                                "kernel_headers": f"{KERNEL_NAME}={hdr},{KERNEL_REORDER}={derived}"},
+                               "0", HEADER_TARGET, 2 * args.budget)
+        took, hw, est, stop = measure(work, "header", params, KERNEL_NAME, "0")
+        reached = math.isfinite(hw) and hw <= HEADER_TARGET and took <= 2 * args.budget * 1.1
+        ok &= reached
+        print(f"mode 0 {hdr} vs its {KERNEL_REORDER} form to +-{HEADER_TARGET}% within {2 * args.budget:g} s: "
+              f"staged run {_stop_text(stop)}; measured {est:+.2f}% +-{hw:.2f}% in {took:.1f} s: "
+              f"{'reached' if reached else 'NOT reached'}")
+    else:
+        print("kernel header vs kernel-reorder: not measured: no kernel ptr_ring.h found (`ringlab env --headers`)")
+    return ok
 
 
 if __name__ == "__main__":
