@@ -340,6 +340,17 @@ def test_a_cut_budget_buys_the_level_that_narrows_the_interval():
                     sst.t.ppf(0.975, k2 - 1) * math.sqrt(var / k2)) * 100 + 1e-9
 
 
+def test_a_target_beyond_the_stage_grows_layouts_not_rounds():
+    # the pilot's 23 layout pairs say the target needs more than the 256-layout cap: the stage
+    # adds layouts (4x) at the per-layout optimum of rounds, not hundreds of rounds per layout
+    up = {"layout": 0.0244 ** 2, "process": 0.0233 ** 2, "iteration": 0.0}
+    nxt = sequential.next_design(up, 23, 11, 0.25, 0.0077, 0.27, None, 256)
+    assert nxt["layouts"] == 23 * sequential.GROWTH and nxt["rounds_per_layout"] == 11
+    # a run already near the cap: more rounds per layout are what is left
+    near = sequential.next_design(up, 200, 11, 0.25, 0.0077, 0.27, None, 256)
+    assert near["layouts"] == 256 and near["rounds_per_layout"] > 11
+
+
 def test_stopping_text_says_what_happened():
     base = {"target_ci": 2.0, "budget_s": 600.0, "calibration": "mode 0: measured", "spent_s": 42.0,
             "stages": [{"stage": 0, "layouts": 8, "rounds_per_layout": 2}], "rows": []}

@@ -88,7 +88,7 @@ def _unit(layout: Level, process: Level, iteration: Level, n_p: int, n_i: int) -
     return var, cost
 
 
-def _best_repeats(layout: Level, process: Level, iteration: Level) -> tuple[int, int]:
+def best_repeats(layout: Level, process: Level, iteration: Level) -> tuple[int, int]:
     """The whole (n_p, n_i) with the smallest Var x time.  Each of the two is optimal in closed
     form when the other is held (the formulas of the module docstring, where the level above
     holds the variance of the levels below it divided by their repetitions); alternating the two
@@ -133,7 +133,7 @@ def allocate(layout: Level, process: Level, iteration: Level, *, target_half_wid
         raise ParamError(f"level: {level!r} not allowed; allowed: a number in (0, 1)")
     cap = max(2, min(int(max_layouts), MAX_LAYOUTS))
     lo = max(2, min(int(min_layouts), cap))
-    n_p, n_i = _best_repeats(layout, process, iteration)
+    n_p, n_i = best_repeats(layout, process, iteration)
     var, cost = _unit(layout, process, iteration, n_p, n_i)
     n_l, why = lo, "target"
     if target_half_width is not None:
@@ -162,4 +162,4 @@ def allocate(layout: Level, process: Level, iteration: Level, *, target_half_wid
                 seconds=n_l * cost, half_width=_half_width(var, n_l, level), level=level, limited_by=why)
 
 
-__all__ = ["Level", "MIN_LAYOUTS", "allocate", "variance_upper"]
+__all__ = ["Level", "MIN_LAYOUTS", "allocate", "best_repeats", "variance_upper"]

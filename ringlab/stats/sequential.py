@@ -423,7 +423,7 @@ def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct
     folded into the process level (``repeats`` stays as the pilot chose it).  Returns
     ``{"layouts", "rounds_per_layout", "new_rounds", "predicted_s", "predicted_half_width_pct",
     "planned": the allocation's basis}``; new_rounds 0 when the budget pays for nothing more."""
-    from ringlab.stats.allocation import Level, allocate
+    from ringlab.stats.allocation import Level, allocate, best_repeats
     s_l = upper.get("layout", math.inf)
     s_p = upper.get("process", math.inf)
     s_i = upper.get("iteration", 0.0)
@@ -433,10 +433,15 @@ def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct
     cl = build_s_per_layout if math.isfinite(build_s_per_layout) and build_s_per_layout >= 0 else 0.0
     basis = "the components are not all estimable yet: one more round per layout and a quarter more layouts"
     if math.isfinite(s_l) and math.isfinite(s_p):
-        plan = allocate(Level("layout", s_l, cl), Level("process", s_p, spr), Level("iteration", 0.0, 0.0),
-                        target_half_width=math.log1p(target_ci_pct / 100), level=level,
+        levels = (Level("layout", s_l, cl), Level("process", s_p, spr), Level("iteration", 0.0, 0.0))
+        plan = allocate(*levels, target_half_width=math.log1p(target_ci_pct / 100), level=level,
                         min_layouts=k, max_layouts=max_layouts)
-        k2, p2, basis = max(k, plan.layouts), max(p, plan.rounds_per_layout), plan.basis
+        rounds = plan.rounds_per_layout
+        if plan.limited_by != "target" and plan.layouts > k * GROWTH:
+            # the target lies beyond this stage's layouts: more rounds would only stand in for the
+            # layouts the next stage adds, so the rounds stay at the per-layout optimum
+            rounds = min(rounds, best_repeats(*levels)[0])
+        k2, p2, basis = max(k, plan.layouts), max(p, rounds), plan.basis
     else:
         k2, p2 = min(max_layouts, max(k + 1, math.ceil(k * 1.25))), p + 1
     # a stage grows each level at most GROWTH-fold: a component estimated from few units (the layout
