@@ -420,3 +420,19 @@ def test_a_layout_keeps_its_place_in_the_page_whatever_the_number_of_copies(tmp_
     for fn, small in addr[3].items():
         assert len(small) == 3 and len(addr[6][fn]) == 6
         assert [a % 4096 for a in small] == [a % 4096 for a in addr[6][fn][:3]], fn
+
+
+def test_binaries_that_share_objects_in_one_build_are_the_ones_built_alone(tmp_path):
+    if shutil.which(driver.compiler()) is None or shutil.which("objcopy") is None:
+        pytest.skip(f"no C compiler ({driver.compiler()}) or objcopy on PATH")
+    lays = L.arm_layouts(11, "batch", 6)
+    a, b = L.copy_groups(lays, 3)
+    # one worker: the second binary takes the first one's shared and measured objects
+    both = driver.build_all(only=["ptr_ring_test-batch"], out_dir=tmp_path / "both", jobs=1,
+                            layouts={"ptr_ring_test-batch": [a, b]})
+    alone = driver.build_all(only=["ptr_ring_test-batch"], out_dir=tmp_path / "alone", jobs=1,
+                             layouts={"ptr_ring_test-batch": [b]})
+    name = b.binary_name("ptr_ring_test-batch")
+    assert both.binaries[name].sha256 == alone.binaries[name].sha256
+    assert both.binaries[name].inputs == alone.binaries[name].inputs
+    assert both.binaries[name].source_sha256 == alone.binaries[name].source_sha256

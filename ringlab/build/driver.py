@@ -48,6 +48,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -251,11 +252,11 @@ def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
     return data
 
 
-def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
+def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path, objects: _Objects | None = None) -> BinaryInfo:
     # A failed build removes the old binary: it was built from other sources than the
     # ones just asked for.  An interrupted one leaves it, with its still-true record.
     try:
-        return _compile(job, cc, ccver, out_dir)
+        return _compile(job, cc, ccver, out_dir, objects)
     except Exception:
         _remove_binary(out_dir, job.name)
         raise
@@ -263,6 +264,38 @@ def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo
 
 #: the name the unprivileged user's work folder has inside a binary
 WORK_PREFIX = "/ringlab-unprivileged-build"
+
+
+class _Objects:
+    """The objects one ``build_all`` call compiled, by source and flags (the user's work folder
+    written as a placeholder, so two binaries' folders do not make two keys): the shared sources
+    and the per-alignment measured objects of an arm's binaries of layout copies compile once,
+    not once per binary.  Held in memory (an object is tens of kB) for that call only, so a
+    source edited between two calls is compiled anew."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: dict[tuple, tuple[bytes, dict[str, str]]] = {}
+
+    def get(self, key: tuple) -> tuple[bytes, dict[str, str]] | None:
+        with self._lock:
+            return self._done.get(key)
+
+    def put(self, key: tuple, data: bytes, inputs: dict[str, str]) -> None:
+        with self._lock:
+            self._done.setdefault(key, (data, dict(inputs)))
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` as a new regular file (an existing entry is removed first, a link
+    never followed)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
 
 
 def _dep_inputs(dep_text: str, cwd: Path, skip_dir: Path | None, source: Path) -> dict[str, str]:
@@ -286,7 +319,7 @@ def _dep_inputs(dep_text: str, cwd: Path, skip_dir: Path | None, source: Path) -
 
 
 def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj_dir: Path, out: Path,
-                  work: Path | None) -> tuple[dict[str, str], list[str]]:
+                  work: Path | None, objects: _Objects | None = None) -> tuple[dict[str, str], list[str]]:
     """Compile and link ``job`` into ``out``; (every file the compiler and assembler read, the
     first compile argv).  ``work``: the unprivileged user's folder when ringlab runs as root
     (ringlab.system.privilege): the compiler runs there as that user, the root parent only
@@ -328,6 +361,19 @@ def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj
         argv = [cc, *argv_flags, "-c", str(src), "-o", str(obj), "-MMD", "-MF", str(dep),
                 *([f"-Wa,--MD,{asdep}"] if asm_md else [])]
         first_cmd = first_cmd or argv
+        key = None
+        if objects is not None:
+            here = str(work) if work is not None else None
+            # the header a kernel variant stages into its folder is named by where it came from
+            key = (str(src), str(Path(job.header).resolve()) if job.header is not None else None,
+                   tuple(f.replace(here, "<work>") if here else f for f in argv_flags))
+            hit = objects.get(key)
+            if hit is not None:         # compiled for another binary of this build: the same bytes
+                _write_new(obj, hit[0])
+                if work is not None:
+                    privilege.give(obj)
+                inputs.update(hit[1])
+                return
         proc = subprocess.run(privilege.wrap(argv), capture_output=True, text=True, cwd=cwd, env=env)
         if proc.returncode != 0:
             raise BuildError(f"{job.what}: compiling {src} failed: {first_error(proc.stderr)}")
@@ -337,7 +383,10 @@ def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj
         except FileNotFoundError:       # an assembler without --MD writes none
             as_text = ""
         found.update(_dep_inputs(as_text, cwd, tmpdir, src))
-        inputs.update({staged.get(f, f): h for f, h in found.items()})
+        mapped = {staged.get(f, f): h for f, h in found.items()}
+        inputs.update(mapped)
+        if key is not None:
+            objects.put(key, read(obj), mapped)
 
     if job.copies is None:
         for i, src in enumerate(sources):
@@ -449,7 +498,7 @@ def _include_dirs(flags: list[str]) -> list[Path]:
     return [Path(f[2:]) for f in flags if f.startswith("-I") and len(f) > 2]
 
 
-def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
+def _compile(job: _Job, cc: str, ccver: str, out_dir: Path, objects: _Objects | None = None) -> BinaryInfo:
     name, sources, flags, what = job.name, job.sources, job.argv_flags(), job.what
     out = out_dir / name
     obj_dir = out_dir / ".obj" / name
@@ -464,7 +513,7 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path) -> BinaryInfo:
         stamp.parent.mkdir(parents=True, exist_ok=True)
         with privilege.workdir(name) as work:
             inputs, first_cmd = _compile_link(job, cc, flags, sources, obj_dir if work is None else work,
-                                              out, work)
+                                              out, work, objects)
         # The layout's flags move code, they change none of it: not part of the source set.
         src_set = source_set({source_label(Path(f), job.header): h for f, h in inputs.items()},
                              hashed_flags(job.flags))
@@ -583,7 +632,8 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
 
     workers = jobs or min(4, os.cpu_count() or 1)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
-        futs = {job.name: ex.submit(_compile_target, job, cc, ccver, out_dir) for job in jobs_list}
+        objects = _Objects()
+        futs = {job.name: ex.submit(_compile_target, job, cc, ccver, out_dir, objects) for job in jobs_list}
         errors = []
         for name, fut in futs.items():
             try:
