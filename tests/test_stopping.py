@@ -104,6 +104,8 @@ def test_a_profile_plans_the_trial_length_and_a_given_count_stands(noisy, monkey
     assert p.resolve({})["count"] is None and p.resolve({"profile": "full"})["count"] is None
     assert p.resolve({"trials": "5"})["count"] == DEFAULT_COUNT          # a fixed design: the default
     assert p.resolve({"count": "2000"})["count"] == 2000
+    again = p.resolve(p.resolve({}))                # a notebook's resolved set, passed to the run
+    assert again["count"] is None and again["target_ci"] == 0.5
     # no calibration of this host: the cautious defaults' count
     v = dict(p.resolve({**BASE, "target_ci": "1", "budget": "10", "profile": "quick"}), count=None)
     st = stopping.opening(v, "nohost")

@@ -77,8 +77,11 @@ class Experiment:
     @classmethod
     def resolve(cls, overrides: dict[str, Any] | None = None, profile: str | None = None) -> dict[str, Any]:
         """Validated, typed parameter set: defaults < profile < explicit overrides."""
-        overrides = dict(overrides or {})
         specs = cls.all_params()
+        # a parameter whose default is unset stays unset when it is passed as None (a resolved
+        # set passed on again)
+        overrides = {k: v for k, v in (overrides or {}).items()
+                     if not (v is None and k in specs and specs[k].default is None)}
         unknown = sorted(set(overrides) - set(specs))
         if unknown:
             raise ParamError(f"unknown parameter '{unknown[0]}' for experiment '{cls.name}'; "
