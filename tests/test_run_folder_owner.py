@@ -51,7 +51,7 @@ NOT_RUN_FOLDERS = {
     ("lab/results_index.py", "mark_local"): "results/<experiment>/<host>/.gitignore of a local host folder",
     ("build/driver.py", "_compile_link"): "build/unprivileged/<job>/header/: the compile's copy of a kernel header",
     ("build/driver.py", "_compile_copies"): "the pad sources of a binary of layout copies, in its build work folder",
-    ("build/driver.py", "_write_new"): "an object another binary of the same build compiled, into this one's "
+    ("build/shared_objects.py", "write_new"): "an object another binary of the same build compiled, into this one's "
                                        "build work folder",
     ("sources/kernel_header.py", "check_compiles"): "build/unprivileged/<job>/: the check's copy of a kernel header",
     ("system/privilege.py", "copy_out"): "build/bin/ and build/ binaries copied out of the unprivileged user's folder",

@@ -48,7 +48,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -57,6 +56,7 @@ from ringlab.digest import sha256_file
 from ringlab.build.binutils import binary_size, compiler_version
 from ringlab.build.cflags import BuildError, validate_cflags
 from ringlab.build.layouts import ALIGNS, PLAIN, Layout, LayoutCopies, base_name
+from ringlab.build.shared_objects import SharedObjects, write_new
 from ringlab.build.sourceset import (hashed_flags, parse_depfile, source_label,
                                      source_record_path, source_set, write_json)
 from ringlab.sources.header_files import KernelHeaderError
@@ -252,7 +252,7 @@ def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
     return data
 
 
-def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path, objects: _Objects | None = None) -> BinaryInfo:
+def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path, objects: SharedObjects | None = None) -> BinaryInfo:
     # A failed build removes the old binary: it was built from other sources than the
     # ones just asked for.  An interrupted one leaves it, with its still-true record.
     try:
@@ -264,38 +264,6 @@ def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path, objects: _Obj
 
 #: the name the unprivileged user's work folder has inside a binary
 WORK_PREFIX = "/ringlab-unprivileged-build"
-
-
-class _Objects:
-    """The objects one ``build_all`` call compiled, by source and flags (the user's work folder
-    written as a placeholder, so two binaries' folders do not make two keys): the shared sources
-    and the per-alignment measured objects of an arm's binaries of layout copies compile once,
-    not once per binary.  Held in memory (an object is tens of kB) for that call only, so a
-    source edited between two calls is compiled anew."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._done: dict[tuple, tuple[bytes, dict[str, str]]] = {}
-
-    def get(self, key: tuple) -> tuple[bytes, dict[str, str]] | None:
-        with self._lock:
-            return self._done.get(key)
-
-    def put(self, key: tuple, data: bytes, inputs: dict[str, str]) -> None:
-        with self._lock:
-            self._done.setdefault(key, (data, dict(inputs)))
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    """``data`` into ``path`` as a new regular file (an existing entry is removed first, a link
-    never followed)."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
 
 
 def _dep_inputs(dep_text: str, cwd: Path, skip_dir: Path | None, source: Path) -> dict[str, str]:
@@ -319,7 +287,7 @@ def _dep_inputs(dep_text: str, cwd: Path, skip_dir: Path | None, source: Path) -
 
 
 def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj_dir: Path, out: Path,
-                  work: Path | None, objects: _Objects | None = None) -> tuple[dict[str, str], list[str]]:
+                  work: Path | None, objects: SharedObjects | None = None) -> tuple[dict[str, str], list[str]]:
     """Compile and link ``job`` into ``out``; (every file the compiler and assembler read, the
     first compile argv).  ``work``: the unprivileged user's folder when ringlab runs as root
     (ringlab.system.privilege): the compiler runs there as that user, the root parent only
@@ -369,7 +337,7 @@ def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj
                    tuple(f.replace(here, "<work>") if here else f for f in argv_flags))
             hit = objects.get(key)
             if hit is not None:         # compiled for another binary of this build: the same bytes
-                _write_new(obj, hit[0])
+                write_new(obj, hit[0])
                 if work is not None:
                     privilege.give(obj)
                 inputs.update(hit[1])
@@ -498,7 +466,7 @@ def _include_dirs(flags: list[str]) -> list[Path]:
     return [Path(f[2:]) for f in flags if f.startswith("-I") and len(f) > 2]
 
 
-def _compile(job: _Job, cc: str, ccver: str, out_dir: Path, objects: _Objects | None = None) -> BinaryInfo:
+def _compile(job: _Job, cc: str, ccver: str, out_dir: Path, objects: SharedObjects | None = None) -> BinaryInfo:
     name, sources, flags, what = job.name, job.sources, job.argv_flags(), job.what
     out = out_dir / name
     obj_dir = out_dir / ".obj" / name
@@ -632,7 +600,7 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
 
     workers = jobs or min(4, os.cpu_count() or 1)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
-        objects = _Objects()
+        objects = SharedObjects()
         futs = {job.name: ex.submit(_compile_target, job, cc, ccver, out_dir, objects) for job in jobs_list}
         errors = []
         for name, fut in futs.items():
