@@ -6,8 +6,8 @@ side of the staged design of ``ringlab.stats.sequential``.
    (``rundir.calibration.level_calibration``; ``CAUTIOUS`` where the host has none, and env.json
    and summary.md say so), at the target, within ``PILOT_SHARE`` of the budget; the largest design
    over the modes.  ``trials`` and ``layouts`` are the planner's then.  ``count`` unset (profiles
-   quick and full) is planned too: the longest over the modes of the calibration's shortest
-   unbiased trial (its trial-length probe), at which the planner prices an iteration; a count
+   quick and full) is planned too (``planned_count``): per mode the unbiased trial length of the
+   calibration's trial-length probe whose plan is narrowest, the longest over the modes; a count
    given stays.
 2. **Review after each stage** (``review``): the run's own compare() rows and the variance
    components of its own pair log ratios.  It stops at the first of: every row reached its target
@@ -127,15 +127,10 @@ def pilot_design(values: dict[str, Any], host: str | None) -> dict[str, Any]:
     return out
 
 
-def planned_count(values: dict[str, Any], host: str | None) -> int | None:
-    """The ops per timed loop of a staged run: ``count`` where given; where it is unset (planned), per
-    measured mode the unbiased trial length whose plan is narrowest (``best_count``), the longest
-    over the modes; the count the calibration measured at where it has no trial-length probe;
-    None for an experiment without ``count``."""
-    if "count" not in values:
-        return None
-    if values.get("count"):
-        return int(values["count"])
+def planned_count(values: dict[str, Any], host: str | None) -> int:
+    """The ops per timed loop of a staged run whose ``count`` is unset: per measured mode the
+    unbiased trial length whose plan is narrowest (``best_count``; the count the calibration
+    measured at where it has no trial-length probe), the longest over the modes."""
     target = float(values.get("target_ci") or 0) or None
     budget = float(values.get("budget") or 0) or None
     return max(best_count(level_calibration(host, m), target, budget) for m in list(values.get("modes") or [0]))
@@ -147,7 +142,8 @@ def best_count(cal, target_pct: float | None, budget_s: float | None) -> int:
     processes per second and may be noisier, and the probe says by how much."""
     counts = cal.unbiased_counts()
     if len(counts) == 1 or not (target_pct or budget_s):
-        return counts[-1] if len(counts) == 1 else cal.trial_count()
+        return counts[-1]
+
     def key(c):
         plan = cal.at_count(c).plan(target_pct, budget_s=budget_s, max_layouts=MAX_LAYOUTS)
         if target_pct and plan.half_width <= math.log1p(target_pct / 100):
