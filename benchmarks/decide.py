@@ -35,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from unittest import mock
 
 import numpy as np
 from scipy import stats as sst
@@ -139,15 +140,8 @@ def run(args) -> int:
         cals, cal_s, source = calibrate(work, args.count)
         print(f"calibration: {source}; {cal_s:.1f} s")
         # every run below plans from the calibration just measured, not the committed one
-        saved = os.environ.get("RINGLAB_RESULTS")
-        os.environ["RINGLAB_RESULTS"] = str(work / "results")
-        try:
+        with mock.patch.dict(os.environ, {"RINGLAB_RESULTS": str(work / "results")}):
             ok = questions(args, work, cals)
-        finally:
-            if saved is None:
-                os.environ.pop("RINGLAB_RESULTS", None)
-            else:
-                os.environ["RINGLAB_RESULTS"] = saved
     return 0 if ok else 1
 
 

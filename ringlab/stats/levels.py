@@ -46,11 +46,6 @@ class LevelCalibration:
     #: the trial-length probe it comes from: per count its median, robust SD (% of the median), trials
     lengths: tuple[dict, ...] = field(default_factory=tuple)
 
-    def trial_count(self) -> int:
-        """The ops per iteration a planned run uses: the shortest unbiased one where measured,
-        else the count the calibration measured at."""
-        return int(self.min_count) if self.min_count else int(self.count)
-
     def at_count(self, count: int) -> LevelCalibration:
         """This calibration for iterations of ``count`` ops: an iteration costs in proportion to
         its ops, and the process level gains what the trial-length probe's per-trial variance has
@@ -131,8 +126,9 @@ def trial_lengths(frame: pd.DataFrame, metric: str, level: float = 0.95) -> list
     several ``count`` values, fresh processes each), longest first: the median of ``metric``,
     its robust SD in % of the median (1.4826 x MAD), the trials, the shift against the longest
     count (Hodges-Lehmann of the log values, % and its Mann-Whitney CI: ``shift_pct``,
-    ``shift_low_pct``, ``shift_high_pct``) and ``agrees``: the CI reaches within
-    ``LENGTH_TOLERANCE`` of no shift, so the data do not show a bias larger than it.  A start-up
+    ``shift_low_pct``, ``shift_high_pct``) and ``agrees``: the shift is within
+    ``LENGTH_TOLERANCE`` and its CI reaches within it, so the data do not show a bias larger
+    than it.  A start-up
     cost shows as a shift that grows as the trials shorten."""
     from ringlab.stats import ranktests
     f = frame[pd.to_numeric(frame[metric], errors="coerce") > 0]
