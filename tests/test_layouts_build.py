@@ -436,3 +436,61 @@ def test_binaries_that_share_objects_in_one_build_are_the_ones_built_alone(tmp_p
     assert both.binaries[name].sha256 == alone.binaries[name].sha256
     assert both.binaries[name].inputs == alone.binaries[name].inputs
     assert both.binaries[name].source_sha256 == alone.binaries[name].source_sha256
+
+
+def _compiles(monkeypatch) -> list:
+    """Every compile (``cc ... -c``) the driver runs from here on."""
+    seen, real = [], driver.subprocess.run
+
+    def spy(argv, *a, **kw):
+        if "-c" in argv and any(str(x).endswith(".c") for x in argv):
+            seen.append(argv)
+        return real(argv, *a, **kw)
+    monkeypatch.setattr(driver.subprocess, "run", spy)
+    return seen
+
+
+def test_a_later_build_links_the_kept_objects_and_gives_the_same_binary(tmp_path, monkeypatch):
+    if shutil.which(driver.compiler()) is None or shutil.which("objcopy") is None:
+        pytest.skip(f"no C compiler ({driver.compiler()}) or objcopy on PATH")
+    lays = L.arm_layouts(11, "batch", 6)
+    a, b = L.copy_groups(lays, 3)
+    driver.build_all(only=["ptr_ring_test-batch"], out_dir=tmp_path / "kept", layouts={"ptr_ring_test-batch": [a]})
+    seen = _compiles(monkeypatch)
+    later = driver.build_all(only=["ptr_ring_test-batch"], out_dir=tmp_path / "kept",
+                             layouts={"ptr_ring_test-batch": [a, b]})
+    needed = {lay.align for lay in b.layouts} - {lay.align for lay in a.layouts}
+    # only the alignments the first build never compiled are compiled now
+    assert len(seen) == len(needed), [x[-6:] for x in seen]
+    monkeypatch.undo()
+    fresh = driver.build_all(only=["ptr_ring_test-batch"], out_dir=tmp_path / "fresh",
+                             layouts={"ptr_ring_test-batch": [b]})
+    name = b.binary_name("ptr_ring_test-batch")
+    assert later.binaries[name].sha256 == fresh.binaries[name].sha256
+    assert later.binaries[name].inputs == fresh.binaries[name].inputs
+
+
+def test_a_kept_object_whose_header_changed_or_whose_bytes_are_torn_is_compiled_anew(tmp_path, monkeypatch):
+    if shutil.which(driver.compiler()) is None:
+        pytest.skip(f"no C compiler ({driver.compiler()}) on PATH")
+    header = tmp_path / "ptr_ring.h"
+    shutil.copyfile(Path(__file__).resolve().parent / "data/kernel_headers/team_mainline/include/linux/ptr_ring.h",
+                    header)
+    out = tmp_path / "bin"
+    first = driver.build_all(kernel_headers={"mine": str(header)}, only=["ptr_ring_test-mine"], out_dir=out)
+    seen = _compiles(monkeypatch)
+    (out / ".stamps" / "ptr_ring_test-mine.json").unlink()     # the binary must be built again
+    driver.build_all(kernel_headers={"mine": str(header)}, only=["ptr_ring_test-mine"], out_dir=out)
+    assert seen == []                                           # every object was kept
+    header.write_text(header.read_text() + "\n/* edited */\n")
+    (out / ".stamps" / "ptr_ring_test-mine.json").unlink()
+    again = driver.build_all(kernel_headers={"mine": str(header)}, only=["ptr_ring_test-mine"], out_dir=out)
+    assert seen                                                 # the header's objects compiled anew
+    recorded = again.binaries["ptr_ring_test-mine"].inputs
+    assert recorded[str(header.resolve())] != first.binaries["ptr_ring_test-mine"].inputs[str(header.resolve())]
+    n = len(seen)
+    for o in (out / driver.OBJECT_CACHE).glob("*.o"):
+        o.write_bytes(b"torn")
+    (out / ".stamps" / "ptr_ring_test-mine.json").unlink()
+    driver.build_all(kernel_headers={"mine": str(header)}, only=["ptr_ring_test-mine"], out_dir=out)
+    assert len(seen) > n                                        # nothing torn was linked

@@ -53,6 +53,8 @@ NOT_RUN_FOLDERS = {
     ("build/driver.py", "_compile_copies"): "the pad sources of a binary of layout copies, in its build work folder",
     ("build/shared_objects.py", "write_new"): "an object another binary of the same build compiled, into this one's "
                                        "build work folder",
+    ("build/shared_objects.py", "_write_atomic"): "build/bin/.objects/: compiled objects and their input hashes, "
+                                           "kept across builds",
     ("sources/kernel_header.py", "check_compiles"): "build/unprivileged/<job>/: the check's copy of a kernel header",
     ("system/privilege.py", "copy_out"): "build/bin/ and build/ binaries copied out of the unprivileged user's folder",
     ("lab/kernel_provisioner.py", "install"): "the venv's kernelspec (share/jupyter/kernels/python3/kernel.json)",

@@ -33,6 +33,10 @@ Rules:
   ``NAME@c<first>-<last>-<digest>``: :data:`COPY_SOURCE` is compiled once per function alignment
   the copies use, its global symbols made local (``objcopy --localize-symbol``), and linked once
   per copy after a pad object of the copy's pad; the other sources are compiled once.
+* An object is compiled once for every build into the same folder: it is kept in
+  ``<out_dir>/.objects`` with the sha256 of every file its compile read
+  (ringlab.build.shared_objects), and used again while they all still match, so a staged run's
+  later stages, and the next run, only link.
 * The table :data:`TARGETS` says which sources make which binary; optional
   targets (page_frag, syscall_loop, c2c_latency, trial_launcher) are built only if their
   sources exist, so another engineer's layout change is a one-line edit.
@@ -264,6 +268,9 @@ def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path, objects: Shar
 
 #: the name the unprivileged user's work folder has inside a binary
 WORK_PREFIX = "/ringlab-unprivileged-build"
+#: the folder, under a build's output folder, of the objects kept across builds
+#: (ringlab.build.shared_objects)
+OBJECT_CACHE = ".objects"
 
 
 def _dep_inputs(dep_text: str, cwd: Path, skip_dir: Path | None, source: Path) -> dict[str, str]:
@@ -600,7 +607,7 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
 
     workers = jobs or min(4, os.cpu_count() or 1)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
-        objects = SharedObjects()
+        objects = SharedObjects(out_dir / OBJECT_CACHE, salt=(cc, ccver))
         futs = {job.name: ex.submit(_compile_target, job, cc, ccver, out_dir, objects) for job in jobs_list}
         errors = []
         for name, fut in futs.items():
