@@ -33,7 +33,7 @@
 # be told from noise on that host.
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (seconds) | quick (0.5% target, 70 s budget) | full (0.25%, 300 s; what we commit)
+profile: str = "quick"  # smoke (seconds) | quick (±0.5% in mode 0, ±1% in mode 1, 60 s budget) | full (±0.25% / ±0.75%, 300 s; what we commit)
 variants: str = "prebatch,batch"  # rings to compare (prebatch is the baseline)
 baseline: str = "prebatch"  # the variant every other one is compared against
 modes: str = "2"  # 2: near-full SPSC (seed 003); 1: free-running SPSC

@@ -8,7 +8,7 @@ from ringlab.errors import RinglabError
 from ringlab.lab import notebook as rn
 
 
-@pytest.mark.parametrize("profile,budget", [("quick", 70.0), ("full", 300.0)])
+@pytest.mark.parametrize("profile,budget", [("quick", 60.0), ("full", 300.0)])
 def test_further_runs_split_the_profiles_budget(profile, budget):
     values = rn.params("ptr_ring", profile=profile)
     assert values["budget"] == budget

@@ -392,3 +392,107 @@ def test_the_pilot_shares_its_budget_over_the_configurations_it_measures():
     assert d5["layouts"] * d5["rounds_per_layout"] < d1["layouts"] * d1["rounds_per_layout"]
     frag = get("page_frag").resolve({"profile": "full"})
     assert stopping.configurations_per_mode(frag) == len(frag["aligns"]) * len(frag["alloc_lens"])
+
+
+def test_a_mode_asks_for_its_own_half_width_and_an_explicit_target_holds_in_every_mode():
+    from ringlab.experiments import get
+    p = get("ptr_ring")
+    q = p.resolve({})
+    assert q["stop"] == "target" and stopping.mode_targets(q) == {"0": 0.5, "1": 1.0}
+    assert stopping.mode_targets(p.resolve({"profile": "full"})) == {"0": 0.25, "1": 0.75, "2": 0.75}
+    # a target given alone is the target of every mode; with its own per-mode targets they stand
+    assert stopping.mode_targets(p.resolve({"target_ci": "0.3"})) == {"0": 0.3, "1": 0.3}
+    both = p.resolve({"target_ci": "0.3", "target_ci_by_mode": "1:0.9"})
+    assert stopping.mode_targets(both) == {"0": 0.3, "1": 0.9}
+    for bad in ("5:1", "1:0", "1:100", "1", "x:1", "1:1,1:2", "1:nan"):
+        with pytest.raises(ParamError, match=r"parameter 'target_ci_by_mode': bad entry .*allowed: MODE:PCT pairs"):
+            p.resolve({"target_ci_by_mode": bad})
+
+
+def test_rows_are_judged_at_their_modes_target_and_only_the_arms_asked_for():
+    rows = pd.DataFrame([
+        {"group": "mode=0,size=1000", "candidate": "reorder", "verdict": "faster", "ci_low_pct": 0.6, "ci_high_pct": 1.4},
+        {"group": "mode=1,size=1000", "candidate": "reorder", "verdict": "slower", "ci_low_pct": -2.7, "ci_high_pct": -1.1},
+        {"group": "mode=0,size=1000", "candidate": "prebatch", "verdict": "inconclusive", "ci_low_pct": -3.0,
+         "ci_high_pct": 1.0}])
+    judged = sequential.review_rows(rows, 0.5, by_mode={"0": 0.5, "1": 1.0})
+    assert [(r["target_pct"], r["target_met"]) for r in judged] == [(0.5, True), (1.0, True), (0.5, False)]
+    assert sequential.stage_stop_reason(judged, 0.0, None, 1) is None          # prebatch is not there yet
+    only = sequential.review_rows(rows, 0.5, by_mode={"0": 0.5, "1": 1.0}, arms=["reorder"])
+    assert [r["judged"] for r in only] == [True, True, False]
+    assert sequential.stage_stop_reason(only, 0.0, None, 1) == "target"        # prebatch rides along
+    assert not sequential.target_met(rows, 0.5, {"0": 0.5, "1": 1.0})
+    assert sequential.target_met(rows, 0.5, {"0": 0.5, "1": 1.0}, ["reorder"])
+    assert not sequential.target_met(rows, 0.5)                                 # mode 1 at +-0.5%: not met
+    text = sequential.stopping_text({"target_ci": 0.5, "target_ci_by_mode": {"0": 0.5, "1": 1.0},
+                                     "target_arms": ["reorder"], "baseline": "batch", "stop_reason": "target",
+                                     "stages": [{"stage": 0, "layouts": 8, "rounds_per_layout": 2}]})
+    assert "a 95% CI half-width of ±0.5% (mode 1: ±1%) for reorder against batch" in text
+
+
+def test_the_next_stage_is_planned_for_the_row_furthest_from_its_own_target():
+    rows = [{"group": "mode=0", "candidate": "reorder", "upper": {"layout": 1e-5, "process": 4e-5}},
+            {"group": "mode=1", "candidate": "reorder", "upper": {"layout": 3e-5, "process": 8e-5}},
+            {"group": "mode=0", "candidate": "prebatch", "upper": {"layout": 9e-4, "process": 9e-4}}]
+    # mode 1's bounds at a target twice as wide weigh a quarter; prebatch is not judged
+    up = stopping.scaled_upper(rows, 0.5, {"0": 0.5, "1": 1.0}, ["reorder"])
+    assert up == pytest.approx({"layout": 1e-5, "process": 4e-5})
+    up = stopping.scaled_upper(rows, 0.5, {"0": 0.5, "1": 0.5}, ["reorder"])
+    assert up == pytest.approx({"layout": 3e-5, "process": 8e-5})
+    assert stopping.scaled_upper(rows, 0.5, None, [])["layout"] == pytest.approx(9e-4)
+
+
+def test_target_arms_must_be_arms_compared_with_the_baseline():
+    from ringlab.experiments import get
+    p = get("ptr_ring")
+    assert stopping.target_arms(p.resolve({"variants": "batch,reorder,prebatch", "target_arms": "reorder"})) == ["reorder"]
+    for bad in ("batch", "spsc"):
+        with pytest.raises(ParamError, match=r"parameter 'target_arms': '\w+' is not an arm compared with the "
+                                             r"baseline 'batch'; allowed: reorder, prebatch"):
+            p.resolve({"variants": "batch,reorder,prebatch", "target_arms": bad})
+
+
+def test_cheap_builds_buy_layouts_rather_than_rounds_in_the_pilot(monkeypatch):
+    """The pilot prices a layout at what the run's first builds took here: with kept objects a
+    layout costs little, so the pilot measures more layouts and fewer rounds of each."""
+    from ringlab.experiments import get
+    up = {"layout": 2.3e-4, "process": 3.2e-4, "iteration": 2.2e-5}
+    cal = LevelCalibration(mode="0", variance=up, upper=up, df={"layout": 16, "process": 64, "iteration": 64},
+                           cost_s={"layout": 0.42, "process": 0.0033, "iteration": 0.065}, count=10_000_000)
+    monkeypatch.setattr(stopping, "level_calibration", lambda host, mode: cal)
+    v = get("ptr_ring").resolve({"variants": "batch,reorder", "modes": "0", "count": "10000000",
+                                 "target_ci": "0.5", "budget": "70"})
+    dear, cheap = stopping.pilot_design(v, "h", layout_s=2.0), stopping.pilot_design(v, "h", layout_s=0.01)
+    assert cheap["rounds_per_layout"] < dear["rounds_per_layout"]
+    assert cheap["layouts"] > dear["layouts"]
+
+
+def test_the_pilot_shares_its_budget_over_the_arms_it_measures():
+    from ringlab.experiments import get
+    p = get("ptr_ring")
+    two = p.resolve({"variants": "batch,reorder", "modes": "0", "target_ci": "0.5", "budget": "70"})
+    four = p.resolve({"variants": "prebatch,batch,reorder,spsc", "modes": "0", "target_ci": "0.5", "budget": "70"})
+    d2, d4 = stopping.pilot_design(two, None, layout_s=0.0), stopping.pilot_design(four, None, layout_s=0.0)
+    assert d4["layouts"] * d4["rounds_per_layout"] < d2["layouts"] * d2["rounds_per_layout"]
+
+
+def test_a_stage_too_small_to_move_the_half_widths_is_not_run(monkeypatch):
+    """What the budget left buys is measured only when it adds at least MIN_STAGE_SHARE of the
+    rounds so far: a smaller stage would cost its review and narrow nothing."""
+    up = {"layout": 1e-4, "process": 1e-4, "iteration": 0.0}
+    monkeypatch.setattr(stopping, "compare", lambda df, base, **kw: pd.DataFrame())
+    monkeypatch.setattr(sequential, "review_rows", lambda *a, **kw: [
+        {"group": "mode=0", "candidate": "reorder", "half_width_pct": 0.7, "target_pct": 0.5,
+         "target_met": False, "decided": "faster", "judged": True}])
+    monkeypatch.setattr(sequential, "observed_components", lambda df, base: {"rows": [], "upper": up})
+    st = {"target_ci": 0.5, "budget_s": 60.0, "baseline": "batch", "stop": "target", "rounds_planned": 400,
+          "layouts": 200, "rounds_per_layout": 2, "warmup_rounds": 0, "spent_s": 55.0,
+          "stages": [{"stage": 0, "layouts": 200, "rounds_per_layout": 2, "new_rounds": 400, "first_round": 0,
+                      "build_s": 5.0, "measure_s": 50.0}]}
+    for new, reason in ((39, "budget"), (40, None)):
+        monkeypatch.setattr(sequential, "next_design", lambda *a, n=new, **kw: {
+            "layouts": 200 + n // 2, "rounds_per_layout": 2, "new_rounds": n, "predicted_s": 4.0,
+            "predicted_half_width_pct": 0.68, "planned": "test"})
+        out = stopping.review(pd.DataFrame(), st, lambda m: None)
+        assert out.get("stop_reason") == reason, (new, out.get("stop_reason"))
+        assert len(out["stages"]) == (1 if reason else 2)

@@ -98,6 +98,8 @@ class Experiment:
                 values[name] = p.parse(values[name])
         if "target_ci" in cls.profiles.get(prof, {}) and "target_ci" not in overrides:
             cls._profile_target(values, overrides)
+        if "target_ci" in overrides and "target_ci_by_mode" in specs and "target_ci_by_mode" not in overrides:
+            values["target_ci_by_mode"] = ""     # the target asked for holds in every mode
         if values["budget"] > 0 and not values["target_ci"] > 0:
             raise ParamError(f"parameter 'budget': {values['budget']:g} s without target_ci; allowed: 0, or "
                              "a budget together with -p target_ci PCT")
@@ -105,6 +107,14 @@ class Experiment:
         if values["baseline"] and isinstance(arms, list) and values["baseline"] not in arms:
             raise ParamError(f"parameter 'baseline': {values['baseline']!r} is not in variants; allowed: "
                              + ", ".join(map(str, arms)), input="baseline")
+        judged = [a.strip() for a in str(values.get("target_arms") or "").split(",") if a.strip()]
+        if judged and isinstance(arms, list):
+            base = values["baseline"] or (arms[0] if arms else "")
+            bad = [a for a in judged if a not in arms or a == base]
+            if bad:
+                raise ParamError(f"parameter 'target_arms': {bad[0]!r} is not an arm compared with the baseline "
+                                 f"{base!r}; allowed: " + ", ".join(str(a) for a in arms if a != base),
+                                 input="target_arms")
         cls.check(values)
         return values
 

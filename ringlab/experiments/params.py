@@ -185,10 +185,31 @@ class Param:
         return str(value)
 
 
+def parse_mode_targets(text: Any, modes=None) -> dict[str, float]:
+    """``target_ci_by_mode`` ("1:1.0,2:0.75": MODE:PCT, comma-separated) as {mode: PCT}; empty
+    text gives {}.  ParamError names the parameter and the allowed values."""
+    allowed = (f"MODE:PCT pairs, comma-separated, MODE one of {', '.join(map(str, modes))}" if modes else
+               "MODE:PCT pairs, comma-separated") + ", PCT in (0, 99]; empty: target_ci in every mode"
+    out: dict[str, float] = {}
+    for part in str(text or "").replace(" ", "").split(","):
+        if not part:
+            continue
+        mode, sep, pct = part.partition(":")
+        try:
+            value = float(pct) if sep and pct.isascii() else math.nan
+        except ValueError:
+            value = math.nan
+        if not mode.isdigit() or (modes and int(mode) not in modes) or not 0 < value <= 99 or mode in out:
+            raise ParamError(f"parameter 'target_ci_by_mode': bad entry {part!r} in {text!r}; allowed: {allowed}",
+                             input="target_ci_by_mode")
+        out[str(int(mode))] = value
+    return out
+
+
 #: Parameters every experiment has (the runner interprets them).
 COMMON_PARAMS = [
-    Param("profile", "str", "quick", "smoke (seconds, tests) | quick (minutes; ptr_ring: ±0.5% within 70 s) | full (committed runs; "
-          "ptr_ring: ±0.25% within 300 s)",
+    Param("profile", "str", "quick", "smoke (seconds, tests) | quick (minutes; ptr_ring: ±0.5% in mode 0, ±1% in modes 1-2, within 60 s) | full (committed runs; "
+          "ptr_ring: ±0.25% in mode 0, ±0.75% in modes 1-2, within 300 s)",
           choices=("smoke", "quick", "full"), column=False),
     Param("trials", "int", 10, "measured trials per configuration", min=1, max=MAX_TRIALS, column=False),
     Param("warmup", "int", 1, "warm-up trials per configuration (kept, marked warmup)", min=0, max=MAX_WARMUP,
@@ -222,6 +243,9 @@ COMMON_PARAMS = [
           choices=("decided", "target"), column=False),
     Param("baseline", "str", "", "the arm every other is compared with, one of variants (empty: the first "
           "of variants); a run with target_ci judges its rows against it", column=False),
+    Param("target_arms", "str", "", "the arms whose rows a run with target_ci judges, comma-separated "
+          "(empty: every arm but the baseline); the others are measured alongside and reported at the "
+          "half-width they reach", column=False),
     Param("budget", "float", 0.0, "seconds of builds and trials target_ci may spend at most (0: no limit)",
           min=0.0, max=MAX_BUDGET_S, column=False),
     Param("quiet_timeout", "float", 60.0, "seconds to wait for quiet CPUs (quiet=wait) or for another "

@@ -28,7 +28,7 @@ from ringlab.build.layouts import MAX_LAYOUTS, Layout, LayoutCopies, arm_layouts
 from ringlab.errors import ParamError
 from ringlab.experiments.base import (Experiment, TrialSpec, harness_rows, last_json_object,
                                       parse_harness_json)
-from ringlab.experiments.params import MAX_OPS, Param
+from ringlab.experiments.params import MAX_OPS, Param, parse_mode_targets
 from ringlab.build.driver import validate_cflags
 from ringlab.digest import sha256_file
 from ringlab.sources import kernel_header as kh
@@ -108,6 +108,9 @@ class PtrRing(Experiment):
         Param("batch", "int", 0, "consumer zeroing batch of the rings that have one to set (batch; the others "
               "run as they are); 0 = the ring's default", min=0, max=1_000_000),
         Param("lock", "bool", False, "use the spinlocked ptr_ring_produce/consume (-l)"),
+        Param("target_ci_by_mode", "str", "", "a half-width per mode that replaces target_ci there, "
+              "MODE:PCT comma-separated (1:1.0: mode 1's rows at +-1%); empty: target_ci in every mode",
+              column=False),
         Param("cpus", "str", "auto", "auto (one pair per topology class) | all (every ordered pair) | "
               "none (unpinned) | explicit pairs like 1:2,3:4", column=False),
         Param("cflags", "str", "", "extra compiler options for the ring binaries, blank-separated, each "
@@ -128,16 +131,20 @@ class PtrRing(Experiment):
     # Sized for this project's 2-CPU VM.  smoke is a fixed design of seconds (tests).  quick and
     # full are questions, not counts: a target half-width and a budget, measured in stages
     # (ringlab.run.stopping); their trials and layouts apply only when -p trials or -p layouts
-    # is given (a fixed design then) or with a single variant.
+    # is given (a fixed design then) or with a single variant.  A thread pair (modes 1, 2) is
+    # noisier than one thread, so its rows ask for a wider half-width (target_ci_by_mode).  quick
+    # measures on to its half-widths (stop target): its question is the width, which a row that is
+    # already decided has not reached; within a notebook's 90 s.
     profiles = {
         "smoke": {"trials": 2, "warmup": 1, "count": 100_000, "modes": [0, 1], "sizes": [1000],
                   "timeout": 30.0, "layouts": 2},
         "quick": {"trials": 8, "warmup": 1, "modes": [0, 1], "sizes": [1000],
-                  "layouts": 4, "target_ci": 0.5, "budget": 70.0},
+                  "layouts": 4, "target_ci": 0.5, "target_ci_by_mode": "1:1,2:1", "budget": 60.0,
+                  "stop": "target"},
         # many short trials beat a few long ones: the CI narrows with processes and layouts, not with
         # N, so a staged run plans N (count unset) from the calibration's trial-length probe
         "full": {"trials": 30, "warmup": 2, "modes": [0, 1, 2], "sizes": [64, 1000],
-                 "layouts": 8, "target_ci": 0.25, "budget": 300.0},
+                 "layouts": 8, "target_ci": 0.25, "target_ci_by_mode": "1:0.75,2:0.75", "budget": 300.0},
     }
     binaries = [f"ptr_ring_test-{v}" for v in BUILTIN_VARIANTS]
     code_params = ("kernel_headers",)
@@ -174,6 +181,7 @@ class PtrRing(Experiment):
                 raise ParamError(f"parameter 'cpus': bad value {values['cpus']!r}; allowed: auto, all, none, "
                                  "or pairs PRODUCER:CONSUMER like 1:2,3:4")
         values["cpus"] = cpus
+        parse_mode_targets(values.get("target_ci_by_mode"), MODES)
         if not values.get("count") and not float(values.get("target_ci") or 0) > 0:
             values["count"] = DEFAULT_COUNT      # an unset count is planned by a staged run only
 

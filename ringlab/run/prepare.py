@@ -324,7 +324,10 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
                 first = stopping.probe_layouts(stop)
                 started = time.monotonic()
                 probe = _build(exp, stopping.stage_values(values, dict(stop, layouts=first)))
-                stop = stopping.fit_pilot_to_builds(stop, values, first, time.monotonic() - started)
+                took = time.monotonic() - started
+                # the pilot planned again at the build cost just timed
+                stop = stopping.opening(values, host, layout_s=took / first)
+                stop = stopping.fit_pilot_to_builds(stop, values, first, took)
         values = stopping.stage_values(values, stop)
     ctx = RunContext(name, values, run_id, out_dir, log, host=host)
     check_plan_size(exp_cls, values)

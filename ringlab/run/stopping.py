@@ -10,11 +10,14 @@ side of the staged design of ``ringlab.stats.sequential``.
    calibration's trial-length probe whose plan is narrowest, the longest over the modes; a count
    given stays.
 2. **Review after each stage** (``review``): the run's own compare() rows and the variance
-   components of its own pair log ratios.  It stops at the first of: every row reached its target
+   components of its own pair log ratios.  A row's target is its mode's (``target_ci_by_mode``,
+   else ``target_ci``); only the rows of ``target_arms`` are judged where it names some (the
+   others are measured alongside).  It stops at the first of: every judged row reached its target
    half-width (``"target"``), every row decided (``"decided"``: faster/slower, or "no change larger
    than X%" with X = target_ci, judged at 5% / ``MAX_STAGES``: Bonferroni over the looks; not with
    ``-p stop target``, which asks for the half-width itself), the budget spent (``"budget"``:
-   builds and trials, timed), or
+   builds and trials, timed; or what is left of it buys fewer than ``sequential.MIN_STAGE_SHARE``
+   of the rounds so far, which would narrow a half-width by a few percent of itself), or
    ``sequential.MAX_STAGES`` stages (``"stages"``).  Otherwise it re-plans from the components'
    upper bounds and appends a stage: more layouts and/or more rounds per layout.
 3. **Stages extend, never restart.**  Layout k of an arm is the same binary whatever the run's
@@ -25,13 +28,15 @@ side of the staged design of ``ringlab.stats.sequential``.
 
 env.json ``stopping`` (written through ``RunFolder.write_env``)::
 
-    {"target_ci": PCT, "budget_s": S | null, "baseline": NAME, "stop": "decided" | "target",
+    {"target_ci": PCT, "target_ci_by_mode": {MODE: PCT} (every measured mode's target),
+     "target_arms": [NAME] (the arms judged; empty: all), "budget_s": S | null, "baseline": NAME,
+     "stop": "decided" | "target",
      "count": the planned ops per timed loop (only where count was unset), "calibration": TEXT,
      "calibration_by_mode": {MODE: source}, "warmup_rounds": W, "repeats": N,
      "pilot_rounds": K0 x P0, "rounds_planned": all stages' measured rounds, "rounds_run": R,
      "layouts": K, "rounds_per_layout": P, "spent_s": S, "stop_reason": "target" | "decided" |
      "budget" | "stages" | "no plan" | null, "target_met": bool | null,
-     "rows": [{"group", "candidate", "half_width_pct", "target_met", "decided"}],
+     "rows": [{"group", "candidate", "half_width_pct", "target_pct", "target_met", "decided", "judged"}],
      "stages": [{"stage", "layouts", "rounds_per_layout", "new_rounds", "first_round", "planned",
                  "predicted_s", "predicted_half_width_pct", "build_s", "measure_s",
                  "stop_reason": why it stopped after this stage, or "continue"}]}
@@ -41,6 +46,7 @@ env.json ``stopping`` (written through ``RunFolder.write_env``)::
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Callable
 
@@ -49,6 +55,7 @@ import pandas as pd
 from ringlab.build.layouts import MAX_LAYOUTS
 from ringlab.errors import ParamError
 from ringlab.experiments.base import TrialSpec
+from ringlab.experiments.params import parse_mode_targets
 from ringlab.rundir.calibration import level_calibration
 from ringlab.run.plan import full_plan, round_layout
 from ringlab.stats import sequential
@@ -84,6 +91,18 @@ def _num(x) -> float | int | None:
     return int(f) if isinstance(x, (int,)) and not isinstance(x, bool) else f
 
 
+def mode_targets(values: dict[str, Any]) -> dict[str, float]:
+    """{mode: the half-width asked in it} for every measured mode: ``target_ci_by_mode`` where it
+    names the mode, else ``target_ci``."""
+    own = parse_mode_targets(values.get("target_ci_by_mode"))
+    return {str(m): float(own.get(str(m), values["target_ci"])) for m in list(values.get("modes") or [0])}
+
+
+def target_arms(values: dict[str, Any]) -> list[str]:
+    """The arms whose rows the target and the stop judge (empty: every arm but the baseline)."""
+    return [a.strip() for a in str(values.get("target_arms") or "").split(",") if a.strip()]
+
+
 def configurations_per_mode(values: dict[str, Any]) -> int:
     """How many configurations a mode's rounds measure: the product of the swept (list-valued)
     parameters other than the arms and the modes (ring sizes, alignments, lengths).  Each round
@@ -95,27 +114,38 @@ def configurations_per_mode(values: dict[str, Any]) -> int:
     return n
 
 
-def pilot_design(values: dict[str, Any], host: str | None) -> dict[str, Any]:
+def pilot_design(values: dict[str, Any], host: str | None, layout_s: float | None = None) -> dict[str, Any]:
     """Stage 0: the level planner's design for every measured mode, the largest over them, each
-    mode's plan within its share of the pilot's budget divided over its configurations."""
-    target = float(values["target_ci"])
+    mode's plan within its share of the pilot's budget divided over its configurations and arm pairs.
+    ``layout_s``, the seconds one layout of every arm took to build here (timed by the run), stands
+    for the calibration's build cost: builds cost what this checkout's build folder makes them
+    (its kept objects, ringlab.build.shared_objects), and their cost sets how many rounds a
+    layout is worth."""
+    targets = mode_targets(values)
+    arms = len(values.get("variants") or []) or 2
+    pair_s = 2 * float(layout_s) / arms if layout_s is not None and layout_s >= 0 else None
     budget = float(values.get("budget") or 0) or None
     modes = list(values.get("modes") or [0])
-    share = budget * sequential.PILOT_SHARE / (len(modes) * configurations_per_mode(values)) if budget else None
+    # a mode's plan prices one pair of arms in one configuration; a round measures every arm in
+    # every configuration of every mode
+    share = (budget * sequential.PILOT_SHARE / (len(modes) * configurations_per_mode(values) * max(1.0, arms / 2))
+             if budget else None)
     k, p, n_i, by_mode, bases = 4, sequential.MIN_ROUNDS_PER_LAYOUT, 1, {}, []
     count = planned_count(values, host) if "count" in values and not values.get("count") else None
     for m in modes:
         cal = level_calibration(host, m)
         cal = cal.at_count(count) if count else cal
-        plan = cal.plan(target, budget_s=share, max_layouts=MAX_LAYOUTS)
+        if pair_s is not None:
+            cal = dataclasses.replace(cal, cost_s=dict(cal.cost_s, layout=pair_s))
+        plan = cal.plan(targets[str(m)], budget_s=share, max_layouts=MAX_LAYOUTS)
         k, p, n_i = max(k, plan.layouts), max(p, plan.rounds_per_layout), max(n_i, plan.iterations)
         by_mode[str(m)] = cal.source
         bases.append(f"mode {m}: {plan.basis}")
     if budget is None:   # no budget: a pilot of at most 8 rounds per layout, re-planned after it
         p = min(p, 8)
     else:                # one build serves every mode: the pilot's builds get half the pilot's share
-        arms = len(values.get("variants") or []) or 2
-        per_build = max(float(level_calibration(host, m).cost_s.get("layout") or 0) / 2 for m in modes)
+        per_build = pair_s / 2 if pair_s is not None else \
+            max(float(level_calibration(host, m).cost_s.get("layout") or 0) / 2 for m in modes)
         if per_build > 0:
             k = max(4, min(k, int(budget * sequential.PILOT_SHARE / 2 // (arms * per_build))))
     k = min(k, MAX_LAYOUTS)
@@ -131,9 +161,10 @@ def planned_count(values: dict[str, Any], host: str | None) -> int:
     """The ops per timed loop of a staged run whose ``count`` is unset: per measured mode the
     unbiased trial length whose plan is narrowest (``best_count``; the count the calibration
     measured at where it has no trial-length probe), the longest over the modes."""
-    target = float(values.get("target_ci") or 0) or None
+    targets = mode_targets(values) if float(values.get("target_ci") or 0) > 0 else {}
     budget = float(values.get("budget") or 0) or None
-    return max(best_count(level_calibration(host, m), target, budget) for m in list(values.get("modes") or [0]))
+    return max(best_count(level_calibration(host, m), targets.get(str(m)), budget)
+               for m in list(values.get("modes") or [0]))
 
 
 def best_count(cal, target_pct: float | None, budget_s: float | None) -> int:
@@ -152,19 +183,21 @@ def best_count(cal, target_pct: float | None, budget_s: float | None) -> int:
     return min(counts, key=key)
 
 
-def opening(values: dict[str, Any], host: str | None) -> dict[str, Any]:
-    """env.json's ``stopping`` before the pilot runs: the pilot design, stage 0."""
+def opening(values: dict[str, Any], host: str | None, layout_s: float | None = None) -> dict[str, Any]:
+    """env.json's ``stopping`` before the pilot runs: the pilot design, stage 0 (``layout_s``:
+    the seconds one layout of every arm took to build here, when timed)."""
     vs = values.get("variants")
     if isinstance(vs, list) and len(vs) < 2:
         raise ParamError(f"parameter 'target_ci': needs two or more variants to compare (this plan has "
                          f"{', '.join(map(str, vs)) or 'none'}); allowed: 0 (off), or more variants")
-    d = pilot_design(values, host)
+    d = pilot_design(values, host, layout_s)
     budget = float(values.get("budget") or 0)
     repeats = int(values.get("repeats") or 1)
     repeats = d["repeats"] if repeats == 1 else repeats   # an explicit repeats stands
     pilot = d["layouts"] * d["rounds_per_layout"]
     warm = int(values.get("warmup") or 0)
     out = {"target_ci": float(values["target_ci"]), "budget_s": budget if budget > 0 else None,
+            "target_ci_by_mode": mode_targets(values), "target_arms": target_arms(values),
             "baseline": baseline_of(values), "stop": str(values.get("stop") or "decided"),
             "calibration": d["calibration"],
             "calibration_by_mode": d["calibration_by_mode"], "warmup_rounds": warm, "repeats": repeats,
@@ -311,9 +344,11 @@ def review(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None
     st = dict(stopping, stages=[dict(s) for s in stopping["stages"]])
     target, budget = float(st["target_ci"]), st.get("budget_s")
     df = _timing_rows(df)
+    by_mode, arms = st.get("target_ci_by_mode"), st.get("target_arms")
     try:
         rows = sequential.review_rows(compare(df, st["baseline"]), target,
-                                      strict=compare(df, st["baseline"], alpha=0.05 / sequential.MAX_STAGES))
+                                      strict=compare(df, st["baseline"], alpha=0.05 / sequential.MAX_STAGES),
+                                      by_mode=by_mode, arms=arms)
     except StatsError as e:
         st.update(stop_reason="no plan", error=str(e), target_met=False)
         st["stages"][-1]["stop_reason"] = "no plan"
@@ -327,6 +362,7 @@ def review(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None
     last = st["stages"][-1]
     if reason is None:
         comps = sequential.observed_components(df, st["baseline"])
+        comps["upper"] = scaled_upper(comps["rows"], target, by_mode, arms) or comps["upper"]
         rounds_in_last = int(last["new_rounds"]) + (int(st.get("warmup_rounds") or 0) if last["stage"] == 0 else 0)
         spr = float(last.get("measure_s") or 0) / max(1, rounds_in_last)
         new_layouts = int(last["layouts"]) - (int(st["stages"][-2]["layouts"]) if len(st["stages"]) > 1 else 0)
@@ -334,8 +370,8 @@ def review(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None
         nxt = sequential.next_design(comps["upper"], int(st["layouts"]), int(st["rounds_per_layout"]), target,
                                      spr, bpl, (budget - spent) if budget else None, MAX_LAYOUTS)
         last["components_upper"] = {k: _num(v) for k, v in comps["upper"].items()}
-        if nxt["new_rounds"] <= 0:
-            reason = "budget"
+        if nxt["new_rounds"] < max(1, sequential.MIN_STAGE_SHARE * int(st["rounds_planned"])):
+            reason = "budget"     # what the budget left buys would not move the half-widths
         else:
             last["stop_reason"] = "continue"
             st["stages"].append({"stage": len(st["stages"]), "layouts": nxt["layouts"],
@@ -356,11 +392,27 @@ def review(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None
     return st
 
 
+def scaled_upper(rows: list[dict], target: float, by_mode: dict | None, arms) -> dict[str, float]:
+    """Per level, the largest upper bound over the judged rows, each scaled by (target / the
+    row's own target)^2: a design whose half-width at ``target`` holds for these bounds gives
+    every row its own target (a half-width grows with the square root of the variance).  {}
+    when no judged row has components."""
+    out: dict[str, float] = {}
+    for r in rows:
+        if not sequential.judged(r["candidate"], arms):
+            continue
+        factor = (float(target) / sequential.row_target(r["group"], target, by_mode)) ** 2
+        for level, v in r["upper"].items():
+            out[level] = max(out.get(level, -math.inf), float(v) * factor)
+    return out
+
+
 def finish(df: pd.DataFrame, stopping: dict[str, Any]) -> dict[str, Any]:
     """``stopping`` with rounds_run and target_met (every printed CI within the target)."""
     st = dict(stopping, rounds_run=rounds_run(df))
     try:
-        st["target_met"] = bool(sequential.target_met(compare(_timing_rows(df), st["baseline"]), st["target_ci"]))
+        st["target_met"] = bool(sequential.target_met(compare(_timing_rows(df), st["baseline"]), st["target_ci"],
+                                                      st.get("target_ci_by_mode"), st.get("target_arms")))
     except StatsError as e:
         st.update(target_met=False, target_note=f"not analysed: {e}")
     return st

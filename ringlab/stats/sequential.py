@@ -237,17 +237,36 @@ def ci_half_width_pct(row) -> float:
     return (hi - lo) / 2
 
 
-def target_met(compare_result: pd.DataFrame, target_ci_pct: float) -> bool:
-    """True when every comparison's printed CI half-width is <= ``target_ci_pct`` percent.
+def row_target(group: str, target_ci_pct: float, by_mode: dict | None = None) -> float:
+    """The half-width asked of one compare() row: its mode's (``by_mode``, keyed by the mode as
+    text, from the row's ``mode=M`` group) where one is given, else ``target_ci_pct``."""
+    if by_mode:
+        for part in str(group).split(","):
+            key, _, value = part.partition("=")
+            if key == "mode" and value in {str(m) for m in by_mode}:
+                return float({str(m): t for m, t in by_mode.items()}[value])
+    return float(target_ci_pct)
+
+
+def judged(candidate: str, arms) -> bool:
+    """Whether the target and the stop judge the rows of ``candidate``: every candidate when
+    ``arms`` is empty, else those it names (the others are measured alongside)."""
+    return not arms or str(candidate) in {str(a) for a in arms}
+
+
+def target_met(compare_result: pd.DataFrame, target_ci_pct: float, by_mode: dict | None = None,
+               arms=None) -> bool:
+    """True when every judged comparison's printed CI half-width is at most its target
+    (``row_target``; ``judged``).
 
     Exact (deterministic) rows count as met; a row without a CI does not."""
     if compare_result is None or not len(compare_result):
         return False
     for _, r in compare_result.iterrows():
-        if r.get("design") == "exact" or r.get("note") == EXACT_NOTE:
+        if r.get("design") == "exact" or r.get("note") == EXACT_NOTE or not judged(r.get("candidate"), arms):
             continue
         hw = ci_half_width_pct(r)
-        if not (math.isfinite(hw) and hw <= target_ci_pct):
+        if not (math.isfinite(hw) and hw <= row_target(r.get("group"), target_ci_pct, by_mode)):
             return False
     return True
 
@@ -316,6 +335,9 @@ GROWTH = 4
 #: a stage is planned to cost at most the budget left divided by this: its builds and rounds run
 #: a little dearer than the last stage's (a partly filled binary of layout copies is rebuilt whole)
 BUDGET_MARGIN = 1.2
+#: the smallest stage worth its review, as a share of the rounds before it: 10% more rounds
+#: narrow a half-width by about 5% of itself
+MIN_STAGE_SHARE = 0.1
 #: the fewest rounds per layout of a stage design (the process level needs two to be estimated)
 MIN_ROUNDS_PER_LAYOUT = 2
 
@@ -337,11 +359,12 @@ def row_decision(row, resolution_pct: float) -> str | None:
 
 
 def review_rows(compare_result: pd.DataFrame, target_ci_pct: float,
-                strict: pd.DataFrame | None = None) -> list[dict]:
-    """Per compare() row: group, candidate, half_width_pct, target_met (half-width <= target,
-    exact rows count as met), decided (``row_decision``, of the same row of ``strict`` when given:
-    the comparison at alpha / MAX_STAGES, so that a stop on "decided" at any of the looks is
-    Bonferroni-bounded by alpha)."""
+                strict: pd.DataFrame | None = None, by_mode: dict | None = None, arms=None) -> list[dict]:
+    """Per compare() row: group, candidate, half_width_pct, target_pct (``row_target``),
+    target_met (half-width <= target_pct, exact rows count as met), decided (``row_decision`` at
+    target_pct, of the same row of ``strict`` when given: the comparison at alpha / MAX_STAGES, so
+    that a stop on "decided" at any of the looks is Bonferroni-bounded by alpha), judged (whether
+    the stop judges the row: ``judged``)."""
     out = []
     frame = compare_result if compare_result is not None else pd.DataFrame()
     alt = {}
@@ -351,19 +374,23 @@ def review_rows(compare_result: pd.DataFrame, target_ci_pct: float,
         exact = r.get("design") == "exact" or r.get("note") == EXACT_NOTE
         hw = ci_half_width_pct(r)
         key = (str(r.get("group")), str(r.get("candidate")))
-        judged = alt.get(key, r) if strict is not None else r
+        at = alt.get(key, r) if strict is not None else r
+        want = row_target(key[0], target_ci_pct, by_mode)
         out.append({"group": key[0], "candidate": key[1],
-                    "half_width_pct": float(hw) if math.isfinite(hw) else None,
-                    "target_met": bool(exact or (math.isfinite(hw) and hw <= target_ci_pct)),
-                    "decided": "exact" if exact else (row_decision(judged, target_ci_pct)
-                                                      if key in alt or strict is None else None)})
+                    "half_width_pct": float(hw) if math.isfinite(hw) else None, "target_pct": want,
+                    "target_met": bool(exact or (math.isfinite(hw) and hw <= want)),
+                    "decided": "exact" if exact else (row_decision(at, want)
+                                                      if key in alt or strict is None else None),
+                    "judged": judged(key[1], arms)})
     return out
 
 
 def stage_stop_reason(rows: list[dict], spent_s: float, budget_s: float | None, stages: int,
                       on_decided: bool = True) -> str | None:
     """Why the run stops after a stage ("target", "decided", "budget", "stages"), or None to go on.
-    ``on_decided`` false: a run that asks for its target half-width goes on past decided rows."""
+    ``on_decided`` false: a run that asks for its target half-width goes on past decided rows.
+    Rows the stop does not judge (``judged`` false) do not count."""
+    rows = [r for r in rows if r.get("judged", True)]
     if rows and all(r["target_met"] for r in rows):
         return "target"
     if on_decided and rows and all(r["decided"] for r in rows):
@@ -506,9 +533,23 @@ def stage_schedule(seed: int, stage: int, layouts_before: int, rounds_before: in
 _STOPPED = {"target": "stopped: target reached", "decided": "stopped: all rows decided"}
 
 
+def target_text(stopping: dict) -> str:
+    """The target as summary.md states it: "±0.5%", or "±0.5% (mode 1: ±1%)" where a mode has its
+    own, and the arms it judges where not every arm."""
+    pct = f"±{float(stopping['target_ci']):g}%"
+    own = {str(m): float(t) for m, t in (stopping.get("target_ci_by_mode") or {}).items()
+           if float(t) != float(stopping["target_ci"])}
+    if own:
+        pct += " (" + ", ".join(f"mode {m}: ±{t:g}%" for m, t in sorted(own.items())) + ")"
+    arms = stopping.get("target_arms") or []
+    if arms:
+        pct += f" for {', '.join(map(str, arms))} against {stopping.get('baseline')}"
+    return pct
+
+
 def staged_text(stopping: dict) -> str:
     """summary.md's lines for a staged run (env.json ``stopping`` with ``stages``)."""
-    pct = f"±{float(stopping['target_ci']):g}%"
+    pct = target_text(stopping)
     stages = stopping.get("stages") or []
     reason = stopping.get("stop_reason")
     spent, budget = stopping.get("spent_s"), stopping.get("budget_s")
@@ -521,10 +562,10 @@ def staged_text(stopping: dict) -> str:
     elif reason == "no plan":
         head = f"stopped: the data could not be analysed ({stopping.get('error')})"
     else:
-        return (f"Staged run for a {pct} 95% CI half-width: {len(stages)} stage(s) so far, not finished "
+        return (f"Staged run for a 95% CI half-width of {pct}: {len(stages)} stage(s) so far, not finished "
                 "(`ringlab run ... --resume` goes on).")
     last = stages[-1] if stages else {}
-    text = (f"{head}. Target {pct} 95% CI half-width"
+    text = (f"{head}. Target: a 95% CI half-width of {pct}"
             + (f" within {float(budget):g} s" if budget else "")
             + f"; {len(stages)} stage(s), ending at {last.get('layouts')} layouts x "
               f"{last.get('rounds_per_layout')} rounds each, {float(spent or 0):.0f} s builds included. "
