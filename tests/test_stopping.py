@@ -118,6 +118,9 @@ def test_a_profile_plans_the_trial_length_and_a_given_count_stands(noisy, monkey
                         lambda host, m: LevelCalibration.from_dict(cal["levels"][str(m)]))
     v01 = dict(v, modes=[0, 1])
     assert stopping.opening(v01, "h")["count"] == 1_000_000
+    assert stopping.opening(v01, "h")["count_by_mode"] == {"0": 250_000, "1": 1_000_000}
+    assert stopping.stage_values(v01, stopping.opening(v01, "h"))[stopping.COUNT_BY_MODE] == \
+        {"0": 250_000, "1": 1_000_000}
     assert stopping.opening(dict(v, modes=[0]), "h")["count"] == 250_000
     # a count given is the run's, and the stopping record plans none
     given = stopping.opening(dict(v01, count=2000), "h")
@@ -496,3 +499,17 @@ def test_a_stage_too_small_to_move_the_half_widths_is_not_run(monkeypatch):
         out = stopping.review(pd.DataFrame(), st, lambda m: None)
         assert out.get("stop_reason") == reason, (new, out.get("stop_reason"))
         assert len(out["stages"]) == (1 if reason else 2)
+
+
+def test_each_mode_runs_at_its_own_planned_trial_length(noisy, monkeypatch):
+    cal = {m: dict(CAUTIOUS.as_dict(), mode=m, source="measured", min_count=c)
+           for m, c in (("0", 250_000), ("1", 1_000_000))}
+    monkeypatch.setattr(stopping, "level_calibration", lambda host, m: LevelCalibration.from_dict(cal[str(m)]))
+    from ringlab.experiments.ptr_ring import PtrRing
+    monkeypatch.setitem(PtrRing.profiles, "smoke", {k: v for k, v in PtrRing.profiles["smoke"].items() if k != "count"})
+    res = run({"target_ci": "10", "budget": "3", "modes": "0,1", "count": None}, noisy / "r")
+    df = measured(rundir.read_raw(res.out_dir))
+    assert dict(df.groupby("mode")["count"].unique().map(list)) == {0: [250_000], 1: [1_000_000]}
+    env = rundir.read_env(res.out_dir).doc
+    assert env["stopping"]["count_by_mode"] == {"0": 250_000, "1": 1_000_000}
+    assert env["parameters"]["count"] == 1_000_000 and "count_by_mode" not in env["parameters"]

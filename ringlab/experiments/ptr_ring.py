@@ -253,6 +253,8 @@ class PtrRing(Experiment):
         singles, pairs = self._placements(values, ctx)
         specs = []
         n = values["warmup"] + values["trials"]
+        # a staged run plans each mode's trial length (ringlab.run.stopping.planned_counts)
+        per_mode = values.get("count_by_mode") or {}
         for variant in values["variants"]:
             for mode in values["modes"]:
                 places = singles if mode == 0 else pairs
@@ -262,7 +264,8 @@ class PtrRing(Experiment):
                             ctx.warn(f"ptr_ring mode {mode} on same-cpu pair {p}:{c}: both spinning threads "
                                      "share one CPU; progress relies on the scheduler preempting a spinner "
                                      "(expect very slow, timeout-prone trials)")
-                        config = {"variant": variant, "mode": mode, "size": size, "count": values["count"],
+                        count = per_mode.get(str(mode), values["count"])
+                        config = {"variant": variant, "mode": mode, "size": size, "count": count,
                                   "batch": values["batch"], "lock": values["lock"]}
                         for t in range(n):
                             specs.append(TrialSpec(config=dict(config), trial=t, warmup=t < values["warmup"],

@@ -357,7 +357,9 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     env = {} if prev else {"schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "experiment": name,
                            "host": host}
     env.update(
-        ringlab_version=__version__, parameters=_jsonable(values), command=argv, git=checkout.git_info(),
+        ringlab_version=__version__, command=argv, git=checkout.git_info(),
+        # the parameters only: what a stage adds to the values (stopping.COUNT_BY_MODE) is in "stopping"
+        parameters=_jsonable({k: v for k, v in values.items() if k in exp_cls.all_params()}),
         build=build_info,
         plan={"trials_total": len(plan), "seed": values["seed"], "seed_source": seed_source,
               "order": ORDER_DESCRIPTION,

@@ -6,9 +6,9 @@ side of the staged design of ``ringlab.stats.sequential``.
    (``rundir.calibration.level_calibration``; ``CAUTIOUS`` where the host has none, and env.json
    and summary.md say so), at the target, within ``PILOT_SHARE`` of the budget; the largest design
    over the modes.  ``trials`` and ``layouts`` are the planner's then.  ``count`` unset (profiles
-   quick and full) is planned too (``planned_count``): per mode the unbiased trial length of the
-   calibration's trial-length probe whose plan is narrowest, the longest over the modes; a count
-   given stays.
+   quick and full) is planned too (``planned_counts``): per mode the unbiased trial length of the
+   calibration's trial-length probe whose plan is narrowest, and each mode's trials run at their
+   own; a count given stays.
 2. **Review after each stage** (``review``): the run's own compare() rows and the variance
    components of its own pair log ratios.  A row's target is its mode's (``target_ci_by_mode``,
    else ``target_ci``); only the rows of ``target_arms`` are judged where it names some (the
@@ -31,7 +31,8 @@ env.json ``stopping`` (written through ``RunFolder.write_env``)::
     {"target_ci": PCT, "target_ci_by_mode": {MODE: PCT} (every measured mode's target),
      "target_arms": [NAME] (the arms judged; empty: all), "budget_s": S | null, "baseline": NAME,
      "stop": "decided" | "target",
-     "count": the planned ops per timed loop (only where count was unset), "calibration": TEXT,
+     "count": the longest planned ops per timed loop and "count_by_mode": {MODE: ops} (only where
+     count was unset; each mode's trials run at its own), "calibration": TEXT,
      "calibration_by_mode": {MODE: source}, "warmup_rounds": W, "repeats": N,
      "pilot_rounds": K0 x P0, "rounds_planned": all stages' measured rounds, "rounds_run": R,
      "layouts": K, "rounds_per_layout": P, "spent_s": S, "stop_reason": "target" | "decided" |
@@ -131,10 +132,10 @@ def pilot_design(values: dict[str, Any], host: str | None, layout_s: float | Non
     share = (budget * sequential.PILOT_SHARE / (len(modes) * configurations_per_mode(values) * max(1.0, arms / 2))
              if budget else None)
     k, p, n_i, by_mode, bases = 4, sequential.MIN_ROUNDS_PER_LAYOUT, 1, {}, []
-    count = planned_count(values, host) if "count" in values and not values.get("count") else None
+    counts = planned_counts(values, host) if "count" in values and not values.get("count") else {}
     for m in modes:
         cal = level_calibration(host, m)
-        cal = cal.at_count(count) if count else cal
+        cal = cal.at_count(counts[str(m)]) if counts else cal
         if pair_s is not None:
             cal = dataclasses.replace(cal, cost_s=dict(cal.cost_s, layout=pair_s))
         plan = cal.plan(targets[str(m)], budget_s=share, max_layouts=MAX_LAYOUTS)
@@ -152,19 +153,26 @@ def pilot_design(values: dict[str, Any], host: str | None, layout_s: float | Non
     where = "; ".join(f"mode {m}: {src}" for m, src in by_mode.items())
     out = {"layouts": int(k), "rounds_per_layout": int(p), "repeats": int(n_i), "calibration": where,
            "calibration_by_mode": by_mode, "planned": "; ".join(bases)}
-    if count:
-        out["count"] = int(count)
+    if counts:
+        out["count"] = max(counts.values())
+        out["count_by_mode"] = counts
     return out
 
 
-def planned_count(values: dict[str, Any], host: str | None) -> int:
-    """The ops per timed loop of a staged run whose ``count`` is unset: per measured mode the
+def planned_counts(values: dict[str, Any], host: str | None) -> dict[str, int]:
+    """The ops per timed loop of a staged run whose ``count`` is unset, per measured mode: the
     unbiased trial length whose plan is narrowest (``best_count``; the count the calibration
-    measured at where it has no trial-length probe), the longest over the modes."""
+    measured at where it has no trial-length probe).  Each mode's trials run at its own: a
+    round costs what its modes' shortest unbiased trials cost."""
     targets = mode_targets(values) if float(values.get("target_ci") or 0) > 0 else {}
     budget = float(values.get("budget") or 0) or None
-    return max(best_count(level_calibration(host, m), targets.get(str(m)), budget)
-               for m in list(values.get("modes") or [0]))
+    return {str(m): int(best_count(level_calibration(host, m), targets.get(str(m)), budget))
+            for m in list(values.get("modes") or [0])}
+
+
+def planned_count(values: dict[str, Any], host: str | None) -> int:
+    """The longest of ``planned_counts``."""
+    return max(planned_counts(values, host).values())
 
 
 def best_count(cal, target_pct: float | None, budget_s: float | None) -> int:
@@ -209,7 +217,7 @@ def opening(values: dict[str, Any], host: str | None, layout_s: float | None = N
                         "predicted_s": None, "predicted_half_width_pct": None, "build_s": None,
                         "measure_s": 0.0, "stop_reason": None}]}
     if "count" in d:
-        out["count"] = d["count"]
+        out["count"], out["count_by_mode"] = d["count"], d["count_by_mode"]
     return out
 
 
@@ -245,6 +253,11 @@ def check_variants(specs: list[TrialSpec]) -> None:
                          f"{', '.join(variants) or 'none'}); allowed: 0 (off), or more variants")
 
 
+#: the key of a staged run's values that holds each mode's planned ops per timed loop (the
+#: experiment reads it; it is no parameter: env.json keeps it under ``stopping.count_by_mode``)
+COUNT_BY_MODE = "count_by_mode"
+
+
 def stage_values(values: dict[str, Any], stopping: dict[str, Any]) -> dict[str, Any]:
     """The parameters the experiment plans the pilot with (its rounds, layouts and repeats); layouts
     is the run's current count, so every binary a trial may ask for is named."""
@@ -253,6 +266,8 @@ def stage_values(values: dict[str, Any], stopping: dict[str, Any]) -> dict[str, 
                repeats=int(stopping["repeats"]))
     if stopping.get("count"):        # a planned trial length (count unset)
         out["count"] = int(stopping["count"])
+        if stopping.get("count_by_mode"):
+            out[COUNT_BY_MODE] = {str(m): int(c) for m, c in stopping["count_by_mode"].items()}
     return out
 
 
