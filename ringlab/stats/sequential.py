@@ -535,16 +535,19 @@ _STOPPED = {"target": "stopped: target reached", "decided": "stopped: all rows d
 
 def target_text(stopping: dict) -> str:
     """The target as summary.md states it: "±0.5%", or "±0.5% (mode 1: ±1%)" where a mode has its
-    own, and the arms it judges where not every arm."""
+    own."""
     pct = f"±{float(stopping['target_ci']):g}%"
     own = {str(m): float(t) for m, t in (stopping.get("target_ci_by_mode") or {}).items()
            if float(t) != float(stopping["target_ci"])}
     if own:
         pct += " (" + ", ".join(f"mode {m}: ±{t:g}%" for m, t in sorted(own.items())) + ")"
-    arms = stopping.get("target_arms") or []
-    if arms:
-        pct += f" for {', '.join(map(str, arms))} against {stopping.get('baseline')}"
     return pct
+
+
+def _judged_text(stopping: dict) -> str:
+    """" for reorder against batch" where only some arms are judged, else ""."""
+    arms = stopping.get("target_arms") or []
+    return f" for {', '.join(map(str, arms))} against {stopping.get('baseline')}" if arms else ""
 
 
 def staged_text(stopping: dict) -> str:
@@ -562,10 +565,10 @@ def staged_text(stopping: dict) -> str:
     elif reason == "no plan":
         head = f"stopped: the data could not be analysed ({stopping.get('error')})"
     else:
-        return (f"Staged run for a 95% CI half-width of {pct}: {len(stages)} stage(s) so far, not finished "
+        return (f"Staged run for a {pct} 95% CI half-width: {len(stages)} stage(s) so far, not finished "
                 "(`ringlab run ... --resume` goes on).")
     last = stages[-1] if stages else {}
-    text = (f"{head}. Target: a 95% CI half-width of {pct}"
+    text = (f"{head}. Target {pct} 95% CI half-width" + _judged_text(stopping)
             + (f" within {float(budget):g} s" if budget else "")
             + f"; {len(stages)} stage(s), ending at {last.get('layouts')} layouts x "
               f"{last.get('rounds_per_layout')} rounds each, {float(spent or 0):.0f} s builds included. "
