@@ -170,11 +170,6 @@ def planned_counts(values: dict[str, Any], host: str | None) -> dict[str, int]:
             for m in list(values.get("modes") or [0])}
 
 
-def planned_count(values: dict[str, Any], host: str | None) -> int:
-    """The longest of ``planned_counts``."""
-    return max(planned_counts(values, host).values())
-
-
 def best_count(cal, target_pct: float | None, budget_s: float | None) -> int:
     """Of the calibration's unbiased trial lengths, the one whose plan is narrowest within the
     budget (the cheapest that reaches the target, where one does): a shorter trial buys more
