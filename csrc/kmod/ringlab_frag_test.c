@@ -117,13 +117,19 @@ static int __init ringlab_frag_test_init(void)
 	init_completion(&pop_done);
 	atomic_set(&push_failed, 0);
 	t0 = ktime_get();
+	/*
+	 * A thread is not started when the loading process has a fatal signal pending
+	 * (a trial killed while init slept): say so, so that the log shows init returned.
+	 */
 	pop = start(pop_thread, test_pop_cpu, "rl_frag_pop");
 	if (IS_ERR(pop)) {
+		pr_info("ringlab_frag_test: pop thread not started (%ld)\n", PTR_ERR(pop));
 		ptr_ring_cleanup(&ring, free_frag);
 		return PTR_ERR(pop);
 	}
 	push = start(push_thread, test_push_cpu, "rl_frag_push");
 	if (IS_ERR(push)) {
+		pr_info("ringlab_frag_test: push thread not started (%ld)\n", PTR_ERR(push));
 		atomic_set(&push_failed, 1);
 		wait_for_completion(&pop_done);
 		ptr_ring_cleanup(&ring, free_frag);
