@@ -30,8 +30,11 @@ venv: $(STAMP)
 build: $(STAMP)
 	$(BIN)/ringlab build
 
+# The suite runs on every CPU (at most 4 workers, pytest-xdist), one test file per worker at a time:
+# a file's module and session fixtures are made once.  TEST_JOBS=0 runs it in one process.
+TEST_JOBS ?= auto
 test: build
-	$(BIN)/python -m pytest --durations=25
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --maxprocesses=4 --dist loadfile --no-loadscope-reorder --durations=25
 
 reproduce: build
 	$(BIN)/ringlab reproduce --profile $(PROFILE)

@@ -50,6 +50,41 @@ def pytest_configure(config):
         TempPathFactory.mktemp = mktemp
 
 
+#: files whose tests wait minutes on one fixture (a QEMU boot, all CPUs busy under TCG): under
+#: pytest-xdist they go first and to one worker, one after the other, so that the rest of the
+#: suite runs beside them on the other workers instead of after them or beside a second boot
+LONG_FIRST = ("tests/test_guest_topology.py", "tests/test_guest_kmod.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` hands out one file at a time; the QEMU guests' files are one unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class GuestsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "qemu-guests" if scope in LONG_FIRST else scope
+    return GuestsTogether(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test`` runs ``-n auto --dist loadfile --no-loadscope-reorder``)
+    the files are handed out in this order: the QEMU boots first, then the files with most tests.
+    Every worker computes the same order; a run without workers keeps pytest's own."""
+    if not (getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput")):
+        return
+    per_file: dict[str, int] = {}
+    for it in items:
+        f = it.nodeid.split("::", 1)[0]
+        per_file[f] = per_file.get(f, 0) + 1
+    first = {f: i for i, f in enumerate(LONG_FIRST)}
+    rank = {f: (first.get(f, len(first)), -n, f) for f, n in per_file.items()}
+    items.sort(key=lambda it: rank[it.nodeid.split("::", 1)[0]])
+
+
 def pytest_unconfigure(config):
     import shutil
     for top in _BASETEMP_TOP:

@@ -63,8 +63,8 @@ def kernel_release() -> str | None:
 def unavailable() -> str | None:
     """Why the guest cannot be booted here, or None."""
     if os.environ.get("RINGLAB_GUEST_TESTS") != "1":
-        return ("the QEMU guest boots (TCG) take 10-30 minutes on a 2-CPU machine: "
-                "set RINGLAB_GUEST_TESTS=1 to run them")
+        return ("the QEMU guest boots (TCG) take 10-15 minutes of a 2-CPU machine: "
+                "set RINGLAB_GUEST_TESTS=1 to run them (CI does)")
     if not shutil.which("qemu-system-x86_64"):
         return "qemu-system-x86_64 not installed (Debian package qemu-system-x86)"
     if kernel_release() is None:
