@@ -92,7 +92,7 @@ DERIVED_COLUMNS = [
 ]
 COUNTER_META_COLUMNS = [
     "counters_multiplexed",  # bool: any counter scaled by time_enabled/time_running
-    "counter_errors",        # str: "event: reason; ..." for events that did not open
+    "counter_errors",        # str: "event[, event]: reason; ..." for events that did not open
     "icount_ops",            # int: operations counted by callgrind (icount trials only)
     "valgrind_version",      # str: valgrind that counted them
 ]

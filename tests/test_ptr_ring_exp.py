@@ -141,6 +141,12 @@ def test_parse_harness_json():
     assert row["task_clock"] == 5e3 and row["counters_multiplexed"] is True
     assert pd.isna(row["cycles"]) and pd.isna(row["ns_consumer"]) and pd.isna(row["page_faults"])
     assert "cycles: not supported (ENOENT)" in row["counter_errors"]
+    doc["iterations"][0]["counters"].update(instructions={"value": None, "error": "not supported (ENOENT)"},
+                                            branches={"value": None, "error": "not counted"})
+    (row,) = parse_harness_json(json.dumps(doc))
+    # the events that share a reason are named once, in the order they were read
+    assert row["counter_errors"].startswith(
+        "cycles, instructions: not supported (ENOENT); branches: not counted; branch_misses, "), row["counter_errors"]
     with pytest.raises(ValueError):
         parse_harness_json("Segmentation fault")
     with pytest.raises(ValueError):

@@ -225,6 +225,16 @@ def last_json_object(stdout: str) -> Any:
     return None
 
 
+def _grouped(errors: list[str]) -> str:
+    """``"ev: reason"`` items joined by ``"; "``, the events that share a reason named once:
+    "cycles, instructions: not supported (ENOENT)" (a row per trial repeats it, so it stays short)."""
+    by_reason: dict[str, list[str]] = {}
+    for e in errors:
+        ev, _, reason = e.partition(": ")
+        by_reason.setdefault(reason, []).append(ev)
+    return "; ".join(f"{', '.join(evs)}: {reason}" for reason, evs in by_reason.items())
+
+
 def parse_harness_json(stdout: str, counter_events: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows (one per in-process iteration) from the test binaries' ``--json`` output.
 
@@ -276,7 +286,7 @@ def harness_rows(doc, counter_events: Sequence[str] | None = None) -> list[dict[
         if not counters:
             errors.append("all: counters not read")
         row["counters_multiplexed"] = multiplexed
-        row["counter_errors"] = "; ".join(errors)
+        row["counter_errors"] = _grouped(errors)
         row["ctx_voluntary"] = doc.get("ctx_voluntary")
         row["ctx_involuntary"] = doc.get("ctx_involuntary")
         rows.append(row)

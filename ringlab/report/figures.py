@@ -121,8 +121,10 @@ def box(df, metric, params, out_dir):
     common = dict(data=None, x=x, y=metric, hue="variant", hue_order=order, order=xorder, ax=ax)
     sns.boxplot(**dict(common, data=d), showfliers=False, legend=by_config)
     with _seeded("box"):
+        # the trials' dots are drawn as an image inside the SVG: thousands of vector dots made a
+        # full run's SVG megabytes long; boxes, axes and text stay vector
         sns.stripplot(**dict(common, data=d[flags != "severe"]), dodge=by_config, size=2.5, alpha=0.5,
-                      jitter=0.25, legend=False, palette="dark:black")
+                      jitter=0.25, legend=False, palette="dark:black", rasterized=True)
     sev = d[flags == "severe"]
     if len(sev):
         # the same dodge as the boxes, so each x sits over its own variant's box
@@ -148,7 +150,7 @@ def run_order(df, metric, params, out_dir):
     for ax, cfg in zip(axes.flat, configs):
         sub = d[d["config"] == cfg]
         sns.scatterplot(data=sub, x="order", y=metric, hue="variant", hue_order=order, s=12, ax=ax,
-                        legend=ax is axes.flat[0])
+                        legend=ax is axes.flat[0], rasterized=True)   # one dot per trial: an image in the SVG
         ax.set_title(cfg if len(configs) > 1 else "", fontsize=8)
     for ax in list(axes.flat)[len(configs):]:
         ax.set_visible(False)
