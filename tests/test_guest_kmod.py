@@ -67,7 +67,8 @@ def guest(tmp_path_factory):
         _run(out, "run_fail", ko, "test_fail=1", ["-p", "cpus", "none", "-p", "timeout", "400"]),
         # init sleeps 90 s; the trial (its process starts in up to a minute) is killed at 80 s
         _run(out, "run_hang", ko, "test_hang_s=90 nr_test=1000", ["-p", "cpus", "none", "-p", "timeout", "80"]),
-        # the guardian unloads the hanging module once its init returns: wait for that, at most 200 s
+        # the hanging module is gone once its init returns (the kernel frees a module whose init
+        # failed; the guardian unloads one that loaded): wait for that, at most 200 s
         {"name": "modules_hang", "timeout": 260,
          "argv": ["sh", "-c", "for i in $(seq 200); do grep -q '^ringlab_frag_test ' /proc/modules || break; "
                   "sleep 1; done; cat /proc/modules"]},
