@@ -34,7 +34,13 @@ def test_unloadable_command_fails_loudly(monkeypatch):
     with pytest.raises(ModuleNotFoundError, match="no_such_module"):
         cli.main(["--help"])
     with pytest.raises(ModuleNotFoundError, match="no_such_module"):
-        cli.main(["env"])
+        cli.main(["nope"])
+
+
+def test_a_command_loads_only_its_own_module(monkeypatch, capsys):
+    monkeypatch.setitem(cli.COMMANDS, "nope", ("ringlab.lab.commands.no_such_module", "a command that cannot load"))
+    assert cli.main(["env", "--json", "--no-probe"]) == 0
+    assert '"topology"' in capsys.readouterr().out
 
 
 def test_param_error_is_importable_from_its_old_home():
@@ -74,7 +80,7 @@ def test_help_and_version(capsys):
     assert cli.main(["run", "--help"]) == 0
     out = capsys.readouterr().out
     for opt in ("-p, --parameter NAME VALUE", "--out DIR", "--resume", "--no-build", "--progress / --no-progress",
-                "--list-params", "experiment name (ptr_ring, page_frag, perf_rb)"):
+                "--list-params", "experiment name (ptr_ring, page_frag, perf_rb, ringtest, kmod)"):
         assert opt in out, out
 
 

@@ -1,6 +1,6 @@
 """kmod experiment with fake insmod/rmmod/modinfo/dmesg: parsing, placement, timeout, unload, refusals.
 
-The fake kernel is two files (RINGLAB_PROC_MODULES, RINGLAB_KMSG) that ringlab.kmod reads and
+The fake kernel is two files (RINGLAB_PROC_MODULES, RINGLAB_KMSG) that ringlab.tools.kmod reads and
 tests/fakes/fake_kmod.py writes; no module is ever loaded.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """kmod: in-kernel test modules such as seed 002's page_frag_test.ko, one insmod per trial.
 
-Each trial runs ``python -m ringlab.kmod trial`` (``ringlab.kmod``): insmod the
+Each trial runs ``python -m ringlab.tools.kmod trial`` (``ringlab.tools.kmod``): insmod the
 module with ``args`` and the placement's push/pop CPUs, read the result line
 that the module's init wrote to the kernel log after the trial started, rmmod.
 The module is unloaded on every way out (normal end, insmod failure, SIGINT,
@@ -33,7 +33,7 @@ push/pop CPUs, which are ``cpu_req_producer``/``cpu_req_consumer``);
 its init on purpose so that it unloads itself) and ``insmod_wall_s``.
 ``binary_sha256`` is the module file's.  No counters are read in the kernel:
 they are NaN with the reason.  ``perf stat -r N insmod ...`` text goes through
-``ringlab import-perf --kmod`` instead (``ringlab.kmod_perf``).
+``ringlab import-perf --kmod`` instead (``ringlab.tools.kmod_perf``).
 """
 from __future__ import annotations
 

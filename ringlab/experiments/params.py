@@ -185,6 +185,11 @@ class Param:
         return str(value)
 
 
+def has_target(values: dict[str, Any]) -> bool:
+    """Whether a run measures in stages until ``target_ci`` holds (``ringlab.run.stopping``)."""
+    return float(values.get("target_ci") or 0) > 0
+
+
 def parse_mode_targets(text: Any, modes=None) -> dict[str, float]:
     """``target_ci_by_mode`` ("1:1.0,2:0.75": MODE:PCT, comma-separated) as {mode: PCT}; empty
     text gives {}.  ParamError names the parameter and the allowed values."""

@@ -45,19 +45,37 @@ def _load(name: str):
     return importlib.import_module(COMMANDS[name][0])
 
 
+def _command(name: str) -> click.Command:
+    mod = _load(name)
+    cmd = mod.command
+    cmd.short_help = COMMANDS[name][1]
+    cmd.help = (mod.__doc__ or COMMANDS[name][1]).strip().splitlines()[0]
+    return cmd
+
+
+class _Commands(options.Group):
+    """The commands of COMMANDS, each module imported when its command is looked up: a command
+    starts without the libraries only others use (the statistics, plotting and notebook stacks
+    take a second or more to import, minutes on an emulated CPU)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        if name not in self.commands:
+            self.add_command(_command(name), name)
+        return self.commands[name]
+
+
 def build_group() -> click.Group:
-    """The ``ringlab`` group: every command, each its module's ``command``."""
-    group = options.Group("ringlab", help="Reproducible ring-buffer microbenchmarks.",
-                          subcommand_metavar="COMMAND [ARGS]...",
-                          context_settings={"help_option_names": options.HELP_OPTIONS})
+    """The ``ringlab`` group: every command of COMMANDS, each its module's ``command``."""
+    group = _Commands("ringlab", help="Reproducible ring-buffer microbenchmarks.",
+                      subcommand_metavar="COMMAND [ARGS]...",
+                      context_settings={"help_option_names": options.HELP_OPTIONS})
     click.version_option(__version__, "--version", prog_name="ringlab", message="%(prog)s %(version)s",
                          help="show the version and exit")(group)
-    for name, (_, help_) in COMMANDS.items():
-        mod = _load(name)
-        cmd = mod.command
-        cmd.short_help = help_
-        cmd.help = (mod.__doc__ or help_).strip().splitlines()[0]
-        group.add_command(cmd, name)
     return group
 
 

@@ -29,7 +29,6 @@ from ringlab.rundir import RunFolder
 from ringlab.run import launcher, machine
 from ringlab.run.context import RunContext
 from ringlab.errors import RunInterrupted
-from ringlab.run import stopping
 from ringlab.run.plan import order_plan
 from ringlab.run.prepare import default_out_dir, host_id, new_run_id, prepare
 from ringlab.run.process import execute, run_process
@@ -124,6 +123,7 @@ def _run_trials(f: RunFolder, p, todo: list, res: "RunResult", stop, progress, n
 
 def _extended(f: RunFolder, p, st: dict) -> list:
     """The plan of every stage recorded in ``st``, in block order (icount last, once stopped)."""
+    from ringlab.run import stopping
     p.ctx.values["layouts"] = int(st["layouts"])   # a trial of a new layout names its binary
     plan = stopping.staged_plan(p.exp, p.ctx.values, p.specs, st, p.ctx)
     f.write_env(plan=dict(f.env.get("plan") or {}, trials_total=len(plan), rounds=int(st["rounds_planned"]),
@@ -135,6 +135,7 @@ def _build_stage(f: RunFolder, p, st: dict) -> dict:
     """Build (or, with --no-build, check) the binaries of a stage's new layouts; the seconds count."""
     from ringlab.run.prepare import _build, _check_built, _merge_build
     from ringlab.digest import sha256_file
+    from ringlab.run import stopping
     started = time.monotonic()
     values = dict(p.ctx.values, layouts=int(st["layouts"]))
     if p.build:   # only the new layouts' binaries are compiled
@@ -158,6 +159,8 @@ def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "Ru
     if p.stopping is None:
         _run_trials(f, p, todo, res, stop, progress, name)
         return
+    # a run with a target only: the statistics it reviews its stages with load scipy
+    from ringlab.run import stopping
     st = dict(f.env.get("stopping") or p.stopping)
     ran = {s.key() for _, s in todo} | set(done)
     started = time.monotonic()
@@ -188,6 +191,7 @@ def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "Ru
 
 
 def _note_rounds_run(f: RunFolder) -> None:
+    from ringlab.run import stopping
     try:
         f.env["stopping"] = dict(f.env["stopping"], rounds_run=stopping.rounds_run(f.read_raw()))
     except Exception:   # noqa: BLE001 - a torn or empty raw.csv: keep what env.json says

@@ -23,12 +23,11 @@ from ringlab.system import checkout, privilege
 from ringlab.errors import DataError, NotBuiltError, ParamError, RunnerError
 from ringlab.experiments import base
 from ringlab.experiments.base import TrialSpec
-from ringlab.experiments.params import MAX_PLAN_TRIALS, MAX_SEED
+from ringlab.experiments.params import MAX_PLAN_TRIALS, MAX_SEED, has_target
 from ringlab.names import check_name
 from ringlab.digest import sha256_file
 from ringlab import rundir
 from ringlab.run.context import RunContext
-from ringlab.run import stopping
 from ringlab.run.plan import LAYOUT_DESCRIPTION, ORDER_DESCRIPTION, full_plan
 from ringlab.system import envinfo
 from ringlab.build import binaries
@@ -311,9 +310,12 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     host = prev.get("host") or host_id()
 
     exp = exp_cls()
-    target = stopping.enabled(values)
+    target = has_target(values)
     stop, probe = None, None
-    if target:   # the staged design: the pilot's (and every recorded stage's) layouts and rounds
+    if target:
+        # only a run with a target plans with the statistics, which load scipy: a run without one
+        # (a smoke run, a small machine, an emulated one) starts without them
+        from ringlab.run import stopping   # the staged design: the pilot's (and every recorded stage's) layouts and rounds
         prev_stop = prev.get("stopping")
         if isinstance(prev_stop, dict) and prev_stop.get("stages"):
             stop = prev_stop

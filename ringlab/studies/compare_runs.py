@@ -142,11 +142,15 @@ def stale_checks(runs: list[Run]) -> pd.DataFrame:
         for p in rep["pairs"]:
             rows.append({"scope": f"{r.experiment}/{r.host}/{r.run_id}", "check": f"{p['a']} vs {p['b']}",
                          "finding": p["verdict"]})
-    for a, b in itertools.combinations(runs, 2):
-        for v in sorted(set(a.raw.get("variant", pd.Series(dtype=str)).astype(str))
-                        & set(b.raw.get("variant", pd.Series(dtype=str)).astype(str))):
-            da, db = _numbers_digest(a.raw, v), _numbers_digest(b.raw, v)
-            if da and da == db:
+    # each run's measurements digested once, per variant; then every pair of runs compared
+    digests = []
+    for r in runs:
+        raw = r.raw
+        variants = sorted(set(raw.get("variant", pd.Series(dtype=str)).astype(str)))
+        digests.append({v: d for v in variants if (d := _numbers_digest(raw, v))})
+    for (a, da), (b, db) in itertools.combinations(zip(runs, digests), 2):
+        for v in sorted(set(da) & set(db)):
+            if da[v] == db[v]:
                 rows.append({"scope": f"{a.run_id} vs {b.run_id}", "check": f"{v} numbers",
                              "finding": "IDENTICAL measurements in two runs: copied, not re-measured"})
     if not any("IDENTICAL" in r["finding"] for r in rows):

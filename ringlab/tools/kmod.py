@@ -14,10 +14,10 @@ module owns all of that; ``ringlab.experiments.kmod`` only plans trials.
 * ``KernelLog`` reads ``/dev/kmsg`` from its end at the time the trial starts,
   so only lines written after that are matched (``RINGLAB_KMSG`` points at
   another file in tests).
-* ``python -m ringlab.kmod trial ...`` is the trial process.  It loads the
+* ``python -m ringlab.tools.kmod trial ...`` is the trial process.  It loads the
   module in try/finally and turns SIGTERM, SIGINT and SIGHUP into an
   exception, so the module is unloaded on those paths; it also starts a
-  guardian (``python -m ringlab.kmod guard``) in its own session, holding the
+  guardian (``python -m ringlab.tools.kmod guard``) in its own session, holding the
   read end of a pipe.  When the trial process dies without saying "done" (the
   runner's timeout kills its process group with SIGKILL), the guardian sees
   end-of-file, waits for the module's init to finish, and unloads it.
@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 from ringlab.paths import expand_user
-from ringlab import paths, rundir
+from ringlab import paths
 from ringlab.errors import DataError, UnsafeDirError
 from ringlab.system import modules
 from ringlab.system.modules import module_state, state_dir
@@ -170,6 +170,9 @@ def _utc() -> str:
 def _log(path: str | None, msg: str) -> None:
     if not path:
         return
+    # imported here: the run folder's package loads pandas, which a trial process started per
+    # insmod has no other use for (it logs only after the module is unloaded)
+    from ringlab import rundir
     try:
         rundir.append_line(Path(path).parent, Path(path).name, f"{_utc()} {msg}")
     except (OSError, DataError):

@@ -19,7 +19,7 @@ from ringlab.rundir.outputs import check_output
 
 @click.command(cls=options.Command)
 @click.argument("experiment", cls=options.Argument, metavar="experiment",
-                help="experiment name (ptr_ring, page_frag, perf_rb)")
+                help="experiment name (ptr_ring, page_frag, perf_rb, ringtest, kmod)")
 @options.parameter("set a parameter, as papermill's -p (same names as the notebook's parameters "
                    "cell); also -p NAME=VALUE; VALUE may begin with '-' (-p cflags -O3)")
 @click.option("--out", metavar="DIR", help="run folder (default scratch/EXPERIMENT/HOST/RUN-ID/, or under "

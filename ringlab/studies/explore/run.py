@@ -32,7 +32,7 @@ def _user_error(cls, message: str) -> RinglabError:
 
 
 def _is_true(col: pd.Series) -> pd.Series:
-    return col.map(lambda v: str(v).strip().lower() in ("true", "1", "yes")).astype(bool)
+    return col.astype(str).str.strip().str.lower().isin(("true", "1", "yes"))
 
 
 class FigureFile:
@@ -74,6 +74,7 @@ class Run:
         self.experiment, self.host, self.run_id = self.folder.names
         self._reports: dict = {}
         self._scratch: Path | None = None
+        self._trials: dict[tuple[bool, bool], pd.DataFrame] = {}
 
     # -- identity ------------------------------------------------------------------------------
     @property
@@ -100,14 +101,18 @@ class Run:
         return df.copy()
 
     def trials(self, warmup: bool = False, failed: bool = False) -> pd.DataFrame:
-        """raw.csv's rows; warm-ups and trials whose status is not ok only when asked."""
-        df = self.raw_all
-        keep = pd.Series(True, index=df.index)
-        if not warmup and "warmup" in df.columns:
-            keep &= ~_is_true(df["warmup"])
-        if not failed and "status" in df.columns:
-            keep &= df["status"].astype(str).eq("ok")
-        return df[keep].reset_index(drop=True)
+        """raw.csv's rows; warm-ups and trials whose status is not ok only when asked (selected
+        once per run and choice; each call returns its own copy)."""
+        key = (bool(warmup), bool(failed))
+        if key not in self._trials:
+            df = self.raw_all
+            keep = pd.Series(True, index=df.index)
+            if not warmup and "warmup" in df.columns:
+                keep &= ~_is_true(df["warmup"])
+            if not failed and "status" in df.columns:
+                keep &= df["status"].astype(str).eq("ok")
+            self._trials[key] = df[keep].reset_index(drop=True)
+        return self._trials[key].copy()
 
     @property
     def raw(self) -> pd.DataFrame:
