@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from ringlab.report import mail
+from ringlab.report.mailfmt import path_lines
 from ringlab.lab.cli import main as cli_main
 from ringlab.experiments import get
 
@@ -388,3 +389,12 @@ def test_further_runs_in_the_folder_get_their_rows_and_an_instruction_count_does
     assert labelled and len(labelled) == len([ln for ln in _rows(plain) if "callgrind" not in ln])
     assert "icount" not in further
     assert all(len(ln) <= 72 for ln in text.splitlines())
+
+
+@pytest.mark.parametrize("width", [72, 48, 30])
+def test_a_long_path_breaks_only_after_a_slash(width):
+    path = "results/ptr-ring-batch-zeroing/epyc-kvm-2vcpu/20261202T213850Z-62ea16/"
+    lines = path_lines(path, width)
+    assert "".join(ln.strip() for ln in lines) == path
+    assert all(len(ln) <= width and ln.startswith("  ") and ln.endswith("/") for ln in lines), lines
+    assert (len(lines) == 1) == (width == 72), lines

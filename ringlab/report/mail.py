@@ -36,7 +36,7 @@ from ringlab.stats.contract import SIGNIFICANT
 from ringlab.report.mail_objdump import loop_summary
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import (aa_controls, counters_line, machine_line, not_measured, tested_line)
-from ringlab.report.mailfmt import _fmt, _num, _ok, _para
+from ringlab.report.mailfmt import _fmt, _num, _ok, _para, path_lines
 from ringlab.report import pick_metric
 from ringlab.report.published import SEED000_INSTRUCTIONS_PER_OP
 from ringlab.rundir import Run, pick_baseline as baseline_rule, require_metric, run_variants
@@ -455,7 +455,8 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines.append("")
     lines += reproduce_lines(run_dir, env, width, notebook)
     rel = run_path(run_dir, env)
-    lines += _para(f"Hashes, layouts and every trial: {rel}/summary.md, env.json, raw.csv.", width)
+    lines += _para("Hashes, layouts and every trial: summary.md, env.json and raw.csv in", width)
+    lines += path_lines(f"{rel}/", width)
     text = "\n".join(ln.rstrip() for ln in lines) + "\n"
     return text
 

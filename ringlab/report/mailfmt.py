@@ -3,6 +3,7 @@ a given width)."""
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 
 # -- small formatting helpers --------------------------------------------------------------
@@ -44,6 +45,21 @@ def _field(label: str, text: str, width: int, indent: int = 2, label_w: int = 10
 def _para(text: str, width: int, indent: int = 0) -> list[str]:
     return textwrap.wrap(text, width=width, initial_indent=" " * indent,
                          subsequent_indent=" " * indent, break_on_hyphens=False)
+
+
+def path_lines(path: str, width: int, indent: int = 2) -> list[str]:
+    """A path on lines of its own, indented, broken only after a '/' where it is wider than
+    ``width``: a reader sees where each folder name ends (textwrap would cut inside one)."""
+    parts = re.findall(r"[^/]*/|[^/]+$", path)
+    lines, cur = [], ""
+    for part in parts:
+        if cur and indent + len(cur) + len(part) > width:
+            lines.append(cur)
+            cur = ""
+        cur += part
+    if cur:
+        lines.append(cur)
+    return [" " * indent + ln for ln in lines]
 
 
 def _short(sha: str | None) -> str:
