@@ -20,6 +20,7 @@ from ringlab import rundir
 from ringlab import run as runner
 from ringlab.build.layouts import copy_groups, layout_spec
 from ringlab.errors import ParamError
+from ringlab.experiments.params import has_target
 from ringlab.lab import cli
 from ringlab.run import stopping
 from ringlab.stats import compare as stats_compare
@@ -76,7 +77,7 @@ def _interrupt_at_trial(monkeypatch, n: int):
 def test_params_are_off_by_default_in_smoke_and_checked():
     from ringlab.experiments import get
     v = get("ptr_ring").resolve({"profile": "smoke"})
-    assert v["target_ci"] == 0 and v["budget"] == 0 and not stopping.enabled(v)
+    assert v["target_ci"] == 0 and v["budget"] == 0 and not has_target(v)
     with pytest.raises(ParamError, match="parameter 'budget'.*without target_ci"):
         get("ptr_ring").resolve({"profile": "smoke", "budget": "30"})
     with pytest.raises(ParamError, match="parameter 'target_ci'.*too large"):

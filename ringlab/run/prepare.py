@@ -312,10 +312,10 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     exp = exp_cls()
     target = has_target(values)
     stop, probe = None, None
-    if target:
-        # only a run with a target plans with the statistics, which load scipy: a run without one
-        # (a smoke run, a small machine, an emulated one) starts without them
-        from ringlab.run import stopping   # the staged design: the pilot's (and every recorded stage's) layouts and rounds
+    if target:   # the staged design: the pilot's (and every recorded stage's) layouts and rounds
+        # imported here: the statistics it plans with load scipy, which a run without a target
+        # (a smoke run, an emulated CPU) starts without
+        from ringlab.run import stopping
         prev_stop = prev.get("stopping")
         if isinstance(prev_stop, dict) and prev_stop.get("stages"):
             stop = prev_stop

@@ -56,15 +56,12 @@ import pandas as pd
 from ringlab.build.layouts import MAX_LAYOUTS
 from ringlab.errors import ParamError
 from ringlab.experiments.base import TrialSpec
-from ringlab.experiments.params import has_target, parse_mode_targets
+from ringlab.experiments.params import parse_mode_targets
 from ringlab.rundir.calibration import level_calibration
 from ringlab.run.plan import full_plan, round_layout
 from ringlab.stats import sequential
 from ringlab.stats.compare import compare
 from ringlab.stats.summary import StatsError
-
-
-enabled = has_target
 
 
 def baseline_of(values: dict[str, Any], specs: list[TrialSpec] | None = None) -> str:
