@@ -86,9 +86,9 @@ rn.markdown(rn.run_overview(RUN))
 # ## The verdict, in the mail's shape
 # Per arm, the centers of ns per operation the effect is computed from (their ratio is the
 # %change); `%change` has one sign in every table: + means better (faster), as in mmtests.  Its
-# CI follows it in the same sign under the one CI heading of the report (where Holm sets the
-# rows' levels, "(Holm)" and summary.md's footnote say so), then the Holm-corrected p and a
-# verdict.  "no significant difference" means the CI lies inside ±1%.
+# 95% CI follows it in the same sign (one level for every row), then the Holm-corrected p and a
+# verdict, which Holm decides over the configurations (summary.md's footnote says so once).
+# "no significant difference" means the CI lies inside ±1%.
 
 # %%
 R = rn.report(RUN, baseline=baseline, patched=patched, labels={baseline: "unpatched", patched: "patched"})

@@ -28,7 +28,7 @@
 # (`-m 2`: the producer keeps the ring full, so each freed slot is refilled at once), over a
 # sweep of ring sizes.  Small rings fall back to batch = 1; large rings are where batching
 # should help.  Every effect is stated in one sign: **+ = batch better (less time per
-# operation)**, with its CI at the level each row states (Holm-adjusted per family), beside
+# operation)**, with its 95% CI (the verdicts Holm-adjusted per family), beside
 # the host's A/A band (its noise floor, from its calibration): an effect inside the band cannot
 # be told from noise on that host.
 

@@ -2,7 +2,8 @@
 in one sign at one stated CI level.
 
 * compare.csv: the arm centers (``center_baseline``, ``center_candidate``) give the row's
-  effect (their ratio is delta_pct), ``gain_pct`` is + = better, and its CI holds it;
+  effect (their ratio is delta_pct), ``gain_pct`` is + = better, and its CI holds it; every
+  printed CI is at one level, inside the Holm CI the verdict rests on;
 * summary.md: the A/B table's arm columns have the sign of its ``%change`` column (+ = better),
   one sign convention is stated once, no second convention ("mail sign", a "delta" column) is
   left, one CI level is stated, and the host's noise floor is given;
@@ -89,6 +90,17 @@ def test_compare_csv_arm_centers_give_the_effect(path):
             want = (-r["ci_high_pct"], -r["ci_low_pct"]) if lib else (r["ci_low_pct"], r["ci_high_pct"])
             assert (r["gain_low_pct"], r["gain_high_pct"]) == pytest.approx(want), where
         check_arms(cb, cc, r["gain_pct"], lib, where, tol=1e-6)
+
+
+@pytest.mark.parametrize("path", COMPARE, ids=_id)
+def test_compare_csv_prints_one_ci_level(path):
+    """Every row's printed CI is at one level; the verdict's Holm CI contains it."""
+    df = pd.read_csv(path)
+    assert "holm_ci_level" in df.columns, f"{_id(path)}: no Holm CI columns (re-render it with `ringlab summarize`)"
+    has = df["ci_low_pct"].notna()
+    assert df.loc[has, "ci_level"].round(6).nunique() <= 1, f"{_id(path)}: CI levels {sorted(set(df['ci_level']))}"
+    h = df[has & df["holm_ci_low_pct"].notna()]
+    assert (h["holm_ci_low_pct"] <= h["ci_low_pct"] + 1e-9).all() and (h["ci_high_pct"] <= h["holm_ci_high_pct"] + 1e-9).all()
 
 
 def _md_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:

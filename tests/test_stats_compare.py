@@ -27,7 +27,9 @@ def test_json_has_exactly_the_fields():
         assert list(r) == JSON_FIELDS
         json.dumps(r)
         assert r["design"] == "paired" and r["n_pairs"] == 40 and r["family_size"] == 2
-        assert 0.95 <= r["ci_level"] < 1
+        assert r["ci_level"] == pytest.approx(0.95)
+        assert 0.95 <= r["holm_ci_level"] < 1
+        assert r["holm_ci_low_pct"] <= r["ci_low_pct"] <= r["ci_high_pct"] <= r["holm_ci_high_pct"]
     assert JSON_FIELDS[:14] == ["group", "baseline", "candidate", "n_baseline", "n_candidate", "median_baseline",
                                 "median_candidate", "delta_pct", "ci_low_pct", "ci_high_pct", "p_value", "p_holm",
                                 "verdict", "trials_needed"]
@@ -107,29 +109,42 @@ def test_round_column_wins_over_trial_and_incomplete_rounds_fall_back():
 
 
 def test_verdict_never_contradicts_the_ci():
+    printed_only = 0
     for seed in range(12):
         df = make_raw(effects={"reorder": 0.01 * (seed % 4)}, trials=12 + seed, seed=seed, cv=0.03,
                       round_cv=0.05, params={"mode": [0, 1, 2]})
         res = compare(df, "batch")
         check_rule(res)
         for r in res.itertuples():
-            excl = r.ci_low_pct > 0 or r.ci_high_pct < 0
+            excl = r.holm_ci_low_pct > 0 or r.holm_ci_high_pct < 0
+            printed = r.ci_low_pct > 0 or r.ci_high_pct < 0
             assert (r.verdict in ("faster", "slower")) == excl
             assert (r.p_holm <= 0.05) == excl
+            assert printed or not excl          # a called row's printed CI excludes 0 too
+            if printed and not excl:            # excluded at 95% only: not called, and the note says why
+                printed_only += 1
+                assert "does not reject it" in r.note
+    assert printed_only > 0                     # the case the note is for does occur here
     bad = res.copy()
-    bad.loc[bad.index[0], ["ci_low_pct", "ci_high_pct", "verdict"]] = [1.0, 2.0, "inconclusive"]
+    bad.loc[bad.index[0], ["holm_ci_low_pct", "holm_ci_high_pct", "verdict"]] = [1.0, 2.0, "inconclusive"]
     with pytest.raises(StatsError, match="excludes 0"):
+        check_rule(bad)
+    bad = res.copy()
+    bad.loc[bad.index[0], ["ci_low_pct", "ci_high_pct", "holm_ci_low_pct", "holm_ci_high_pct", "verdict"]] = \
+        [-1.0, 2.0, 0.5, 2.0, "slower"]
+    with pytest.raises(StatsError, match="printed CI"):
         check_rule(bad)
 
 
-def test_family_is_one_candidate_and_ci_level_follows_holm():
+def test_family_is_one_candidate_and_verdicts_follow_holm():
     df = make_raw(variants=("batch", "reorder", "prebatch"), effects={"reorder": -0.05}, trials=30, seed=5,
                   cv=0.02, params={"mode": [0, 1, 2, 3]})
     res = compare(df, "batch")
     assert set(res["family_size"]) == {4}
     assert len(res) == 8
+    assert (res["ci_level"] == 0.95).all()          # one printed level
     for _, fam in res.groupby("candidate"):
-        # the levels compare() printed are Holm's steps of the p-values it printed
+        # the levels the verdicts rest on are Holm's steps of the p-values compare() printed
         p = fam["p_value"].to_numpy()
         order = np.argsort(p, kind="stable")
         m = len(p)
@@ -138,10 +153,13 @@ def test_family_is_one_candidate_and_ci_level_follows_holm():
             rejected += 1
         for rank, i in enumerate(order):
             step = min(rank, rejected)
-            assert fam["ci_level"].iloc[i] == pytest.approx(1 - 0.05 / (m - step))
+            assert fam["holm_ci_level"].iloc[i] == pytest.approx(1 - 0.05 / (m - step))
             assert fam["p_holm"].iloc[i] >= fam["p_value"].iloc[i]
-        excl = (fam["ci_low_pct"] > 0) | (fam["ci_high_pct"] < 0)
-        assert ((fam["p_holm"] <= 0.05) == excl).all()   # rejected by Holm <=> its printed CI excludes 0
+        excl = (fam["holm_ci_low_pct"] > 0) | (fam["holm_ci_high_pct"] < 0)
+        assert ((fam["p_holm"] <= 0.05) == excl).all()   # rejected by Holm <=> its Holm CI excludes 0
+        # same estimator, nested intervals: the printed 95% CI lies inside the Holm one
+        assert (fam["holm_ci_low_pct"] <= fam["ci_low_pct"] + 1e-12).all()
+        assert (fam["ci_high_pct"] <= fam["holm_ci_high_pct"] + 1e-12).all()
     assert (res[res["candidate"] == "reorder"]["verdict"] == "faster").all()
     p = [0.001, 0.04, 0.012, 0.3]  # Holm rejects 0.001 (<= .05/4) and 0.012 (<= .05/3), stops at 0.04
     lv = holm_levels(p, 0.05)

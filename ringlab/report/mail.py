@@ -11,7 +11,7 @@ metric::
 
 ``%change`` is the verdict's effect (``ringlab.stats.contract.Comparison``: the Hodges-Lehmann
 estimate, ``gain_pct`` for lower-is-better metrics), + = better throughout, ``*..*`` marks the
-rows whose CI excludes 0 after Holm (mmtests' mark); the per-arm figures are the Comparison's
+rows Holm calls significant (mmtests' mark); the per-arm figures are the Comparison's
 own, so they agree with summary.md.  A/A controls are stated as bounds (``|Δ| < 2.9%``).  Then
 what this host could not measure, and the reproduce line with paths relative to the tree.
 Hashes, layouts and per-trial detail stay in env.json and summary.md.
@@ -112,7 +112,7 @@ def _gain(r) -> float:
 
 
 def _bound(r) -> float:
-    """The largest |effect| the row's CI allows, in percent (an A/A control's bound)."""
+    """The largest |effect| the row's printed (95%) CI allows, in percent (an A/A control's bound)."""
     lo, hi = _num(r.get("ci_low_pct")), _num(r.get("ci_high_pct"))
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return math.nan
@@ -314,10 +314,10 @@ def _legend(info: dict, width: int) -> list[str]:
     fam = ", ".join(f"{c} {n}" for c, n in info["family"].items())
     txt = ("%change: the verdict's estimate, + = better (less time per op, more ops/s); the two "
            "arms' columns hold the figures it is computed from; ±%sd: spread of one arm's "
-           f"trials. *x*: the CI excludes 0 at family-wise 5% (Holm over configurations: {fam}).")
+           f"trials. *x*: significant at family-wise 5% (p Holm-adjusted over configurations: {fam}).")
     if info["controls"]:
         txt += (f" {', '.join(info['controls'])}: an A/A control (the base's code again); "
-                "|Δ|<x% is the bound its CI allows.")
+                "|Δ|<x% is the bound its 95% CI allows.")
     out = _para(txt, width)
     if info["const"]:
         out += _para("Every row: " + ", ".join(f"{c} {_fmt(first[c])}" for c in info["const"]) + ".", width)

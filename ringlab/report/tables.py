@@ -3,13 +3,13 @@
 The comparison table shows one estimator in one sign::
 
     | mode | size | unpatched (batch) | patched (reorder) | design | n_pairs | %change (+ = faster)
-      | 95% CI (Holm) of %change | p (Holm) | family size | verdict |
+      | 95% CI of %change | p (Holm) | family size | verdict |
 
 The arm columns are the centers the effect is computed from (``center_baseline``,
 ``center_candidate`` of ``ringlab.stats.contract``), so their ratio is the %change; %change is
 ``gain_pct``: + means better (faster, fewer instructions, more ops/s), as in mmtests, and its
-CI is in the same sign.  One CI heading per report (``ci_heading``); where Holm gives rows
-different levels, ``holm_footnote`` says so once.  A host's noise floor (its A/A bound,
+CI is in the same sign.  One CI level per report, stated once in the heading (``ci_heading``);
+Holm, which decides the verdicts, is in a footnote (``holm_footnote``).  A host's noise floor (its A/A bound,
 ``noise_floor``) is stated once, and a verdict on an effect below it says so.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ import math
 import pandas as pd
 
 from ringlab import fmt
+from ringlab.stats.contract import SIGNIFICANT, ci_side
 from ringlab.stats.decide import INSTRUCTION_METRICS
 from ringlab.stats.summary import format_value
 
@@ -195,17 +196,35 @@ def ci_heading(cmp: pd.DataFrame) -> str:
     return head if all(abs(v - (1 - alpha)) < 1e-9 for v in levels) else f"{head} {HOLM_MARK}"
 
 
+def _levels_text(levels: list[float]) -> str:
+    return f"{levels[0] * 100:.4g}%" if len(levels) == 1 else f"{levels[0] * 100:.4g}-{levels[-1] * 100:.4g}%"
+
+
 def holm_footnote(cmp: pd.DataFrame) -> str:
-    """The footnote that says how Holm set each row's CI level ("" when every row is at 1 - alpha)."""
+    """The footnote that says how Holm decides the verdicts ("" when every family has one row).
+
+    Frames with ``holm_ci_level``: every CI is printed at 1 - alpha and the verdicts rest on the
+    Holm step levels; older frames printed each row at its Holm level (``ci_heading`` marks them)."""
     alpha = float(cmp.attrs.get("alpha", 0.05) or 0.05)
-    levels = ci_levels(cmp)
-    if all(abs(v - (1 - alpha)) < 1e-9 for v in levels):
-        return ""
     fam = int(pd.to_numeric(cmp.get("family_size"), errors="coerce").max()) if "family_size" in cmp else 0
-    lv = (f"{levels[0] * 100:.4g}%" if len(levels) == 1 else f"{levels[0] * 100:.4g}-{levels[-1] * 100:.4g}%")
-    return (f"{HOLM_MARK} Holm over each candidate's {fam} configuration(s): the family keeps a "
-            f"{alpha:.0%} family-wise error rate, so each row's interval is printed at its Holm step's "
-            f"level ({lv}) and a row is significant exactly when its interval excludes 0; p is Holm-adjusted.")
+    levels = ci_levels(cmp)
+    if not all(abs(v - (1 - alpha)) < 1e-9 for v in levels):
+        return (f"{HOLM_MARK} Holm over each candidate's {fam} configuration(s): the family keeps a "
+                f"{alpha:.0%} family-wise error rate, so each row's interval is printed at its Holm step's "
+                f"level ({_levels_text(levels)}) and a row is significant exactly when its interval excludes 0; "
+                "p is Holm-adjusted.")
+    if "holm_ci_level" not in cmp.columns or fam <= 1:
+        return ""
+    holm = sorted(set(pd.to_numeric(cmp["holm_ci_level"], errors="coerce").dropna().round(6)))
+    text = (f"p (Holm): p adjusted by Holm over each candidate's {fam} configurations, so the verdicts keep a "
+            f"{alpha:.0%} family-wise error rate: a row is called only when p (Holm) <= {alpha:g}, that is when "
+            f"its CI at its Holm step's level ({_levels_text(holm)}) excludes 0.")
+    excl_uncalled = [r for _, r in cmp.iterrows() if str(r.get("verdict")) not in SIGNIFICANT
+                     and ci_side(r.get("ci_low_pct"), r.get("ci_high_pct")) != 0]
+    if excl_uncalled:
+        text += (f" {len(excl_uncalled)} row(s) not called have a {fmt.ci_header(1 - alpha)} that excludes 0: "
+                 "with several configurations that happens by chance, and Holm does not reject them.")
+    return text
 
 
 def noise_floor_text(host: str | None, floor: dict | None) -> str:

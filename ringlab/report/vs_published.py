@@ -252,8 +252,8 @@ def _batch_rows(run_dir, baseline: str) -> list[dict]:
 def published_vs_reproduced_batch(run_dir, baseline: str = "prebatch", more=()) -> pd.DataFrame:
     """Seed 003's vhost Mpps ratios beside our throughput ratios: every ring size (with its
     effective batch), lock arm and pair of the run, and of the runs in ``more`` (other hosts'
-    runs, side by side: one block per run).  ``CI level`` gives each row's level (Holm-adjusted
-    per family), since it differs from row to row."""
+    runs, side by side: one block per run).  ``CI level`` gives each row's printed level (95%;
+    the verdicts are Holm-adjusted per family)."""
     pub = published.batch_zeroing_mpps()
     rows = [{"source": "published (vhost, seed 003)", "config": r.config, "throughput ratio to prebatch":
              round(r.ratio_to_before, 4), "CI of ratio": "not published", "CI level": "-", "verdict": "-"}

@@ -3,7 +3,8 @@
 The pipeline, in the order the data flows: the measurement rows of two arms are paired by
 round once (``ringlab.stats.rounds.Rounds``, held with the design in ``Arms``); Holm is run
 over each candidate's family on the p-values; at the row's Holm level each design's estimator
-gives an ``Estimate`` (``ringlab.stats.estimate``); ``decide`` turns it into a ``Verdict``
+gives the ``Estimate`` the verdict rests on, and at 1 - alpha the printed one
+(``ringlab.stats.estimate``); ``decide`` turns the first into a ``Verdict``
 (``ringlab.stats.decide``); an inconclusive one gets a ``Plan`` (``ringlab.stats.power.plan_more``);
 the row is a ``Comparison`` (``ringlab.stats.contract``), serialized once by ``to_frame``.
 
@@ -57,10 +58,12 @@ column (the statistic earlier versions reported as delta_pct).
 
 Multiplicity: the **family** is one candidate against the baseline over the configurations of
 the frame (one run).  ``p_holm`` is Holm-adjusted within the family (``family_size`` rows with
-a p-value); each row's CI is printed at its Holm step's level ``ci_level``
-(``ringlab.stats.holm``), so a row is significant exactly when its printed CI excludes 0.
+a p-value).  Every row's CI is printed at one level, ``ci_level`` = 1 - alpha (95%); the verdict
+is decided from the same estimator's CI at the row's Holm step level (``holm_ci_*``,
+``ringlab.stats.holm``), so a row is significant exactly when Holm rejects it.  A printed CI
+that excludes 0 on a row Holm does not reject says so in the row's note.
 
-Verdict (``LOWER_IS_BETTER`` decides the direction), decided from the printed CI alone:
+Verdict (``LOWER_IS_BETTER`` decides the direction), decided from the Holm CI alone:
   faster / slower            the CI excludes 0 (note added when it also lies within +-noise)
   no significant difference  the CI includes 0 and lies within +-noise
   inconclusive               the CI includes 0 and reaches beyond +-noise (or no CI exists);
@@ -69,7 +72,8 @@ Verdict (``LOWER_IS_BETTER`` decides the direction), decided from the printed CI
                              below the noise threshold), see ``ringlab.stats.power``.
   depends on machine state   two states, per-state CIs on opposite sides of 0
 ``check_rule`` (``ringlab.stats.contract``) enforces that no row says inconclusive while its
-CI excludes 0, nor faster/slower while it includes 0; ``compare`` calls it on every result.
+Holm CI excludes 0, nor faster/slower while it (or the printed CI) includes 0; ``compare`` calls
+it on every result.
 
 Instruction counts (``INSTRUCTION_METRICS``) say "fewer instructions" / "more instructions"
 instead of faster/slower.  Deterministic metrics (each arm has one repeated value, or every
@@ -87,7 +91,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -97,7 +101,8 @@ from ringlab import schema
 from ringlab.stats import designs as _designs
 from ringlab.stats import estimate as _est
 from ringlab.stats import ranktests as _rt
-from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, Comparison, check_rule, to_frame)
+from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, SIGNIFICANT, STATE_DEPENDENT, Comparison, check_rule,
+                                    to_frame)
 from ringlab.stats.decide import INSTRUCTION_METRICS, Verdict, decide
 from ringlab.stats.holm import holm, holm_levels
 from ringlab.stats.layouts import LayoutRounds
@@ -170,14 +175,24 @@ class Arms:
             return _est.paired(self.d, self.scale, level)
         return _est.unpaired(self.x, self.y, self.scale, level)
 
-    def finish(self, level: float, noise: float, alpha_planning: float, seed=DEFAULT_SEED) -> Comparison:
-        """The estimate at ``level``, its verdict and, when inconclusive, the plan."""
+    def finish(self, level: float, noise: float, alpha_planning: float, seed=DEFAULT_SEED,
+               printed_level: float | None = None) -> Comparison:
+        """The estimate at ``level`` (the Holm step's), its verdict and, when inconclusive, the
+        plan; with ``printed_level`` (the report's one level) the printed estimate at it too."""
         c = self.comparison
         if self.design == "too few":
             c.verdict = Verdict("inconclusive", self.too_few, settled=False)
             return c
         c.estimate = self.estimate(level)
         c.verdict = decide(c.estimate, c.metric, noise)
+        if printed_level is not None and self.design != "exact" and abs(printed_level - level) > 1e-12:
+            c.shown = self.estimate(printed_level)
+            lo, hi = c.shown.ci_pct
+            if c.verdict.verdict not in SIGNIFICANT and c.verdict.verdict != STATE_DEPENDENT \
+                    and (lo > 0 or hi < 0) and not c.verdict.note:
+                c.verdict = replace(c.verdict, note=(
+                    f"its {printed_level:.4g} CI excludes 0, but Holm over the {c.family_size} configurations "
+                    f"does not reject it (p (Holm) = {c.p_holm:.2g})"))
         if not c.verdict.settled:
             c.plan = plan_more(c.estimate, noise, alpha_planning, seed, d=self.d, x=self.x, y=self.y,
                                layout_rounds=self.layout_rounds)
@@ -291,9 +306,9 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     A ``layout`` column with more than one value in a configuration makes the design
     ``layouts``: per layout pair the paired Hodges-Lehmann estimate of the per-round log
     ratios, the verdict from the t interval across the K estimates (K - 1 df) at the row's
-    Holm-matched ``ci_level``, p from the same t test.  A t interval rather than a hierarchical
-    bootstrap, because at K = 6-16 a bootstrap over layouts is too narrow (see
-    ``ringlab.stats.layouts``).  With a ``layout`` column, machine states are looked for as well
+    Holm level (``holm_ci_level``; printed at ``ci_level`` = 1 - alpha), p from the same t test.
+    A t interval rather than a hierarchical bootstrap, because at K = 6-16 a bootstrap over
+    layouts is too narrow (see ``ringlab.stats.layouts``).  With a ``layout`` column, machine states are looked for as well
     (``ringlab.stats.designs``): with two, the headline weights the states equally and the
     verdict is ``depends on machine state`` when the per-state CIs lie on opposite sides of 0.
     The ``layout`` columns never define a configuration.
@@ -323,7 +338,8 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
 
 
 def _finish_family(arms: list[Arms], noise: float, alpha: float, seed) -> list[Comparison]:
-    """Holm per candidate, each row's CI at its Holm level (``ringlab.stats.holm``)."""
+    """Holm per candidate: each row's verdict from its CI at its Holm level (``ringlab.stats.holm``),
+    its printed CI at 1 - alpha."""
     for cand in sorted({a.comparison.candidate for a in arms}):
         fam = [a for a in arms if a.comparison.candidate == cand]
         p = [a.p for a in fam]
@@ -331,7 +347,8 @@ def _finish_family(arms: list[Arms], noise: float, alpha: float, seed) -> list[C
         for a, pa, lev in zip(fam, holm(p), holm_levels(p, alpha)):
             a.comparison.p_holm = float(pa)
             a.comparison.family_size = m
-            a.finish(lev if math.isfinite(lev) else 1 - alpha, noise, alpha / max(m, 1), seed)
+            a.finish(lev if math.isfinite(lev) else 1 - alpha, noise, alpha / max(m, 1), seed,
+                     printed_level=1 - alpha)
     return [a.comparison for a in arms]
 
 

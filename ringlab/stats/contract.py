@@ -1,6 +1,18 @@
 """What ``compare`` promises: the row of one comparison (``Comparison``), its serialization
 (``to_frame`` for the frame that summary.csv, mail and ``compare --json`` are written from,
-``to_records`` for the JSON), the verdicts and the rule that ties a verdict to its printed CI."""
+``to_records`` for the JSON), the verdicts and the rule that ties a verdict to its CIs.
+
+Two intervals per row, from the same estimator and point estimate:
+
+* the **printed CI** (``ci_low_pct``, ``ci_high_pct``) is at one level for every row of a report,
+  ``ci_level`` = 1 - alpha (95%): the interval every table, figure and mail shows;
+* the **Holm CI** (``holm_ci_low_pct``, ``holm_ci_high_pct``) is at the row's Holm step level
+  ``holm_ci_level`` (``ringlab.stats.holm``): the verdict rests on it, so a row is called
+  exactly when Holm rejects it (``p_holm`` <= alpha).  It contains the printed CI; they are equal
+  when the family has one comparison.
+
+A printed CI can therefore exclude 0 on a row that is not called: Holm over the family's
+comparisons did not reject it, and its note says so."""
 from __future__ import annotations
 
 import math
@@ -25,7 +37,7 @@ if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict na
 #:   delta_pct         (exp(HL estimate of ln(candidate/baseline)) - 1) * 100; exact rows: ratio of medians;
 #:                     design layouts: exp(mean of the per-layout-pair HL estimates) - 1; two machine
 #:                     states: the per-state effects weighted equally
-#:   ci_low_pct, ci_high_pct  the CI of delta_pct at ``ci_level`` (null when none)
+#:   ci_low_pct, ci_high_pct  the printed CI of delta_pct, at ``ci_level`` (null when none)
 #:   p_value           two-sided p of the signed-rank (paired) / Mann-Whitney (unpaired) test; design
 #:                     layouts: the t test across layout pairs; two states: the test of the headline
 #:   p_holm            p_value Holm-adjusted within the family (candidate over configurations)
@@ -33,7 +45,7 @@ if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict na
 #:   trials_needed     inconclusive rows only: rounds (= trials per arm) for 80% power
 #:   design            paired | unpaired | exact | layouts
 #:   n_pairs           rounds paired (0 when unpaired or exact)
-#:   ci_level          confidence level of the printed CI (>= 0.95; family-adjusted)
+#:   ci_level          confidence level of the printed CI: 1 - alpha (0.95) on every row
 #:   family_size       comparisons in this row's family (candidate over configurations)
 #:   layouts           layout pairs measured (null when raw.csv has no ``layout`` column)
 #:   sigma_layout_pct  layout spread sigma_L in percent points (null with one layout)
@@ -47,14 +59,19 @@ if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict na
 #:   heterogeneity_p   p of "the effect is the same in both states" (two states)
 #:   fixed_build       one layout only: the CI describes this binary pair, not the code change
 #:                     (null when raw.csv has no ``layout`` column)
+#:   holm_ci_low_pct, holm_ci_high_pct  the CI the verdict rests on, at ``holm_ci_level``
+#:   holm_ci_level     the row's Holm step level, 1 - alpha / (m - j + 1) (``ringlab.stats.holm``)
 JSON_FIELDS = ["group", "baseline", "candidate", "n_baseline", "n_candidate", "median_baseline",
                "median_candidate", "delta_pct", "ci_low_pct", "ci_high_pct", "p_value", "p_holm",
                "verdict", "trials_needed", "design", "n_pairs", "ci_level", "family_size",
                "layouts", "sigma_layout_pct", "layout_share", "layout_sensitive", "states", "slow_share",
                "delta_fast_pct", "ci_fast_low_pct", "ci_fast_high_pct", "delta_slow_pct",
-               "ci_slow_low_pct", "ci_slow_high_pct", "heterogeneity_p", "fixed_build"]
+               "ci_slow_low_pct", "ci_slow_high_pct", "heterogeneity_p", "fixed_build",
+               "holm_ci_low_pct", "holm_ci_high_pct", "holm_ci_level"]
 #: the fields added by the layout and machine-state analysis (null / absent in older frames)
-LAYOUT_FIELDS = JSON_FIELDS[JSON_FIELDS.index("layouts"):]
+LAYOUT_FIELDS = JSON_FIELDS[JSON_FIELDS.index("layouts"):JSON_FIELDS.index("fixed_build") + 1]
+#: the verdict's interval (absent in frames made when the printed CI was at the Holm level)
+HOLM_FIELDS = JSON_FIELDS[JSON_FIELDS.index("holm_ci_low_pct"):]
 STATE_DEPENDENT = "depends on machine state"
 VERDICTS = ("faster", "slower", "fewer instructions", "more instructions", "same instructions",
             "no significant difference", "inconclusive", STATE_DEPENDENT)
@@ -74,14 +91,24 @@ def ci_side(lo, hi) -> int:
     return 1 if lo > 0 else -1 if hi < 0 else 0
 
 
-def check_rule(result) -> None:
-    """Raise StatsError when a verdict contradicts its printed CI.
+def verdict_ci(row) -> tuple[float, float]:
+    """(low, high) of the CI a row's verdict rests on: the Holm CI, or the printed CI in rows
+    that have no Holm CI (JSON or frames made before it)."""
+    lo, hi = row.get("holm_ci_low_pct"), row.get("holm_ci_high_pct")
+    if _finite(lo) and _finite(hi):
+        return float(lo), float(hi)
+    return row.get("ci_low_pct", math.nan), row.get("ci_high_pct", math.nan)
 
-    No row says inconclusive while its CI excludes 0, nor faster/slower while it includes 0;
-    a row that says ``depends on machine state`` has per-state CIs on opposite sides of 0."""
+
+def check_rule(result) -> None:
+    """Raise StatsError when a verdict contradicts its CIs.
+
+    No row says inconclusive while the CI its verdict rests on (``verdict_ci``) excludes 0, nor
+    faster/slower while that CI, or its printed CI, includes 0; a row that says ``depends on
+    machine state`` has per-state CIs on opposite sides of 0."""
     rows = result.to_dict("records") if isinstance(result, pd.DataFrame) else list(result)
     for r in rows:
-        lo, hi = r.get("ci_low_pct", math.nan), r.get("ci_high_pct", math.nan)
+        lo, hi = verdict_ci(r)
         if r.get("design") == "exact" or r.get("note") == EXACT_NOTE:
             continue
         if r["verdict"] == STATE_DEPENDENT:
@@ -96,6 +123,10 @@ def check_rule(result) -> None:
             raise StatsError(f"{r.get('group')}: verdict {r['verdict']!r} but CI [{lo}, {hi}] excludes 0")
         if not excl and r["verdict"] in SIGNIFICANT:
             raise StatsError(f"{r.get('group')}: verdict {r['verdict']!r} but CI [{lo}, {hi}] includes 0")
+        plo, phi = r.get("ci_low_pct", math.nan), r.get("ci_high_pct", math.nan)
+        if r["verdict"] in SIGNIFICANT and ci_side(plo, phi) == 0:
+            raise StatsError(f"{r.get('group')}: verdict {r['verdict']!r} but the printed CI [{plo}, {phi}] "
+                             "includes 0")
 
 
 def _json_value(v):
@@ -156,7 +187,7 @@ class Comparison:
     ratio_medians_pct: float
     p_welch: float
     n_pairs: int
-    estimate: Estimate | None = None     # None: too few measurements to estimate
+    estimate: Estimate | None = None     # the verdict's, at the Holm level; None: too few to estimate
     verdict: Verdict | None = None
     plan: Plan | None = None             # inconclusive rows only
     p_holm: float = math.nan
@@ -166,17 +197,23 @@ class Comparison:
     n_layouts: int = 0
     lower_is_better: bool = True
     center_baseline: float = math.nan    # see EXTRA_FIELDS
+    shown: Estimate | None = None        # the printed one, at 1 - alpha (None: ``estimate`` is at it)
 
     def _note(self) -> str:
         if self.verdict.note:
-            return self.verdict.note
+            return "; ".join(t for t in (self.verdict.note, self.plan.basis if self.plan is not None else "") if t)
         if self.plan is not None:
             return self.plan.basis
         return self.estimate.notes[0] if self.estimate is not None and self.estimate.notes else ""
 
+    @property
+    def printed(self) -> Estimate | None:
+        """The estimate at the report's one level (the verdict's own where the levels agree)."""
+        return self.shown if self.shown is not None else self.estimate
+
     def _effect(self) -> tuple[float, float, float, float, float]:
-        """(delta_pct, ci_low_pct, ci_high_pct, p_value, ci_level)."""
-        e = self.estimate
+        """(delta_pct, ci_low_pct, ci_high_pct, p_value, ci_level) of the printed estimate."""
+        e = self.printed
         if e is None:
             return math.nan, math.nan, math.nan, math.nan, math.nan
         if e.design == "exact":
@@ -184,8 +221,15 @@ class Comparison:
         lo, hi = e.ci_pct
         return e.pct(e.estimate), lo, hi, e.p, e.level
 
-    def _layout_fields(self) -> dict:
+    def _holm_fields(self) -> dict:
         e = self.estimate
+        if e is None or e.design == "exact":
+            return {f: math.nan for f in HOLM_FIELDS}
+        lo, hi = e.ci_pct
+        return {"holm_ci_low_pct": lo, "holm_ci_high_pct": hi, "holm_ci_level": e.level}
+
+    def _layout_fields(self) -> dict:
+        e = self.printed
         if e is None or not math.isfinite(e.states):
             k = self.n_layouts if self.frame_has_layout else math.nan
             out = {f: math.nan for f in LAYOUT_FIELDS}
@@ -213,7 +257,7 @@ class Comparison:
                "verdict": self.verdict.verdict, "trials_needed": self.plan.trials if self.plan else math.nan,
                "design": self.estimate.design if self.estimate is not None else "unpaired",
                "n_pairs": self.n_pairs, "ci_level": level, "family_size": self.family_size,
-               **self._layout_fields()}
+               **self._layout_fields(), **self._holm_fields()}
         out.update(self.config)
         sign = -1.0 if self.lower_is_better else 1.0
         glo, ghi = (sign * lo, sign * hi) if sign > 0 else (-hi, -lo)

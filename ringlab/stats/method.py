@@ -30,15 +30,21 @@ def method_text(res: pd.DataFrame) -> str:
         parts.append("the headline weights the states equally")
     if "exact" in designs:
         parts.append("exact rows: deterministic metric, no CI or p")
-    fams = []
+    fams, holm = [], []
     for cand, sub in res.groupby("candidate", sort=True):
         m = int(sub["family_size"].max()) if len(sub) else 0
         if m:
-            lv = sub["ci_level"].dropna()
-            lvl = (f"{lv.min() * 100:.4g}%" if lv.min() == lv.max()
-                   else f"{lv.min() * 100:.4g}-{lv.max() * 100:.4g}%")
-            fams.append(f"{cand}: {m} comparison(s), CI level {lvl}")
+            fams.append(f"{cand}: {m} comparison(s)")
+            lv = sub["holm_ci_level"].dropna() if "holm_ci_level" in sub.columns else sub["ci_level"].dropna()
+            holm += list(lv)
     if fams:
-        parts.append("p Holm-corrected per candidate over its configurations, CI level matched to it ("
-                     + "; ".join(fams) + ")")
+        text = ("p Holm-corrected per candidate over its configurations (" + "; ".join(fams) + "), and each "
+                "verdict taken from the row's CI at its Holm step's level")
+        if holm:
+            lo, hi = min(holm), max(holm)
+            text += f" ({lo * 100:.4g}%)" if lo == hi else f" ({lo * 100:.4g}-{hi * 100:.4g}%)"
+        lv = res["ci_level"].dropna() if "ci_level" in res.columns else []
+        if len(lv):
+            text += f"; every printed CI is at {lv.min() * 100:.4g}%" if lv.min() == lv.max() else ""
+        parts.append(text)
     return "; ".join(parts) + "."

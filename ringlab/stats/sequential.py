@@ -21,7 +21,7 @@ estimate, and the spread is measured in a way that cannot see the signs of the r
 differences d_i = ln(candidate/baseline):
 
     s0 = 1.4826 x median_i |d_i|          (spread about "no difference"; sd for normal d)
-    w0 = t_{n0-1, 1-a/2} x s0 x sqrt(pi / (3 n0))   (a = alpha/m, m = the candidate's family)
+    w0 = t_{n0-1, 1-alpha/2} x s0 x sqrt(pi / (3 n0))   (the printed CI's level, 1 - alpha)
     N_i = ceil(n0 * (w0 / h)^2),  h = ln(1 + target_ci_pct/100)
     N = min(max(n0, max_i N_i), max_rounds, affordable)
 
@@ -52,7 +52,7 @@ from scipy import stats as sst
 
 from ringlab import schema
 from ringlab.stats import power as _power
-from ringlab.stats.contract import EXACT_NOTE
+from ringlab.stats.contract import EXACT_NOTE, verdict_ci
 from ringlab.stats.power import Calibration
 from ringlab.stats.rounds import ROUND_COLUMN, Rounds, comparison_columns, round_key, round_values
 from ringlab.stats.summary import StatsError, measurements
@@ -136,12 +136,10 @@ def _pilot_comparisons(meas: pd.DataFrame, cols: list[str], variants: list[str],
 
 def _size_comparisons(comps: list[tuple[dict, np.ndarray | None]], alpha: float, target_ci_pct: float,
                       max_rounds: int) -> list[dict]:
-    """Stein's total rounds per comparison, at the candidate family's Bonferroni level."""
-    for cand in sorted({r["candidate"] for r, _ in comps}):
-        fam = [(r, d) for r, d in comps if r["candidate"] == cand and d is not None]
-        m = max(len(fam), 1)
-        for r, d in fam:
-            level = 1 - alpha / m
+    """Stein's total rounds per comparison, for the printed CI (level 1 - alpha) the target judges."""
+    for r, d in comps:
+        if d is not None:
+            level = 1 - alpha
             r["ci_level"] = level
             w = pilot_half_width(d, level)
             if math.isfinite(w):
@@ -344,11 +342,11 @@ MIN_ROUNDS_PER_LAYOUT = 2
 
 def row_decision(row, resolution_pct: float) -> str | None:
     """What one compare() row settles: "faster" / "slower" (its verdict), "no change larger than
-    X%" (its CI lies within ±X, X = ``resolution_pct``), else None."""
+    X%" (the CI its verdict rests on, Holm's, lies within ±X, X = ``resolution_pct``), else None."""
     verdict = str(row.get("verdict") or "")
     if verdict in ("faster", "slower"):
         return verdict
-    lo, hi = row.get("ci_low_pct"), row.get("ci_high_pct")
+    lo, hi = verdict_ci(row)
     try:
         lo, hi = float(lo), float(hi)
     except (TypeError, ValueError):

@@ -88,8 +88,8 @@ def cross_machine_table(runs: list[Run], baseline: str = "batch", patched: str =
 
     The arm columns are the centers the effect is computed from (their ratio is the %change,
     ``ringlab.report.tables.arm_centers``); the CI follows the %change in its sign, under one
-    heading: "95% CI of %change" when every row is at 95%, else "95% CI (Holm) of %change"
-    (each run's rows at their Holm step's level, ``ringlab.report.tables.holm_footnote``)."""
+    heading: "95% CI of %change" (runs analysed before every CI was printed at 95% read
+    "95% CI (Holm) of %change": each row at its Holm step's level, ``tables.holm_footnote``)."""
     rows, cmps = [], []
     for r in runs:
         if "variant" not in r.raw.columns or metric not in r.raw.columns:
@@ -167,6 +167,9 @@ def cross_machine_note(t_cross: pd.DataFrame) -> str:
         note += (f" {tables.HOLM_MARK} Within each run, Holm over its configurations sets each row's CI "
                  "level so that the run keeps a 5% family-wise error rate; a row is significant exactly "
                  "when its interval excludes 0.")
+    elif len(t_cross):
+        note += (" Every CI is at 95%; the verdicts are Holm-adjusted within each run over its "
+                 "configurations, so each run keeps a 5% family-wise error rate.")
     return note
 
 

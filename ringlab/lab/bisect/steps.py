@@ -2,7 +2,7 @@
 ``git:TREE@SHA`` kernel header, measured in the same rounds), and its classification.
 
 Classification of a candidate (``s`` = the regression's direction, +1 when bad is slower for a
-lower-is-better metric; G = candidate vs good, B = candidate vs bad, each with the CI of
+lower-is-better metric; G = candidate vs good, B = candidate vs bad, each with the Holm CI of
 ``ringlab.stats.compare``, Holm within the run):
 
 * ``looks_bad``:  G's CI excludes 0 on the regression's side (the candidate carries the change);
@@ -29,6 +29,7 @@ from ringlab.errors import RunnerError
 from ringlab.run import run_experiment
 from ringlab.sources import kernel_header as kh
 from ringlab.stats import StatsError, compare
+from ringlab.stats.contract import verdict_ci
 
 ARMS = ("good", "bad", "candidate")
 BUILD_ERROR_FILE = "build_error.txt"
@@ -77,8 +78,8 @@ def record_build_error(out_dir: Path, message: str) -> None:
 
 
 def _sig(row: dict, side: int) -> bool:
-    """The CI excludes 0 on ``side`` (+1: above, -1: below)."""
-    lo, hi = row.get("ci_low_pct"), row.get("ci_high_pct")
+    """The CI the verdict rests on (Holm's, ``verdict_ci``) excludes 0 on ``side`` (+1: above, -1: below)."""
+    lo, hi = verdict_ci(row)
     if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
         return False
     return lo > 0 if side > 0 else hi < 0
@@ -99,7 +100,8 @@ def effect(df: pd.DataFrame, baseline: str, candidate: str, metric: str, group: 
         return {"error": f"no comparison of {candidate} against {baseline}"}
     r = res.iloc[0]
     out = {k: r[k] for k in ("group", "delta_pct", "ci_low_pct", "ci_high_pct", "p_holm", "verdict",
-                             "design", "n_pairs", "ci_level", "layouts")}
+                             "design", "n_pairs", "ci_level", "layouts", "holm_ci_low_pct", "holm_ci_high_pct",
+                             "holm_ci_level")}
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else
                 (v.item() if hasattr(v, "item") else v)) for k, v in out.items()}
 
@@ -140,7 +142,7 @@ def endpoints_decided(rows: list[dict], threshold_pct: float) -> bool:
             return True
 
     def within(r):
-        lo, hi = r.get("ci_low_pct"), r.get("ci_high_pct")
+        lo, hi = verdict_ci(r)
         return (lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)
                 and -threshold_pct < lo and hi < threshold_pct)
     return all(within(r) for r in ok)
