@@ -67,7 +67,7 @@ class PageFrag(Experiment):
     ]
     # Sized for the project's 2-CPU VM (2 variants x 2 aligns x 3 lengths x 2 placements
     # = 24 configurations): smoke is seconds (tests), quick about a minute, full a few
-    # minutes (what we commit).
+    # minutes (the committed run).
     profiles = {
         "smoke": {"trials": 2, "warmup": 0, "nr_test": 20_000, "alloc_lens": [12], "timeout": 30.0,
                   "layouts": 2},

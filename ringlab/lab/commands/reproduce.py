@@ -11,7 +11,7 @@ from ringlab.lab.reproduce import NOTEBOOKS, PROFILES, main_summary, reproduce
 
 @click.command(cls=options.Command)
 @click.option("--profile", default="quick", type=options.Choice(PROFILES), metavar="{" + ",".join(PROFILES) + "}",
-              help="smoke (seconds), quick (minutes, default), full (what we commit)")
+              help="smoke (seconds), quick (minutes, default), full (a tight target: the committed runs)")
 @click.option("--only", cls=options.Option, greedy=True, multiple=True, metavar="NAME [NAME ...]",
               help="run only these notebooks (" + ", ".join(NOTEBOOKS) + "; or their number)")
 @click.option("--host", metavar="HOST", help="machine id for the results path (default: $RINGLAB_HOST or hostname)")
