@@ -34,7 +34,7 @@
 # * instruction counts that do not depend on noise (callgrind), beside the published ones.
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (seconds) | quick (±0.5% in mode 0, ±1% in mode 1, 60 s budget) | full (±0.25% / ±0.75%, 300 s; what we commit)
+profile: str = "quick"  # smoke (seconds) | quick (±0.5% in mode 0, ±1% in mode 1, 60 s budget) | full (±0.25% / ±0.75%, 300 s)
 variants: str = "prebatch,batch,reorder"  # rings to run: prebatch, batch, reorder, spsc, or kernel-header NAMEs
 baseline: str = "batch"  # the unpatched variant; every other variant is compared against it
 patched: str = "reorder"  # the variant shown as "patched" in the mail-shaped table

@@ -61,7 +61,7 @@
 #   identical.  If it is called, the machine or the method is lying, not the patch.
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (seconds) | quick (±0.5% in mode 0, ±1% in mode 1, 60 s budget) | full (±0.25% / ±0.75%, 300 s; what we commit)
+profile: str = "quick"  # smoke (seconds) | quick (±0.5% in mode 0, ±1% in mode 1, 60 s budget) | full (±0.25% / ±0.75%, 300 s)
 base: str = ""  # unpatched header source: ptr_ring.h, kernel tree or headers package; empty: the distro headers package
 patch: str = "builtin:flush-delay"  # patch file, mbox, lore:MESSAGE-ID or builtin:flush-delay[:N] (made against base)
 control: bool = True  # also run the base header under a second name (same code): an A/A arm that must not be called faster or slower

@@ -53,7 +53,7 @@
 # shows that the pipeline works, and most verdicts are inconclusive.
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (seconds, tests) | quick (minutes) | full (what we commit)
+profile: str = "quick"  # smoke (seconds, tests) | quick (minutes) | full (the committed run)
 base: str = ""  # header source of every arm: ptr_ring.h, kernel tree or headers package; empty: the newest kernel header tree
 layouts: int = 0  # builds (code layouts) per arm; 0: the profile's default
 rounds_per_layout: int = 0  # rounds per layout pair; 0: 20 at profile full (the design bench power sizes), else the profile's trials

@@ -28,7 +28,7 @@
 # and on each CPU-pair class, and answer the thread's questions with data.
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (seconds) | quick (minutes) | full (what we commit)
+profile: str = "quick"  # smoke (seconds) | quick (minutes) | full (the committed run)
 variants: str = "before,after"  # page_frag variants
 baseline: str = "before"  # the variant every other one is compared against
 aligns: str = "0,1"  # 0: non-aligned, 1: 64-byte aligned (test_align)

@@ -29,7 +29,7 @@
 # how much of ringtest's per-item time the bare ring accounts for.
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (seconds) | quick (minutes) | full (what we commit)
+profile: str = "quick"  # smoke (seconds) | quick (minutes) | full (the committed run)
 tree: str = "debian:linux-source-6.1"  # kernel tree: a folder, a source tarball, git:TREE@REV, debian:linux-source-X.Y
 ring_size: int = 256  # ring entries for both harnesses (ringtest --ring-size, ptr_ring -s)
 items: int = 0  # items per trial for both; 0: the profile's default

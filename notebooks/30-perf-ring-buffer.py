@@ -28,7 +28,7 @@
 # find any placement-driven slow mode by itself and name the column that explains it.
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (seconds) | quick (minutes) | full (what we commit)
+profile: str = "quick"  # smoke (seconds) | quick (minutes) | full (about 20 minutes)
 variants: str = "base,forward,backward"  # configurations: base (no perf), forward, backward (--overwrite)
 placements: str = "none,same-core,split"  # none (unpinned), same-core, split, or topology classes
 count: int = 0  # close(-1) calls per trial; 0: the profile's default (3,000,000 in full)

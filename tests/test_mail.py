@@ -398,3 +398,29 @@ def test_a_long_path_breaks_only_after_a_slash(width):
     assert "".join(ln.strip() for ln in lines) == path
     assert all(len(ln) <= width and ln.startswith("  ") and ln.endswith("/") for ln in lines), lines
     assert (len(lines) == 1) == (width == 72), lines
+
+
+def test_a_sub_run_that_counts_instructions_gives_its_rows_and_the_counters_line(tmp_path):
+    """A folder whose own run has no callgrind counts but whose ``icount`` sub-run has (notebook
+    11): the second line says where callgrind counted, and the sub-run's instructions per op are
+    rows of the further runs' table."""
+    run = tmp_path / "run"
+    shutil.copytree(DATA, run)
+    raw = pd.read_csv(run / "raw.csv")
+    cg = raw["icount_source"].astype(str) == "callgrind"
+    env = json.loads((run / "env.json").read_text())
+    (run / "icount").mkdir()
+    raw[cg].to_csv(run / "icount" / "raw.csv", index=False)
+    sub_env = dict(env, parameters=dict(env.get("parameters") or {}, icount=True))
+    (run / "icount" / "env.json").write_text(json.dumps(sub_env))
+    raw[~cg].to_csv(run / "raw.csv", index=False)
+    env["parameters"] = dict(env.get("parameters") or {}, icount=False)
+    (run / "env.json").write_text(json.dumps(env))
+    text = mail.mail_text(run)
+    flat = " ".join(text.split())
+    assert "callgrind counts the instructions of the measured region instead, in icount/" in flat
+    rows = [ln for ln in text.splitlines() if "instr/op" in ln]
+    assert rows and all("%" in ln for ln in rows), text
+    # without the sub-run the same folder says it has no counts
+    shutil.rmtree(run / "icount")
+    assert "no callgrind counts in this run" in " ".join(mail.mail_text(run).split())

@@ -213,7 +213,7 @@ def parse_mode_targets(text: Any, modes=None) -> dict[str, float]:
 
 #: Parameters every experiment has (the runner interprets them).
 COMMON_PARAMS = [
-    Param("profile", "str", "quick", "smoke (seconds, tests) | quick (minutes; ptr_ring: ±0.5% in mode 0, ±1% in modes 1-2, within 60 s) | full (committed runs; "
+    Param("profile", "str", "quick", "smoke (seconds, tests) | quick (minutes; ptr_ring: ±0.5% in mode 0, ±1% in modes 1-2, within 60 s) | full (a tight target; "
           "ptr_ring: ±0.25% in mode 0, ±0.75% in modes 1-2, within 300 s)",
           choices=("smoke", "quick", "full"), column=False),
     Param("trials", "int", 10, "measured trials per configuration", min=1, max=MAX_TRIALS, column=False),

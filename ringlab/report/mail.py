@@ -32,6 +32,7 @@ import pandas as pd
 from ringlab import schema
 from ringlab.errors import ParamError
 from ringlab.stats import StatsError, compare, measurements, summarize
+from ringlab.stats.rounds import comparison_columns
 from ringlab.stats.contract import SIGNIFICANT
 from ringlab.report.mail_objdump import loop_summary
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
@@ -230,20 +231,61 @@ def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
     return out, info
 
 
-def _further_runs(run_dir: Path, baseline: str, metric: str, width: int) -> list[str]:
-    """The runs in the run folder's sub-folders that compare ``baseline`` with one candidate (a
-    notebook's further questions: a lock arm, a batch sweep), one row per configuration, labelled
-    by sub-folder, under one header; each sub-run is its own Holm family.  [] where there are none
-    (a sub-run without a timing comparison, such as an instruction count, is left out)."""
-    rows: list[str] = []
-    cands: set[str] = set()
+def _sub_runs(run_dir: Path) -> list[Path]:
+    """The run folder's sub-runs (a notebook's further questions), in natural order."""
     def natural(p: Path):
         return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.name)]
-    for sub in sorted((p for p in Path(run_dir).iterdir() if p.is_dir() and (p / "raw.csv").is_file()), key=natural):
+    if not Path(run_dir).is_dir():
+        return []
+    return sorted((p for p in Path(run_dir).iterdir() if p.is_dir() and (p / "raw.csv").is_file()), key=natural)
+
+
+def _count_runs(run_dir: Path, baseline: str) -> list[tuple[Path, pd.DataFrame, str]]:
+    """The sub-runs that count instructions (``-p icount true``): (folder, the compare() frame of
+    instructions per op, the counts' source), for those with counts of ``baseline``."""
+    out = []
+    for sub in _sub_runs(run_dir):
         try:
             df, sub_env = Run(sub).read()
             params = (sub_env.doc if sub_env is not None else {}).get("parameters") or {}
-            if params.get("icount") is True:    # callgrind's counts, not a timing comparison
+            if params.get("icount") is not True:
+                continue
+            cols = [c for c in comparison_columns(df[pd.to_numeric(df.get(INSTR), errors="coerce").notna()], None)
+                    if c not in _PLACEMENT_COLS] if INSTR in df.columns else []
+            instr = _instr_frame(df, baseline, cols)
+        except Exception:   # noqa: BLE001 - no counts of this baseline there: nothing to show
+            continue
+        if instr is not None and len(instr[0]):
+            out.append((sub, instr[0], instr[1]))
+    return out
+
+
+def _further_runs(run_dir: Path, baseline: str, metric: str, width: int) -> list[str]:
+    """The runs in the run folder's sub-folders that compare ``baseline`` with one candidate (a
+    notebook's further questions: a lock arm, a batch sweep), one row per configuration, labelled
+    by sub-folder, under one header; each sub-run is its own Holm family.  A sub-run that counts
+    instructions (``-p icount true``) gives its instructions-per-op rows instead of timing ones.
+    [] where there are none."""
+    rows: list[str] = []
+    cands: set[str] = set()
+    counts = {sub: (icmp, src) for sub, icmp, src in _count_runs(run_dir, baseline)}
+    for sub in _sub_runs(run_dir):
+        if sub in counts:
+            icmp, src = counts[sub]
+            if icmp["candidate"].astype(str).nunique() != 1:
+                continue
+            cands.add(str(icmp["candidate"].iloc[0]))
+            cols = list(icmp.attrs.get("group_columns") or [])
+            vary = [c for c in cols if c not in _PLACEMENT_COLS and icmp[c].astype(str).nunique() > 1]
+            for _, r in icmp.iterrows():
+                lab = _label(r, vary, INSTR, False, timing=False)   # "instr/op" names the run
+                row = _row(r, 0.0, 0.0, False, f"{lab} ({src})", width)
+                rows += row if len(row) == 1 else _row(r, 0.0, 0.0, False, lab, width)   # the mail's second line names the counter
+            continue
+        try:
+            df, sub_env = Run(sub).read()
+            params = (sub_env.doc if sub_env is not None else {}).get("parameters") or {}
+            if params.get("icount") is True:    # counts of another baseline: not a row of this table
                 continue
             cmp = compare(df, baseline, metric)
         except Exception:   # noqa: BLE001 - not a comparison of this baseline: not a row of this table
@@ -436,7 +478,8 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lib = metric in schema.LOWER_IS_BETTER
 
     lines = _para(_headline(env, df, base, variants[1:], info), width)
-    lines += _para(counters_line(df, env), width)
+    counted = [f"{s.name}/" for s, _, src in _count_runs(run_dir, base) if src == "callgrind"] if not candidates else []
+    lines += _para(counters_line(df, env, elsewhere=", ".join(counted) or None), width)
     lines.append("")
     lines += _para(tested_line(env, base, variants[1:], run_dir), width)
     lines += _para("test machine: " + machine_line(env), width)

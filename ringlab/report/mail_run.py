@@ -26,9 +26,10 @@ def _virt(env: dict) -> str | None:
     return v if v and v != "none" else None
 
 
-def counters_line(df: pd.DataFrame, env: dict) -> str:
+def counters_line(df: pd.DataFrame, env: dict, elsewhere: str | None = None) -> str:
     """Whether this host has a PMU, and what counts instructions instead (the mail's second
-    line, the first of notebook 10's overview)."""
+    line, the first of notebook 10's overview); ``elsewhere``: the sub-runs of the run folder
+    that hold callgrind counts, when this run has none of its own."""
     missing = _pmu_missing(env)
     counted = INSTR in df.columns and pd.to_numeric(df[INSTR], errors="coerce").notna().any()
     srcs = sorted(set(df.loc[pd.to_numeric(df[INSTR], errors="coerce").notna(), "icount_source"]
@@ -40,6 +41,9 @@ def counters_line(df: pd.DataFrame, env: dict) -> str:
     if "callgrind" in srcs:
         return (f"No PMU on this host{where}: callgrind counts the instructions of the measured "
                 "region instead (-p icount true, single-threaded rows).")
+    if elsewhere:
+        return (f"No PMU on this host{where}: callgrind counts the instructions of the measured "
+                f"region instead, in {elsewhere} (-p icount true, single-threaded rows).")
     params = env.get("parameters") or {}
     exp = env.get("experiment")
     why = (f"callgrind counts single-threaded trials only, and {exp} is not" if exp in

@@ -191,7 +191,7 @@ class Arms:
             if c.verdict.verdict not in SIGNIFICANT and c.verdict.verdict != STATE_DEPENDENT \
                     and (lo > 0 or hi < 0) and not c.verdict.note:
                 c.verdict = replace(c.verdict, note=(
-                    f"its {printed_level:.4g} CI excludes 0, but Holm over the {c.family_size} configurations "
+                    f"its {printed_level * 100:.4g}% CI excludes 0, but Holm over the {c.family_size} configurations "
                     f"does not reject it (p (Holm) = {c.p_holm:.2g})"))
         if not c.verdict.settled:
             c.plan = plan_more(c.estimate, noise, alpha_planning, seed, d=self.d, x=self.x, y=self.y,
