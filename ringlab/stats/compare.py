@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -141,6 +141,8 @@ class Arms:
     layout_rounds: LayoutRounds | None = None
     p: float = math.nan
     too_few: str = ""
+    # level -> Estimate: the p, the verdict's and the printed estimate often share a level
+    _by_level: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, rounds: Rounds, comparison: Comparison, b_all, c_all, exact_source: bool = False) -> "Arms":
@@ -163,9 +165,17 @@ class Arms:
     def add_layout_rounds(self, rd: LayoutRounds) -> None:
         """Analyse a paired comparison by layout pair and machine state (its p replaces the signed-rank p)."""
         self.layout_rounds = rd
+        self._by_level.clear()           # estimates made before were of the paired design
         self.p = self.estimate(0.95).p   # p does not depend on the level
 
     def estimate(self, level: float) -> _est.Estimate:
+        """The design's estimate at ``level`` (computed once per level)."""
+        key = round(float(level), 12)
+        if key not in self._by_level:
+            self._by_level[key] = self._estimate(level)
+        return self._by_level[key]
+
+    def _estimate(self, level: float) -> _est.Estimate:
         c = self.comparison
         if self.design == "exact":
             return _est.exact(c.delta_abs, c.median_baseline, EXACT_NOTE)

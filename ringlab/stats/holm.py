@@ -1,10 +1,10 @@
 """Holm's step-down correction and the CI levels that agree with it.
 
-The family is one candidate against the baseline over the configurations of a run.  Each row's
-CI is printed at the Holm step's level, ``1 - alpha / (m - j + 1)``, where j is the row's rank
-among the family's p-values, or, for rows Holm does not reject, the rank of the first
-non-rejected row.  A row is then significant (``p_holm <= alpha``) exactly when its printed CI
-excludes 0, and every printed CI has at least 1 - alpha coverage on its own.
+The family is one candidate against the baseline over the configurations of a run.  The CI a
+row's verdict rests on is at the Holm step's level, ``1 - alpha / (m - j + 1)``, where j is the
+row's rank among the family's p-values, or, for rows Holm does not reject, the rank of the first
+non-rejected row.  A row is then significant (``p_holm <= alpha``) exactly when that CI excludes
+0.  Reports print every row's CI at 1 - alpha instead (``ringlab.stats.compare``).
 """
 from __future__ import annotations
 
