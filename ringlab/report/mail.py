@@ -248,11 +248,11 @@ def _count_runs(run_dir: Path, baseline: str) -> list[tuple[Path, pd.DataFrame, 
         try:
             df, sub_env = Run(sub).read()
             params = (sub_env.doc if sub_env is not None else {}).get("parameters") or {}
-            if params.get("icount") is not True:
+            if params.get("icount") is not True or INSTR not in df.columns:
                 continue
-            cols = [c for c in comparison_columns(df[pd.to_numeric(df.get(INSTR), errors="coerce").notna()], None)
-                    if c not in _PLACEMENT_COLS] if INSTR in df.columns else []
-            instr = _instr_frame(df, baseline, cols)
+            counted = df[pd.to_numeric(df[INSTR], errors="coerce").notna()]
+            instr = _instr_frame(df, baseline, [c for c in comparison_columns(counted, None)
+                                                if c not in _PLACEMENT_COLS])
         except Exception:   # noqa: BLE001 - no counts of this baseline there: nothing to show
             continue
         if instr is not None and len(instr[0]):
@@ -260,15 +260,16 @@ def _count_runs(run_dir: Path, baseline: str) -> list[tuple[Path, pd.DataFrame, 
     return out
 
 
-def _further_runs(run_dir: Path, baseline: str, metric: str, width: int) -> list[str]:
+def _further_runs(run_dir: Path, baseline: str, metric: str, width: int,
+                  count_runs: list[tuple[Path, pd.DataFrame, str]]) -> list[str]:
     """The runs in the run folder's sub-folders that compare ``baseline`` with one candidate (a
     notebook's further questions: a lock arm, a batch sweep), one row per configuration, labelled
     by sub-folder, under one header; each sub-run is its own Holm family.  A sub-run that counts
-    instructions (``-p icount true``) gives its instructions-per-op rows instead of timing ones.
-    [] where there are none."""
+    instructions (``count_runs``, from ``_count_runs``) gives its instructions-per-op rows instead
+    of timing ones.  [] where there are none."""
     rows: list[str] = []
     cands: set[str] = set()
-    counts = {sub: (icmp, src) for sub, icmp, src in _count_runs(run_dir, baseline)}
+    counts = {sub: (icmp, src) for sub, icmp, src in count_runs}
     for sub in _sub_runs(run_dir):
         if sub in counts:
             icmp, src = counts[sub]
@@ -280,7 +281,8 @@ def _further_runs(run_dir: Path, baseline: str, metric: str, width: int) -> list
             for _, r in icmp.iterrows():
                 lab = _label(r, vary, INSTR, False, timing=False)   # "instr/op" names the run
                 row = _row(r, 0.0, 0.0, False, f"{lab} ({src})", width)
-                rows += row if len(row) == 1 else _row(r, 0.0, 0.0, False, lab, width)   # the mail's second line names the counter
+                # too long for one line: the mail's second line names the counter
+                rows += row if len(row) == 1 else _row(r, 0.0, 0.0, False, lab, width)
             continue
         try:
             df, sub_env = Run(sub).read()
@@ -478,7 +480,8 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lib = metric in schema.LOWER_IS_BETTER
 
     lines = _para(_headline(env, df, base, variants[1:], info), width)
-    counted = [f"{s.name}/" for s, _, src in _count_runs(run_dir, base) if src == "callgrind"] if not candidates else []
+    count_runs = _count_runs(run_dir, base) if not candidates else []
+    counted = [f"{s.name}/" for s, _, src in count_runs if src == "callgrind"]
     lines += _para(counters_line(df, env, elsewhere=", ".join(counted) or None), width)
     lines.append("")
     lines += _para(tested_line(env, base, variants[1:], run_dir), width)
@@ -487,7 +490,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines.append("")
     lines += table
     lines.append("")
-    lines += _further_runs(run_dir, base, metric, width) if not candidates else []
+    lines += _further_runs(run_dir, base, metric, width, count_runs) if not candidates else []
     lines += _legend(info, width)
     if not lib:
         lines += _para(f"{metric}: higher is better.", width)
