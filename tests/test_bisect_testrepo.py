@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from ringlab.lab.bisect import engine, gitrange, testrepo
+from ringlab.lab.bisect import engine, gitrange, report, testrepo
 from ringlab.lab.bisect import notebook as nb
 from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
@@ -172,4 +172,18 @@ def test_run_refuses_a_folder_that_holds_a_bisect(repo, tmp_path, monkeypatch):
     (tmp_path / "b" / engine.STATE_FILE).write_text('{"kind": "bisect"}')
     with pytest.raises(ParamError, match="parameter '--out'.*allowed"):
         nb.run(p.config)
-    assert "papermill notebooks/13-bisect.ipynb" in p.config.command and repo.good in p.config.command
+    assert "papermill notebooks/13-bisect.ipynb" in p.config.command
+
+
+def test_the_test_repositorys_reproduce_line_names_no_folder_of_this_machine(repo, tmp_path, monkeypatch):
+    monkeypatch.setattr(testrepo, "build", lambda spins: repo)
+    p = nb.plan(tmp_path / "b", profile="smoke", spins=24)
+    cmd = p.config.command
+    assert "-p spins 24" in cmd and "-p tree" not in cmd and str(repo.tree) not in cmd
+    state = engine.init_state(p.config)
+    assert state["tree"] == str(repo.tree)   # bisect.json keeps where it ran
+    assert state["tree_name"].startswith("the test repository (built from ")
+    assert str(repo.tree) not in report.summary_md(state)
+    own = nb.plan(tmp_path / "c", tree=str(repo.tree), good=repo.good, bad=repo.bad, profile="smoke")
+    assert f"-p tree {repo.tree} -p good {repo.good} -p bad {repo.bad}" in own.config.command
+    assert engine.init_state(own.config)["tree_name"] == str(repo.tree)

@@ -207,6 +207,12 @@ def test_an_empty_results_folder_is_an_empty_collection(tmp_path, monkeypatch):
     assert len(ringlab.open(tmp_path / "empty")) == 0
 
 
+def test_the_committed_results_are_named_relative_to_the_repository():
+    runs = ringlab.open(paths.ROOT / "results")
+    assert runs.describe().startswith(f"{len(runs)} runs under results/ (")
+    assert str(paths.ROOT) not in runs.describe()
+
+
 def test_record_writes_the_notebook_run_folder_through_runfolder(results, tmp_path):
     runs = ringlab.open(results).latest()
     out = tmp_path / "explore" / "h" / "20260105T000000Z-999999"

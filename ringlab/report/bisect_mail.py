@@ -113,7 +113,7 @@ def bisect_mail_text(path, width: int = 72) -> str:
     out = [f"Subject: {subject(state)}", ""]
     out += _wrap(f"ringlab bisected {state['experiment']} {state['metric']} between {state['good']} "
                  f"({state['good_commit']['sha'][:12]}) and {state['bad']} ({state['bad_commit']['sha'][:12]}) "
-                 f"of {state['tree']}: {res.get('message', 'not finished')}.", width)
+                 f"of {state.get('tree_name') or state['tree']}: {res.get('message', 'not finished')}.", width)
     out.append("")
     if res.get("status") in ("found", "range"):
         out += _commit_lines(res)

@@ -51,6 +51,7 @@ class Config:
     step_budget: int | None = None
     params: dict[str, str] = field(default_factory=dict)
     command: str = ""
+    tree_name: str = ""   # how reports name the tree; empty: its path
 
 
 def _save(out: Path, state: dict) -> None:
@@ -131,6 +132,7 @@ def init_state(cfg: Config) -> dict:
     cands = gitrange.commits(tree, good, bad, gitrange.MEASURED_PATHS[cfg.experiment])
     return {
         "kind": "bisect", "version": STATE_VERSION, "experiment": cfg.experiment, "tree": str(tree),
+        "tree_name": cfg.tree_name or str(tree),
         "good": cfg.good, "bad": cfg.bad, "good_commit": gitrange.describe(tree, good).to_dict(),
         "bad_commit": gitrange.describe(tree, bad).to_dict(), "metric": cfg.metric,
         "threshold_pct": cfg.threshold_pct, "step_budget": cfg.step_budget, "params": dict(cfg.params),

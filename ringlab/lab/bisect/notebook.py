@@ -51,9 +51,15 @@ def _step_params(profile: str, layouts: int, modes: str, trials: int, count: int
     return out, usable
 
 
-def _command(tree: str, good: str, bad: str, threshold: float, params: dict) -> str:
-    words = ["papermill", "notebooks/13-bisect.ipynb", "out.ipynb", "-k", "python3", "-p", "tree", tree,
-             "-p", "good", good, "-p", "bad", bad, "-p", "threshold", f"{float(threshold):g}"]
+def _command(tree: str, good: str, bad: str, threshold: float, params: dict, spins: int | None = None) -> str:
+    """The papermill line that repeats this bisect: with ``tree``, good and bad; for the test
+    repository (no tree), its ``spins``, so that the line names no folder of this machine."""
+    words = ["papermill", "notebooks/13-bisect.ipynb", "out.ipynb", "-k", "python3"]
+    if tree:
+        words += ["-p", "tree", tree, "-p", "good", good, "-p", "bad", bad]
+    else:
+        words += ["-p", "spins", str(spins)]
+    words += ["-p", "threshold", f"{float(threshold):g}"]
     for k in ("profile", "layouts", "modes", "trials", "count", "seed"):
         words += ["-p", k, params[k]]
     words += ["-p", "icount", "True" if params["icount"] == "true" else "False"]
@@ -70,7 +76,7 @@ def plan(out: Path, tree: str = "", good: str = "", bad: str = "", threshold: fl
         if tree and not (good and bad):
             raise BaseParamError(f"parameter '{'bad' if good else 'good'}': empty; allowed: a revision of "
                                  f"{tree} (good and bad are required with tree)")
-        repo = None
+        repo, command = None, _command(tree, good, bad, threshold, params, spins)
         if not tree:
             repo = testrepo.build(spins)
             if repo is None:
@@ -80,8 +86,9 @@ def plan(out: Path, tree: str = "", good: str = "", bad: str = "", threshold: fl
                                                 "pass tree, good and bad to bisect your own tree")
             tree, good, bad = str(repo.tree), good or repo.good, bad or repo.bad
         cfg = engine.Config(experiment="ptr_ring", tree=tree, good=good, bad=bad, out=Path(out),
-                            threshold_pct=float(threshold), params=params,
-                            command=_command(tree, good, bad, threshold, params))
+                            threshold_pct=float(threshold), params=params, command=command,
+                            tree_name=(f"the test repository (built from {repo.source}, spins {spins})"
+                                       if repo else ""))
         engine.init_state(cfg)   # the range is checked before anything runs
         return Plan(cfg, repo, usable)
     except builtin_patches.PatchError as e:

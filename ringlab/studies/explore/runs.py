@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab import paths
 from ringlab.errors import DataError
 from ringlab.studies.explore.run import Run
 
@@ -109,13 +110,22 @@ class Runs(Sequence):
         cols = ["run", "experiment", "host", "profile", "status", "variants", "measured", "excluded", "machine", "git"]
         return pd.DataFrame(rows, columns=cols)
 
+    def shown_root(self) -> str:
+        """The results folder as a report names it: relative to the repository when it lies in it
+        (``results/``), so that a committed summary names no folder of this machine."""
+        root = self.root.resolve()
+        try:
+            return str(root.relative_to(paths.ROOT)) + "/"
+        except ValueError:
+            return str(self.root)
+
     def describe(self) -> str:
         """One sentence: how many runs of which experiments, or that there are none yet."""
         if not self._runs:
-            return (f"No runs under {self.root} yet: `make reproduce` (or `ringlab reproduce`) writes them, "
+            return (f"No runs under {self.shown_root()} yet: `make reproduce` (or `ringlab reproduce`) writes them, "
                     "or point `open()` at a folder of runs.")
         done = sum(r.status == "complete" for r in self._runs)
-        return (f"{len(self)} runs under {self.root} ({done} complete) of {len(self.experiments)} experiments: "
+        return (f"{len(self)} runs under {self.shown_root()} ({done} complete) of {len(self.experiments)} experiments: "
                 + ", ".join(self.experiments) + ".")
 
     def _repr_html_(self) -> str:
