@@ -27,8 +27,13 @@
 #   layout changes.
 # * `d2`: `builtin:flush-spin:N`, N iterations of a loop over a volatile counter after each
 #   batch flush (`for (volatile int i = 0; i < N; i++);`, which gcc can neither remove nor
-#   unroll), N chosen so that the arm adds **+2.5%** of the base's instructions per operation;
-# * `d8`: the same with **+7.7%**.
+#   unroll), N the whole number of iterations whose added instructions per operation come
+#   nearest **+2.5%** of the base's;
+# * `d8`: the same, nearest **+7.7%**.
+#
+# N is whole, so an arm adds a little more or less than its target: the table under "What we
+# expect, before measuring" gives, before anything is timed, the figure that N adds on this
+# header ("expected extra %").
 #
 # N is sized by counting, not by assuming: callgrind counts the base and two probe builds
 # (1 and 8 iterations), and the line through them gives the cost of the loop's set-up and of

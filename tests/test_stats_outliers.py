@@ -22,6 +22,17 @@ def test_seed004_bimodal_text():
     assert m["multimodal"]
     txt = describe_modes(m, lambda x: format_value(x, "elapsed_us"))
     assert txt.startswith("bimodal: 90% at 2.25 s, 10% at 4.4 s"), txt
+    # a lopsided mix the dip test does not reject: the text says the KDE found it
+    if m["dip_p"] >= 0.05:
+        assert "separated KDE modes" in txt and "dip test" in txt, txt
+
+
+def test_the_modes_text_names_the_test_that_found_them():
+    fmt = lambda x: f"{x:g} ns"
+    two = {"multimodal": True, "modes": [{"share": 0.9, "center": 1.0}, {"share": 0.1, "center": 2.0}]}
+    assert describe_modes(dict(two, dip_p=0.003), fmt) == "bimodal: 90% at 1 ns, 10% at 2 ns (dip test p=0.003)"
+    weak = describe_modes(dict(two, dip_p=0.34), fmt)
+    assert weak.startswith("bimodal: 90% at 1 ns, 10% at 2 ns (separated KDE modes;") and "p=0.34" in weak
 
 
 def test_unimodal_rarely_flagged():
@@ -46,6 +57,8 @@ def test_null_case_no_recorded_factor():
     assert d["kind"] == "multimodal"
     assert d["cause"]["column"] is None
     assert "no recorded factor explains" in d["text"]
+    # the threshold it was held to is in the text, so that a closest p of 0.02 does not read as a contradiction
+    assert "at Holm p < 0.01 (closest: " in d["text"], d["text"]
 
 
 def test_numeric_cause_drift_by_order():

@@ -151,8 +151,8 @@ def find_cause(frame: pd.DataFrame, is_odd: np.ndarray, odd_name: str = "slow") 
     ptxt = "p < 0.001" if best["p_holm"] < 0.001 else f"p = {best['p_holm']:.2g}"
     if best["p_holm"] >= CAUSE_ALPHA:
         return {"column": None, "p": best["p"], "p_holm": best["p_holm"], "tests": tests, "advice": "",
-                "text": f"no recorded factor explains the {odd_name} trials (closest: {best['column']}, "
-                        f"Holm {ptxt})"}
+                "text": f"no recorded factor explains the {odd_name} trials at Holm p < {CAUSE_ALPHA:g} "
+                        f"(closest: {best['column']}, Holm {ptxt})"}
     col = best["column"]
     if best["kind"] == "categorical":
         share = best["odd_with"] / best["odd_total"]

@@ -8,7 +8,8 @@ effect is known before measuring:
   instructions run (callgrind counts are equal); only the layout changes;
 * ``d2`` / ``d8``: ``builtin:flush-spin:N`` (N iterations of a loop over a volatile counter
   after each batch flush, a cost gcc can neither remove nor unroll) with N chosen (:func:`plan`)
-  so that the arm adds +2.5% / +7.7% of the base's instructions per operation.  Where callgrind
+  as the whole number whose added instructions per operation come nearest +2.5% / +7.7% of the
+  base's (:meth:`CheckPlan.expected` states what that N adds, before measuring).  Where callgrind
   is here, the cost of one iteration and of the loop's set-up are counted, not assumed: two
   probe builds (:data:`PROBE_SPINS`) are counted beside the base and N comes from the line
   through them; the run's own exact counts (``icount``) then say what each arm really adds;
@@ -52,8 +53,8 @@ NOT_CALLED = ("no significant difference", "inconclusive")
 #: what must hold, stated before measuring (the rows of :func:`expectations`, in order)
 EXPECTATIONS = (
     "pad48 (layout only) is not called: no significant difference or inconclusive",
-    "d2 (about +2.5% instructions) is never called faster",
-    "d8 (about +7.7% instructions) is called slower",
+    "d2 (the smaller delay, N nearest +2.5% instructions) is never called faster",
+    "d8 (the larger delay, N nearest +7.7% instructions) is called slower",
     "d8's CI from the default build overlaps its CI from the aligned build",
 )
 #: rounds per layout pair at profile full: the design whose power ``ringlab bench power`` checks

@@ -30,11 +30,17 @@ def step_rows(state: dict) -> list[list[str]]:
     return rows
 
 
+def _tree(state: dict) -> str:
+    """The tree as summary.md names it: a path in backticks, or the test repository in words."""
+    name = state.get("tree_name") or state["tree"]
+    return f"`{name}`" if name == state["tree"] else name
+
+
 def summary_md(state: dict) -> str:
     res = state.get("result") or {}
     ep = state.get("endpoints") or {}
     lines = [f"# Bisect: {state['experiment']} {state['metric']}, {state['good']}..{state['bad']}", "",
-             f"Tree: `{state.get('tree_name') or state['tree']}`; good {state['good_commit']['sha'][:12]}, bad {state['bad_commit']['sha'][:12]}.",
+             f"Tree: {_tree(state)}; good {state['good_commit']['sha'][:12]}, bad {state['bad_commit']['sha'][:12]}.",
              f"{state['commits_in_range']} commits in the range; {len(state['candidates'])} change "
              f"{', '.join(state['paths'])} (candidates); {state['skipped_commits']} others skipped.",
              "", f"**Result:** {res.get('message', 'not finished')}", ""]
