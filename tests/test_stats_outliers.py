@@ -77,3 +77,28 @@ def test_migrations_cause():
     frame = pd.DataFrame({"cpu_migrations": mig, "order": np.random.default_rng(0).permutation(n)})
     c = find_cause(frame, mig > 0)
     assert c["column"] == "cpu_migrations" and "pin" in c["text"]
+
+
+def _load_split(slow_load: float, rest_load: float, odd_name: str):
+    n = 80
+    odd = np.arange(n) < 12
+    load = np.where(odd, slow_load, rest_load) + np.random.default_rng(3).normal(0, 0.01, n)
+    return find_cause(pd.DataFrame({"load1": load}), odd, odd_name)
+
+
+def test_slow_trials_with_more_load_are_machine_busy():
+    c = _load_split(2.0, 1.0, "slow")
+    assert c.get("cause") == "machine busy" and "other work ran" in c["text"]
+    assert c["text"].startswith("machine busy: slow trials had higher load1")
+
+
+def test_slow_trials_with_less_load_are_not_blamed_on_other_work():
+    for c in (_load_split(1.0, 2.0, "slow"), _load_split(2.0, 1.0, "fast")):
+        assert c["column"] == "load1" and c.get("cause") is None
+        assert "other work ran" not in c["text"] and "other work does not explain them" in c["text"], c["text"]
+
+
+def test_fast_trials_with_less_load_leave_the_slow_ones_busier():
+    c = _load_split(1.0, 2.0, "fast")
+    assert c.get("cause") is None and "fast trials had lower load1" in c["text"]
+    assert "other work ran" in c["text"]

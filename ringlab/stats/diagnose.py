@@ -44,6 +44,9 @@ NUMERIC_CAUSES = ["procs_running", "load1", "cpu_migrations", "context_switches"
 BUSY_COLUMNS = ["procs_running", "load1", "steal_delta", "ctx_involuntary", "context_switches"]
 BUSY_ADVICE = ("other work ran on the machine during those rounds: stop it, isolate the measured CPUs, "
                "or run with -p quiet wait")
+#: a busy column *lower* in the slow trials: other work does not explain them
+QUIET_ADVICE = ("the slow trials ran while the machine was quieter, so other work does not explain them; "
+                "look at idle and frequency states (governor, C-states) or, in a guest, the host's scheduling")
 CATEGORICAL_CAUSES = ["actual_pair_class", "pair_class", "cross_cpu", "migrated",
                       "cpu_producer_start", "cpu_consumer_start"]
 
@@ -163,10 +166,16 @@ def find_cause(frame: pd.DataFrame, is_odd: np.ndarray, odd_name: str = "slow") 
         word = "higher" if best["median_odd"] > best["median_rest"] else "lower"
         text = (f"{odd_name} trials had {word} {col} (median {best['median_odd']:.4g} vs "
                 f"{best['median_rest']:.4g}; {ptxt})")
-        if col in BUSY_COLUMNS and word == "higher" and odd_name in ("slow", "outlier"):
-            text = "machine busy: " + text
+        if col in BUSY_COLUMNS:
+            # which trials had more of the other work: the odd ones, or the rest?
+            slow_busier = (word == "higher") == (odd_name in ("slow", "outlier"))
+            if slow_busier and odd_name in ("slow", "outlier"):
+                text = "machine busy: " + text
+                return {"column": col, "p": best["p"], "p_holm": best["p_holm"], "tests": tests,
+                        "cause": "machine busy", "advice": BUSY_ADVICE, "text": f"{text}; {BUSY_ADVICE}"}
+            advice = BUSY_ADVICE if slow_busier else QUIET_ADVICE
             return {"column": col, "p": best["p"], "p_holm": best["p_holm"], "tests": tests,
-                    "cause": "machine busy", "advice": BUSY_ADVICE, "text": f"{text}; {BUSY_ADVICE}"}
+                    "advice": advice, "text": f"{text}; {advice}"}
     return {"column": col, "p": best["p"], "p_holm": best["p_holm"], "tests": tests,
             "advice": ADVICE.get(col, ""), "text": text + (f"; {ADVICE[col]}" if col in ADVICE else "")}
 
