@@ -167,15 +167,14 @@ def find_cause(frame: pd.DataFrame, is_odd: np.ndarray, odd_name: str = "slow") 
         text = (f"{odd_name} trials had {word} {col} (median {best['median_odd']:.4g} vs "
                 f"{best['median_rest']:.4g}; {ptxt})")
         if col in BUSY_COLUMNS:
-            # which trials had more of the other work: the odd ones, or the rest?
-            slow_busier = (word == "higher") == (odd_name in ("slow", "outlier"))
-            if slow_busier and odd_name in ("slow", "outlier"):
-                text = "machine busy: " + text
-                return {"column": col, "p": best["p"], "p_holm": best["p_holm"], "tests": tests,
-                        "cause": "machine busy", "advice": BUSY_ADVICE, "text": f"{text}; {BUSY_ADVICE}"}
+            # other work explains slowness only where the slower trials had more of it
+            odd_slow = odd_name in ("slow", "outlier")
+            slow_busier = (word == "higher") == odd_slow
             advice = BUSY_ADVICE if slow_busier else QUIET_ADVICE
-            return {"column": col, "p": best["p"], "p_holm": best["p_holm"], "tests": tests,
-                    "advice": advice, "text": f"{text}; {advice}"}
+            found = {"column": col, "p": best["p"], "p_holm": best["p_holm"], "tests": tests, "advice": advice}
+            if slow_busier and odd_slow:
+                found["cause"], text = "machine busy", "machine busy: " + text
+            return {**found, "text": f"{text}; {advice}"}
     return {"column": col, "p": best["p"], "p_holm": best["p_holm"], "tests": tests,
             "advice": ADVICE.get(col, ""), "text": text + (f"; {ADVICE[col]}" if col in ADVICE else "")}
 
