@@ -106,6 +106,11 @@ def _machine_line(ep: dict) -> str:
     return "machine: " + ", ".join(p for p in parts if p)
 
 
+def tree_name(state: dict) -> str:
+    """How reports name the bisected tree: the test repository in words, or its path."""
+    return state.get("tree_name") or state["tree"]
+
+
 def bisect_mail_text(path, width: int = 72) -> str:
     """The mail of bisect folder ``path`` (DataError when bisect.json is missing or corrupt)."""
     state = _read(path)
@@ -113,7 +118,7 @@ def bisect_mail_text(path, width: int = 72) -> str:
     out = [f"Subject: {subject(state)}", ""]
     out += _wrap(f"ringlab bisected {state['experiment']} {state['metric']} between {state['good']} "
                  f"({state['good_commit']['sha'][:12]}) and {state['bad']} ({state['bad_commit']['sha'][:12]}) "
-                 f"of {state.get('tree_name') or state['tree']}: {res.get('message', 'not finished')}.", width)
+                 f"of {tree_name(state)}: {res.get('message', 'not finished')}.", width)
     out.append("")
     if res.get("status") in ("found", "range"):
         out += _commit_lines(res)

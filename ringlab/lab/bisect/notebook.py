@@ -51,7 +51,7 @@ def _step_params(profile: str, layouts: int, modes: str, trials: int, count: int
     return out, usable
 
 
-def _command(tree: str, good: str, bad: str, threshold: float, params: dict, spins: int | None = None) -> str:
+def _command(tree: str, good: str, bad: str, threshold: float, params: dict, spins: int) -> str:
     """The papermill line that repeats this bisect: with ``tree``, good and bad; for the test
     repository (no tree), its ``spins``, so that the line names no folder of this machine."""
     words = ["papermill", "notebooks/13-bisect.ipynb", "out.ipynb", "-k", "python3"]

@@ -6,7 +6,7 @@ from pathlib import Path
 import matplotlib
 
 from ringlab import fmt, rundir, schema
-from ringlab.report.bisect_mail import effect_text
+from ringlab.report.bisect_mail import effect_text, tree_name
 
 matplotlib.use("Agg")  # figures go to files, never to a display (as in ringlab.report.figures)
 import matplotlib.pyplot as plt  # noqa: E402
@@ -32,7 +32,7 @@ def step_rows(state: dict) -> list[list[str]]:
 
 def _tree(state: dict) -> str:
     """The tree as summary.md names it: a path in backticks, or the test repository in words."""
-    name = state.get("tree_name") or state["tree"]
+    name = tree_name(state)
     return f"`{name}`" if name == state["tree"] else name
 
 
