@@ -12,7 +12,13 @@ Two intervals per row, from the same estimator and point estimate:
   when the family has one comparison.
 
 A printed CI can therefore exclude 0 on a row that is not called: Holm over the family's
-comparisons did not reject it, and its note says so."""
+comparisons did not reject it, and its note says so.
+
+Both answer "how sure are we about this run?".  A third, the **next-run interval**
+(``next_low_pct``, ``next_high_pct``), answers "what will another run on this host show?": a
+prediction interval with the host's between-run drift (``ringlab.stats.replication``), filled in
+by the reports.  The verdict never rests on it; ``sign_reproducible`` says whether it keeps a
+called row's sign."""
 from __future__ import annotations
 
 import math
@@ -61,17 +67,31 @@ if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict na
 #:                     (null when raw.csv has no ``layout`` column)
 #:   holm_ci_low_pct, holm_ci_high_pct  the CI the verdict rests on, at ``holm_ci_level``
 #:   holm_ci_level     the row's Holm step level, 1 - alpha / (m - j + 1) (``ringlab.stats.holm``)
+#:   next_low_pct, next_high_pct  where another run of this comparison on this host is expected to
+#:                     put delta_pct, at ``next_level``: the prediction interval with the host's
+#:                     between-run drift (``ringlab.stats.replication.next_run``; null until a
+#:                     report fills it in, and for exact rows)
+#:   next_level        the level of that interval (0.95)
+#:   drift_pct         the SD of a run's own effect at this delta, in percent points (the between-run
+#:                     level); null when none was measured
+#:   next_source       where the drift comes from (the host's calibration, earlier runs), or that none
+#:                     was measured
+#:   sign_reproducible called rows: the next-run interval lies on the verdict's side of 0 (null
+#:                     for rows not called)
 JSON_FIELDS = ["group", "baseline", "candidate", "n_baseline", "n_candidate", "median_baseline",
                "median_candidate", "delta_pct", "ci_low_pct", "ci_high_pct", "p_value", "p_holm",
                "verdict", "trials_needed", "design", "n_pairs", "ci_level", "family_size",
                "layouts", "sigma_layout_pct", "layout_share", "layout_sensitive", "states", "slow_share",
                "delta_fast_pct", "ci_fast_low_pct", "ci_fast_high_pct", "delta_slow_pct",
                "ci_slow_low_pct", "ci_slow_high_pct", "heterogeneity_p", "fixed_build",
-               "holm_ci_low_pct", "holm_ci_high_pct", "holm_ci_level"]
+               "holm_ci_low_pct", "holm_ci_high_pct", "holm_ci_level", "next_low_pct", "next_high_pct",
+               "next_level", "drift_pct", "next_source", "sign_reproducible"]
 #: the fields added by the layout and machine-state analysis (null / absent in older frames)
 LAYOUT_FIELDS = JSON_FIELDS[JSON_FIELDS.index("layouts"):JSON_FIELDS.index("fixed_build") + 1]
 #: the verdict's interval (absent in frames made when the printed CI was at the Holm level)
-HOLM_FIELDS = JSON_FIELDS[JSON_FIELDS.index("holm_ci_low_pct"):]
+HOLM_FIELDS = JSON_FIELDS[JSON_FIELDS.index("holm_ci_low_pct"):JSON_FIELDS.index("holm_ci_level") + 1]
+#: the interval for another run on this host (``ringlab.stats.replication.with_next_run``)
+NEXT_FIELDS = JSON_FIELDS[JSON_FIELDS.index("next_low_pct"):]
 STATE_DEPENDENT = "depends on machine state"
 VERDICTS = ("faster", "slower", "fewer instructions", "more instructions", "same instructions",
             "no significant difference", "inconclusive", STATE_DEPENDENT)
@@ -257,7 +277,9 @@ class Comparison:
                "verdict": self.verdict.verdict, "trials_needed": self.plan.trials if self.plan else math.nan,
                "design": self.estimate.design if self.estimate is not None else "unpaired",
                "n_pairs": self.n_pairs, "ci_level": level, "family_size": self.family_size,
-               **self._layout_fields(), **self._holm_fields()}
+               **self._layout_fields(), **self._holm_fields(),
+               "next_low_pct": math.nan, "next_high_pct": math.nan, "next_level": math.nan, "drift_pct": math.nan,
+               "next_source": "", "sign_reproducible": None}
         out.update(self.config)
         sign = -1.0 if self.lower_is_better else 1.0
         glo, ghi = (sign * lo, sign * hi) if sign > 0 else (-hi, -lo)

@@ -1,0 +1,145 @@
+"""The run-to-run level: random effects over runs, the host's drift and the next-run interval.
+
+The simulations draw runs whose effect moves between runs (a run effect u ~ N(0, tau^2) on top
+of each run's own noise) and check that the next-run interval holds the following run's
+estimate at its nominal rate, where the within-run CI does not."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from ringlab.stats import compare
+from ringlab.stats.contract import JSON_FIELDS, NEXT_FIELDS, to_records
+from ringlab.stats.replication import (NO_DRIFT, Drift, combine, drift_of, drift_of_runs, next_run, row_se,
+                                       with_next_run)
+from ringlab.stats.summary import StatsError
+
+
+def _binom_ok(hits: int, n: int, p: float = 0.95) -> bool:
+    lo, hi = sps.binom.interval(0.999, n, p)
+    return lo <= hits <= hi
+
+
+def _coverage(tau: float, s: float, drift: Drift | None, n: int = 4000, seed: int = 1) -> tuple[int, int]:
+    """(next-run interval hits, within-run CI hits) of run 2's estimate, over ``n`` pairs of runs."""
+    rng = np.random.default_rng(seed)
+    d = 0.05 + rng.normal(0, tau, (n, 2)) + rng.normal(0, s, (n, 2))
+    pi = ci = 0
+    z = sps.norm.ppf(0.975)
+    for a, b in d:
+        lo, hi = next_run(a, s, drift)
+        pi += lo <= b <= hi
+        ci += abs(b - a) <= z * s
+    return pi, ci
+
+
+def test_next_run_interval_covers_a_drifting_next_run_at_its_nominal_rate():
+    pi, ci = _coverage(tau=0.01, s=0.004, drift=Drift(tau=0.01))
+    assert _binom_ok(pi, 4000), pi / 4000
+    assert ci / 4000 < 0.6        # the run's own CI misses most next runs when the effect drifts
+
+
+def test_next_run_interval_without_drift_model_undercovers_a_drifting_host():
+    pi, _ = _coverage(tau=0.01, s=0.004, drift=None)
+    assert pi / 4000 < 0.7        # the two runs' noise alone does not hold a drifting host
+
+
+def test_next_run_interval_holds_without_drift_when_there_is_none():
+    pi, ci = _coverage(tau=0.0, s=0.004, drift=None)
+    assert _binom_ok(pi, 4000), pi / 4000
+    assert ci / 4000 < 0.9        # a CI is not a prediction interval even on a quiet host (~83%)
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.004, 0.01])
+def test_drift_estimated_from_five_runs_keeps_the_level(tau):
+    """The host's drift measured from 5 runs (random effects), then run 6's interval holds run 7."""
+    rng = np.random.default_rng(7)
+    s, n, hits = 0.004, 800, 0
+    for _ in range(n):
+        d = 0.05 + rng.normal(0, tau, 7) + rng.normal(0, s, 7)
+        drift = drift_of_runs(combine(d[:5], np.full(5, s * s)), "earlier runs")
+        lo, hi = next_run(d[5], s, drift)
+        hits += lo <= d[6] <= hi
+    assert hits / n >= 0.93, hits / n
+
+
+def test_next_run_interval_is_wider_than_the_ci():
+    d, s = math.log(1.05), 0.004
+    z = sps.norm.ppf(0.975)
+    lo0, hi0 = next_run(d, s, None)
+    assert hi0 - lo0 == pytest.approx(2 * z * s * math.sqrt(2))
+    lo1, hi1 = next_run(d, s, Drift(tau=0.002, rel=0.5, df=4))
+    assert hi1 - lo1 > hi0 - lo0 > 2 * z * s
+    # the part proportional to the effect: a larger effect drifts more
+    assert Drift(tau=0.002, rel=0.5).variance(0.1) > Drift(tau=0.002, rel=0.5).variance(0.01)
+
+
+def test_combine_finds_heterogeneity_and_tau():
+    eff = [0.017, 0.111, 0.022, 0.034, 0.074]
+    var = [0.001 ** 2, 0.02 ** 2, 0.0015 ** 2, 0.004 ** 2, 0.003 ** 2]
+    re = combine(eff, var)
+    assert re.k == 5 and re.tau > 0.01 and re.i2 > 0.9 and re.heterogeneous()
+    assert re.pi_low < min(eff) < max(eff) < re.pi_high or re.pi_high - re.pi_low > re.ci_high - re.ci_low
+    same = combine([0.05, 0.051, 0.049], [0.004 ** 2] * 3)
+    assert same.tau == 0 and not same.heterogeneous()
+    assert same.pi_high - same.pi_low > same.ci_high - same.ci_low
+
+
+@pytest.mark.parametrize("eff,var", [([0.1], [0.01]), ([0.1, math.nan], [0.01, 0.01]), ([0.1, 0.2], [0.01, 0])])
+def test_combine_refuses_what_it_cannot_combine(eff, var):
+    with pytest.raises(StatsError):
+        combine(eff, var)
+
+
+def test_drift_splits_absolute_and_proportional_parts():
+    aa = combine([0.0, 0.004, -0.004, 0.001], [0.002 ** 2] * 4)
+    ab = combine([0.05, 0.09, 0.03, 0.07], [0.002 ** 2] * 4)
+    d = drift_of(aa, ab, "test")
+    assert d.rel > 0.2 and d.df == 3
+    assert d.variance(ab.estimate) == pytest.approx(max(aa.tau2, ab.tau2), rel=1e-6)
+    back = Drift.from_dict(d.as_dict())
+    assert back.tau == pytest.approx(d.tau) and back.rel == pytest.approx(d.rel)
+    with pytest.raises(StatsError):
+        Drift.from_dict({"tau_pct": -1})
+    with pytest.raises(StatsError):
+        drift_of(None, None, "x")
+
+
+def _frame(effect: float = 0.05, n: int = 40, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for mode in (0, 1):
+        for r in range(n):
+            b = 100 * math.exp(rng.normal(0, 0.01))
+            rows += [{"variant": "a", "mode": mode, "round": r, "trial": r, "ns_per_op": b, "status": "ok"},
+                     {"variant": "b", "mode": mode, "round": r, "trial": r,
+                      "ns_per_op": b * math.exp(effect + rng.normal(0, 0.01)), "status": "ok"}]
+    return pd.DataFrame(rows)
+
+
+def test_with_next_run_fills_every_row_and_says_where_the_drift_comes_from():
+    cmp = compare(_frame(), "a")
+    assert cmp["next_low_pct"].isna().all()            # compare() alone makes no claim about other runs
+    out = with_next_run(cmp, {"0": Drift(tau=0.01, df=4, source="calibration X")})
+    assert list(out.columns) == list(cmp.columns)
+    for _, r in out.iterrows():
+        assert r["next_low_pct"] < r["ci_low_pct"] <= r["ci_high_pct"] < r["next_high_pct"]
+        assert r["next_level"] == 0.95 and math.isfinite(row_se(r))
+    by_mode = out.set_index("mode")
+    assert by_mode.loc[0, "next_source"] == "calibration X" and by_mode.loc[1, "next_source"] == NO_DRIFT
+    assert math.isnan(by_mode.loc[1, "drift_pct"]) and by_mode.loc[0, "drift_pct"] == pytest.approx(1.0)
+    assert all(v is True for v in out["sign_reproducible"])
+    rec = to_records(out)[0]
+    assert list(rec) == JSON_FIELDS and set(NEXT_FIELDS) <= set(rec)
+
+
+def test_sign_reproducible_false_when_the_next_run_may_flip_it():
+    cmp = compare(_frame(effect=0.012, n=60), "a")
+    called = cmp[cmp["verdict"] == "slower"]
+    assert len(called)
+    out = with_next_run(cmp, {"*": Drift(tau=0.05, df=4)})
+    assert (out.loc[called.index, "sign_reproducible"] == False).all()  # noqa: E712 - the value, not truth
