@@ -28,7 +28,7 @@ from ringlab import fmt, rundir, schema
 from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
 from ringlab.rundir import pick_baseline
-from ringlab.rundir.calibration import find_calibration, noise_floor
+from ringlab.rundir.calibration import find_calibration, noise_floor, results_root_of, with_host_drift
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
 from ringlab.stats.compare import method_text
 from ringlab.stats.sequential import stopping_text
@@ -161,6 +161,7 @@ def compute(run_dir, metric: str | None = None, baseline: str | None = None, lab
     params = group_columns(df, include_variant=False)
     summ = summarize(df, metric)
     cmp = compare(df, base, metric) if base else None
+    cmp = with_host_drift(cmp, run_host(df, env), _results_root(run.path))
     diags = diagnose(df, metric)
     ab = []
     if base and "instructions_per_op" in df.columns:
@@ -182,9 +183,7 @@ def run_host(df: pd.DataFrame, env: dict) -> str | None:
 
 def _results_root(run_path) -> Path | None:
     """results/ of a run folder results/<experiment>/<host>/<run-id> (None: the default results/)."""
-    p = Path(run_path).resolve()
-    root = p.parents[2] if len(p.parents) > 2 else None
-    return root if root is not None and (root / "calibration").is_dir() else None
+    return results_root_of(run_path)
 
 
 def _method(cmp: pd.DataFrame) -> str:
@@ -231,7 +230,9 @@ def _render(c: _Computed) -> tuple[Report, list]:
                    "between trials: the difference is exact, there is no CI or p-value.", ""]
         md += [fmt.md_table(h, r), ""]
         foot = _tab.holm_footnote(cmp)
-        md += ([foot, ""] if foot else []) + [f"Method: {_method(cmp)}", ""]
+        md += ([foot, ""] if foot else [])
+        md += (_tab.interval_lines(cmp) + [""]) if _tab.has_next(cmp) else []
+        md += [f"Method: {_method(cmp)}", ""]
         sections.append(("A/B verdicts", h, r))
     elif base is None:
         rep.missing["ab"] = "this run has a single variant: there is nothing to compare"

@@ -41,7 +41,8 @@ from ringlab.report.mailfmt import _fmt, _num, _ok, _para, path_lines
 from ringlab.report import pick_metric
 from ringlab.report.published import SEED000_INSTRUCTIONS_PER_OP
 from ringlab.rundir import Run, pick_baseline as baseline_rule, require_metric, run_variants
-from ringlab.rundir.calibration import noise_floor
+from ringlab.rundir.calibration import frame_host, noise_floor, results_root_of, with_host_drift
+from ringlab.report.tables import gain_ci, next_gain_ci
 
 WIDTH = 72
 MIN_WIDTH = 60
@@ -190,9 +191,11 @@ def _header(base: str, cand: str, width: int, metric: str) -> list[str]:
 
 
 def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
-           candidates: list[str] | None) -> tuple[list[str], dict]:
+           candidates: list[str] | None, run_dir: Path | None = None) -> tuple[list[str], dict]:
     """The LKP-shaped table (one block per candidate) and what the footnotes need."""
     cmp = compare(df, baseline, metric)
+    host = env.get("host") or frame_host(df)
+    cmp = with_host_drift(cmp, host, results_root_of(run_dir) if run_dir is not None else None)
     if candidates:
         cmp = cmp[cmp["candidate"].astype(str).isin(candidates)]
     if not len(cmp):
@@ -353,6 +356,27 @@ def _floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: P
     return out
 
 
+def _interval_lines(info: dict, width: int) -> list[str]:
+    """Each row's two intervals, + = better: this run's 95% CI (the verdict's) and where another
+    run on this host is expected (the next-run interval), with one line on what each means."""
+    rows = [(r, lab) for r, lab in info["gains"] if math.isfinite(_num(r.get("next_low_pct")))]
+    if not rows:
+        return []
+    out = _para("%change [95% CI]: how sure this run is of its own effect (the verdicts rest on it). "
+                "next: where another run of this command on this host is expected to land (95%), "
+                "with this host's drift between runs.", width)
+    for r, lab in rows:
+        lo, hi = gain_ci(r)
+        nlo, nhi = next_gain_ci(r)
+        name = " ".join(x for x in (str(r["candidate"]), lab) if x)
+        out += _para(f"  {name}: {_gain(r):+.1f}% [{lo:+.1f}, {hi:+.1f}], next [{nlo:+.1f}, {nhi:+.1f}]"
+                     + ("; may not repeat the call" if r.get("sign_reproducible") is False else ""), width)
+    srcs = list(dict.fromkeys(str(r.get("next_source")) for r, _ in rows if r.get("next_source")))
+    for src in srcs:
+        out += _para(f"drift: {src}", width)
+    return out + [""]
+
+
 def _legend(info: dict, width: int) -> list[str]:
     first = info["first"]
     fam = ", ".join(f"{c} {n}" for c, n in info["family"].items())
@@ -476,7 +500,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
             raise MailError(f"--candidate: {', '.join(bad)} not a variant of this run other than the baseline; "
                             f"allowed: {', '.join(v for v in variants if v != base)}")
         variants = [base] + [v for v in variants if v in candidates]
-    table, info = _table(df, env, base, metric, width, variants[1:] if candidates else None)
+    table, info = _table(df, env, base, metric, width, variants[1:] if candidates else None, run_dir)
     lib = metric in schema.LOWER_IS_BETTER
 
     lines = _para(_headline(env, df, base, variants[1:], info), width)
@@ -490,6 +514,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines.append("")
     lines += table
     lines.append("")
+    lines += _interval_lines(info, width)
     lines += _further_runs(run_dir, base, metric, width, count_runs) if not candidates else []
     lines += _legend(info, width)
     if not lib:

@@ -160,6 +160,42 @@ def gain_ci(r) -> tuple[float, float]:
     return (-dhi, -dlo) if _flag(r.get("lower_is_better", True)) else (dlo, dhi)
 
 
+def has_next(cmp: pd.DataFrame) -> bool:
+    """The frame has next-run intervals (a report filled them in)."""
+    return "next_low_pct" in cmp.columns and pd.to_numeric(cmp["next_low_pct"], errors="coerce").notna().any()
+
+
+def next_gain_ci(r) -> tuple[float, float]:
+    """The next-run interval of a row in the + = better sign."""
+    lo, hi = _num(r, "next_low_pct"), _num(r, "next_high_pct")
+    return (-hi, -lo) if _flag(r.get("lower_is_better", True)) else (lo, hi)
+
+
+#: the heading of the next-run column
+NEXT_HEADER = "next run here (95% PI)"
+
+
+def interval_lines(cmp: pd.DataFrame) -> list[str]:
+    """What the two intervals mean, one line each, and where the drift comes from (once per source)."""
+    if not has_next(cmp):
+        return []
+    alpha = float(cmp.attrs.get("alpha", 0.05) or 0.05)
+    lines = [f"- {fmt.ci_header(1 - alpha)}: how sure this run is of its own effect; the verdict rests on it "
+             "(at Holm's level where a family has several rows).",
+             f"- {NEXT_HEADER}: where another run of the same command on this host is expected to put "
+             "%change, 95% of the time: this run's noise, the next run's and the host's between-run drift."]
+    srcs = [s for s in dict.fromkeys(str(v) for v in cmp["next_source"].dropna()) if s]
+    for src in srcs:
+        modes = sorted({str(r["mode"]) for _, r in cmp.iterrows() if str(r.get("next_source")) == src}) \
+            if "mode" in cmp.columns else []
+        lines.append(f"- Drift{' (mode ' + ', '.join(modes) + ')' if modes else ''}: {src}.")
+    moved = [r for _, r in cmp.iterrows() if r.get("sign_reproducible") is False]
+    if moved:
+        lines.append(f"- {len(moved)} called row(s) have a next-run interval that includes 0: another run "
+                     "may not repeat the call.")
+    return lines
+
+
 def gain(r) -> float:
     """A compare() row's effect in the + = better sign (``gain_pct``; older frames: from delta)."""
     g = _num(r, "gain_pct")
@@ -264,6 +300,8 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None,
     header = gcols + arms
     design = [c for c in ("design", "n_pairs") if c in cmp.columns]
     header += design + [ch, f"{ci_heading(cmp)} of {CHANGE}"]
+    nxt = has_next(cmp)
+    header += [NEXT_HEADER] if nxt else []
     header += ["p (Holm)"] + (["family size"] if "family_size" in cmp.columns else [])
     lay = has_layouts(cmp)
     header += ([LAYOUT_HEADER] if lay else []) + ["verdict"]
@@ -281,6 +319,8 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None,
             row.append("n/a" if v is None or (isinstance(v, float) and math.isnan(v))
                        else str(int(v)) if isinstance(v, float) else str(v))
         row += [fmt.pct(gain(r)), fmt.ci(*gain_ci(r))]
+        if nxt:
+            row.append(fmt.ci(*next_gain_ci(r)))
         row.append(fmt.p(r["p_holm"]))
         if "family_size" in cmp.columns:
             fs = _num(r, "family_size")

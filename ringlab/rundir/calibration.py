@@ -83,3 +83,68 @@ def noise_floor(host: str | None, root: str | Path | None = None) -> dict | None
     return {"bound_pct": max(abs(math.expm1(lo)), abs(math.expm1(hi))) * 100,
             "sigma_layout_pct": float(doc.get("sigma_layout", math.nan)) * 100, "layouts": doc.get("layouts"),
             "run_id": str(doc.get("run_id") or "?"), "path": doc.get("path")}
+
+
+#: a host's between-run drift, per mode (``ringlab calibrate --between``)
+DRIFT_FILE = "drift.json"
+
+
+def find_drift(host: str | None, root: str | Path | None = None) -> dict | None:
+    """This host's drift.json as a dict (with its ``path``), or None when there is none readable."""
+    if not host:
+        return None
+    f = calibration_dir(str(host), root) / DRIFT_FILE
+    try:
+        doc = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("modes"), dict):
+        return None
+    doc["path"] = str(f)
+    return doc
+
+
+def host_drifts(host: str | None, root: str | Path | None = None) -> dict:
+    """Per mode ("0", "1", ...), the host's between-run model (``ringlab.stats.replication.Drift``)
+    from drift.json, its source naming the measurement; {} when the host has none."""
+    from ringlab.stats.replication import Drift
+    from ringlab.stats.summary import StatsError
+    doc = find_drift(host, root)
+    if doc is None:
+        return {}
+    out = {}
+    for mode, d in doc["modes"].items():
+        if not isinstance(d, dict) or "error" in d:
+            continue
+        src = (f"host {host}'s drift calibration {doc.get('date_utc', '?')[:10]}: {d.get('runs', '?')} runs over "
+               f"{float(doc.get('span_min') or math.nan):.0f} min")
+        try:
+            out[str(mode)] = Drift.from_dict(d, source=src)
+        except StatsError:
+            continue
+    return out
+
+
+def results_root_of(run_dir) -> Path | None:
+    """results/ of a run folder results/<experiment>/<host>/<run-id> when it holds calibrations
+    (None: the checkout's results/ is the one to read)."""
+    p = Path(run_dir).resolve()
+    root = p.parents[2] if len(p.parents) > 2 else None
+    return root if root is not None and (root / "calibration").is_dir() else None
+
+
+def frame_host(df: pd.DataFrame) -> str | None:
+    """The one host a raw.csv frame was measured on (None with several or none)."""
+    hosts = df["host"].dropna().astype(str).unique() if "host" in df.columns else []
+    return str(hosts[0]) if len(hosts) == 1 else None
+
+
+def with_host_drift(cmp, host: str | None, root: str | Path | None = None):
+    """A compare() frame with its next-run intervals from the host's drift (``with_next_run``)."""
+    from ringlab.stats.replication import with_next_run
+    if cmp is None or not len(cmp):
+        return cmp
+    drifts = host_drifts(host, root)
+    if not drifts and root is not None:
+        drifts = host_drifts(host)
+    return with_next_run(cmp, drifts)

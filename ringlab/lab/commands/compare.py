@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import click
 
 from ringlab.lab.commands import options
 from ringlab.errors import ParamError
 from ringlab.fmt import printable
-from ringlab.report.tables import comparison_rows, holm_footnote, md_table, sign_text
+from ringlab.report.tables import comparison_rows, holm_footnote, interval_lines, md_table, sign_text
 from ringlab.rundir import read_raw, require_metric
+from ringlab.rundir.calibration import frame_host, results_root_of, with_host_drift
 from ringlab.stats import compare, to_records
 from ringlab.stats.compare import method_text
 
@@ -38,6 +40,7 @@ def run(args) -> int:
     df = read_raw(args.raw)   # DataError (exit 2) naming the file and line when it is corrupt
     require_metric(df, args.metric, args.raw)
     res = compare(df, args.baseline, metric=args.metric, by=args.by, noise=args.noise, alpha=args.alpha)
+    res = with_host_drift(res, frame_host(df), results_root_of(Path(args.raw).parent))
     if args.json:
         print(json.dumps(to_records(res), indent=2))
         return 0
@@ -45,7 +48,7 @@ def run(args) -> int:
     out = [md_table(header, rows)]
     if len(res):
         foot = holm_footnote(res)
-        out += ["", sign_text(res)] + ([foot] if foot else []) + [method_text(res)]
+        out += ["", sign_text(res)] + ([foot] if foot else []) + interval_lines(res) + [method_text(res)]
         welch = ", ".join(f"{r.candidate}@{r.group}: {r.p_welch:.3g}" for r in res.itertuples()
                           if isinstance(r.p_welch, float) and not math.isnan(r.p_welch))
         if welch:
