@@ -32,6 +32,7 @@ COMMANDS = {
     "mail": ("ringlab.lab.commands.mail", "a run as plain text for a mailing-list reply (72 columns)"),
     "import-perf": ("ringlab.lab.commands.import_perf", "turn pasted `perf stat` text into rows"),
     "bench": ("ringlab.lab.commands.bench", "ringlab's own benchmarks (harness fidelity, overhead)"),
+    "sessions": ("ringlab.lab.commands.sessions", "one comparison in several runs over time, combined by random effects"),
     "calibrate": ("ringlab.lab.commands.calibrate", "measure this machine's layout spread and states (planning uses it)"),
     "reproduce": ("ringlab.lab.commands.reproduce", "run the notebooks through papermill into results/"),
     "bisect": ("ringlab.lab.commands.bisect", "the first commit of a kernel tree that made an experiment slower"),

@@ -24,6 +24,8 @@ BENCHMARKS = {
     "stats": ("stats_speed.py", "summaries and comparisons of 10^5 raw rows (target <= 5 s)"),
     "power": ("stats_power.py", "A/A false positives, power and CI width on the committed runs' rounds"),
     "decide": ("decide.py", "machine time to a decisive verdict: staged runs vs profile full"),
+    "repro": ("repro.py", "the same A/B run several times: how often each run's CI and next-run interval "
+                          "held the next run's estimate"),
     "layouts": ("common_layouts.py", "spread of per-pair log ratios with independent vs common random "
                                      "layouts, batch vs reorder, interleaved in one run"),
     "turns": ("turns.py", "spread of per-round log ratios with the arms in separate processes vs taking "

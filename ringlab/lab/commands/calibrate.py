@@ -3,6 +3,10 @@
     ringlab calibrate                      # into results/calibration/<host>/
     ringlab calibrate --out DIR -p count 5000000
     ringlab calibrate --from RUN_DIR       # analyse an A/A run folder already measured
+    ringlab calibrate --between-only --between 5 --gap 600   # only the drift between runs
+
+After the A/A, ``--between N`` sessions (default 5; 0: none) measure how an A/B ratio drifts
+between runs into drift.json beside calibration.json (``ringlab.studies.drift``).
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from ringlab.lab.commands import options
 from ringlab.errors import ParamError
 from ringlab.rundir.outputs import check_output
 from ringlab.studies import calibration as cal
+from ringlab.studies import drift
 
 
 @click.command(cls=options.Command)
@@ -25,6 +30,11 @@ from ringlab.studies import calibration as cal
               "(default: the newest found by `ringlab env --headers`)")
 @click.option("--from", "from_run", metavar="RUN_DIR", help="analyse this A/A run folder instead of running one")
 @click.option("--no-build", is_flag=True, help="use the binaries already in build/bin")
+@click.option("--between", "between", type=int, default=drift.SESSIONS, show_default=True, metavar="N",
+              help="sessions of the drift between runs (A/A and a known A/B, each a full run); 0: none")
+@click.option("--gap", "gap", type=float, default=0.0, show_default=True, metavar="SECONDS",
+              help="seconds between the end of one drift session and the start of the next")
+@click.option("--between-only", is_flag=True, help="measure only the drift between runs (keep calibration.json)")
 def command(**params) -> int:
     return run(options.Args(params))
 
@@ -59,6 +69,18 @@ def run(args) -> int:
         params[name] = value
     if args.out:
         check_output(args.out, "--out", folder=True)
+    between = args.between
+    if not isinstance(between, int) or not (between == 0 or 2 <= between <= 100):
+        raise ParamError(f"--between: {between!r}; allowed: 0 (no drift sessions) or an integer in [2, 100]")
+    if args.between_only:
+        if args.from_run or not between:
+            raise ParamError("--between-only: measures the drift sessions; allowed without --from and with --between N >= 2")
+        dpath, ddoc = drift.measure(Path(args.out) if args.out else None, between, args.gap, args.header, params,
+                                    build=not args.no_build)
+        print(f"drift: {dpath}")
+        for line in drift.lines(ddoc):
+            print(line)
+        return 0
     if args.from_run:
         if params or args.header:
             raise ParamError("--from: analyses a run already measured; allowed without -p and --header")
@@ -67,4 +89,10 @@ def run(args) -> int:
         path, doc = cal.calibrate(Path(args.out) if args.out else None, params, args.header,
                                   build=not args.no_build)
     show(path, doc)
+    if between and not args.from_run:
+        dpath, ddoc = drift.measure(Path(args.out) if args.out else None, between, args.gap, args.header, params,
+                                    build=not args.no_build)
+        print(f"drift: {dpath}")
+        for line in drift.lines(ddoc):
+            print(line)
     return 0
