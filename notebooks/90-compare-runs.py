@@ -93,3 +93,25 @@ print("written:", *[str(p) for p in paths], sep="\n  ")
 rn.show_file(paths, "forest.png", why=f"no run under results/ holds both {baseline} and {patched}")
 for name in sorted(p.name for p in paths if p.name.startswith("forest-") and p.suffix == ".png"):
     rn.show_file(paths, name, why="")
+
+# %% [markdown]
+# ## The same comparison across runs and hosts: random effects
+# A run's CI says how sure that run is of its own effect; it does not say what the next run
+# will show, because between runs the machine changes (the guest's host, its neighbours, its
+# frequency) and with it the size of an effect.  Here every comparison measured in two or more
+# committed runs (any host, any date) is combined by a random-effects model (statsmodels'
+# `combine_effects`, Paule-Mandel tau²): the pooled effect with its CI, tau (the SD of the runs'
+# own effects), I² (the share of the spread that is not the runs' noise), Cochran's Q, and, with
+# three runs or more, the interval the next run is expected in.  A comparison is
+# **heterogeneous** when Q rejects (p < 0.05): its runs disagree by more than their own noise
+# allows, so no single run's interval describes it.  Across hosts that is expected (different
+# machines); within one host it is the drift `ringlab calibrate --between` measures.
+
+# %%
+META_ROWS, META = cr.random_effects(runs)
+for line in cr.heterogeneity_lines(META_ROWS, META):
+    print(line)
+if len(META):
+    rn.table(META[["experiment", "candidate", "baseline", "config", "k", "hosts", "estimate_pct", "ci_low_pct",
+                   "ci_high_pct", "tau_pct", "i2", "q_p", "heterogeneous", "pi_low_pct", "pi_high_pct"]].round(3))
+rn.show_file(paths, "forest-random-effects.png", why="no comparison was measured in two or more runs")

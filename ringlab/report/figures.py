@@ -432,6 +432,63 @@ def forest(rows: pd.DataFrame, out_dir, name: str = "forest", title: str | None 
     return _save(fig, Path(out_dir), name)
 
 
+def _better(v, lower_is_better: bool):
+    return -v if lower_is_better else v
+
+
+def meta_forest(rows: pd.DataFrame, comb: pd.DataFrame, out_dir, name: str = "forest-random-effects",
+                key=("baseline", "candidate", "config"), title: str | None = None) -> list[Path]:
+    """The random-effects forest: per comparison in ``comb`` (``ringlab.studies.sessions.combined``),
+    a line per run of ``rows`` (its estimate and 95% CI, coloured by host), then the pooled
+    estimate as a diamond with its 95% CI and, as a dashed bar, the interval the next run is
+    expected in; heterogeneous comparisons are labelled so.  + = better in every row."""
+    if comb is None or not len(comb):
+        return []
+    hosts = list(dict.fromkeys(rows["host"].astype(str)))
+    palette = sns.color_palette("colorblind", max(1, len(hosts)))
+    colour = {h: palette[i] for i, h in enumerate(hosts)}
+    lines = []   # (label, kind, est, lo, hi, host, pi_lo, pi_hi)
+    for _, c in comb.iterrows():
+        lib = bool(c.get("lower_is_better", True))
+        sub = rows[np.logical_and.reduce([rows[k] == c[k] for k in key])]
+        head = " ".join(str(c[k]) for k in key if k != "baseline") + f" vs {c['baseline']}"
+        for _, r in sub.iterrows():
+            lo, hi = sorted((_better(r["ci_low_pct"], lib), _better(r["ci_high_pct"], lib)))
+            lines.append((f"  {r['run']}", "run", _better(r["delta_pct"], lib), lo, hi, str(r["host"]), None, None))
+        lo, hi = sorted((_better(c["ci_low_pct"], lib), _better(c["ci_high_pct"], lib)))
+        plo, phi = sorted((_better(c["pi_low_pct"], lib), _better(c["pi_high_pct"], lib)))
+        het = f", heterogeneous (I² {c['i2']:.0%})" if c["heterogeneous"] else f" (I² {c['i2']:.0%})"
+        lines.append((f"{head}: pooled, k={int(c['k'])}{het}", "pooled", _better(c["estimate_pct"], lib), lo, hi,
+                      "", plo, phi))
+    y = np.arange(len(lines))[::-1].astype(float)
+    height = 2.0 + 0.3 * len(lines)
+    fig, ax = plt.subplots(figsize=(10.0, height))
+    shown = set()
+    for yi, (lab, kind, est, lo, hi, host, plo, phi) in zip(y, lines):
+        if kind == "run":
+            ax.errorbar([est], [yi], xerr=[[est - lo], [hi - est]], fmt="o", color=colour.get(host, "grey"),
+                        ecolor="black", capsize=2, ms=4, label=None if host in shown else f"{host}: a run, 95% CI")
+            shown.add(host)
+        else:
+            if math.isfinite(plo) and math.isfinite(phi):
+                ax.plot([plo, phi], [yi, yi], ls="--", color="crimson", lw=1.2,
+                        label=None if "pi" in shown else "next run expected (95% prediction interval; 3+ runs)")
+                shown.add("pi")
+            ax.fill([lo, est, hi, est], [yi, yi + 0.3, yi, yi - 0.3], color="black",
+                    label=None if "pooled" in shown else "pooled (random effects), 95% CI")
+            shown.add("pooled")
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels([ln[0] for ln in lines], fontsize=7)
+    ax.set_ylim(-0.8, len(lines) - 0.2)
+    ax.set_xlabel("effect, % (+ = better: faster or more ops/s), 95% intervals")
+    fig.suptitle(title or "every comparison measured in two or more runs, combined by random effects", fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", fontsize=7, ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.75 / height, 1, 1))
+    return _save(fig, Path(out_dir), name)
+
+
 def paired_size_sweep(rows: pd.DataFrame, out_dir, name: str = "size_sweep_hosts", title: str | None = None,
                       noise: dict | None = None) -> list[Path]:
     """The paired effect (+ = better, with its CI) against ring size, one line per host, each

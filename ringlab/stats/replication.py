@@ -10,6 +10,7 @@ models that level and the interval it gives, on the log scale of the ratio candi
   (the SD of the run effects), I^2, Cochran's Q p, and a prediction interval for the next run's
   estimate: mu +- t(k-2) * sqrt(tau^2 + se(mu)^2 + s^2), Higgins, Thompson & Spiegelhalter
   (2009), with s^2 the runs' median within-run variance (the next run is measured, not known);
+  it needs k >= 3 runs (NaN with two);
 * ``Drift`` is a host's between-run model in one mode, var(run effect) = tau^2 + (rel * delta)^2:
   an absolute part from A/A runs (identical arms) and a part proportional to the effect, from
   runs of a known A/B (``drift_of``);
@@ -75,7 +76,7 @@ class RandomEffects:
         return math.isfinite(self.q_p) and self.q_p < alpha
 
     def covers(self, value: float) -> bool:
-        """``value`` (log scale) lies in the prediction interval for the next run."""
+        """``value`` (log scale) lies in the prediction interval for the next run (False without one)."""
         return bool(self.pi_low <= value <= self.pi_high)
 
     def as_dict(self) -> dict:
@@ -106,8 +107,8 @@ def combine(effects, variances, level: float = 0.95) -> RandomEffects:
     mu, se, tau2 = float(res.mean_effect_re), float(res.sd_eff_w_re), max(0.0, float(res.tau2))
     z = sps.norm.ppf(0.5 + level / 2)
     within = float(np.median(var))
-    t = sps.t.ppf(0.5 + level / 2, max(k - 2, 1))
-    half = t * math.sqrt(tau2 + se ** 2 + within)
+    # k - 2 degrees of freedom: with two runs there is none left for the spread of a third
+    half = sps.t.ppf(0.5 + level / 2, k - 2) * math.sqrt(tau2 + se ** 2 + within) if k >= 3 else math.nan
     q_p = float(sps.chi2.sf(float(res.q), k - 1))
     return RandomEffects(k=k, estimate=mu, se=se, ci_low=mu - z * se, ci_high=mu + z * se, tau2=tau2,
                          i2=max(0.0, float(res.i2)), q_p=q_p, pi_low=mu - half, pi_high=mu + half, level=level,

@@ -20,10 +20,11 @@ from ringlab.report import provenance, tables
 from ringlab.errors import DataError, ParamError
 from ringlab.report import pick_metric
 from ringlab.report import published
-from ringlab.report.figures import cross_run_forest, effect_rows, forest, host_noise_floor
+from ringlab.report.figures import cross_run_forest, effect_rows, forest, host_noise_floor, meta_forest
 from ringlab.rundir import Run, RunFolder, pick_baseline
 from ringlab.stats import compare
 from ringlab.stats.summary import StatsError
+from ringlab.studies import sessions
 from ringlab.system import checkout, envinfo
 
 
@@ -222,6 +223,47 @@ def experiment_effects(runs: list[Run], experiment: str, baseline: str | None = 
     return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()), noise
 
 
+#: a comparison across runs and hosts: the same experiment, arms and configuration
+META_KEY = ("experiment", "baseline", "candidate", "config")
+
+
+def meta_rows(runs: list[Run]) -> pd.DataFrame:
+    """One row per run and comparison (every run, not only the latest): its estimate, 95% CI and
+    standard error (``ringlab.studies.sessions.comparison_rows``), with ``experiment``; the run is
+    named ``host/run-id``."""
+    rows = []
+    for r in sorted(runs, key=lambda r: (r.experiment, r.host, r.run_id)):
+        raw = r.raw
+        if "variant" not in raw.columns or raw["variant"].nunique() < 2:
+            continue
+        try:
+            base = pick_baseline(raw, r.env_doc, None)
+            cmp = compare(raw, base, pick_metric(raw))
+        except (StatsError, DataError, ParamError):
+            continue
+        rows += sessions.comparison_rows(cmp, f"{r.host}/{r.run_id}", r.host, (r.env_doc or {}).get("started_utc"),
+                                         experiment=r.experiment)
+    return pd.DataFrame(rows)
+
+
+def random_effects(runs: list[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(``meta_rows``, their random-effects combination per comparison measured in two or more
+    runs: estimate, tau, I², Q's p, heterogeneous, the next run's interval; ``ringlab.studies.
+    sessions.combined``)."""
+    rows = meta_rows(runs)
+    return rows, sessions.combined(rows, by=META_KEY)
+
+
+def heterogeneity_lines(rows: pd.DataFrame, comb: pd.DataFrame) -> list[str]:
+    """Which comparisons are heterogeneous across runs (their effect moved), or that none is."""
+    if comb is None or not len(comb):
+        return ["No comparison was measured in two or more committed runs: nothing to combine."]
+    moved = sessions.moved_text(comb, rows)
+    head = (f"{len(comb)} comparison(s) measured in two or more runs; {len(moved)} heterogeneous "
+            "(Cochran's Q p < 0.05: the runs' effects differ by more than their own noise allows).")
+    return [head] + moved
+
+
 def experiment_forests(runs: list[Run], out_dir, root=None) -> list[Path]:
     """figures/forest-EXPERIMENT.png|svg for every experiment with an A/B comparison: rows =
     configuration x host (each host's latest run), the paired effect (+ = better), the hosts'
@@ -248,6 +290,10 @@ def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched
         rundir.write_text(run_dir, "summary.md", summary_text(runs, t_cross, t_stale, t_runs))
         out += cross_run_forest(runs, run_dir / "figures", baseline, patched)
         out += experiment_forests(runs, run_dir / "figures")
+        rows, comb = random_effects(runs)
+        if len(comb):
+            out.append(rundir.write_csv(run_dir, "random_effects.csv", comb))
+            out += meta_forest(rows, comb, run_dir / "figures", "forest-random-effects", META_KEY)
         f.write_env(environment=envinfo.collect(probe_counters=False), git=checkout.git_info(),
                     inputs=[f"{r.experiment}/{r.host}/{r.run_id}" for r in runs])
         f.finish("complete")

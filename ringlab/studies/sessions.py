@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 
 from ringlab.errors import ParamError
@@ -82,15 +83,38 @@ def run_sessions(experiment: str, params: dict[str, Any], n: int, out: Path, gap
     return records
 
 
+#: configuration columns that name the CPUs a run was given, not what it measured: a comparison
+#: is the same across hosts whose CPU numbers differ
+CPU_COLUMNS = ("cpu_req_producer", "cpu_req_consumer", "cpu_producer", "cpu_consumer", "cpus")
+
+
 def _config_cols(cmp: pd.DataFrame) -> list[str]:
-    return [c for c in (cmp.attrs.get("group_columns") or []) if c in cmp.columns and c != "variant"]
+    return [c for c in (cmp.attrs.get("group_columns") or []) if c in cmp.columns and c != "variant"
+            and c not in CPU_COLUMNS]
+
+
+def comparison_rows(cmp: pd.DataFrame, run: str, host=None, started=None, **extra) -> list[dict]:
+    """One record per row of a compare() frame ``cmp`` of one run (exact rows left out): the
+    run's estimate and 95% CI in percent (delta's sign), its standard error and degrees of freedom
+    on the log scale, and ``run``, ``host``, ``started_utc`` and ``extra`` beside them."""
+    cols = _config_cols(cmp)
+    out = []
+    for _, r in cmp.iterrows():
+        if str(r.get("design")) == "exact":
+            continue
+        out.append({**extra, "run": run, "host": host, "started_utc": started, "baseline": str(r["baseline"]),
+                    "candidate": str(r["candidate"]), "config": ",".join(f"{c}={r[c]}" for c in cols) or "all",
+                    "delta_pct": float(r["delta_pct"]), "ci_low_pct": float(r["ci_low_pct"]),
+                    "ci_high_pct": float(r["ci_high_pct"]), "verdict": str(r["verdict"]),
+                    "lower_is_better": bool(r.get("lower_is_better", True)),
+                    "log_delta": log_ratio(r["delta_pct"]), "se": row_se(r), "df": row_df(r)})
+    return out
 
 
 def run_rows(run_dirs, baseline: str | None = None, metric: str = "ns_per_op",
              labels: list[str] | None = None) -> pd.DataFrame:
-    """One row per run folder, candidate and configuration: the run's estimate and 95% CI (in
-    percent, delta's sign), its standard error on the log scale, and ``run`` (``labels`` or the
-    folder's name), ``host``, ``started_utc``.  A folder that cannot be compared is left out."""
+    """``comparison_rows`` of every run folder in ``run_dirs`` against ``baseline`` (default: the
+    run's), ``run`` = ``labels`` or the folder's name.  A folder that cannot be compared is left out."""
     rows = []
     for j, d in enumerate(run_dirs):
         run = Run(d)
@@ -100,17 +124,8 @@ def run_rows(run_dirs, baseline: str | None = None, metric: str = "ns_per_op",
             cmp = compare(df, base, metric)
         except Exception:   # noqa: BLE001 - not a comparison with this baseline: not a row
             continue
-        cols = _config_cols(cmp)
         doc = env.doc if env is not None else {}
-        for _, r in cmp.iterrows():
-            if str(r.get("design")) == "exact":
-                continue
-            rows.append({"run": labels[j] if labels else Path(d).name, "host": doc.get("host"),
-                         "started_utc": doc.get("started_utc"), "baseline": str(r["baseline"]),
-                         "candidate": str(r["candidate"]), "config": ",".join(f"{c}={r[c]}" for c in cols) or "all",
-                         "delta_pct": float(r["delta_pct"]), "ci_low_pct": float(r["ci_low_pct"]),
-                         "ci_high_pct": float(r["ci_high_pct"]), "verdict": str(r["verdict"]),
-                         "log_delta": log_ratio(r["delta_pct"]), "se": row_se(r), "df": row_df(r)})
+        rows += comparison_rows(cmp, labels[j] if labels else Path(d).name, doc.get("host"), doc.get("started_utc"))
     return pd.DataFrame(rows)
 
 
@@ -121,14 +136,15 @@ def combined(rows: pd.DataFrame, by=("baseline", "candidate", "config"), level: 
     out = []
     if rows is None or not len(rows):
         return pd.DataFrame()
-    for key, grp in rows.groupby(list(by), sort=False):
+    for key, grp in rows.groupby(list(by), sort=True):
         g = grp[grp["se"].notna() & (grp["se"] > 0)]
         try:
             re = combine(g["log_delta"], g["se"] ** 2, level)
         except StatsError:
             continue
         out.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), **re.as_dict(),
-                    "hosts": ",".join(sorted({str(h) for h in g["host"].dropna()}))})
+                    "hosts": ",".join(sorted({str(h) for h in g["host"].dropna()})),
+                    "lower_is_better": bool(g["lower_is_better"].iloc[0])})
     return pd.DataFrame(out)
 
 
@@ -155,12 +171,13 @@ def moved_text(comb: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
     lines = []
     if comb is None or not len(comb):
         return lines
+    keys = [k for k in ("experiment", "baseline", "candidate", "config") if k in comb.columns and k in rows.columns]
     for _, c in comb[comb["heterogeneous"]].iterrows():
-        sub = rows[(rows["baseline"] == c["baseline"]) & (rows["candidate"] == c["candidate"])
-                   & (rows["config"] == c["config"])]
+        sub = rows[np.logical_and.reduce([rows[k] == c[k] for k in keys])]
         runs = "; ".join(f"{r['run']} {r['delta_pct']:+.2f}% [{r['ci_low_pct']:+.2f}, {r['ci_high_pct']:+.2f}]"
                          for _, r in sub.iterrows())
-        lines.append(f"{c['candidate']} vs {c['baseline']} ({c['config']}): the effect moved between runs "
+        what = f"{c['experiment']}: " if "experiment" in keys else ""
+        lines.append(f"{what}{c['candidate']} vs {c['baseline']} ({c['config']}): the effect moved between runs "
                      f"(tau {c['tau_pct']:.2f} points, I² {c['i2']:.0%}, Q p={c['q_p']:.2g}): {runs}")
     return lines
 
@@ -175,7 +192,8 @@ def table_lines(comb: pd.DataFrame) -> list[str]:
         out.append(f"{name[:34]:<34} {int(c['k']):>2} {c['estimate_pct']:>+7.2f}% "
                    f"[{c['ci_low_pct']:+.2f}, {c['ci_high_pct']:+.2f}]".ljust(63)
                    + f" {c['tau_pct']:>5.2f} {c['i2']:>4.0%} {c['q_p']:>6.2g}  "
-                   f"[{c['pi_low_pct']:+.2f}, {c['pi_high_pct']:+.2f}]" + ("  heterogeneous" if c["heterogeneous"] else ""))
+                   + (f"[{c['pi_low_pct']:+.2f}, {c['pi_high_pct']:+.2f}]" if math.isfinite(c["pi_low_pct"])
+                      else "n/a (3+ runs)") + ("  heterogeneous" if c["heterogeneous"] else ""))
     out.append("Random effects over runs (Paule-Mandel tau², statsmodels): tau is the SD of the runs' own "
                "effects; next run: where another run's estimate is expected (Higgins et al. 2009, t with k-2 df).")
     return out
