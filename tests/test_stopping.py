@@ -516,3 +516,19 @@ def test_each_mode_runs_at_its_own_planned_trial_length(noisy, monkeypatch):
     env = rundir.read_env(res.out_dir).doc
     assert env["stopping"]["count_by_mode"] == {"0": 250_000, "1": 1_000_000}
     assert env["parameters"]["count"] == 1_000_000 and "count_by_mode" not in env["parameters"]
+
+
+def test_a_run_short_of_its_target_says_how_far_why_and_what_would_reach_it():
+    st = {"target_ci": 0.5, "budget_s": 60.0, "stop_reason": "budget", "spent_s": 59.0, "calibration": "x",
+          "stages": [{"layouts": 81, "rounds_per_layout": 4, "planned": "256 layout pairs x 22 processes x 1 "
+                      "iterations for a t half-width of 0.50% in 847 s",
+                      "components_upper": {"layout": 0.034 ** 2, "process": 0.082 ** 2, "iteration": None}}],
+          "rows": [{"group": "mode=0,size=1000", "candidate": "reorder", "half_width_pct": 1.216, "target_pct": 0.5,
+                    "target_met": False, "decided": None, "judged": True},
+                   {"group": "mode=1,size=1000", "candidate": "reorder", "half_width_pct": 0.97, "target_pct": 1.0,
+                    "target_met": True, "decided": None, "judged": True}]}
+    text = sequential.stopping_text(st)
+    assert "Not reached: reorder mode 0 ±1.22% of ±0.5%" in text and "mode 1 ±0.97" not in text
+    assert "layout 3.4%, process 8.2%" in text and "in 847 s" in text
+    st["stop_reason"], st["rows"][0]["target_met"] = "target", True
+    assert "Not reached" not in sequential.stopping_text(st)

@@ -344,8 +344,9 @@ def _floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: P
     root = _results_root(run_dir)
     nf = (noise_floor(host, root) if root is not None else None) or noise_floor(host)
     if nf is None:
+        own = _own_floor(env)
         return _para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "
-                     "its A/A bound)", width)
+                     "its A/A bound)" + (f"; this run measured its own noise: {own}" if own else ""), width)
     txt = (f"noise floor: |Δ| < {nf['bound_pct']:.1f}% (A/A bound of this host's calibration "
            f"{nf['run_id']}, {nf['layouts']} layout pairs)")
     below = [lab for r, lab in info["gains"] if str(r.get("verdict")) in SIGNIFICANT
@@ -375,6 +376,22 @@ def _interval_lines(info: dict, width: int) -> list[str]:
     for src in srcs:
         out += _para(f"drift: {src}", width)
     return out + [""]
+
+
+def _own_floor(env: dict) -> str:
+    """A staged run's own measure of its noise, for a host without a calibration: the 95% CI
+    half-width each judged row reached at the run's design ("" for a run without stages)."""
+    stop = env.get("stopping") if isinstance(env.get("stopping"), dict) else {}
+    rows = [r for r in stop.get("rows") or [] if isinstance(r.get("half_width_pct"), (int, float))
+            and math.isfinite(r["half_width_pct"])]
+    if not rows or not stop.get("stages"):
+        return ""
+    parts = []
+    for r in rows:
+        mode = dict(p.split("=", 1) for p in str(r.get("group")).split(",") if "=" in p).get("mode")
+        parts.append(f"±{r['half_width_pct']:.2f}%" + (f" in mode {mode}" if mode is not None else ""))
+    return ("95% CI half-width " + ", ".join(parts) + f" at {stop.get('layouts')} layouts x "
+            f"{stop.get('rounds_per_layout')} rounds")
 
 
 def _legend(info: dict, width: int) -> list[str]:

@@ -113,7 +113,8 @@ CAUTIOUS = LevelCalibration(
     mode="any", variance={"layout": 0.06 ** 2, "process": 0.06 ** 2, "iteration": 0.02 ** 2},
     upper={"layout": 0.06 ** 2, "process": 0.06 ** 2, "iteration": 0.02 ** 2},
     df={n: 0 for n in LEVELS}, cost_s={"layout": 1.0, "process": 0.02, "iteration": 0.04}, count=10_000_000,
-    source="no calibration of this mode on this host: cautious defaults")
+    source=("no calibration of this mode on this host: a wide pilot from cautious defaults, then stages "
+            "planned from the noise this run measured"))
 
 
 #: how far (relative) a short trial's median may lie from the longest trials' and still count as

@@ -573,4 +573,34 @@ def staged_text(stopping: dict) -> str:
             + f"The pilot was planned from {stopping.get('calibration') or 'the level calibration'}.")
     said = [f"{r['candidate']} ({r['group']}): {r['decided']}" for r in stopping.get("rows") or []
             if r.get("decided") and r["decided"] != "exact"]
-    return text + (" " + "; ".join(said) + "." if said else "")
+    return text + (" " + "; ".join(said) + "." if said else "") + _short_text(stopping)
+
+
+def _short_text(stopping: dict) -> str:
+    """" Not reached: ..." for a run that stopped with rows short of their target: how far each
+    got, why (the levels' measured SDs, upper bounds, from the last stage) and what the last
+    stage's plan says would reach it; "" when every judged row reached its target or was decided."""
+    short = [r for r in stopping.get("rows") or [] if r.get("judged", True) and r.get("target_met") is False
+             and not r.get("decided")]
+    if not short or stopping.get("stop_reason") in _STOPPED:
+        return ""
+    last = (stopping.get("stages") or [{}])[-1]
+    got = "; ".join(f"{r['candidate']} {_mode_of(r['group'])}±{float(r['half_width_pct']):.2f}% of "
+                    f"±{float(r['target_pct']):g}%" for r in short if _num_ok(r.get("half_width_pct")))
+    comp = last.get("components_upper") or {}
+    sds = ", ".join(f"{n} {math.sqrt(v) * 100:.1f}%" for n, v in comp.items() if _num_ok(v) and v > 0)
+    text = f" Not reached: {got}."
+    if sds:
+        text += f" Why: this run measured SDs of the paired log ratio of {sds} (upper bounds, per unit of each level)."
+    if last.get("planned"):
+        text += f" What would reach it, planned from them: {last['planned']}."
+    return text
+
+
+def _mode_of(group: str) -> str:
+    parts = dict(p.split("=", 1) for p in str(group).split(",") if "=" in p)
+    return f"mode {parts['mode']} " if "mode" in parts else ""
+
+
+def _num_ok(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
