@@ -311,14 +311,15 @@ def test_kernel_tests_reply_sets_ringtest_beside_the_spsc(run, capsys):
     committed = run.parent / "mail.txt"
     assert committed.is_file(), f"{run.parent}: no mail.txt (ringlab mail {run.parent} -o {committed})"
     text = committed.read_text()
-    row = re.compile(r"^\s+\S+\s+±\d+%\s+\*?x\d+\.\d\d\*?\s+\S+.*$", re.M)
+    row = re.compile(r"^\s+\S+\s+±\d+%\s+\*?[+-]\d+\.\d%\*?\s+\S+.*$", re.M)
     assert row.findall(text) == row.findall(rendered), f"{committed}: its table is not what the run gives today"
     lines = text.splitlines()
     assert all(len(ln) <= 72 for ln in lines) and len(lines) <= 60
     assert lines[0].startswith("ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC")
-    assert "PMU" in " ".join(lines[:4]) and "noise floor: " in text and "ringtest/spsc" in text
+    assert "PMU" in " ".join(lines[:4]) and "noise floor: " in text and "(ringtest/spsc x" in text
+    assert "%change" in lines[lines.index(next(ln for ln in lines if "spsc ns/op" in ln))]
     assert any(ln.startswith("test machine: ") and re.search(r" sockets? \(", ln) for ln in lines)
-    assert re.search(r"^\s+\S+\s+±\d+%\s+\*?x\d+\.\d\d\*?\s+\S+", text, re.M), "one row per ring size and pair"
+    assert re.search(r"^\s+\S+\s+±\d+%\s+\*?[+-]\d+\.\d%\*?\s+\S+", text, re.M), "one row per ring size and pair"
 
 
 def test_notebook_mail_and_ringlab_mail_print_the_same_text(tmp_path, capsys):

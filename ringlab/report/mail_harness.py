@@ -2,8 +2,9 @@
 header, in the shape of :mod:`ringlab.report.mail` (headline, PMU line, tested code, machine
 line, noise floor, one row per ring size and CPU pair, what was not measured, the reproduce line).
 
-The two harnesses do different work (ringtest's producer also waits for the used ring), so the
-row gives their ratio with its CI, not a better/worse %change.  The side-by-side frame comes from
+The two harnesses do different work (ringtest's producer also waits for the used ring); the row
+reads as a comparison all the same: the %change of ringtest's time per item against the SPSC's
+time per op (+ = ringtest takes less), from their Hodges-Lehmann ratio, which the row also gives.  The side-by-side frame comes from
 ``ringlab.studies.harness_compare.side_by_side`` (the caller passes it in).
 """
 from __future__ import annotations
@@ -37,13 +38,28 @@ def _cv(run_dir: Path, size: int, cpus: str) -> float:
     return float(v.std() / v.mean()) if len(v) > 1 and v.mean() else math.nan
 
 
-def _ratio_cell(r) -> str:
+def _significant(r) -> bool:
+    lo, hi = _num(r.get("ratio_ci_low")), _num(r.get("ratio_ci_high"))
+    return math.isfinite(lo) and math.isfinite(hi) and (lo > 1 or hi < 1)
+
+
+def _change_cell(r) -> str:
+    """The row's %change, + = ringtest takes less time: (1 - ratio) x 100, starred when its CI excludes 0."""
+    ratio = _num(r.get("ratio"))
+    if not math.isfinite(ratio):
+        return "n/a"
+    txt = f"{(1 - ratio) * 100:+.1f}%"
+    return f"*{txt}*" if _significant(r) else f" {txt} "
+
+
+def _ratio_text(r) -> str:
     ratio, lo, hi = _num(r.get("ratio")), _num(r.get("ratio_ci_low")), _num(r.get("ratio_ci_high"))
     if not math.isfinite(ratio):
         return "n/a"
-    txt = f"x{ratio:.2f}"
-    significant = math.isfinite(lo) and math.isfinite(hi) and (lo > 1 or hi < 1)
-    return f"*{txt}*" if significant else f" {txt} "
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{(1 - ratio) * 100:+.1f}% (ringtest/spsc x{ratio:.2f})"
+    return (f"{(1 - ratio) * 100:+.1f}% [{(1 - hi) * 100:+.1f}, {(1 - lo) * 100:+.1f}] "
+            f"(ringtest/spsc x{ratio:.2f} [x{lo:.2f}, x{hi:.2f}])")
 
 
 def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = WIDTH,
@@ -61,9 +77,9 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     host = env.get("host") or "this host"
     tree = (env.get("parameters") or {}).get("tree") or "?"
     n = len(table)
-    sig = sum(_ratio_cell(r).startswith("*") for _, r in table.iterrows())
+    sig = sum(_significant(r) for _, r in table.iterrows())
     lines = _para(f"ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC on {host}: {n} "
-                  f"row{'s' if n != 1 else ''}, {sig} with a ratio told apart from 1", width)
+                  f"row{'s' if n != 1 else ''}, {sig} with a %change told apart from 0", width)
     lines += _para(counters_line(df, env), width)
     lines.append("")
     git = env.get("git") or {}
@@ -73,24 +89,27 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     lines += _floor_lines(env, df, {"gains": []}, width, ringtest_run)
     lines.append("")
     w = _COLS
-    lines.append(" ".join((f"{'spsc ns/op':>{w[0] + w[1] + 1}}", f"{'ringtest/spsc':^{w[2]}}",
+    lines.append(" ".join((f"{'spsc ns/op':>{w[0] + w[1] + 1}}", f"{'%change':^{w[2]}}",
                            f"{'ringtest ns':>{w[3] + w[4] + 1}}")) + "  ring")
     lines.append(" ".join((f"{'':>{w[0]}}", f"{'±%sd':>{w[1]}}", f"{'':^{w[2]}}", f"{'':>{w[3]}}",
                            f"{'±%sd':>{w[4]}}")).rstrip())
     lines.append("-" * min(width, 62))
+    ratios = []
     for _, r in table.iterrows():
         size, cpus = int(r["ring_size"]), str(r["cpus"])
         cells = (f"{_value(r['spsc_ns_per_op']):>{w[0]}}", f"{_sd(_cv(spsc_run, size, cpus)):>{w[1]}}",
-                 f"{_ratio_cell(r):^{w[2]}}", f"{_value(r['ringtest_ns_per_item']):>{w[3]}}",
+                 f"{_change_cell(r):^{w[2]}}", f"{_value(r['ringtest_ns_per_item']):>{w[3]}}",
                  f"{_sd(_cv(ringtest_run, size, cpus)):>{w[4]}}")
         lines.append((" ".join(cells) + f"  size={size} {cpus} {r['pair_class']}")[:width])
+        ratios.append(f"size={size} {cpus}: {_ratio_text(r)}")
     lines.append("")
     levels = sorted({f"{_num(x) * 100:.4g}%" for x in table["ci_level"] if math.isfinite(_num(x))})
-    lines += _para("ringtest/spsc: Hodges-Lehmann ratio of ringtest's ns per item to the SPSC's ns "
-                   f"per op; *x*: its {', '.join(levels) or 'n/a'} CI excludes 1 (Mann-Whitney). They "
-                   "do different work (ringtest's producer also waits for the used ring), so the ratio "
-                   "says how much of ringtest's time the bare ring accounts for, not which is better.",
-                   width)
+    lines += _para("%change: (spsc - ringtest) / spsc of the time per item, + = ringtest takes less, from "
+                   "the Hodges-Lehmann ratio of ringtest's ns per item to the SPSC's ns per op; "
+                   f"*x*: its {', '.join(levels) or 'n/a'} CI excludes 0 (Mann-Whitney): "
+                   + "; ".join(ratios) + ". They do different work (ringtest's producer also waits for "
+                   "the used ring), so the change says how much of ringtest's time the bare ring "
+                   "accounts for, not which is better.", width)
     lines += _para("not measured here: " + not_measured(df, env), width)
     lines.append("")
     lines += reproduce_lines(ringtest_run, env, width, notebook)
