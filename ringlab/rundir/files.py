@@ -34,6 +34,7 @@ TEXT_FILES = (
     "compare.csv",         # the report's A/B comparisons
     "mail.txt",            # the run as a mailing-list reply (ringlab.report.mail)
     "runs.csv", "cross_machine.csv", "stale.csv",   # compare-runs (notebook 90)
+    "combined.csv",        # ringlab sessions: a comparison's runs combined by random effects
     "bisect.json", "build_error.txt",   # ringlab bisect (ringlab.lab.bisect)
 )
 #: append-only logs of a run folder

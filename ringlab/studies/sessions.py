@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ringlab.errors import ParamError
+from ringlab import rundir
 from ringlab.rundir import Run
 from ringlab.stats.compare import compare
 from ringlab.stats.replication import combine, log_ratio, next_run, pct, row_df, row_se
@@ -207,7 +208,5 @@ def write_combined(out: Path, comb: pd.DataFrame, rows: pd.DataFrame) -> list[Pa
     for name, frame in (("combined.csv", comb), ("runs.csv", rows)):
         if frame is None or not len(frame):
             continue
-        p = out / name
-        frame.to_csv(p, index=False, float_format="%.6g")
-        files.append(p)
+        files.append(rundir.write_text(out, name, frame.to_csv(index=False, float_format="%.6g")))
     return files
