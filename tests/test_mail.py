@@ -69,6 +69,27 @@ def _rows(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if re.match(r"^\s+\S+\s+(±\d+%)?\s+(\*?[+-]\d|\|Δ\|)", ln)]
 
 
+def _next_rows(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if re.match(r"^  [+-]\d+\.\d% \[[^]]+\]\s+next \[[^]]+\]", ln)]
+
+
+def test_each_compared_row_gives_its_ci_and_next_run_interval(text):
+    """One line per compared row: this run's 95% CI and the next-run interval, both + = better,
+    read from the Comparison fields; a header says what each interval means."""
+    from ringlab.report.tables import gain_ci, next_gain_ci
+    from ringlab.rundir.calibration import with_host_drift
+    from ringlab.stats import compare
+    cmp = with_host_drift(compare(pd.read_csv(DATA / "raw.csv"), "base"), "synthetic-test-host")
+    nexts = _next_rows(text)
+    words = " ".join(text.split())
+    assert len(nexts) == len(cmp) and "[95% CI]: this run, the verdicts'" in words and "next: another run here, 95%" in words
+    for (_, r), ln in zip(cmp.iterrows(), nexts):
+        lo, hi = gain_ci(r)
+        nlo, nhi = next_gain_ci(r)
+        assert f"[{lo:+.1f}, {hi:+.1f}]" in ln and f"next [{nlo:+.1f}, {nhi:+.1f}]" in ln, ln
+        assert nlo <= lo and hi <= nhi, "the next run's interval holds this run's CI"
+
+
 def test_change_and_arms_are_the_comparison_fields(text):
     """Independent of the golden: each row prints the Comparison's arm figures and its %change
     with + = better (gain_pct), marked *..* exactly when the verdict is significant."""
@@ -116,11 +137,13 @@ def _list_shape(text: str, where: str) -> None:
     three configurations), the machine line, the noise floor, the PMU up front, tree paths."""
     lines = text.splitlines()
     rows = _rows(text)
+    nexts = _next_rows(text)   # each comparison's two intervals: the second half of its table row
     assert rows, f"{where}: a %change table"
+    assert len(nexts) <= len(rows), f"{where}: one interval line per compared row at most"
     assert all(len(ln) <= 72 for ln in lines), f"{where}: " + max(lines, key=len)
-    assert len(lines) - len(rows) <= 52, f"{where}: beside its table rows the mail fits one screen"
+    assert len(lines) - len(rows) - len(nexts) <= 52, f"{where}: beside its table rows the mail fits one screen"
     if len(rows) <= 8:   # three configurations, two candidates, instruction counts
-        assert len(lines) <= 60, f"{where}: {len(lines)} lines"
+        assert len(lines) - len(nexts) <= 60, f"{where}: {len(lines)} lines"
     assert any(ln.startswith("test machine: ") and " threads " in ln and re.search(r" sockets? \(", ln)
                for ln in lines), f"{where}: the machine line"
     assert "noise floor: " in text and "%change" in text and "PMU" in " ".join(lines[:4]), where

@@ -34,6 +34,7 @@ from ringlab.errors import ParamError
 from ringlab.stats import StatsError, compare, measurements, summarize
 from ringlab.stats.rounds import comparison_columns
 from ringlab.stats.contract import SIGNIFICANT
+from ringlab.stats.replication import NO_DRIFT
 from ringlab.report.mail_objdump import loop_summary
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import (aa_controls, counters_line, machine_line, not_measured, tested_line)
@@ -358,23 +359,24 @@ def _floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: P
 
 
 def _interval_lines(info: dict, width: int) -> list[str]:
-    """Each row's two intervals, + = better: this run's 95% CI (the verdict's) and where another
-    run on this host is expected (the next-run interval), with one line on what each means."""
+    """Each row's two intervals, + = better, one line per row: this run's 95% CI (the verdict's)
+    and where another run on this host is expected (the next-run interval), under a header that
+    says what each means and where the drift between runs comes from."""
     rows = [(r, lab) for r, lab in info["gains"] if math.isfinite(_num(r.get("next_low_pct")))]
     if not rows:
         return []
-    out = _para("%change [95% CI]: how sure this run is of its own effect (the verdicts rest on it). "
-                "next: where another run of this command on this host is expected to land (95%), "
-                "with this host's drift between runs.", width)
+    srcs = list(dict.fromkeys(str(r.get("next_source")) for r, _ in rows if r.get("next_source")))
+    flip = any(r.get("sign_reproducible") is False for r, _ in rows)
+    out = _para("[95% CI]: this run, the verdicts'. next: another run here, 95%"
+                + (f" ({'; '.join(srcs)})" if srcs else "") + "."
+                + (" ?: call may flip." if flip else ""), width)
     for r, lab in rows:
         lo, hi = gain_ci(r)
         nlo, nhi = next_gain_ci(r)
+        ci = f"{_gain(r):+.1f}% [{lo:+.1f}, {hi:+.1f}]"
+        nxt = f"next [{nlo:+.1f}, {nhi:+.1f}]" + ("?" if r.get("sign_reproducible") is False else "")
         name = " ".join(x for x in (str(r["candidate"]), lab) if x)
-        out += _para(f"  {name}: {_gain(r):+.1f}% [{lo:+.1f}, {hi:+.1f}], next [{nlo:+.1f}, {nhi:+.1f}]"
-                     + ("; may not repeat the call" if r.get("sign_reproducible") is False else ""), width)
-    srcs = list(dict.fromkeys(str(r.get("next_source")) for r, _ in rows if r.get("next_source")))
-    for src in srcs:
-        out += _para(f"drift: {src}", width)
+        out.append(f"  {ci:<21} {nxt:<20} {name}"[:width])
     return out + [""]
 
 
@@ -397,8 +399,8 @@ def _own_floor(env: dict) -> str:
 def _legend(info: dict, width: int) -> list[str]:
     first = info["first"]
     fam = ", ".join(f"{c} {n}" for c, n in info["family"].items())
-    txt = ("%change: the verdict's estimate, + = better (less time per op, more ops/s); the two "
-           "arms' columns hold the figures it is computed from; ±%sd: spread of one arm's "
+    txt = ("%change: the verdict's estimate, + = better (less time per op, more ops/s), from the "
+           "arms' columns; ±%sd: spread of one arm's "
            f"trials. *x*: significant at family-wise 5% (p Holm-adjusted over configurations: {fam}).")
     if info["controls"]:
         txt += (f" {', '.join(info['controls'])}: an A/A control (the base's code again); "

@@ -116,7 +116,7 @@ def host_drifts(host: str | None, root: str | Path | None = None) -> dict:
     for mode, d in doc["modes"].items():
         if not isinstance(d, dict) or "error" in d:
             continue
-        src = (f"host {host}'s drift calibration {doc.get('date_utc', '?')[:10]}: {d.get('runs', '?')} runs over "
+        src = (f"drift calibrated on this host {doc.get('date_utc', '?')[:10]}: {d.get('runs', '?')} runs, "
                f"{float(doc.get('span_min') or math.nan):.0f} min")
         try:
             out[str(mode)] = Drift.from_dict(d, source=src)

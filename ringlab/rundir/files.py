@@ -33,7 +33,7 @@ TEXT_FILES = (
     "summary.tex",         # the report's tables as LaTeX
     "compare.csv",         # the report's A/B comparisons
     "mail.txt",            # the run as a mailing-list reply (ringlab.report.mail)
-    "runs.csv", "cross_machine.csv", "stale.csv",   # compare-runs (notebook 90)
+    "runs.csv", "cross_machine.csv", "stale.csv", "random_effects.csv",   # compare-runs (notebook 90)
     "combined.csv",        # ringlab sessions: a comparison's runs combined by random effects
     "bisect.json", "build_error.txt",   # ringlab bisect (ringlab.lab.bisect)
 )
