@@ -111,7 +111,13 @@ def configurations_per_mode(values: dict[str, Any]) -> int:
     return n
 
 
-def pilot_design(values: dict[str, Any], host: str | None, layout_s: float | None = None) -> dict[str, Any]:
+def _level(host: str | None, mode, levels: dict | None):
+    """One mode's level calibration: ``levels[mode]`` where given (a simulation's), else the host's."""
+    return levels[str(mode)] if levels else level_calibration(host, mode)
+
+
+def pilot_design(values: dict[str, Any], host: str | None, layout_s: float | None = None,
+                 levels: dict | None = None) -> dict[str, Any]:
     """Stage 0: the level planner's design for every measured mode, the largest over them, each
     mode's plan within its share of the pilot's budget divided over its configurations and arm pairs.
     ``layout_s``, the seconds one layout of every arm took to build here (timed by the run), stands
@@ -128,9 +134,9 @@ def pilot_design(values: dict[str, Any], host: str | None, layout_s: float | Non
     share = (budget * sequential.PILOT_SHARE / (len(modes) * configurations_per_mode(values) * max(1.0, arms / 2))
              if budget else None)
     k, p, n_i, by_mode, bases = 4, sequential.MIN_ROUNDS_PER_LAYOUT, 1, {}, []
-    counts = planned_counts(values, host) if "count" in values and not values.get("count") else {}
+    counts = planned_counts(values, host, levels) if "count" in values and not values.get("count") else {}
     for m in modes:
-        cal = level_calibration(host, m)
+        cal = _level(host, m, levels)
         cal = cal.at_count(counts[str(m)]) if counts else cal
         if pair_s is not None:
             cal = dataclasses.replace(cal, cost_s=dict(cal.cost_s, layout=pair_s))
@@ -142,7 +148,7 @@ def pilot_design(values: dict[str, Any], host: str | None, layout_s: float | Non
         p = min(p, 8)
     else:                # one build serves every mode: the pilot's builds get half the pilot's share
         per_build = pair_s / 2 if pair_s is not None else \
-            max(float(level_calibration(host, m).cost_s.get("layout") or 0) / 2 for m in modes)
+            max(float(_level(host, m, levels).cost_s.get("layout") or 0) / 2 for m in modes)
         if per_build > 0:
             k = max(4, min(k, int(budget * sequential.PILOT_SHARE / 2 // (arms * per_build))))
     k = min(k, MAX_LAYOUTS)
@@ -155,14 +161,14 @@ def pilot_design(values: dict[str, Any], host: str | None, layout_s: float | Non
     return out
 
 
-def planned_counts(values: dict[str, Any], host: str | None) -> dict[str, int]:
+def planned_counts(values: dict[str, Any], host: str | None, levels: dict | None = None) -> dict[str, int]:
     """The ops per timed loop of a staged run whose ``count`` is unset, per measured mode: the
     unbiased trial length whose plan is narrowest (``best_count``; the count the calibration
     measured at where it has no trial-length probe).  Each mode's trials run at its own: a
     round costs what its modes' shortest unbiased trials cost."""
     targets = mode_targets(values) if float(values.get("target_ci") or 0) > 0 else {}
     budget = float(values.get("budget") or 0) or None
-    return {str(m): int(best_count(level_calibration(host, m), targets.get(str(m)), budget))
+    return {str(m): int(best_count(_level(host, m, levels), targets.get(str(m)), budget))
             for m in list(values.get("modes") or [0])}
 
 
@@ -182,14 +188,16 @@ def best_count(cal, target_pct: float | None, budget_s: float | None) -> int:
     return min(counts, key=key)
 
 
-def opening(values: dict[str, Any], host: str | None, layout_s: float | None = None) -> dict[str, Any]:
+def opening(values: dict[str, Any], host: str | None, layout_s: float | None = None,
+            levels: dict | None = None) -> dict[str, Any]:
     """env.json's ``stopping`` before the pilot runs: the pilot design, stage 0 (``layout_s``:
-    the seconds one layout of every arm took to build here, when timed)."""
+    the seconds one layout of every arm took to build here, when timed; ``levels``: {mode:
+    LevelCalibration} to plan from instead of the host's, as a simulation does)."""
     vs = values.get("variants")
     if isinstance(vs, list) and len(vs) < 2:
         raise ParamError(f"parameter 'target_ci': needs two or more variants to compare (this plan has "
                          f"{', '.join(map(str, vs)) or 'none'}); allowed: 0 (off), or more variants")
-    d = pilot_design(values, host, layout_s)
+    d = pilot_design(values, host, layout_s, levels)
     budget = float(values.get("budget") or 0)
     repeats = int(values.get("repeats") or 1)
     repeats = d["repeats"] if repeats == 1 else repeats   # an explicit repeats stands

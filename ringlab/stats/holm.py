@@ -25,7 +25,9 @@ def holm(p_values) -> np.ndarray:
     p = np.asarray(p_values, dtype=float)
     out = np.full(len(p), np.nan)
     ok = np.isfinite(p)
-    if ok.any():
+    if ok.sum() == 1:       # a family of one is its own adjustment (and multipletests runs gc.collect)
+        out[ok] = p[ok]
+    elif ok.any():
         out[ok] = multipletests(p[ok], method="holm")[1]
     return out
 
