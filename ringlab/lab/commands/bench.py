@@ -23,7 +23,7 @@ BENCHMARKS = {
                  "per-trial fixed overhead of the runner, and the cost of in-region counters"),
     "stats": ("stats_speed.py", "summaries and comparisons of 10^5 raw rows (target <= 5 s)"),
     "power": ("stats_power.py", "A/A false positives, power and CI width on the committed runs' rounds"),
-    "decide": ("decide.py", "machine time to a decisive verdict: staged runs vs profile full"),
+    "decide": ("decide.py", "machine time to a decisive verdict: the staged run vs a fixed design of its time"),
     "stopping": ("stopping_aa.py", "A/A rate and power of the staged design, simulated through the run's own "
                                    "stopping code (>= 2000 runs)"),
     "repro": ("repro.py", "the same A/B run several times: how often each run's CI and next-run interval "
