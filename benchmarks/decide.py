@@ -99,7 +99,7 @@ def fixed_params(base: dict, mode: str, stop: dict, seconds: float) -> dict:
     left = seconds - FIXED_OVERHEAD_S - FIXED_LAYOUTS * per_layout - FIXED_WARMUP * spr
     trials = max(2 * FIXED_LAYOUTS, int(left / spr)) if spr > 0 else 2 * FIXED_LAYOUTS
     count = (stop.get("count_by_mode") or {}).get(mode) or stop.get("count")
-    out = base | {"profile": "full", "target_ci": "0", "modes": mode, "sizes": "1000", "layouts": str(FIXED_LAYOUTS),
+    out = base | {"profile": "full", "target_ci": "0", "budget": "0", "modes": mode, "sizes": "1000", "layouts": str(FIXED_LAYOUTS),
                   "trials": str(trials), "warmup": str(FIXED_WARMUP)}
     return out | ({"count": str(int(count))} if count else {})
 
