@@ -532,3 +532,30 @@ def test_a_run_short_of_its_target_says_how_far_why_and_what_would_reach_it():
     assert "layout 3.4%, process 8.2%" in text and "in 847 s" in text
     st["stop_reason"], st["rows"][0]["target_met"] = "target", True
     assert "Not reached" not in sequential.stopping_text(st)
+
+
+def test_a_run_at_the_layout_cap_short_of_its_target_buys_rounds_with_the_budget_left():
+    # the bounds say 256 x 12 suffices, the run's own interval is twice the target: the stage grows
+    # the rounds per layout by (observed / target)^2, at most GROWTH-fold, within the budget left
+    up = {"layout": 0.0001 ** 2, "process": 0.01 ** 2, "iteration": 0.0}
+    nxt = sequential.next_design(up, 256, 12, 0.25, 0.007, 0.1, 19.0, 256, observed_half_width_pct=0.5)
+    assert nxt["layouts"] == 256 and nxt["rounds_per_layout"] > 13
+    assert nxt["new_rounds"] >= sequential.MIN_STAGE_SHARE * 256 * 12
+    assert nxt["predicted_s"] <= 19.0 / sequential.BUDGET_MARGIN
+    # without an observed interval: a quarter more data, as below the cap
+    assert sequential.shortfall_design(256, 12, 256, 0.25, None) == (256, 15)
+    assert sequential.shortfall_design(100, 12, 256, 0.25, 0.5) == (256, 12)
+    assert sequential.shortfall_design(256, 12, 256, 0.25, 0.3) == (256, 18)
+
+
+def test_the_plan_is_sized_for_the_interval_the_verdict_printed():
+    up = {"layout": 0.002 ** 2, "process": 0.01 ** 2, "iteration": 0.0}
+    k, p = 16, 4
+    pred = math.expm1(sst.t.ppf(0.975, k - 1) * math.sqrt((up["layout"] + up["process"] / p) / k)) * 100
+    assert sequential.model_inflation(up["layout"], up["process"], k, p, pred / 2) == 1.0
+    f = sequential.model_inflation(up["layout"], up["process"], k, p, 2 * pred)
+    assert 3.8 < f < 4.2
+    plain = sequential.next_design(up, k, p, 0.1, 0.01, 0.2, None, 4096)
+    wide = sequential.next_design(up, k, p, 0.1, 0.01, 0.2, None, 4096, observed_half_width_pct=2 * pred)
+    assert wide["layouts"] * wide["rounds_per_layout"] >= plain["layouts"] * plain["rounds_per_layout"]
+    assert wide["predicted_half_width_pct"] > plain["predicted_half_width_pct"]

@@ -382,7 +382,8 @@ def review(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None
         new_layouts = int(last["layouts"]) - (int(st["stages"][-2]["layouts"]) if len(st["stages"]) > 1 else 0)
         bpl = float(last.get("build_s") or 0) / max(1, new_layouts)
         nxt = sequential.next_design(comps["upper"], int(st["layouts"]), int(st["rounds_per_layout"]), target,
-                                     spr, bpl, (budget - spent) if budget else None, MAX_LAYOUTS)
+                                     spr, bpl, (budget - spent) if budget else None, MAX_LAYOUTS,
+                                     observed_half_width_pct=widest_at_target(rows, target))
         last["components_upper"] = {k: _num(v) for k, v in comps["upper"].items()}
         if nxt["new_rounds"] < max(1, sequential.MIN_STAGE_SHARE * int(st["rounds_planned"])):
             reason = "budget"     # what the budget left buys would not move the half-widths
@@ -404,6 +405,15 @@ def review(df: pd.DataFrame, stopping: dict[str, Any], log: Callable[[str], None
     st["stop_reason"] = reason
     log(f"target_ci: {sequential.staged_text(st).split('. ')[0]}")
     return st
+
+
+def widest_at_target(rows: list[dict], target: float) -> float | None:
+    """The widest half-width of the judged rows, each scaled to ``target`` by (target / the row's
+    own target), as ``scaled_upper`` scales the components; None when no judged row has one."""
+    out = [float(r["half_width_pct"]) * float(target) / float(r["target_pct"])
+           for r in rows if r.get("judged", True) and r.get("half_width_pct") is not None
+           and float(r.get("target_pct") or 0) > 0]
+    return max(out) if out else None
 
 
 def scaled_upper(rows: list[dict], target: float, by_mode: dict | None, arms) -> dict[str, float]:

@@ -441,19 +441,29 @@ def _finite_or_nan(v) -> float:
 
 def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct: float,
                 seconds_per_round: float, build_s_per_layout: float, budget_left_s: float | None,
-                max_layouts: int, level: float = 0.95) -> dict:
+                max_layouts: int, level: float = 0.95, observed_half_width_pct: float | None = None) -> dict:
     """The next stage's total design (layouts K', rounds per layout P', K' >= K, P' >= P) from the
     upper bounds of the run's own components and its own costs: the allocation for the target,
-    cut to what ``budget_left_s`` pays for (layouts first, then rounds).  The iteration level is
-    folded into the process level (``repeats`` stays as the pilot chose it).  Returns
-    ``{"layouts", "rounds_per_layout", "new_rounds", "predicted_s", "predicted_half_width_pct",
-    "planned": the allocation's basis}``; new_rounds 0 when the budget pays for nothing more."""
+    cut to what ``budget_left_s`` pays for (the narrowest predicted half-width it affords).  The
+    iteration level is folded into the process level (``repeats`` stays as the pilot chose it).
+
+    ``observed_half_width_pct``, the widest half-width the run's own compare() printed (at the
+    target's scale), keeps the plan honest where the components' model predicts a narrower
+    interval at today's design than the verdict's estimator gave (heavy tails, a slow state): both
+    components are scaled up by (observed / predicted)^2 before planning, so the next stage is
+    sized for the interval the verdict will print, not for the model's.
+
+    Returns ``{"layouts", "rounds_per_layout", "new_rounds", "predicted_s",
+    "predicted_half_width_pct", "planned": the allocation's basis}``; new_rounds 0 when the budget
+    pays for nothing more."""
     from ringlab.stats.allocation import Level, allocate, best_repeats
     s_l = upper.get("layout", math.inf)
     s_p = upper.get("process", math.inf)
     s_i = upper.get("iteration", 0.0)
     s_p = s_p + (s_i if math.isfinite(s_i) else 0.0)   # one process = one round's value (repeats averaged)
     k, p = int(layouts), int(rounds_per_layout)
+    inflation = model_inflation(s_l, s_p, k, p, observed_half_width_pct, level)
+    s_l, s_p = s_l * inflation, s_p * inflation
     spr = seconds_per_round if math.isfinite(seconds_per_round) and seconds_per_round > 0 else 1.0
     cl = build_s_per_layout if math.isfinite(build_s_per_layout) and build_s_per_layout >= 0 else 0.0
     basis = "the components are not all estimable yet: one more round per layout and a quarter more layouts"
@@ -473,7 +483,7 @@ def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct
     # level after a small pilot) is measured again before the design bets everything on it
     k2, p2 = min(k2, max_layouts, k * GROWTH), min(p2, p * GROWTH)
     if (k2, p2) == (k, p):      # the bounds say the design suffices and the data say it does not
-        k2, p2 = (min(max_layouts, max(k + 1, math.ceil(k * 1.25))), p) if k < max_layouts else (k, p + 1)
+        k2, p2 = shortfall_design(k, p, max_layouts, target_ci_pct, observed_half_width_pct)
 
     def cost(kk, pp):
         return (kk - k) * cl + ((kk - k) * pp + k * (pp - p)) * spr
@@ -489,6 +499,35 @@ def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct
             "predicted_s": float(cost(k2, p2)),
             "predicted_half_width_pct": float(math.expm1(hw) * 100) if math.isfinite(hw) else None,
             "planned": basis}
+
+
+def model_inflation(s_l: float, s_p: float, layouts: int, rounds_per_layout: int,
+                    observed_half_width_pct: float | None, level: float = 0.95) -> float:
+    """(observed / predicted)^2 where the run's printed half-width is wider than the components
+    predict at its design (layouts x rounds per layout), else 1."""
+    k, p = int(layouts), int(rounds_per_layout)
+    if observed_half_width_pct is None or not (math.isfinite(s_l) and math.isfinite(s_p)) or k < 2 or p < 1:
+        return 1.0
+    obs = math.log1p(float(observed_half_width_pct) / 100)
+    pred = sst.t.ppf(0.5 + level / 2, k - 1) * math.sqrt((s_l + s_p / p) / k)
+    if not (math.isfinite(obs) and pred > 0 and obs > pred):
+        return 1.0
+    return (obs / pred) ** 2
+
+
+def shortfall_design(layouts: int, rounds_per_layout: int, max_layouts: int, target_ci_pct: float,
+                     observed_half_width_pct: float | None) -> tuple[int, int]:
+    """The design past (layouts, rounds per layout) when the plan says it suffices and the run's
+    own interval says it does not: the data grown by (observed / target)^2 (a half-width narrows
+    with the square root of the data), in layouts below the cap and in rounds per layout at it,
+    each at most ``GROWTH``-fold and at least one step."""
+    k, p = int(layouts), int(rounds_per_layout)
+    factor = 1.25
+    if observed_half_width_pct is not None and math.isfinite(observed_half_width_pct) and target_ci_pct > 0:
+        factor = min(float(GROWTH), max(factor, (float(observed_half_width_pct) / float(target_ci_pct)) ** 2))
+    if k < max_layouts:
+        return min(max_layouts, max(k + 1, math.ceil(k * factor))), p
+    return k, min(p * GROWTH, max(p + 1, math.ceil(p * factor)))
 
 
 def _affordable(k: int, p: int, k_max: int, p_max: int, cost, half_width, budget_s: float) -> tuple[int, int]:
