@@ -173,3 +173,47 @@ EXPERIMENT_COLUMNS: dict[str, tuple[str, ...]] = {
     "kmod": ("elapsed_us", "kmod_label", "insmod_exit", "insmod_wall_s"),
     "perf_rb": ("elapsed_us", "perf_wakeups", "perf_captured_mb", "perf_samples", "perf_lost", "perf_cpu"),
 }
+
+
+#: How a true ``warmup`` reads back from a CSV cell (pandas writes ``True``; older files ``1``).
+TRUE_TEXT = ("true", "1", "yes")
+
+
+def is_true(col):
+    """A boolean raw.csv column as a bool Series, whether read back as text or kept as bool."""
+    if col.dtype == bool:
+        return col
+    return col.astype(str).str.strip().str.lower().isin(TRUE_TEXT)
+
+
+def warmup_mask(df):
+    """True on the warm-up rows: kept in raw.csv, excluded from every statistic."""
+    import pandas as pd
+    if "warmup" not in df.columns:
+        return pd.Series(False, index=df.index)
+    return is_true(df["warmup"])
+
+
+def failed_mask(df):
+    """True on the trials whose ``status`` is not ``ok`` (crash, timeout, error, skipped)."""
+    import pandas as pd
+    if "status" not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df["status"].astype(str) != "ok"
+
+
+def measured_mask(df, warmup: bool = False, failed: bool = False):
+    """True on the rows a statistic reads: not warm-ups (unless ``warmup``) and status ok (unless
+    ``failed``).  The one warm-up/ok filter of every raw.csv reader."""
+    import pandas as pd
+    keep = pd.Series(True, index=df.index)
+    if not warmup:
+        keep &= ~warmup_mask(df)
+    if not failed:
+        keep &= ~failed_mask(df)
+    return keep
+
+
+def measured(df, warmup: bool = False, failed: bool = False):
+    """The rows of ``measured_mask`` (a view selection; copy before assigning)."""
+    return df[measured_mask(df, warmup=warmup, failed=failed)]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ringlab import fmt, paths, rundir
+from ringlab import fmt, paths, rundir, schema
 from ringlab.report import mail
 from ringlab.report.figures import round_ratio
 from ringlab.errors import ParamError, RinglabError
@@ -187,7 +187,7 @@ def run_overview(run_dir: Path) -> str:
                  f"{env.get('started_utc')} to {env.get('ended_utc')} ({run.status}).")
     counts = df["status"].value_counts().to_dict() if len(df) else {}
     lines.append("**Trials:** " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none")
-                 + f" (of which warm-up: {int(df['warmup'].astype(str).str.lower().eq('true').sum()) if len(df) else 0}).")
+                 + f" (of which warm-up: {int(schema.warmup_mask(df).sum())}).")
     gov = env.get("governor") or {}
     g = gov.get("governor") or {}
     if g:

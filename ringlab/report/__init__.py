@@ -98,12 +98,7 @@ def _frame(header: list[str], rows: list[list[str]]) -> pd.DataFrame:
 
 
 def _ok_rows(df: pd.DataFrame) -> pd.DataFrame:
-    keep = pd.Series(True, index=df.index)
-    if "status" in df.columns:
-        keep &= df["status"].astype(str).eq("ok")
-    if "warmup" in df.columns:
-        keep &= ~df["warmup"].map(lambda v: str(v).strip().lower() in ("true", "1", "yes")).astype(bool)
-    return df[keep]
+    return schema.measured(df)
 
 
 def _why_no_figure(name: str, meas: pd.DataFrame, metric: str) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab import schema
 from ringlab.report.mail import MIN_WIDTH, WIDTH, MailError, _floor_lines, _sd, _value
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import counters_line, machine_line, not_measured
@@ -28,7 +29,7 @@ def _cv(run_dir: Path, size: int, cpus: str) -> float:
     df = Run(run_dir).raw
     if "ns_per_op" not in df.columns or not len(df):
         return math.nan
-    ok = df[(df["status"].astype(str) == "ok") & ~df["warmup"].astype(str).str.lower().eq("true")]
+    ok = schema.measured(df)
     size_col = "ring_size" if "ring_size" in ok.columns else "size"
     a, b = (int(x) for x in cpus.split(":"))
     sel = ok[(pd.to_numeric(ok[size_col], errors="coerce") == size)

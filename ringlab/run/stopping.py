@@ -53,6 +53,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ringlab import schema
 from ringlab.build.layouts import MAX_LAYOUTS
 from ringlab.errors import ParamError
 from ringlab.experiments.base import TrialSpec
@@ -322,9 +323,7 @@ def rounds_run(df: pd.DataFrame) -> int:
     """Measured (timing, not warm-up) rounds present in raw.csv."""
     if df is None or not len(df) or "round" not in df.columns:
         return 0
-    keep = pd.Series(True, index=df.index)
-    if "warmup" in df.columns:
-        keep &= ~df["warmup"].map(lambda v: str(v).strip().lower() in ("true", "1", "yes")).astype(bool)
+    keep = ~schema.warmup_mask(df)
     if "icount_source" in df.columns:
         keep &= df["icount_source"].astype(str) != "callgrind"
     return int(pd.to_numeric(df.loc[keep, "round"], errors="coerce").dropna().nunique())

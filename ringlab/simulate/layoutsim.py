@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sst
 
+from ringlab import schema
 from ringlab.stats import layouts as _layouts
 from ringlab.simulate import noise as _noise
 from ringlab.stats import ranktests as _rt
@@ -105,11 +106,6 @@ def seconds_per_round_of(frame, metric_col: str = "wall_s") -> float:
     measured trial's ``wall_s`` of a run's raw.csv frame; NaN without one."""
     if metric_col not in frame.columns:
         return math.nan
-    w = frame[metric_col]
-    if "warmup" in frame.columns:
-        w = w[~frame["warmup"].astype(str).str.lower().isin(("true", "1"))]
-    if "status" in frame.columns:
-        w = w[frame.loc[w.index, "status"].astype(str) == "ok"]
-    w = pd.to_numeric(w, errors="coerce").dropna()
+    w = pd.to_numeric(schema.measured(frame)[metric_col], errors="coerce").dropna()
     w = w[np.isfinite(w) & (w > 0)]
     return float(2 * np.median(w)) if len(w) else math.nan

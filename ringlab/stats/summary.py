@@ -95,13 +95,11 @@ def measurements(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC) -> tuple
     keep = pd.Series(True, index=df.index)
     excluded = {}
     if "status" in df.columns:
-        bad = df["status"].astype(str) != "ok"
+        bad = schema.failed_mask(df)
         excluded["status_not_ok"] = int(bad.sum())
         keep &= ~bad
     if "warmup" in df.columns:
-        col = df["warmup"]
-        w = col if col.dtype == bool else \
-            col.astype(str).str.strip().str.lower().isin(("true", "1", "yes")).astype(bool)
+        w = schema.warmup_mask(df)
         excluded["warmup"] = int((w & keep).sum())
         keep &= ~w
     vals = pd.to_numeric(df[metric], errors="coerce")

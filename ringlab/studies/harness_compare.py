@@ -35,7 +35,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from ringlab import rundir
+from ringlab import rundir, schema
 from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
 from ringlab.stats.compare import compare, compare_arrays
@@ -70,8 +70,7 @@ def run_status(run_dir) -> tuple[str, str | None]:
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
-    warm = df["warmup"].astype(str).str.lower().eq("true")
-    return df[(df["status"] == "ok") & ~warm]
+    return schema.measured(df)
 
 
 def _measured(ringtest_run, spsc_run) -> tuple[pd.DataFrame, pd.DataFrame]:

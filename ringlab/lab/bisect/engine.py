@@ -71,9 +71,7 @@ def load_state(out: Path) -> dict:
 
 
 def _rounds(df: pd.DataFrame) -> int:
-    ok = df
-    if "warmup" in ok.columns:
-        ok = ok[~ok["warmup"].astype(str).str.lower().isin(["true", "1"])]
+    ok = df[~schema.warmup_mask(df)]
     keys = [c for c in ("run_id", "round") if c in ok.columns]
     return int(ok.groupby(keys).ngroups) if keys else len(ok)
 

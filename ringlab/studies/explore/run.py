@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab import paths
+from ringlab import schema
 from ringlab.errors import DataError, ParamError, RinglabError
 from ringlab import rundir
 from ringlab.rundir import RunEnv
@@ -29,10 +30,6 @@ def _user_error(cls, message: str) -> RinglabError:
     e = cls(message)
     e._render_traceback_ = lambda: [f"{cls.__name__}: {message}"]
     return e
-
-
-def _is_true(col: pd.Series) -> pd.Series:
-    return col.astype(str).str.strip().str.lower().isin(("true", "1", "yes"))
 
 
 class FigureFile:
@@ -106,12 +103,7 @@ class Run:
         key = (bool(warmup), bool(failed))
         if key not in self._trials:
             df = self.raw_all
-            keep = pd.Series(True, index=df.index)
-            if not warmup and "warmup" in df.columns:
-                keep &= ~_is_true(df["warmup"])
-            if not failed and "status" in df.columns:
-                keep &= df["status"].astype(str).eq("ok")
-            self._trials[key] = df[keep].reset_index(drop=True)
+            self._trials[key] = schema.measured(df, warmup=warmup, failed=failed).reset_index(drop=True)
         return self._trials[key].copy()
 
     @property
