@@ -448,3 +448,42 @@ def test_a_sub_run_that_counts_instructions_gives_its_rows_and_the_counters_line
     # without the sub-run the same folder says it has no counts
     shutil.rmtree(run / "icount")
     assert "no callgrind counts in this run" in " ".join(mail.mail_text(run).split())
+
+
+def _bound_written(tmp: Path, host: str, hi: float) -> None:
+    cal = tmp / "calibration" / host
+    cal.mkdir(parents=True)
+    (cal / "calibration.json").write_text(json.dumps({"sigma_layout": 0.01, "round_sd": 0.02, "layouts": 8,
+                                                       "aa_ci": [-0.01, hi], "run_id": f"AA-{hi}"}))
+
+
+def _quoted(run: Path) -> tuple[tuple[str, str], tuple[str, str]]:
+    """(host, bound) as summary.md and as mail.txt quote them."""
+    from ringlab.report import write_report
+    write_report(run, figures=False)
+    md = " ".join((run / "summary.md").read_text().split())
+    text = " ".join(mail.mail_text(run).split())
+    m1 = re.search(r"Noise floor of (\S+): .*? < ([\d.]+)%", md)
+    m2 = re.search(r" on (\S+): .*?noise floor: \|Δ\| < ([\d.]+)%", text)
+    assert m1 and m2, (md[:300], text[:300])
+    return m1.groups(), m2.groups()
+
+
+def test_summary_and_mail_quote_the_same_noise_floor_and_host(tmp_path, monkeypatch):
+    """Both reports of one run find the host and its calibration by one rule: the results folder
+    the run lies in first, else the checkout's."""
+    from ringlab import paths
+    host = "synthetic-test-host"
+    checkout = tmp_path / "checkout-results"
+    _bound_written(checkout, host, 0.0513)
+    monkeypatch.setattr(paths, "results_dir", lambda: checkout)
+    tree = tmp_path / "results"
+    run = tree / "ptr-ring" / host / "20260101T000000Z-test00"
+    shutil.copytree(DATA, run)
+    _bound_written(tree, host, 0.0285)            # beside the run: this one is quoted
+    md, txt = _quoted(run)
+    assert md == txt == (host, "2.9"), (md, txt)
+    shutil.rmtree(tree / "calibration" / host)    # the run's results folder holds another host's only
+    _bound_written(tree, "another-host", 0.0285)
+    md, txt = _quoted(run)
+    assert md == txt == (host, "5.3"), (md, txt)

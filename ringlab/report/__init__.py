@@ -28,7 +28,8 @@ from ringlab import fmt, rundir, schema
 from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
 from ringlab.rundir import pick_baseline
-from ringlab.rundir.calibration import find_calibration, noise_floor, results_root_of, with_host_drift
+from ringlab.rundir.calibration import (find_calibration, results_root_of, run_host, run_noise_floor,
+                                       with_host_drift)
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
 from ringlab.stats.compare import method_text
 from ringlab.stats.sequential import stopping_text
@@ -156,29 +157,15 @@ def compute(run_dir, metric: str | None = None, baseline: str | None = None, lab
     params = group_columns(df, include_variant=False)
     summ = summarize(df, metric)
     cmp = compare(df, base, metric) if base else None
-    cmp = with_host_drift(cmp, run_host(df, env), _results_root(run.path))
+    cmp = with_host_drift(cmp, run_host(df, env), results_root_of(run.path))
     diags = diagnose(df, metric)
     ab = []
     if base and "instructions_per_op" in df.columns:
         for cand in sorted(set(df["variant"].astype(str)) - {base}):
             ab += diagnose_ab(df, base, cand, time_metric=metric, comparison=cmp)
-    floor = noise_floor(run_host(df, env), _results_root(run.path))
+    floor = run_noise_floor(run_host(df, env), run.path)
     return _Computed(run, df, env, metric, base, labels, patched, meas, excluded, params, summ, cmp, diags, ab,
                      floor)
-
-
-def run_host(df: pd.DataFrame, env: dict) -> str | None:
-    """The host a run was measured on (env.json, else raw.csv's one ``host``)."""
-    h = env.get("host") or env.get("hostname")
-    if h:
-        return str(h)
-    hosts = df["host"].dropna().astype(str).unique() if "host" in df.columns else []
-    return str(hosts[0]) if len(hosts) == 1 else None
-
-
-def _results_root(run_path) -> Path | None:
-    """results/ of a run folder results/<experiment>/<host>/<run-id> (None: the default results/)."""
-    return results_root_of(run_path)
 
 
 def _method(cmp: pd.DataFrame) -> str:

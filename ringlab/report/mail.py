@@ -42,7 +42,7 @@ from ringlab.report.mailfmt import _fmt, _num, _ok, _para, path_lines
 from ringlab.report import pick_metric
 from ringlab.report.published import SEED000_INSTRUCTIONS_PER_OP
 from ringlab.rundir import Run, pick_baseline as baseline_rule, require_metric, run_variants
-from ringlab.rundir.calibration import frame_host, noise_floor, results_root_of, with_host_drift
+from ringlab.rundir.calibration import results_root_of, run_host, run_noise_floor, with_host_drift
 from ringlab.report.tables import gain_ci, next_gain_ci
 
 WIDTH = 72
@@ -195,7 +195,7 @@ def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
            candidates: list[str] | None, run_dir: Path | None = None) -> tuple[list[str], dict]:
     """The LKP-shaped table (one block per candidate) and what the footnotes need."""
     cmp = compare(df, baseline, metric)
-    host = env.get("host") or frame_host(df)
+    host = run_host(df, env)
     cmp = with_host_drift(cmp, host, results_root_of(run_dir) if run_dir is not None else None)
     if candidates:
         cmp = cmp[cmp["candidate"].astype(str).isin(candidates)]
@@ -317,7 +317,7 @@ def _further_runs(run_dir: Path, baseline: str, metric: str, width: int,
 # -- the lines around the table ------------------------------------------------------------
 def _headline(env: dict, df: pd.DataFrame, base: str, cands: list[str], info: dict) -> str:
     exp = env.get("experiment") or (str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else "run")
-    host = env.get("host") or (str(df["host"].iloc[0]) if "host" in df.columns and len(df) else "this host")
+    host = run_host(df, env) or "this host"
     real = [c for c in cands if c not in info["controls"]] or cands
     n = sum(1 for _ in info["gains"])
     gains = [_gain(r) for r, _ in info["gains"] if str(r.get("verdict")) in SIGNIFICANT]
@@ -330,20 +330,11 @@ def _headline(env: dict, df: pd.DataFrame, base: str, cands: list[str], info: di
     return f"ringlab {exp}: {', '.join(real)} against {base} on {host}: {what}"
 
 
-def _results_root(run_dir: Path) -> Path | None:
-    """The results folder a run folder lies in (results/<experiment>/<host>/<run-id>), or None."""
-    parts = Path(run_dir).resolve().parts
-    if "results" not in parts:
-        return None
-    return Path(*parts[:len(parts) - parts[::-1].index("results")])
-
-
 def _floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: Path) -> list[str]:
     """The host's noise floor: the calibration beside the run (its results folder), else the
     one of this checkout's results folder."""
-    host = env.get("host") or (str(df["host"].iloc[0]) if "host" in df.columns and len(df) else None)
-    root = _results_root(run_dir)
-    nf = (noise_floor(host, root) if root is not None else None) or noise_floor(host)
+    host = run_host(df, env)
+    nf = run_noise_floor(host, run_dir)
     if nf is None:
         own = _own_floor(env)
         return _para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "

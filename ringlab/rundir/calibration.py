@@ -139,6 +139,21 @@ def frame_host(df: pd.DataFrame) -> str | None:
     return str(hosts[0]) if len(hosts) == 1 else None
 
 
+def run_host(df: pd.DataFrame, env: dict) -> str | None:
+    """The host a run was measured on: env.json's ``host`` (older files: ``hostname``), else
+    raw.csv's one ``host``.  Every report of a run (summary.md, mail.txt, the notebooks) names
+    the host by this rule."""
+    h = env.get("host") or env.get("hostname")
+    return str(h) if h else frame_host(df)
+
+
+def run_noise_floor(host: str | None, run_dir=None) -> dict | None:
+    """The noise floor every report of a run quotes: the host's calibration in the results folder
+    the run lies in (results/<experiment>/<host>/<run-id>), else the checkout's."""
+    root = results_root_of(run_dir) if run_dir is not None else None
+    return (noise_floor(host, root) if root is not None else None) or noise_floor(host)
+
+
 def with_host_drift(cmp, host: str | None, root: str | Path | None = None):
     """A compare() frame with its next-run intervals from the host's drift (``with_next_run``)."""
     from ringlab.stats.replication import with_next_run
