@@ -14,7 +14,6 @@ import pytest
 
 from ringlab.lab import cli
 from ringlab.rundir import calibration as cal_files
-from ringlab.rundir.calibration import frame_calibration
 from ringlab.stats import calibration as cal
 from ringlab.stats.power import Calibration
 from ringlab.simulate import noise
@@ -145,16 +144,6 @@ def test_planning_more_layouts_for_larger_sigma_and_smaller_effect():
         assert k - 1 < q * q * var / math.log(1.05) ** 2
 
 
-def test_trials_needed_with_and_without_calibration():
-    plain = power.trials_needed_calibrated(5.0, 0.05)
-    assert plain.trials == power.trials_needed(5.0, 0.05)          # today's number
-    assert plain.layouts == 1 and "no calibration" in plain.basis
-    c = Calibration(0.02, 0.03, source="x/calibration.json")
-    got = power.trials_needed_calibrated(5.0, 0.05, c)
-    assert got.layouts == power.layout_plan(5.0, 0.02, 0.03).layouts
-    assert got.trials == got.layouts * got.rounds_per_layout and got.basis == "calibration x/calibration.json"
-
-
 def test_rounds_needed_uses_calibration(tmp_path, monkeypatch):
     from tests.synth import make_raw
     monkeypatch.setenv("RINGLAB_RESULTS", str(tmp_path))
@@ -172,7 +161,8 @@ def test_rounds_needed_uses_calibration(tmp_path, monkeypatch):
     d.mkdir(parents=True)
     (d / "calibration.json").write_text(json.dumps(c))
     assert sequential.rounds_needed(df, "batch", 2.0)["calibration"] is None   # stats opens no file
-    auto = sequential.rounds_needed(df, "batch", 2.0, calibration=frame_calibration(df))
+    auto = sequential.rounds_needed(df, "batch", 2.0,
+                                    calibration=cal_files.load_calibration(str(df["host"].iloc[0])))
     assert auto["layouts_for_target"] == got["layouts_for_target"] and str(d) in auto["calibration_note"]
 
 

@@ -111,7 +111,7 @@ def _layouts(seed=3, k=3):
 
 def test_build_plan_names_and_flags(tmp_path):
     lays = _layouts()
-    jobs, _, _ = driver._plan(None, "-O3 -DX=1", None, tmp_path, ["ptr_ring_test-batch", "c2c_latency"], lays)
+    jobs, _, _ = driver.plan_jobs(None, "-O3 -DX=1", None, tmp_path, ["ptr_ring_test-batch", "c2c_latency"], lays)
     by = {j.name: j for j in jobs}
     assert "c2c_latency" in by and "ptr_ring_test-batch" not in by
     for lay in lays["ptr_ring_test-batch"]:
@@ -121,7 +121,7 @@ def test_build_plan_names_and_flags(tmp_path):
         assert flags[-len(lay.flags()):] == lay.flags() and flags.index("-O3") < flags.index(lay.flags()[0])
         assert job.layout == lay
     # layout names in ``only`` select their base target
-    jobs2, _, _ = driver._plan(None, "", None, tmp_path, [lays["ptr_ring_test-batch"][1].binary_name(
+    jobs2, _, _ = driver.plan_jobs(None, "", None, tmp_path, [lays["ptr_ring_test-batch"][1].binary_name(
         "ptr_ring_test-batch")], lays)
     assert len(jobs2) == 3
 

@@ -16,7 +16,7 @@ from ringlab import paths
 from ringlab.digest import sha256_file
 from ringlab.build.binutils import binary_size
 from ringlab.build.cflags import BuildError
-from ringlab.build.driver import BinaryInfo, BuildInfo, StaleBinaryError, _Job, _plan
+from ringlab.build.driver import BinaryInfo, BuildInfo, StaleBinaryError, BuildJob, plan_jobs
 from ringlab.build.layouts import Layout, base_name
 from ringlab.build.sourceset import (hashed_flags, label_path, source_label, source_record_path, source_set,
                                write_json)
@@ -37,7 +37,7 @@ def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: 
     :class:`BuildError` when a binary or its record is missing.  No compiler is run.
     A binary of a code layout (``layouts``) must also record the pad and alignment asked for.
     """
-    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only, layouts)
+    jobs_list, skipped, st = plan_jobs(kernel_headers, cflags, sanitize, out_dir, only, layouts)
     out_dir = st["out_dir"]
     info = BuildInfo(compiler="", compiler_version="", cflags=st["common"], user_cflags=st["user"],
                      sanitize=sanitize or None, out_dir=str(out_dir), skipped=skipped)
@@ -46,13 +46,13 @@ def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: 
     return info
 
 
-def _hint(job: _Job) -> str:
+def _hint(job: BuildJob) -> str:
     variant = base_name(job.name).removeprefix("ptr_ring_test-")
     return ("rebuild it: run without --no-build, or `ringlab build"
             + (f" --kernel-header {variant}=...`" if job.header is not None else "`"))
 
 
-def _read_record(job: _Job, out: Path) -> dict:
+def _read_record(job: BuildJob, out: Path) -> dict:
     """The source record next to binary ``out``: BuildError without the binary, StaleBinaryError
     without a readable record."""
     if not out.is_file():
@@ -68,7 +68,7 @@ def _read_record(job: _Job, out: Path) -> dict:
     return rec
 
 
-def _check_sources(job: _Job, rec: dict, out: Path) -> None:
+def _check_sources(job: BuildJob, rec: dict, out: Path) -> None:
     """The recorded source set, hashed again from this checkout with the request's kernel header
     and flags, must equal the recorded source_sha256 (StaleBinaryError otherwise)."""
     recorded = rec["source_sha256"]
@@ -94,7 +94,7 @@ def _check_sources(job: _Job, rec: dict, out: Path) -> None:
         + (f"; differing: {', '.join(changed[:6])}" if changed else "") + f"; {_hint(job)}")
 
 
-def _check_one(job: _Job, out: Path, info: BuildInfo) -> None:
+def _check_one(job: BuildJob, out: Path, info: BuildInfo) -> None:
     """Check one binary against the request and describe it in ``info``."""
     rec = _read_record(job, out)
     _check_sources(job, rec, out)
@@ -118,7 +118,7 @@ def _check_one(job: _Job, out: Path, info: BuildInfo) -> None:
         info.header_sources[variant] = job.header_record
 
 
-def _check_layout(job: _Job, rec: dict, out: Path, hint: str) -> None:
+def _check_layout(job: BuildJob, rec: dict, out: Path, hint: str) -> None:
     """StaleBinaryError unless the record's layout (pad, alignment, flags) is the job's."""
     want = job.layout_record()
     got = rec.get("layout") if isinstance(rec.get("layout"), dict) else None
@@ -149,7 +149,7 @@ def declare_built(names: list[str], kernel_headers: dict[str, str | Path] | None
 
     The record lists the target's declared sources (not every header the compiler
     would read) and says ``"declared": true``; provenance shows it as such."""
-    jobs_list, _, st = _plan(kernel_headers, cflags, None, out_dir, names, layouts)
+    jobs_list, _, st = plan_jobs(kernel_headers, cflags, None, out_dir, names, layouts)
     for job in jobs_list:
         out = st["out_dir"] / job.name
         if not out.is_file():

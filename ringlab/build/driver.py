@@ -128,7 +128,7 @@ class StaleBinaryError(BuildError):
 
 
 @dataclass
-class _Job:
+class BuildJob:
     name: str                       # binary name
     sources: list[Path]
     flags: list[str]
@@ -256,7 +256,7 @@ def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
     return data
 
 
-def _compile_target(job: _Job, cc: str, ccver: str, out_dir: Path, objects: SharedObjects | None = None) -> BinaryInfo:
+def _compile_target(job: BuildJob, cc: str, ccver: str, out_dir: Path, objects: SharedObjects | None = None) -> BinaryInfo:
     # A failed build removes the old binary: it was built from other sources than the
     # ones just asked for.  An interrupted one leaves it, with its still-true record.
     try:
@@ -293,7 +293,7 @@ def _dep_inputs(dep_text: str, cwd: Path, skip_dir: Path | None, source: Path) -
     return out
 
 
-def _compile_link(job: _Job, cc: str, flags: list[str], sources: list[Path], obj_dir: Path, out: Path,
+def _compile_link(job: BuildJob, cc: str, flags: list[str], sources: list[Path], obj_dir: Path, out: Path,
                   work: Path | None, objects: SharedObjects | None = None) -> tuple[dict[str, str], list[str]]:
     """Compile and link ``job`` into ``out``; (every file the compiler and assembler read, the
     first compile argv).  ``work``: the unprivileged user's folder when ringlab runs as root
@@ -400,7 +400,7 @@ def _objcopy(cc: str) -> str:
                      "(or build with layouts 1)")
 
 
-def _compile_copies(job: _Job, cc: str, flags: list[str], sources: list[Path], obj_dir: Path,
+def _compile_copies(job: BuildJob, cc: str, flags: list[str], sources: list[Path], obj_dir: Path,
                     cwd: Path, env: dict, work: Path | None, compile_one) -> list[str]:
     """The objects of a binary of layout copies, in link order: the shared sources once (with the
     copies' loop alignment), then per copy its pad object and COPY_SOURCE compiled with the copy's
@@ -473,7 +473,7 @@ def _include_dirs(flags: list[str]) -> list[Path]:
     return [Path(f[2:]) for f in flags if f.startswith("-I") and len(f) > 2]
 
 
-def _compile(job: _Job, cc: str, ccver: str, out_dir: Path, objects: SharedObjects | None = None) -> BinaryInfo:
+def _compile(job: BuildJob, cc: str, ccver: str, out_dir: Path, objects: SharedObjects | None = None) -> BinaryInfo:
     name, sources, flags, what = job.name, job.sources, job.argv_flags(), job.what
     out = out_dir / name
     obj_dir = out_dir / ".obj" / name
@@ -509,7 +509,7 @@ def _compile(job: _Job, cc: str, ccver: str, out_dir: Path, objects: SharedObjec
                       header=job.header_record, layout=layout)
 
 
-def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) -> list[_Job]:
+def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) -> list[BuildJob]:
     """One job per --kernel-header NAME=SOURCE (see ringlab.sources.header_source.resolve_source)."""
     if not kernel_headers:
         return []
@@ -525,13 +525,13 @@ def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) 
             _remove_binary(out_dir, f"ptr_ring_test-{name}")
             raise BuildError(str(e)) from None
         srcs = [paths.CSRC / s for s in _PTR_RING_SOURCES]
-        out.append(_Job(f"ptr_ring_test-{name}", srcs, [*kflags, *base_flags],
+        out.append(BuildJob(f"ptr_ring_test-{name}", srcs, [*kflags, *base_flags],
                         f"kernel header {src.header} (--kernel-header {name})", src.header,
                         dict(src.record, name=name)))
     return out
 
 
-def _with_layouts(jobs: list[_Job], layouts: dict[str, list[Layout]] | None) -> list[_Job]:
+def _with_layouts(jobs: list[BuildJob], layouts: dict[str, list[Layout]] | None) -> list[BuildJob]:
     """Each job whose binary ``layouts`` names, once per layout (``NAME@p<pad>-a<align>``) or once
     per binary of layout copies (``NAME@c<first>-<last>-<digest>``)."""
     out = []
@@ -549,7 +549,7 @@ def _with_layouts(jobs: list[_Job], layouts: dict[str, list[Layout]] | None) -> 
     return out
 
 
-def _plan(kernel_headers, cflags, sanitize, out_dir, only, layouts=None) -> tuple[list[_Job], dict, dict]:
+def plan_jobs(kernel_headers, cflags, sanitize, out_dir, only, layouts=None) -> tuple[list[BuildJob], dict, dict]:
     """(jobs, skipped, settings) shared by build_all and check_binaries.  ``only`` names binaries
     with or without their layout suffix; ``layouts`` {binary name: [Layout]} builds those K times."""
     only = None if only is None else {base_name(n) for n in only}
@@ -561,7 +561,7 @@ def _plan(kernel_headers, cflags, sanitize, out_dir, only, layouts=None) -> tupl
     out_dir = Path(out_dir)
     # Order matters: defaults, then the sanitizer, then the user (last -O wins).
     common = [*DEFAULT_CFLAGS, *san, *user]
-    jobs: list[_Job] = []
+    jobs: list[BuildJob] = []
     skipped: dict[str, str] = {}
     for t in TARGETS:
         if only is not None and t.name not in only:
@@ -573,7 +573,7 @@ def _plan(kernel_headers, cflags, sanitize, out_dir, only, layouts=None) -> tupl
                 skipped[t.name] = "source not present: " + ", ".join(missing)
                 continue
             raise BuildError(f"{t.name}: missing source {missing[0]}")
-        jobs.append(_Job(t.name, srcs, [f"-I{paths.CSRC}", *t.flags, *common], t.name))
+        jobs.append(BuildJob(t.name, srcs, [f"-I{paths.CSRC}", *t.flags, *common], t.name))
     wanted = {k: v for k, v in dict(kernel_headers or {}).items()
               if only is None or f"ptr_ring_test-{k}" in only}
     jobs += _kernel_targets(wanted, common, out_dir)
@@ -593,7 +593,7 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
     """
     cc = compiler()
     ccver = compiler_version(cc)
-    jobs_list, skipped, st = _plan(kernel_headers, cflags, sanitize, out_dir, only, layouts)
+    jobs_list, skipped, st = plan_jobs(kernel_headers, cflags, sanitize, out_dir, only, layouts)
     out_dir = st["out_dir"]
     out_dir.mkdir(parents=True, exist_ok=True)
     info = BuildInfo(compiler=shutil.which(cc) or cc, compiler_version=ccver, cflags=st["common"],

@@ -5,7 +5,7 @@ from ringlab.experiments.base import Experiment, TrialSpec, get, names
 from ringlab.experiments.params import COMMON_PARAMS, Param
 
 # The kernel's own tests (tools/virtio/ringtest, in-kernel test modules).
-_base._REGISTRY.setdefault("ringtest", "ringlab.experiments.ringtest:Ringtest")
-_base._REGISTRY.setdefault("kmod", "ringlab.experiments.kmod:Kmod")
+_base.REGISTRY.setdefault("ringtest", "ringlab.experiments.ringtest:Ringtest")
+_base.REGISTRY.setdefault("kmod", "ringlab.experiments.kmod:Kmod")
 
 __all__ = ["COMMON_PARAMS", "Experiment", "Param", "ParamError", "TrialSpec", "get", "names"]

@@ -294,7 +294,7 @@ def harness_rows(doc, counter_events: Sequence[str] | None = None) -> list[dict[
 
 
 # -- registry -------------------------------------------------------------------------
-_REGISTRY: dict[str, str] = {
+REGISTRY: dict[str, str] = {
     # name -> "module:Class"; modules are imported lazily
     "ptr_ring": "ringlab.experiments.ptr_ring:PtrRing",
     "page_frag": "ringlab.experiments.page_frag:PageFrag",
@@ -303,11 +303,11 @@ _REGISTRY: dict[str, str] = {
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(REGISTRY)
 
 
 def get(name: str) -> type[Experiment]:
-    if name not in _REGISTRY:
+    if name not in REGISTRY:
         raise ParamError(f"unknown experiment '{name}'; allowed: {', '.join(names())}")
-    mod, cls = _REGISTRY[name].split(":")
+    mod, cls = REGISTRY[name].split(":")
     return getattr(importlib.import_module(mod), cls)

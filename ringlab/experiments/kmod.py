@@ -243,7 +243,7 @@ class Kmod(Experiment):
         if out_dir:
             try:
                 rundir.append_line(out_dir, "kmod-unload.log",
-                                   f"{kmod._utc()} runner: {name} {'unloaded' if ok else 'NOT unloaded: ' + why} "
+                                   f"{kmod.utc_now()} runner: {name} {'unloaded' if ok else 'NOT unloaded: ' + why} "
                                    f"after trial {spec.trial} ended early")
             except (OSError, DataError):
                 pass

@@ -74,7 +74,7 @@ class Outcome:
     seconds: float = 0.0
 
 
-def _resolve_only(only: list[str] | None) -> list[str]:
+def resolve_only(only: list[str] | None) -> list[str]:
     if not only:
         return list(NOTEBOOKS)
     out = []
@@ -147,7 +147,7 @@ def reproduce(profile: str = "quick", only: list[str] | None = None, host: str |
               log=print) -> list[Outcome]:
     if profile not in PROFILES:
         raise ReproduceError(f"parameter 'profile': unknown value {profile!r}; allowed: {', '.join(PROFILES)}")
-    names = _resolve_only(only)
+    names = resolve_only(only)
     if host is not None:
         check_name(host, "--host")
     outcomes = []

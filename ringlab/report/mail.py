@@ -38,7 +38,7 @@ from ringlab.stats.replication import NO_DRIFT
 from ringlab.report.mail_objdump import loop_summary
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import (aa_controls, counters_line, machine_line, not_measured, tested_line)
-from ringlab.report.mailfmt import _fmt, _num, _ok, _para, path_lines
+from ringlab.report.mailfmt import plain_number, as_float, is_finite_number, wrap_para, path_lines
 from ringlab.report import pick_metric
 from ringlab.report.published import SEED000_INSTRUCTIONS_PER_OP
 from ringlab.rundir import Run, pick_baseline as baseline_rule, require_metric, run_variants
@@ -87,7 +87,7 @@ def _spread(df: pd.DataFrame, metric: str, cols: list[str]) -> dict[tuple, float
         s = summarize(df, metric, by=cols or None, n_resamples=200)
     except StatsError:
         return {}
-    return {(str(r["variant"]),) + _config_key(r, cols): _num(r["cv"]) for _, r in s.iterrows()}
+    return {(str(r["variant"]),) + _config_key(r, cols): as_float(r["cv"]) for _, r in s.iterrows()}
 
 
 def _instr_frame(df: pd.DataFrame, baseline: str, cols: list[str]) -> tuple[pd.DataFrame, str] | None:
@@ -110,27 +110,27 @@ def _instr_frame(df: pd.DataFrame, baseline: str, cols: list[str]) -> tuple[pd.D
 
 def _gain(r) -> float:
     """The row's %change with + = better: ``gain_pct`` (lower is better), else ``delta_pct``."""
-    g = _num(r.get("gain_pct"))
-    return g if math.isfinite(g) else _num(r.get("delta_pct"))
+    g = as_float(r.get("gain_pct"))
+    return g if math.isfinite(g) else as_float(r.get("delta_pct"))
 
 
 def _bound(r) -> float:
     """The largest |effect| the row's printed (95%) CI allows, in percent (an A/A control's bound)."""
-    lo, hi = _num(r.get("ci_low_pct")), _num(r.get("ci_high_pct"))
+    lo, hi = as_float(r.get("ci_low_pct")), as_float(r.get("ci_high_pct"))
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return math.nan
     return max(abs(lo), abs(hi))
 
 
-def _value(v: float) -> str:
-    v = _num(v)
+def value_label(v: float) -> str:
+    v = as_float(v)
     if not math.isfinite(v):
         return "n/a"
     a = abs(v)
     return f"{v:.4g}" if a < 1e5 else f"{v:.3e}"
 
 
-def _sd(cv: float) -> str:
+def sd_label(cv: float) -> str:
     return f"±{cv * 100:.0f}%" if math.isfinite(cv) and cv * 100 >= 0.5 else ""
 
 
@@ -152,7 +152,7 @@ SHORT = {"alloc_len": "len", "placement": "place"}
 def _label(r, vary: list[str], metric: str, places: bool, timing: bool = True) -> str:
     bits = [] if timing else [METRIC_NAMES.get(metric, metric)]
     for c in vary:
-        bits.append(f"{SHORT.get(c, c)}={_fmt(r[c])}")
+        bits.append(f"{SHORT.get(c, c)}={plain_number(r[c])}")
     if places:
         cls = r.get("pair_class")
         if isinstance(cls, str) and cls:
@@ -174,8 +174,8 @@ def _row(r, cv_b: float, cv_c: float, control: bool, label: str, width: int) -> 
     w = _COLS
     # the arms' figures the %change is computed from (their centers), the medians where there are none
     base, cand = _arm(r, "baseline"), _arm(r, "candidate")
-    cells = (f"{_value(base):>{w[0]}}", f"{_sd(cv_b):>{w[1]}}", f"{_change(r, control):^{w[2]}}",
-             f"{_value(cand):>{w[3]}}", f"{_sd(cv_c):>{w[4]}}")
+    cells = (f"{value_label(base):>{w[0]}}", f"{sd_label(cv_b):>{w[1]}}", f"{_change(r, control):^{w[2]}}",
+             f"{value_label(cand):>{w[3]}}", f"{sd_label(cv_c):>{w[4]}}")
     line = " ".join(cells) + "  "
     if len(line) + len(label) <= width:
         return [line + label]
@@ -216,7 +216,7 @@ def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
         control = cand in controls
         if control:
             info["controls"].append(cand)
-        info["family"][cand] = int(_num(grp["family_size"].iloc[0])) if _ok(grp["family_size"].iloc[0]) else len(grp)
+        info["family"][cand] = int(as_float(grp["family_size"].iloc[0])) if is_finite_number(grp["family_size"].iloc[0]) else len(grp)
         out += ([""] if out else []) + _header(baseline, cand, width, metric)
         for _, r in grp.iterrows():
             ck = _config_key(r, cols)
@@ -309,7 +309,7 @@ def _further_runs(run_dir: Path, baseline: str, metric: str, width: int,
             rows += _row(r, cv.get((baseline,) + ck, math.nan), cv.get((cand,) + ck, math.nan), False, label, width)
     if not rows or len(cands) != 1:
         return []
-    head = _para("Further runs in this folder (each its own Holm family; the folder names what "
+    head = wrap_para("Further runs in this folder (each its own Holm family; the folder names what "
                  "differs from the table above):", width)
     return head + _header(baseline, cands.pop(), width, metric) + rows + [""]
 
@@ -330,22 +330,22 @@ def _headline(env: dict, df: pd.DataFrame, base: str, cands: list[str], info: di
     return f"ringlab {exp}: {', '.join(real)} against {base} on {host}: {what}"
 
 
-def _floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: Path) -> list[str]:
+def floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: Path) -> list[str]:
     """The host's noise floor: the calibration beside the run (its results folder), else the
     one of this checkout's results folder."""
     host = run_host(df, env)
     nf = run_noise_floor(host, run_dir)
     if nf is None:
         own = _own_floor(env)
-        return _para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "
+        return wrap_para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "
                      "its A/A bound)" + (f"; this run measured its own noise: {own}" if own else ""), width)
     txt = (f"noise floor: |Δ| < {nf['bound_pct']:.1f}% (A/A bound of this host's calibration "
            f"{nf['run_id']}, {nf['layouts']} layout pairs)")
     below = [lab for r, lab in info["gains"] if str(r.get("verdict")) in SIGNIFICANT
              and abs(_gain(r)) < nf["bound_pct"]]
-    out = _para(txt, width)
+    out = wrap_para(txt, width)
     if below:
-        out += _para(f"Below the floor, so not told apart from this host's noise: {'; '.join(below)}.", width)
+        out += wrap_para(f"Below the floor, so not told apart from this host's noise: {'; '.join(below)}.", width)
     return out
 
 
@@ -353,12 +353,12 @@ def _interval_lines(info: dict, width: int) -> list[str]:
     """Each row's two intervals, + = better, one line per row: this run's 95% CI (the verdict's)
     and where another run on this host is expected (the next-run interval), under a header that
     says what each means and where the drift between runs comes from."""
-    rows = [(r, lab) for r, lab in info["gains"] if math.isfinite(_num(r.get("next_low_pct")))]
+    rows = [(r, lab) for r, lab in info["gains"] if math.isfinite(as_float(r.get("next_low_pct")))]
     if not rows:
         return []
     srcs = list(dict.fromkeys(str(r.get("next_source")) for r, _ in rows if r.get("next_source")))
     flip = any(r.get("sign_reproducible") is False for r, _ in rows)
-    out = _para("[95% CI]: this run, the verdicts'. next: another run here, 95%"
+    out = wrap_para("[95% CI]: this run, the verdicts'. next: another run here, 95%"
                 + (f" ({'; '.join(srcs)})" if srcs else "") + "."
                 + (" ?: call may flip." if flip else ""), width)
     for r, lab in rows:
@@ -396,9 +396,9 @@ def _legend(info: dict, width: int) -> list[str]:
     if info["controls"]:
         txt += (f" {', '.join(info['controls'])}: an A/A control (the base's code again); "
                 "|Δ|<x% is the bound its 95% CI allows.")
-    out = _para(txt, width)
+    out = wrap_para(txt, width)
     if info["const"]:
-        out += _para("Every row: " + ", ".join(f"{c} {_fmt(first[c])}" for c in info["const"]) + ".", width)
+        out += wrap_para("Every row: " + ", ".join(f"{c} {plain_number(first[c])}" for c in info["const"]) + ".", width)
     return out
 
 
@@ -446,7 +446,7 @@ def published_counts(run_dir, baseline: str | None = None) -> str:
 
 def _published_icount(df: pd.DataFrame, env: dict, base: str, cands: list[str], width: int) -> list[str]:
     txt = published_counts_text(df, env, base, cands)
-    return _para(txt, width) if txt else []
+    return wrap_para(txt, width) if txt else []
 
 
 def run_binaries(env: dict, arms) -> dict[str, str]:
@@ -513,14 +513,14 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     table, info = _table(df, env, base, metric, width, variants[1:] if candidates else None, run_dir)
     lib = metric in schema.LOWER_IS_BETTER
 
-    lines = _para(_headline(env, df, base, variants[1:], info), width)
+    lines = wrap_para(_headline(env, df, base, variants[1:], info), width)
     count_runs = _count_runs(run_dir, base) if not candidates else []
     counted = [f"{s.name}/" for s, _, src in count_runs if src == "callgrind"]
-    lines += _para(counters_line(df, env, elsewhere=", ".join(counted) or None), width)
+    lines += wrap_para(counters_line(df, env, elsewhere=", ".join(counted) or None), width)
     lines.append("")
-    lines += _para(tested_line(env, base, variants[1:], run_dir), width)
-    lines += _para("test machine: " + machine_line(env), width)
-    lines += _floor_lines(env, df, info, width, run_dir)
+    lines += wrap_para(tested_line(env, base, variants[1:], run_dir), width)
+    lines += wrap_para("test machine: " + machine_line(env), width)
+    lines += floor_lines(env, df, info, width, run_dir)
     lines.append("")
     lines += table
     lines.append("")
@@ -528,15 +528,15 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines += _further_runs(run_dir, base, metric, width, count_runs) if not candidates else []
     lines += _legend(info, width)
     if not lib:
-        lines += _para(f"{metric}: higher is better.", width)
+        lines += wrap_para(f"{metric}: higher is better.", width)
     lines += _published_icount(df, env, base, variants[1:], width)
-    lines += _para("not measured here: " + not_measured(df, env), width)
+    lines += wrap_para("not measured here: " + not_measured(df, env), width)
     for w in env.get("warnings") or []:
-        lines += _para(f"warning: {w}", width)
+        lines += wrap_para(f"warning: {w}", width)
     lines.append("")
     lines += reproduce_lines(run_dir, env, width, notebook)
     rel = run_path(run_dir, env)
-    lines += _para("Hashes, layouts and every trial: summary.md, env.json and raw.csv in", width)
+    lines += wrap_para("Hashes, layouts and every trial: summary.md, env.json and raw.csv in", width)
     lines += path_lines(f"{rel}/", width)
     text = "\n".join(ln.rstrip() for ln in lines) + "\n"
     return text

@@ -15,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab import schema
-from ringlab.report.mail import MIN_WIDTH, WIDTH, MailError, _floor_lines, _sd, _value
+from ringlab.report.mail import MIN_WIDTH, WIDTH, MailError, floor_lines, sd_label, value_label
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import counters_line, machine_line, not_measured
-from ringlab.report.mailfmt import _num, _para, _short
+from ringlab.report.mailfmt import as_float, wrap_para, short_sha
 from ringlab.rundir import Run
 
 #: the table's columns: SPSC, its spread, ringtest/SPSC, ringtest, its spread (then the row)
@@ -40,13 +40,13 @@ def _cv(run_dir: Path, size: int, cpus: str) -> float:
 
 
 def _significant(r) -> bool:
-    lo, hi = _num(r.get("ratio_ci_low")), _num(r.get("ratio_ci_high"))
+    lo, hi = as_float(r.get("ratio_ci_low")), as_float(r.get("ratio_ci_high"))
     return math.isfinite(lo) and math.isfinite(hi) and (lo > 1 or hi < 1)
 
 
 def _change_cell(r) -> str:
     """The row's %change, + = ringtest takes less time: (1 - ratio) x 100, starred when its CI excludes 0."""
-    ratio = _num(r.get("ratio"))
+    ratio = as_float(r.get("ratio"))
     if not math.isfinite(ratio):
         return "n/a"
     txt = f"{(1 - ratio) * 100:+.1f}%"
@@ -54,7 +54,7 @@ def _change_cell(r) -> str:
 
 
 def _ratio_text(r) -> str:
-    ratio, lo, hi = _num(r.get("ratio")), _num(r.get("ratio_ci_low")), _num(r.get("ratio_ci_high"))
+    ratio, lo, hi = as_float(r.get("ratio")), as_float(r.get("ratio_ci_low")), as_float(r.get("ratio_ci_high"))
     if not math.isfinite(ratio):
         return "n/a"
     if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -79,15 +79,15 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     tree = (env.get("parameters") or {}).get("tree") or "?"
     n = len(table)
     sig = sum(_significant(r) for _, r in table.iterrows())
-    lines = _para(f"ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC on {host}: {n} "
+    lines = wrap_para(f"ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC on {host}: {n} "
                   f"row{'s' if n != 1 else ''}, {sig} with a %change told apart from 0", width)
-    lines += _para(counters_line(df, env), width)
+    lines += wrap_para(counters_line(df, env), width)
     lines.append("")
     git = env.get("git") or {}
-    lines += _para(f"tested: include/linux/ptr_ring.h of {tree}, in tools/virtio/ringtest (its own "
-                   f"Makefile) and in ringlab's SPSC harness; ringlab {_short(git.get('commit'))}", width)
-    lines += _para("test machine: " + machine_line(env), width)
-    lines += _floor_lines(env, df, {"gains": []}, width, ringtest_run)
+    lines += wrap_para(f"tested: include/linux/ptr_ring.h of {tree}, in tools/virtio/ringtest (its own "
+                   f"Makefile) and in ringlab's SPSC harness; ringlab {short_sha(git.get('commit'))}", width)
+    lines += wrap_para("test machine: " + machine_line(env), width)
+    lines += floor_lines(env, df, {"gains": []}, width, ringtest_run)
     lines.append("")
     w = _COLS
     lines.append(" ".join((f"{'spsc ns/op':>{w[0] + w[1] + 1}}", f"{'%change':^{w[2]}}",
@@ -98,23 +98,23 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     ratios = []
     for _, r in table.iterrows():
         size, cpus = int(r["ring_size"]), str(r["cpus"])
-        cells = (f"{_value(r['spsc_ns_per_op']):>{w[0]}}", f"{_sd(_cv(spsc_run, size, cpus)):>{w[1]}}",
-                 f"{_change_cell(r):^{w[2]}}", f"{_value(r['ringtest_ns_per_item']):>{w[3]}}",
-                 f"{_sd(_cv(ringtest_run, size, cpus)):>{w[4]}}")
+        cells = (f"{value_label(r['spsc_ns_per_op']):>{w[0]}}", f"{sd_label(_cv(spsc_run, size, cpus)):>{w[1]}}",
+                 f"{_change_cell(r):^{w[2]}}", f"{value_label(r['ringtest_ns_per_item']):>{w[3]}}",
+                 f"{sd_label(_cv(ringtest_run, size, cpus)):>{w[4]}}")
         lines.append((" ".join(cells) + f"  size={size} {cpus} {r['pair_class']}")[:width])
         ratios.append(f"size={size} {cpus}: {_ratio_text(r)}")
     lines.append("")
-    levels = sorted({f"{_num(x) * 100:.4g}%" for x in table["ci_level"] if math.isfinite(_num(x))})
-    lines += _para("%change: (spsc - ringtest) / spsc of the time per item, + = ringtest takes less, from "
+    levels = sorted({f"{as_float(x) * 100:.4g}%" for x in table["ci_level"] if math.isfinite(as_float(x))})
+    lines += wrap_para("%change: (spsc - ringtest) / spsc of the time per item, + = ringtest takes less, from "
                    "the Hodges-Lehmann ratio of ringtest's ns per item to the SPSC's ns per op; "
                    f"*x*: its {', '.join(levels) or 'n/a'} CI excludes 0 (Mann-Whitney): "
                    + "; ".join(ratios) + ". They do different work (ringtest's producer also waits for "
                    "the used ring), so the change says how much of ringtest's time the bare ring "
                    "accounts for, not which is better.", width)
-    lines += _para("not measured here: " + not_measured(df, env), width)
+    lines += wrap_para("not measured here: " + not_measured(df, env), width)
     lines.append("")
     lines += reproduce_lines(ringtest_run, env, width, notebook)
-    lines += _para(f"Every trial: {run_path(ringtest_run, env)}/summary.md, raw.csv, "
+    lines += wrap_para(f"Every trial: {run_path(ringtest_run, env)}/summary.md, raw.csv, "
                    "ringlab-spsc/raw.csv.", width)
     return "\n".join(ln.rstrip() for ln in lines) + "\n"
 

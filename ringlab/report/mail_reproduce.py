@@ -8,7 +8,7 @@ from pathlib import Path
 from ringlab import paths
 from ringlab.errors import ParamError
 from ringlab.experiments import get as get_experiment
-from ringlab.report.mailfmt import _para, _short
+from ringlab.report.mailfmt import wrap_para, short_sha
 from ringlab.rundir import Run
 
 
@@ -166,7 +166,7 @@ def reproduce_lines(run_dir: Path, env: dict, width: int,
     """The reproduce line: the notebook's papermill line with the parameters it was given when
     the run came from a notebook (those equal to that notebook's defaults at the run's commit left out), else ``ringlab run`` with every parameter; paths relative to
     the tree."""
-    commit = _short((env.get("git") or {}).get("commit"))
+    commit = short_sha((env.get("git") or {}).get("commit"))
     nb = notebook or _recorded_notebook(env) or _executed_notebook(run_dir)
     params = env.get("parameters") or {}
     experiment = env.get("experiment")
@@ -179,7 +179,7 @@ def reproduce_lines(run_dir: Path, env: dict, width: int,
             if k in ("out_dir", "host") or (k != "profile" and k in defaults and _is_default(v, defaults[k])):
                 continue    # the notebook's own default gives the same value: the line stays short
             words += ["-p", k, shlex.quote(relative_to_tree(str(v), env))]
-        out = _para(f"reproduce (ringlab checkout at {commit}, notebook {Path(name).stem}):", width)
+        out = wrap_para(f"reproduce (ringlab checkout at {commit}, notebook {Path(name).stem}):", width)
         return out + _cmd_lines(words, width)
     if experiment and params:
         try:
@@ -191,9 +191,9 @@ def reproduce_lines(run_dir: Path, env: dict, width: int,
             txt = spec[k].format(v) if k in spec else (",".join(map(str, v)) if isinstance(v, list)
                                                        else str(v).lower() if isinstance(v, bool) else str(v))
             words += ["-p", k, shlex.quote(relative_to_tree(txt, env))]
-        out = _para(f"reproduce (ringlab checkout at {commit}), every parameter spelled out:", width)
+        out = wrap_para(f"reproduce (ringlab checkout at {commit}), every parameter spelled out:", width)
         out += _cmd_lines(words, width)
         for note in _patch_copies(str(params.get("kernel_headers") or ""), run_dir):
-            out += _para(note, width, 2)
+            out += wrap_para(note, width, 2)
         return out
-    return _para("reproduce: not recorded (env.json has no parameters)", width)
+    return wrap_para("reproduce: not recorded (env.json has no parameters)", width)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab.report.mailfmt import _short
+from ringlab.report.mailfmt import short_sha
 
 INSTR = "instructions_per_op"
 
@@ -110,7 +110,7 @@ def tested_line(env: dict, baseline: str, candidates: list[str], run_dir) -> str
     """What was measured: the patch (subject), or the code of each arm, and ringlab's commit."""
     from ringlab.report.mail_reproduce import relative_to_tree
     git = env.get("git") or {}
-    rl = f"ringlab {_short(git.get('commit'))}" + (" (uncommitted changes)" if git.get("dirty") else "")
+    rl = f"ringlab {short_sha(git.get('commit'))}" + (" (uncommitted changes)" if git.get("dirty") else "")
     specs = _header_specs(env)
     subject = _patch_subject(Path(run_dir))
     exp = env.get("experiment")

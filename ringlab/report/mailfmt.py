@@ -7,7 +7,7 @@ import re
 import textwrap
 
 # -- small formatting helpers --------------------------------------------------------------
-def _num(x) -> float:
+def as_float(x) -> float:
     try:
         x = float(x)
     except (TypeError, ValueError):
@@ -15,8 +15,8 @@ def _num(x) -> float:
     return x
 
 
-def _ok(x) -> bool:
-    return math.isfinite(_num(x))
+def is_finite_number(x) -> bool:
+    return math.isfinite(as_float(x))
 
 
 def _int(v) -> str:
@@ -28,21 +28,13 @@ def _count(n, what: str) -> str:
     return f"{int(n)} {what}" + ("" if int(n) == 1 else "s")
 
 
-def _fmt(v) -> str:
+def plain_number(v) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
 
 
-def _field(label: str, text: str, width: int, indent: int = 2, label_w: int = 10) -> list[str]:
-    """``  label     text`` wrapped with a hanging indent under the text."""
-    first = " " * indent + f"{label:<{label_w}}" + " "
-    hang = " " * len(first)
-    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=hang,
-                         break_on_hyphens=False) or [first.rstrip()]
-
-
-def _para(text: str, width: int, indent: int = 0) -> list[str]:
+def wrap_para(text: str, width: int, indent: int = 0) -> list[str]:
     return textwrap.wrap(text, width=width, initial_indent=" " * indent,
                          subsequent_indent=" " * indent, break_on_hyphens=False)
 
@@ -62,5 +54,5 @@ def path_lines(path: str, width: int, indent: int = 2) -> list[str]:
     return [" " * indent + ln for ln in lines]
 
 
-def _short(sha: str | None) -> str:
+def short_sha(sha: str | None) -> str:
     return (sha or "")[:12] or "n/a"

@@ -133,17 +133,17 @@ def _extended(f: RunFolder, p, st: dict) -> list:
 
 def _build_stage(f: RunFolder, p, st: dict) -> dict:
     """Build (or, with --no-build, check) the binaries of a stage's new layouts; the seconds count."""
-    from ringlab.run.prepare import _build, _check_built, _merge_build
+    from ringlab.run.prepare import build_for_run, check_built, merge_build
     from ringlab.digest import sha256_file
     from ringlab.run import stopping
     started = time.monotonic()
     values = dict(p.ctx.values, layouts=int(st["layouts"]))
     if p.build:   # only the new layouts' binaries are compiled
-        info = _build(p.exp, values, f.env.get("build") if isinstance(f.env.get("build"), dict) else None)
-        _merge_build(info, p.exp.build_info(values))
+        info = build_for_run(p.exp, values, f.env.get("build") if isinstance(f.env.get("build"), dict) else None)
+        merge_build(info, p.exp.build_info(values))
         f.write_env(build=info)
     else:
-        _check_built(p.exp, values)
+        check_built(p.exp, values)
     used = dict(f.env.get("binaries_used") or {})
     for b in p.exp.needed_binaries(values):
         path = p.ctx.binary(b)

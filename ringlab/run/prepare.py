@@ -206,7 +206,7 @@ def _resolve_for_resume(exp_cls, params: dict, env: dict, env_path: Path) -> dic
     return values
 
 
-def _build(exp, values, prior: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_for_run(exp, values, prior: dict[str, Any] | None = None) -> dict[str, Any]:
     # Only what this run needs (plus the latency probe and the trial launcher): a ptr_ring run does not
     # wait for page_frag to compile.  ``prior``: a build record of this run whose binaries stand
     # (a staged run's earlier layouts); only the others are compiled, and the records merged.
@@ -223,7 +223,7 @@ def _build(exp, values, prior: dict[str, Any] | None = None) -> dict[str, Any]:
     return info
 
 
-def _check_built(exp, values) -> dict[str, Any]:
+def check_built(exp, values) -> dict[str, Any]:
     """Without a build: every binary this run measures must be the one built from the
     source set it asks for (``ringlab.binaries.check_binaries``); never a stale one."""
     try:
@@ -235,7 +235,7 @@ def _check_built(exp, values) -> dict[str, Any]:
     return info
 
 
-def _merge_build(info: dict[str, Any], extra: dict[str, Any]) -> None:
+def merge_build(info: dict[str, Any], extra: dict[str, Any]) -> None:
     """An experiment's own build record (``Experiment.build_info``) into env.json's ``build``."""
     for k, v in (extra or {}).items():
         info[k] = {**info[k], **v} if isinstance(v, dict) and isinstance(info.get(k), dict) else v
@@ -290,12 +290,12 @@ def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bo
 def _build_and_check(exp, values: dict[str, Any], ctx: RunContext, build: bool,
                      prior: dict[str, Any] | None = None) -> tuple[Any, str | None]:
     """Build (or check the built) binaries; return the build info and why the experiment cannot run."""
-    build_info = _build(exp, values, prior) if build else None
+    build_info = build_for_run(exp, values, prior) if build else None
     reason = exp.unavailable(values, ctx)
     if not build:
-        build_info = _check_built(exp, values) if reason is None else _existing_build_info()
+        build_info = check_built(exp, values) if reason is None else _existing_build_info()
     if reason is None:
-        _merge_build(build_info, exp.build_info(values))
+        merge_build(build_info, exp.build_info(values))
         missing = [b for b in exp.needed_binaries(values) if not os.access(ctx.binary(b), os.X_OK)]
         if missing:
             raise RunnerError(f"binaries missing from {paths.bin_dir()}: {', '.join(missing)}; "
@@ -325,7 +325,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
             if build and stop.get("budget_s"):   # time the first layouts' builds; the pilot fits them
                 first = stopping.probe_layouts(stop)
                 started = time.monotonic()
-                probe = _build(exp, stopping.stage_values(values, dict(stop, layouts=first)))
+                probe = build_for_run(exp, stopping.stage_values(values, dict(stop, layouts=first)))
                 took = time.monotonic() - started
                 # the pilot planned again at the build cost just timed
                 stop = stopping.opening(values, host, layout_s=took / first)

@@ -50,12 +50,6 @@ def load_calibration(host: str | None, root: str | Path | None = None) -> Calibr
     return Calibration.from_doc(find_calibration(host, root))
 
 
-def frame_calibration(df: pd.DataFrame, root: str | Path | None = None) -> Calibration | None:
-    """The calibration of the one host a raw.csv frame was measured on (None with several or none)."""
-    hosts = df["host"].dropna().astype(str).unique() if "host" in df.columns else []
-    return load_calibration(hosts[0], root) if len(hosts) == 1 else None
-
-
 def level_calibration(host: str | None, mode, root: str | Path | None = None) -> LevelCalibration:
     """The host's noise by level and cost in ``mode`` (calibration.json ``levels``), or
     ``CAUTIOUS`` (whose ``source`` says why) when the host has none for that mode."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
 from ringlab.names import check_data_name
-from ringlab.rundir.rawcsv import _decode
+from ringlab.rundir.rawcsv import decode_utf8
 
 #: version of env.json's layout (see ringlab/rundir/__init__.py)
 ENV_VERSION = 2
@@ -266,7 +266,7 @@ def read_env(run_dir: str | os.PathLike, experiment: str | None = None) -> RunEn
     if not text.strip():
         raise DataError(f"{p}: line 1: empty file; expected a JSON object", input=p)
     try:
-        doc = json.loads(_decode(p, text), object_pairs_hook=_no_duplicates(p), parse_constant=_no_constant(p),
+        doc = json.loads(decode_utf8(p, text), object_pairs_hook=_no_duplicates(p), parse_constant=_no_constant(p),
                          parse_float=_finite_float(p))
     except json.JSONDecodeError as e:
         raise DataError(f"{p}: line {e.lineno}, column {e.colno}: {e.msg}; expected a JSON object", input=p) from None

@@ -144,7 +144,7 @@ def repair_csv(path: Path) -> int:
 
 
 # -- raw.csv: reading ----------------------------------------------------------------------------
-def _decode(path: Path, data: bytes) -> str:
+def decode_utf8(path: Path, data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -259,7 +259,7 @@ def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None
     if path.stat().st_size == 0:
         return done, None
     try:
-        text = _decode(path, path.read_bytes())
+        text = decode_utf8(path, path.read_bytes())
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror}); expected the raw.csv of the interrupted run",
                         input=path) from None
@@ -310,7 +310,7 @@ def count_trials(statuses) -> dict[str, int]:
 def count_file(raw_csv: Path) -> dict[str, int]:
     """Trial counts of a raw.csv (first row of each trial), tolerant of a torn last line."""
     try:
-        text = _decode(raw_csv, raw_csv.read_bytes())
+        text = decode_utf8(raw_csv, raw_csv.read_bytes())
     except (OSError, DataError):
         return count_trials(())
     reader = csv.reader(io.StringIO(text))

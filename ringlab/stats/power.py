@@ -31,7 +31,6 @@ normal data), rounded up and never below 5 per arm.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -288,17 +287,3 @@ def layout_plan(effect_pct: float, sigma_layout: float, round_sd: float,
     if not math.isfinite(k):
         return none
     return Plan(int(k) * rounds_per_layout, basis, int(k), rounds_per_layout)
-
-
-def trials_needed_calibrated(effect_pct: float, sigma_log: float, calibration: Calibration | None = None,
-                             alpha: float = 0.05, power: float = 0.8) -> Plan:
-    """``trials_needed`` with this machine's calibration when there is one.
-
-    With a calibration: the layout design's K x R (``layout_plan`` at the calibrated sigma_L
-    and round noise), its ``basis`` naming the calibration.  Without: the one-build number,
-    ``trials_needed(effect_pct, sigma_log)`` with one layout, and a ``basis`` that says so."""
-    if calibration:
-        plan = layout_plan(effect_pct, calibration.sigma_layout, calibration.round_sd, alpha=alpha, power=power)
-        return dataclasses.replace(plan, basis=f"calibration {calibration.source}".strip())
-    return Plan(trials_needed(effect_pct, sigma_log, alpha, power),
-                "no calibration for this host: one build per arm, its layout spread not counted", 1)

@@ -86,7 +86,7 @@ def aa_params(header: Path, extra: dict[str, Any] | None = None) -> dict[str, An
     return params
 
 
-def _shown(run_dir: Path) -> str:
+def shown_path(run_dir: Path) -> str:
     """The run folder relative to the results folder when it is inside it (committed files name no
     absolute path of the machine that made them), else as given."""
     try:
@@ -99,7 +99,7 @@ def calibration_doc(analysis: dict, run_id: str, run_dir: Path, host: str, date_
                     commit: str | None = None) -> dict:
     """calibration.json: the analysis plus where and when it was measured."""
     doc = {"calibration_version": _cal.CALIBRATION_VERSION, "host": host, "date_utc": date_utc or utc_now(),
-           "run_id": run_id, "ringlab_commit": commit, "run_dir": _shown(run_dir), **analysis}
+           "run_id": run_id, "ringlab_commit": commit, "run_dir": shown_path(run_dir), **analysis}
     return _json_safe(doc)
 
 

@@ -130,7 +130,7 @@ def measure(out: Path | None = None, sessions: int = SESSIONS, gap_s: float = 0.
         raise ParamError(f"{series}: {len(done)} of {sessions} sessions completed; the drift needs 2 or more")
     doc = {"host": host, "date_utc": utc_now(), "ringlab_commit": git_info().get("commit"),
            "sessions": len(done), "gap_s": gap_s, "span_min": _span_min(records),
-           "series_dir": _shown(series), "arms": {"a": str(src), "b": str(src), "d": f"builtin:flush-spin:{spins}"},
+           "series_dir": shown_path(series), "arms": {"a": str(src), "b": str(src), "d": f"builtin:flush-spin:{spins}"},
            "note": ("sessions of one invocation: drift over their span; runs hours apart can drift more "
                     "(a longer --gap spreads them)"), **analyse(done)}
     path = out / _cal_files.DRIFT_FILE
@@ -139,8 +139,8 @@ def measure(out: Path | None = None, sessions: int = SESSIONS, gap_s: float = 0.
     return path, json.loads(path.read_text())
 
 
-def _shown(p: Path) -> str:
-    from ringlab.studies.calibration import _shown as shown
+def shown_path(p: Path) -> str:
+    from ringlab.studies.calibration import shown_path as shown
     return shown(p)
 
 

@@ -163,7 +163,7 @@ class _Stop(BaseException):
     """SIGTERM / SIGINT / SIGHUP arrived."""
 
 
-def _utc() -> str:
+def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
@@ -174,7 +174,7 @@ def _log(path: str | None, msg: str) -> None:
     # insmod has no other use for (it logs only after the module is unloaded)
     from ringlab import rundir
     try:
-        rundir.append_line(Path(path).parent, Path(path).name, f"{_utc()} {msg}")
+        rundir.append_line(Path(path).parent, Path(path).name, f"{utc_now()} {msg}")
     except (OSError, DataError):
         pass
 
@@ -227,7 +227,7 @@ def _write_record(record: Path, name: str, module: str, args: list[str]) -> None
     fd = os.open(record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "w") as rf:
         rf.write(json.dumps({"module": name, "path": str(module), "pid": os.getpid(),
-                             "args": args, "started_utc": _utc()}))
+                             "args": args, "started_utc": utc_now()}))
 
 
 def _load(module: str, args: list[str], pattern: str, result: dict, held: _Loaded) -> None:

@@ -238,7 +238,7 @@ class Bisect:
             raise ParamError(f"the endpoints do not build: {ep.get('error')}")
         rows = [r for r in steps.groups_regressed(df, self.state["metric"]) if "error" not in r]
         thr = self.state["threshold_pct"]
-        real = [r for r in rows if steps._sig(r, 1 if (r["delta_pct"] or 0) > 0 else -1)
+        real = [r for r in rows if steps.ci_excludes_zero(r, 1 if (r["delta_pct"] or 0) > 0 else -1)
                 and abs(r["delta_pct"]) >= thr]
         pick = max(real or rows, key=lambda r: abs(r["delta_pct"] or 0), default={})
         ep.update(pick, status="done", regression=bool(real), machine=_machine(self.out / ep["dir"]),

@@ -77,7 +77,7 @@ def record_build_error(out_dir: Path, message: str) -> None:
     rundir.write_text(out_dir, BUILD_ERROR_FILE, message.rstrip("\n") + "\n")
 
 
-def _sig(row: dict, side: int) -> bool:
+def ci_excludes_zero(row: dict, side: int) -> bool:
     """The CI the verdict rests on (Holm's, ``verdict_ci``) excludes 0 on ``side`` (+1: above, -1: below)."""
     lo, hi = verdict_ci(row)
     if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
@@ -119,8 +119,8 @@ def classify(vs_good: dict, vs_bad: dict, direction: int, endpoint_pct: float | 
     one-sided call also needs G's estimate on its side of the midpoint: a small significant
     change (a layout moving by a point or two) is not called bad for a regression of ten."""
     share = share_of_endpoint(vs_good, endpoint_pct)
-    looks_bad = _sig(vs_good, direction)
-    looks_good = _sig(vs_bad, -direction)
+    looks_bad = ci_excludes_zero(vs_good, direction)
+    looks_good = ci_excludes_zero(vs_bad, -direction)
     if looks_good and not looks_bad and (share is None or share < 0.5):
         return "good"
     if looks_bad and not looks_good and (share is None or share >= 0.5):
@@ -138,7 +138,7 @@ def endpoints_decided(rows: list[dict], threshold_pct: float) -> bool:
         return False
     for r in ok:
         d = r.get("delta_pct")
-        if d is not None and math.isfinite(d) and abs(d) >= threshold_pct and _sig(r, 1 if d > 0 else -1):
+        if d is not None and math.isfinite(d) and abs(d) >= threshold_pct and ci_excludes_zero(r, 1 if d > 0 else -1):
             return True
 
     def within(r):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ringlab.errors import ParamError
-from ringlab.lab.reproduce import PROFILES, _resolve_only
+from ringlab.lab.reproduce import PROFILES, resolve_only
 
 
 def parse_command(argv: list[str]) -> tuple[str, list[str]]:
@@ -42,6 +42,6 @@ def reproduce_args(argv: list[str]) -> tuple[str, list[str]]:
     if ns.profile not in PROFILES:
         raise ParamError(f"parameter 'profile': unknown value {ns.profile!r}; allowed: {', '.join(PROFILES)}")
     try:
-        return ns.profile, _resolve_only(ns.only)
+        return ns.profile, resolve_only(ns.only)
     except ValueError as e:
         raise ParamError(str(e)) from None

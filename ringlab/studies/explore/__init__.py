@@ -49,8 +49,8 @@ from ringlab.paths import expand_user
 from ringlab import paths
 from ringlab.errors import DataError, ParamError
 from ringlab.studies.explore.record import record
-from ringlab.studies.explore.run import FigureFile, Run, _user_error
-from ringlab.studies.explore.runs import KEY_COLUMNS, Runs, _newest, _run_dirs
+from ringlab.studies.explore.run import FigureFile, Run, user_error
+from ringlab.studies.explore.runs import KEY_COLUMNS, Runs, newest, run_dirs
 from ringlab import rundir
 
 #: what open() accepts, for error messages
@@ -113,25 +113,25 @@ def _classify(p: Path) -> str:
         # outside the results folder only a run folder or a folder laid out as one is opened:
         # never a search through an unrelated tree (/, a home folder)
         if not (_laid_out(p, 2) or _laid_out(p, 3)):
-            raise _user_error(ParamError, f"parameter 'path': {p} is not a run folder, an experiment folder or "
+            raise user_error(ParamError, f"parameter 'path': {p} is not a run folder, an experiment folder or "
                                           f"a results folder; allowed: {ALLOWED}")
-    if p.is_dir() and _run_dirs(p, 2):
+    if p.is_dir() and run_dirs(p, 2):
         return "experiment"
-    if p.is_dir() and _run_dirs(p, 3):
+    if p.is_dir() and run_dirs(p, 3):
         return "root"
     configured = p.absolute() == paths.results_dir().absolute()
     if configured or (p.is_dir() and not any(p.iterdir())):
         return "root"   # the results folder, or an empty one: no runs yet
     if not p.exists():
-        raise _user_error(ParamError, f"parameter 'path': {p} does not exist; allowed: {ALLOWED}")
+        raise user_error(ParamError, f"parameter 'path': {p} does not exist; allowed: {ALLOWED}")
     if (p / "env.json").is_file():
         try:
             kind = rundir.Run(p).env_file.kind
         except DataError:
             kind = "run"
-        raise _user_error(DataError, f"{p}: env.json but no raw.csv (a '{kind}' folder holds no trials to "
+        raise user_error(DataError, f"{p}: env.json but no raw.csv (a '{kind}' folder holds no trials to "
                                      f"open); allowed: {ALLOWED}")
-    raise _user_error(ParamError, f"parameter 'path': {p} holds no run folder (raw.csv at <host>/<run-id>/ or "
+    raise user_error(ParamError, f"parameter 'path': {p} holds no run folder (raw.csv at <host>/<run-id>/ or "
                                   f"<experiment>/<host>/<run-id>/ under it); allowed: {ALLOWED}")
 
 
@@ -145,11 +145,11 @@ def open(path=None):  # noqa: A001 (ringlab.open is the public name)
         return Run(p)
     if kind == "root":
         return Runs.under(p)
-    runs = [Run(d, (p.name, d.parent.name, d.name)) for d in _run_dirs(p, 2)]
-    pick = _newest([r for r in runs if r.status == "complete"])
+    runs = [Run(d, (p.name, d.parent.name, d.name)) for d in run_dirs(p, 2)]
+    pick = newest([r for r in runs if r.status == "complete"])
     if pick is None:
         states = ", ".join(f"{r.host}/{r.run_id}: {r.status}" for r in runs)
-        raise _user_error(DataError, f"{p}: no complete run to open ({states}); open one of them by its folder")
+        raise user_error(DataError, f"{p}: no complete run to open ({states}); open one of them by its folder")
     return pick
 
 
@@ -162,7 +162,7 @@ def open_all(path=None, warmup: bool = False, failed: bool = False) -> pd.DataFr
     if kind == "run":
         runs = Runs(p.parent, [Run(p)])
     elif kind == "experiment":
-        runs = Runs(p, [Run(d, (p.name, d.parent.name, d.name)) for d in _run_dirs(p, 2)])
+        runs = Runs(p, [Run(d, (p.name, d.parent.name, d.name)) for d in run_dirs(p, 2)])
     else:
         runs = Runs.under(p)
     return runs.trials(warmup=warmup, failed=failed)

@@ -25,7 +25,7 @@ from ringlab.stats import StatsError, compare, measurements, summarize
 from ringlab.stats.compare import comparison_columns, round_key
 
 
-def _user_error(cls, message: str) -> RinglabError:
+def user_error(cls, message: str) -> RinglabError:
     """A ringlab error that IPython shows as one line (the message is the whole story)."""
     e = cls(message)
     e._render_traceback_ = lambda: [f"{cls.__name__}: {message}"]
@@ -122,7 +122,7 @@ class Run:
         try:
             return pick_metric(self.raw_all)
         except StatsError as e:
-            raise _user_error(DataError, f"{self.path}: {e}") from None
+            raise user_error(DataError, f"{self.path}: {e}") from None
 
     @property
     def baseline(self) -> str | None:
@@ -136,7 +136,7 @@ class Run:
         try:
             return summarize(self.raw_all, metric or self.metric, by=by)
         except StatsError as e:
-            raise _user_error(ParamError, str(e)) from None
+            raise user_error(ParamError, str(e)) from None
 
     def compare(self, baseline: str | None = None, by=None, metric: str | None = None,
                 noise: float = 0.01, alpha: float = 0.05) -> pd.DataFrame:
@@ -145,15 +145,15 @@ class Run:
         delta_pct, ci_low_pct, ci_high_pct, ci_level, design, n_pairs, family_size, ...)."""
         base = baseline or self.baseline
         if base is None:
-            raise _user_error(ParamError, f"parameter 'baseline': {self.name} has a single variant "
+            raise user_error(ParamError, f"parameter 'baseline': {self.name} has a single variant "
                                           f"({', '.join(self.variants) or 'none'}): there is nothing to compare")
         if str(base) not in self.variants:
-            raise _user_error(ParamError, f"parameter 'baseline': {base!r} is not a variant of {self.name}; "
+            raise user_error(ParamError, f"parameter 'baseline': {base!r} is not a variant of {self.name}; "
                                           f"allowed: {', '.join(self.variants)}")
         try:
             return compare(self.raw_all, str(base), metric or self.metric, by=by, noise=noise, alpha=alpha)
         except StatsError as e:
-            raise _user_error(ParamError, str(e)) from None
+            raise user_error(ParamError, str(e)) from None
 
     def round_ratios(self, candidate: str, baseline: str | None = None, metric: str | None = None,
                      by=None) -> pd.DataFrame:
@@ -168,7 +168,7 @@ class Run:
         base, metric = str(baseline or self.baseline), metric or self.metric
         for name, v in (("candidate", candidate), ("baseline", base)):
             if str(v) not in self.variants:
-                raise _user_error(ParamError, f"parameter '{name}': {v!r} is not a variant of {self.name}; "
+                raise user_error(ParamError, f"parameter '{name}': {v!r} is not a variant of {self.name}; "
                                               f"allowed: {', '.join(self.variants)}")
         meas, _ = measurements(self.raw_all, metric)
         meas["variant"] = meas["variant"].astype(str)
@@ -230,7 +230,7 @@ class Run:
         try:
             rep = _report(d, metric=metric, baseline=baseline, labels=labels, figures=figures)
         except StatsError as e:
-            raise _user_error(ParamError, str(e)) from None
+            raise user_error(ParamError, str(e)) from None
         self._reports[(key, figures)] = rep
         return rep
 
@@ -239,10 +239,10 @@ class Run:
         size_sweep); ``DataError`` with the report's reason when this run cannot have it."""
         known = list(FIGURES) + ["size_sweep"]
         if name not in known:
-            raise _user_error(ParamError, f"parameter 'name': unknown figure {name!r}; allowed: {', '.join(known)}")
+            raise user_error(ParamError, f"parameter 'name': unknown figure {name!r}; allowed: {', '.join(known)}")
         rep = self.report(baseline=baseline, metric=metric)
         if name not in rep.figures:
-            raise _user_error(DataError, f"figure '{name}' of {self.name} is not available: {rep.why_missing(name)}")
+            raise user_error(DataError, f"figure '{name}' of {self.name} is not available: {rep.why_missing(name)}")
         return FigureFile(rep.figures[name])
 
     # -- the card ------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ class Runs(Sequence):
     @classmethod
     def under(cls, root) -> "Runs":
         root = Path(root)
-        found = [Run(d, (d.parent.parent.name, d.parent.name, d.name)) for d in _run_dirs(root, 3)]
+        found = [Run(d, (d.parent.parent.name, d.parent.name, d.name)) for d in run_dirs(root, 3)]
         return cls(root, sorted(found, key=lambda r: (r.run_id, r.host, r.experiment)))
 
     def __len__(self) -> int:
@@ -62,7 +62,7 @@ class Runs(Sequence):
             picks = [self.latest(x) for x in self.experiments]
             return Runs(self.root, [r for r in picks if r is not None])
         done = [r for r in self._runs if r.experiment == experiment and r.status == "complete"]
-        return _newest(done)
+        return newest(done)
 
     def trials(self, warmup: bool = False, failed: bool = False) -> pd.DataFrame:
         """One tidy frame: KEY_COLUMNS, then every raw.csv column (see :mod:`ringlab.explore`)."""
@@ -134,7 +134,7 @@ class Runs(Sequence):
         return f"<p>{html.escape(self.describe())}</p>" + self.table().to_html(index=False, border=0)
 
 
-def _run_dirs(root: Path, depth: int) -> list[Path]:
+def run_dirs(root: Path, depth: int) -> list[Path]:
     """Run folders (holding raw.csv) ``depth`` levels under ``root``, no hidden folder on the way."""
     if not root.is_dir():
         return []
@@ -143,7 +143,7 @@ def _run_dirs(root: Path, depth: int) -> list[Path]:
                   if p.is_file() and not any(s.startswith(".") for s in p.relative_to(root).parts))
 
 
-def _newest(runs: Sequence[Run]) -> Run | None:
+def newest(runs: Sequence[Run]) -> Run | None:
     return max(runs, key=lambda r: (r.run_id, r.host), default=None)
 
 
