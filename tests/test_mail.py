@@ -119,7 +119,7 @@ def test_noise_floor_is_the_calibrations_bound(tmp_path, monkeypatch):
     from ringlab import paths
     monkeypatch.setattr(paths, "results_dir", lambda: tmp_path / "results")
     text = " ".join(mail.mail_text(DATA).split())
-    assert "noise floor: |Δ| < 2.9% (A/A bound of this host's calibration AA-RUN, 8 layout pairs)" in text
+    assert "noise floor: |Δ| < 2.9% (A/A, calibration AA-RUN, 8 layout pairs)" in text
     monkeypatch.setattr(paths, "results_dir", lambda: tmp_path / "nowhere")
     assert "noise floor: not calibrated on synthetic-test-host" in " ".join(mail.mail_text(DATA).split())
 

@@ -339,14 +339,12 @@ def floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: Pa
         own = _own_floor(env)
         return wrap_para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "
                      "its A/A bound)" + (f"; this run measured its own noise: {own}" if own else ""), width)
-    txt = (f"noise floor: |Δ| < {nf['bound_pct']:.1f}% (A/A bound of this host's calibration "
-           f"{nf['run_id']}, {nf['layouts']} layout pairs)")
-    below = [lab for r, lab in info["gains"] if str(r.get("verdict")) in SIGNIFICANT
-             and abs(_gain(r)) < nf["bound_pct"]]
-    out = wrap_para(txt, width)
-    if below:
-        out += wrap_para(f"Below the floor, so not told apart from this host's noise: {'; '.join(below)}.", width)
-    return out
+    # the significant rows whose effect is inside the A/A bound, named as the interval lines name them
+    below = [" ".join(x for x in (str(r["candidate"]), lab) if x) for r, lab in info["gains"]
+             if str(r.get("verdict")) in SIGNIFICANT and abs(_gain(r)) < nf["bound_pct"]]
+    txt = (f"noise floor: |Δ| < {nf['bound_pct']:.1f}% (A/A, calibration {nf['run_id']}, "
+           f"{nf['layouts']} layout pairs)" + (f"; below it, not told from noise: {'; '.join(below)}" if below else ""))
+    return wrap_para(txt, width)
 
 
 def _interval_lines(info: dict, width: int) -> list[str]:
