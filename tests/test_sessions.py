@@ -111,3 +111,16 @@ def test_calibrate_between_refuses_one_session(capsys):
     assert "--between" in capsys.readouterr().err
 
 
+
+
+def test_compare_runs_says_which_comparisons_have_a_next_run_interval(tmp_path):
+    from ringlab.studies import compare_runs
+    for i in range(3):
+        _write_run(tmp_path / f"r{i}", 0.05, seed=40 + i)
+    rows = sessions.run_rows([tmp_path / f"r{i}" for i in range(3)], "a")
+    three = sessions.combined(rows)
+    two = sessions.combined(rows[rows["run"] != rows["run"].iloc[-1]])
+    assert math.isfinite(three["pi_low_pct"].iloc[0]) and not math.isfinite(two["pi_low_pct"].iloc[0])
+    assert "1 of 1 have the three runs or more" in compare_runs.heterogeneity_lines(rows, three)[1]
+    line = compare_runs.heterogeneity_lines(rows, two)[1]
+    assert line.startswith("0 of 1 have the three runs or more") and "drawn without one" in line

@@ -261,7 +261,13 @@ def heterogeneity_lines(rows: pd.DataFrame, comb: pd.DataFrame) -> list[str]:
     moved = sessions.moved_text(comb, rows)
     head = (f"{len(comb)} comparison(s) measured in two or more runs; {len(moved)} heterogeneous "
             "(Cochran's Q p < 0.05: the runs' effects differ by more than their own noise allows).")
-    return [head] + moved
+    with_pi = int((comb["k"] >= 3).sum())
+    pi = (f"{with_pi} of {len(comb)} have the three runs or more that a next-run (prediction) interval "
+          "needs (a t quantile with k - 2 degrees of freedom)")
+    if with_pi < len(comb):
+        pi += ("; the others are drawn without one: two runs say how far apart they are, not where a "
+               "third will fall (ringlab sessions, or another committed run, gives it)")
+    return [head, pi + "."] + moved
 
 
 def experiment_forests(runs: list[Run], out_dir, root=None) -> list[Path]:
