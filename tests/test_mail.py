@@ -487,3 +487,19 @@ def test_summary_and_mail_quote_the_same_noise_floor_and_host(tmp_path, monkeypa
     _bound_written(tree, "another-host", 0.0285)
     md, txt = _quoted(run)
     assert md == txt == (host, "5.3"), (md, txt)
+
+
+def test_the_floor_line_names_each_arm_inside_the_bound(tmp_path, monkeypatch):
+    """Rows called faster or slower whose effect is smaller than the A/A bound are named in the
+    noise-floor line, arm and configuration, those of one configuration together."""
+    from ringlab import paths
+    _bound_written(tmp_path, "synthetic-test-host", 0.0105)          # |Δ| < 1.1%
+    monkeypatch.setattr(paths, "results_dir", lambda: tmp_path)
+    rows = [({"candidate": "kernel", "verdict": "faster", "gain_pct": 0.5}, "mode=0 same-cpu"),
+            ({"candidate": "reorder", "verdict": "faster", "gain_pct": 0.8}, "mode=0 same-cpu"),
+            ({"candidate": "prebatch", "verdict": "faster", "gain_pct": 9.1}, "mode=0 same-cpu"),
+            ({"candidate": "reorder", "verdict": "inconclusive", "gain_pct": -0.3}, "mode=1 same-llc"),
+            ({"candidate": "kernel", "verdict": "slower", "gain_pct": -0.9}, "mode=1 same-llc")]
+    text = " ".join(mail.floor_lines({"host": "synthetic-test-host"}, pd.DataFrame(), {"gains": rows}, 72,
+                                     tmp_path / "nowhere"))
+    assert text.endswith("; below it: kernel, reorder mode=0 same-cpu; kernel mode=1 same-llc"), text

@@ -339,11 +339,14 @@ def floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: Pa
         own = _own_floor(env)
         return wrap_para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "
                      "its A/A bound)" + (f"; this run measured its own noise: {own}" if own else ""), width)
-    # the significant rows whose effect is inside the A/A bound, named as the interval lines name them
-    below = [" ".join(x for x in (str(r["candidate"]), lab) if x) for r, lab in info["gains"]
-             if str(r.get("verdict")) in SIGNIFICANT and abs(_gain(r)) < nf["bound_pct"]]
+    # the significant rows whose effect is inside the A/A bound: their arms, by configuration
+    below: dict[str, list[str]] = {}
+    for r, lab in info["gains"]:
+        if str(r.get("verdict")) in SIGNIFICANT and abs(_gain(r)) < nf["bound_pct"]:
+            below.setdefault(lab, []).append(str(r["candidate"]))
+    named = [" ".join(x for x in (", ".join(arms), lab) if x) for lab, arms in below.items()]
     txt = (f"noise floor: |Δ| < {nf['bound_pct']:.1f}% (A/A, calibration {nf['run_id']}, "
-           f"{nf['layouts']} layout pairs)" + (f"; below it, not told from noise: {'; '.join(below)}" if below else ""))
+           f"{nf['layouts']} layout pairs)" + (f"; below it: {'; '.join(named)}" if named else ""))
     return wrap_para(txt, width)
 
 
