@@ -256,7 +256,8 @@ def _stamp_ok(stamp: Path, out: Path, key: str) -> dict | None:
     return data
 
 
-def _compile_target(job: BuildJob, cc: str, ccver: str, out_dir: Path, objects: SharedObjects | None = None) -> BinaryInfo:
+def _compile_target(job: BuildJob, cc: str, ccver: str, out_dir: Path,
+                    objects: SharedObjects | None = None) -> BinaryInfo:
     # A failed build removes the old binary: it was built from other sources than the
     # ones just asked for.  An interrupted one leaves it, with its still-true record.
     try:
@@ -526,8 +527,8 @@ def _kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) 
             raise BuildError(str(e)) from None
         srcs = [paths.CSRC / s for s in _PTR_RING_SOURCES]
         out.append(BuildJob(f"ptr_ring_test-{name}", srcs, [*kflags, *base_flags],
-                        f"kernel header {src.header} (--kernel-header {name})", src.header,
-                        dict(src.record, name=name)))
+                            f"kernel header {src.header} (--kernel-header {name})", src.header,
+                            dict(src.record, name=name)))
     return out
 
 

@@ -29,7 +29,7 @@ from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
 from ringlab.rundir import pick_baseline
 from ringlab.rundir.calibration import (find_calibration, results_root_of, run_host, run_noise_floor,
-                                       with_host_drift)
+                                        with_host_drift)
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
 from ringlab.stats.compare import method_text
 from ringlab.stats.sequential import stopping_text

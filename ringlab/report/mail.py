@@ -216,7 +216,8 @@ def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
         control = cand in controls
         if control:
             info["controls"].append(cand)
-        info["family"][cand] = int(as_float(grp["family_size"].iloc[0])) if is_finite_number(grp["family_size"].iloc[0]) else len(grp)
+        size = grp["family_size"].iloc[0]
+        info["family"][cand] = int(as_float(size)) if is_finite_number(size) else len(grp)
         out += ([""] if out else []) + _header(baseline, cand, width, metric)
         for _, r in grp.iterrows():
             ck = _config_key(r, cols)
@@ -310,7 +311,7 @@ def _further_runs(run_dir: Path, baseline: str, metric: str, width: int,
     if not rows or len(cands) != 1:
         return []
     head = wrap_para("Further runs in this folder (each its own Holm family; the folder names what "
-                 "differs from the table above):", width)
+                     "differs from the table above):", width)
     return head + _header(baseline, cands.pop(), width, metric) + rows + [""]
 
 
@@ -338,7 +339,7 @@ def floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: Pa
     if nf is None:
         own = _own_floor(env)
         return wrap_para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "
-                     "its A/A bound)" + (f"; this run measured its own noise: {own}" if own else ""), width)
+                         "its A/A bound)" + (f"; this run measured its own noise: {own}" if own else ""), width)
     # the significant rows whose effect is inside the A/A bound: their arms, by configuration
     below: dict[str, list[str]] = {}
     for r, lab in info["gains"]:
@@ -360,8 +361,8 @@ def _interval_lines(info: dict, width: int) -> list[str]:
     srcs = list(dict.fromkeys(str(r.get("next_source")) for r, _ in rows if r.get("next_source")))
     flip = any(r.get("sign_reproducible") is False for r, _ in rows)
     out = wrap_para("[95% CI]: this run, the verdicts'. next: another run here, 95%"
-                + (f" ({'; '.join(srcs)})" if srcs else "") + "."
-                + (" ?: call may flip." if flip else ""), width)
+                    + (f" ({'; '.join(srcs)})" if srcs else "") + "."
+                    + (" ?: call may flip." if flip else ""), width)
     for r, lab in rows:
         lo, hi = gain_ci(r)
         nlo, nhi = next_gain_ci(r)

@@ -80,12 +80,12 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     n = len(table)
     sig = sum(_significant(r) for _, r in table.iterrows())
     lines = wrap_para(f"ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC on {host}: {n} "
-                  f"row{'s' if n != 1 else ''}, {sig} with a %change told apart from 0", width)
+                      f"row{'s' if n != 1 else ''}, {sig} with a %change told apart from 0", width)
     lines += wrap_para(counters_line(df, env), width)
     lines.append("")
     git = env.get("git") or {}
     lines += wrap_para(f"tested: include/linux/ptr_ring.h of {tree}, in tools/virtio/ringtest (its own "
-                   f"Makefile) and in ringlab's SPSC harness; ringlab {short_sha(git.get('commit'))}", width)
+                       f"Makefile) and in ringlab's SPSC harness; ringlab {short_sha(git.get('commit'))}", width)
     lines += wrap_para("test machine: " + machine_line(env), width)
     lines += floor_lines(env, df, {"gains": []}, width, ringtest_run)
     lines.append("")
@@ -106,16 +106,16 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     lines.append("")
     levels = sorted({f"{as_float(x) * 100:.4g}%" for x in table["ci_level"] if math.isfinite(as_float(x))})
     lines += wrap_para("%change: (spsc - ringtest) / spsc of the time per item, + = ringtest takes less, from "
-                   "the Hodges-Lehmann ratio of ringtest's ns per item to the SPSC's ns per op; "
-                   f"*x*: its {', '.join(levels) or 'n/a'} CI excludes 0 (Mann-Whitney): "
-                   + "; ".join(ratios) + ". They do different work (ringtest's producer also waits for "
-                   "the used ring), so the change says how much of ringtest's time the bare ring "
-                   "accounts for, not which is better.", width)
+                       "the Hodges-Lehmann ratio of ringtest's ns per item to the SPSC's ns per op; "
+                       f"*x*: its {', '.join(levels) or 'n/a'} CI excludes 0 (Mann-Whitney): "
+                       + "; ".join(ratios) + ". They do different work (ringtest's producer also waits for "
+                       "the used ring), so the change says how much of ringtest's time the bare ring "
+                       "accounts for, not which is better.", width)
     lines += wrap_para("not measured here: " + not_measured(df, env), width)
     lines.append("")
     lines += reproduce_lines(ringtest_run, env, width, notebook)
     lines += wrap_para(f"Every trial: {run_path(ringtest_run, env)}/summary.md, raw.csv, "
-                   "ringlab-spsc/raw.csv.", width)
+                       "ringlab-spsc/raw.csv.", width)
     return "\n".join(ln.rstrip() for ln in lines) + "\n"
 
 

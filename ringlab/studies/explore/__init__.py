@@ -114,7 +114,7 @@ def _classify(p: Path) -> str:
         # never a search through an unrelated tree (/, a home folder)
         if not (_laid_out(p, 2) or _laid_out(p, 3)):
             raise user_error(ParamError, f"parameter 'path': {p} is not a run folder, an experiment folder or "
-                                          f"a results folder; allowed: {ALLOWED}")
+                                         f"a results folder; allowed: {ALLOWED}")
     if p.is_dir() and run_dirs(p, 2):
         return "experiment"
     if p.is_dir() and run_dirs(p, 3):
@@ -130,9 +130,9 @@ def _classify(p: Path) -> str:
         except DataError:
             kind = "run"
         raise user_error(DataError, f"{p}: env.json but no raw.csv (a '{kind}' folder holds no trials to "
-                                     f"open); allowed: {ALLOWED}")
+                                    f"open); allowed: {ALLOWED}")
     raise user_error(ParamError, f"parameter 'path': {p} holds no run folder (raw.csv at <host>/<run-id>/ or "
-                                  f"<experiment>/<host>/<run-id>/ under it); allowed: {ALLOWED}")
+                                 f"<experiment>/<host>/<run-id>/ under it); allowed: {ALLOWED}")
 
 
 def open(path=None):  # noqa: A001 (ringlab.open is the public name)

@@ -146,10 +146,10 @@ class Run:
         base = baseline or self.baseline
         if base is None:
             raise user_error(ParamError, f"parameter 'baseline': {self.name} has a single variant "
-                                          f"({', '.join(self.variants) or 'none'}): there is nothing to compare")
+                                         f"({', '.join(self.variants) or 'none'}): there is nothing to compare")
         if str(base) not in self.variants:
             raise user_error(ParamError, f"parameter 'baseline': {base!r} is not a variant of {self.name}; "
-                                          f"allowed: {', '.join(self.variants)}")
+                                         f"allowed: {', '.join(self.variants)}")
         try:
             return compare(self.raw_all, str(base), metric or self.metric, by=by, noise=noise, alpha=alpha)
         except StatsError as e:
@@ -169,7 +169,7 @@ class Run:
         for name, v in (("candidate", candidate), ("baseline", base)):
             if str(v) not in self.variants:
                 raise user_error(ParamError, f"parameter '{name}': {v!r} is not a variant of {self.name}; "
-                                              f"allowed: {', '.join(self.variants)}")
+                                             f"allowed: {', '.join(self.variants)}")
         meas, _ = measurements(self.raw_all, metric)
         meas["variant"] = meas["variant"].astype(str)
         meas = meas[meas["variant"].isin([base, str(candidate)])]
