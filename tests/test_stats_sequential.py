@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ringlab.stats import StatsError, compare, rounds_needed, target_met
-from ringlab.stats.sequential import pilot_half_width, stein_rounds
+from ringlab.stats.stein import pilot_half_width, stein_rounds
 from synth import make_raw
 
 

@@ -23,7 +23,7 @@ from ringlab.stats import compare
 from ringlab.stats import ranktests as rt
 from ringlab.stats import compare_arrays, recommended_trials
 from ringlab.stats.power import minimum_detectable_effect, rounds_for_effect
-from ringlab.stats.sequential import pilot_half_width, stein_rounds
+from ringlab.stats.stein import pilot_half_width, stein_rounds
 
 N_RUNS = 2000
 LEVEL = 0.01       # of the binomial tests on simulated rates

@@ -4,7 +4,8 @@ opens no file (a calibration is passed in as ``ringlab.stats.power.Calibration``
 * ``summarize``  per-group descriptive statistics, bootstrap CIs, outliers, variance components
 * ``compare``    A/B verdicts, the typed pipeline Rounds -> Estimate -> decide -> Plan -> Comparison
                  (``ringlab.stats.compare`` describes it)
-* ``rounds_needed``, ``target_met``  the two-stage (Stein) stopping rule for ``-p target_ci``
+* ``rounds_needed``  the two-stage (Stein) design for a target CI (``ringlab.stats.stein``)
+* ``target_met``     whether every judged row's printed CI reached the target (``ringlab.stats.sequential``)
 * ``diagnose``   modality, outliers and the recorded column that explains them
 * ``diagnose_ab`` "same instructions, different time"
 """
@@ -17,7 +18,8 @@ from ringlab.stats.holm import holm
 from ringlab.stats.outliers import modality, tukey_flags
 from ringlab.stats.power import Calibration, Plan, recommended_trials, trials_needed
 from ringlab.stats.rounds import Rounds
-from ringlab.stats.sequential import rounds_needed, target_met
+from ringlab.stats.sequential import target_met
+from ringlab.stats.stein import rounds_needed
 from ringlab.stats.summary import StatsError, format_value, measurements, summarize
 
 __all__ = ["Calibration", "Comparison", "Estimate", "JSON_FIELDS", "Plan", "Rounds", "StatsError", "VERDICTS",

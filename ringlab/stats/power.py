@@ -20,7 +20,7 @@
 ``plan_more`` is the planner ``compare`` calls for an inconclusive row; it returns a ``Plan``
 (the layouts design asks for K layout pairs of the run's rounds per pair, through
 ``least_layouts``, the one search for K that ``layout_plan`` and
-``ringlab.stats.sequential.layouts_for_target`` use too).  A machine's calibration enters
+``ringlab.stats.stein.layouts_for_target`` use too).  A machine's calibration enters
 as a ``Calibration`` (the caller loads calibration.json; this module opens no file).
 
 ``trials_needed`` and ``recommended_trials`` plan without data, for two independent samples
