@@ -13,6 +13,7 @@ from ringlab.simulate import noise
 from ringlab.stats import ranktests as rt
 from ringlab.stats.robust import hodges_lehmann
 from ringlab.stats.compare import holm_levels
+from ringlab.stats.contract import NOT_AFTER_HOLM
 from ringlab.stats.diagnose import busy_rounds
 from layout_runs import tidy_frame
 from synth import make_raw
@@ -121,10 +122,18 @@ def test_verdict_never_contradicts_the_ci():
             assert (r.verdict in ("faster", "slower")) == excl
             assert (r.p_holm <= 0.05) == excl
             assert printed or not excl          # a called row's printed CI excludes 0 too
-            if printed and not excl:            # excluded at 95% only: not called, and the note says why
+            # a row not called reads "inconclusive" / "no significant difference" only beside a printed
+            # CI that includes 0; excluded at 95% only, it says so, and the note gives p (Holm)
+            assert (r.verdict == NOT_AFTER_HOLM) == (printed and not excl)
+            if printed and not excl:
                 printed_only += 1
-                assert "does not reject it" in r.note
-    assert printed_only > 0                     # the case the note is for does occur here
+                assert "does not reject it" in r.note and "p (Holm)" in r.note
+    assert printed_only > 0                     # the case the verdict is for does occur here
+    bad = res.copy()    # printed CI excludes 0, Holm's does not: "inconclusive" is refused
+    bad.loc[bad.index[0], ["ci_low_pct", "ci_high_pct", "holm_ci_low_pct", "holm_ci_high_pct", "verdict"]] = \
+        [0.5, 2.0, -0.5, 3.0, "inconclusive"]
+    with pytest.raises(StatsError, match="not significant after Holm"):
+        check_rule(bad)
     bad = res.copy()
     bad.loc[bad.index[0], ["holm_ci_low_pct", "holm_ci_high_pct", "verdict"]] = [1.0, 2.0, "inconclusive"]
     with pytest.raises(StatsError, match="excludes 0"):

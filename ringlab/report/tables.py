@@ -19,7 +19,7 @@ import math
 import pandas as pd
 
 from ringlab import fmt
-from ringlab.stats.contract import SIGNIFICANT, ci_side
+from ringlab.stats.contract import NOT_AFTER_HOLM, SIGNIFICANT, ci_side
 from ringlab.stats.decide import INSTRUCTION_METRICS
 from ringlab.stats.summary import format_value
 
@@ -258,8 +258,9 @@ def holm_footnote(cmp: pd.DataFrame) -> str:
     excl_uncalled = [r for _, r in cmp.iterrows() if str(r.get("verdict")) not in SIGNIFICANT
                      and ci_side(r.get("ci_low_pct"), r.get("ci_high_pct")) != 0]
     if excl_uncalled:
-        text += (f" {len(excl_uncalled)} row(s) not called have a {fmt.ci_header(1 - alpha)} that excludes 0: "
-                 "with several configurations that happens by chance, and Holm does not reject them.")
+        text += (f" {len(excl_uncalled)} row(s) read \"{NOT_AFTER_HOLM}\": their {fmt.ci_header(1 - alpha)} "
+                 "excludes 0, but with several configurations that also happens by chance, and Holm does not "
+                 "reject them.")
     return text
 
 

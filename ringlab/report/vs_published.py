@@ -18,6 +18,7 @@ from ringlab.report import published
 from ringlab.report import tables as _tab
 from ringlab.rundir import Run
 from ringlab.stats import compare, measurements, summarize
+from ringlab.stats.contract import NOT_AFTER_HOLM
 from ringlab.report import provenance
 from ringlab.report.figures import size_sweep
 from ringlab.sources.builtin_patches import effective_batch
@@ -74,7 +75,7 @@ def mail_table(run_dir, baseline: str, patched: str, metric: str = "ns_per_op") 
         row["p (Holm)"] = _p(r["p_holm"])
         row["n"] = f"{int(r['n_baseline'])}/{int(r['n_candidate'])}"
         row["verdict"] = r["verdict"] + (f" (need ~{int(r['trials_needed'])} trials/arm)"
-                                         if r["verdict"] == "inconclusive" and not math.isnan(r["trials_needed"])
+                                         if r["verdict"] in ("inconclusive", NOT_AFTER_HOLM) and not math.isnan(r["trials_needed"])
                                          else "")
         rows.append(row)
     return pd.DataFrame(rows)

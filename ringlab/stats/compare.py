@@ -60,8 +60,10 @@ Multiplicity: the **family** is one candidate against the baseline over the conf
 the frame (one run).  ``p_holm`` is Holm-adjusted within the family (``family_size`` rows with
 a p-value).  Every row's CI is printed at one level, ``ci_level`` = 1 - alpha (95%); the verdict
 is decided from the same estimator's CI at the row's Holm step level (``holm_ci_*``,
-``ringlab.stats.holm``), so a row is significant exactly when Holm rejects it.  A printed CI
-that excludes 0 on a row Holm does not reject says so in the row's note.
+``ringlab.stats.holm``), so a row is significant exactly when Holm rejects it.  A row Holm does
+not reject whose printed CI excludes 0 says "not significant after Holm" (``NOT_AFTER_HOLM``),
+with p (Holm) in its note: no row reads "inconclusive" or "no significant difference" beside a
+printed CI that excludes 0.
 
 Verdict (``LOWER_IS_BETTER`` decides the direction), decided from the Holm CI alone:
   faster / slower            the CI excludes 0 (note added when it also lies within +-noise)
@@ -71,6 +73,8 @@ Verdict (``LOWER_IS_BETTER`` decides the direction), decided from the Holm CI al
                              effect of the observed size (or 2% when the observed one is
                              below the noise threshold), see ``ringlab.stats.power``.
   depends on machine state   two states, per-state CIs on opposite sides of 0
+  not significant after Holm the Holm CI includes 0 but the printed 95% CI excludes it (settled
+                             as the Holm CI's verdict would be: within +-noise or not)
 ``check_rule`` (``ringlab.stats.contract``) enforces that no row says inconclusive while its
 Holm CI excludes 0, nor faster/slower while it (or the printed CI) includes 0; ``compare`` calls
 it on every result.
@@ -101,8 +105,8 @@ from ringlab import schema
 from ringlab.stats import designs as _designs
 from ringlab.stats import estimate as _est
 from ringlab.stats import ranktests as _rt
-from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, SIGNIFICANT, STATE_DEPENDENT, Comparison, check_rule,
-                                    to_frame)
+from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, NOT_AFTER_HOLM, SIGNIFICANT, STATE_DEPENDENT, Comparison,
+                                    check_rule, to_frame)
 from ringlab.stats.decide import INSTRUCTION_METRICS, Verdict, decide
 from ringlab.stats.holm import holm, holm_levels
 from ringlab.stats.layouts import LayoutRounds
@@ -198,11 +202,10 @@ class Arms:
         if printed_level is not None and self.design != "exact" and abs(printed_level - level) > 1e-12:
             c.shown = self.estimate(printed_level)
             lo, hi = c.shown.ci_pct
-            if c.verdict.verdict not in SIGNIFICANT and c.verdict.verdict != STATE_DEPENDENT \
-                    and (lo > 0 or hi < 0) and not c.verdict.note:
-                c.verdict = replace(c.verdict, note=(
+            if c.verdict.verdict not in SIGNIFICANT and c.verdict.verdict != STATE_DEPENDENT and (lo > 0 or hi < 0):
+                c.verdict = Verdict(NOT_AFTER_HOLM, (
                     f"its {printed_level * 100:.4g}% CI excludes 0, but Holm over the {c.family_size} configurations "
-                    f"does not reject it (p (Holm) = {c.p_holm:.2g})"))
+                    f"does not reject it (p (Holm) = {c.p_holm:.2g})"), settled=c.verdict.settled)
         if not c.verdict.settled:
             c.plan = plan_more(c.estimate, noise, alpha_planning, seed, d=self.d, x=self.x, y=self.y,
                                layout_rounds=self.layout_rounds)

@@ -11,8 +11,9 @@ Two intervals per row, from the same estimator and point estimate:
   exactly when Holm rejects it (``p_holm`` <= alpha).  It contains the printed CI; they are equal
   when the family has one comparison.
 
-A printed CI can therefore exclude 0 on a row that is not called: Holm over the family's
-comparisons did not reject it, and its note says so.
+A printed CI can therefore exclude 0 on a row that Holm does not reject.  Such a row's verdict
+is ``NOT_AFTER_HOLM`` ("not significant after Holm"), never "inconclusive" or "no significant
+difference": both of those say the printed CI includes 0, and the note gives p (Holm).
 
 Both answer "how sure are we about this run?".  A third, the **next-run interval**
 (``next_low_pct``, ``next_high_pct``), answers "what will another run on this host show?": a
@@ -93,8 +94,10 @@ HOLM_FIELDS = JSON_FIELDS[JSON_FIELDS.index("holm_ci_low_pct"):JSON_FIELDS.index
 #: the interval for another run on this host (``ringlab.stats.replication.with_next_run``)
 NEXT_FIELDS = JSON_FIELDS[JSON_FIELDS.index("next_low_pct"):]
 STATE_DEPENDENT = "depends on machine state"
+#: Not called, though the printed (95%) CI excludes 0: Holm over the family does not reject it.
+NOT_AFTER_HOLM = "not significant after Holm"
 VERDICTS = ("faster", "slower", "fewer instructions", "more instructions", "same instructions",
-            "no significant difference", "inconclusive", STATE_DEPENDENT)
+            "no significant difference", "inconclusive", NOT_AFTER_HOLM, STATE_DEPENDENT)
 SIGNIFICANT = ("faster", "slower", "fewer instructions", "more instructions")
 EXACT_NOTE = "exact (deterministic metric)"
 _INT_FIELDS = ("trials_needed", "n_pairs", "family_size", "layouts", "states")
@@ -147,6 +150,10 @@ def check_rule(result) -> None:
         if r["verdict"] in SIGNIFICANT and ci_side(plo, phi) == 0:
             raise StatsError(f"{r.get('group')}: verdict {r['verdict']!r} but the printed CI [{plo}, {phi}] "
                              "includes 0")
+        if (r["verdict"] == NOT_AFTER_HOLM) != (r["verdict"] not in SIGNIFICANT and ci_side(plo, phi) != 0):
+            raise StatsError(f"{r.get('group')}: verdict {r['verdict']!r} with the printed CI [{plo}, {phi}]: "
+                             f"{NOT_AFTER_HOLM!r} is the verdict of exactly the rows not called whose printed "
+                             "CI excludes 0")
 
 
 def _json_value(v):
