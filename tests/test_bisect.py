@@ -263,9 +263,12 @@ def test_endpoints_measure_until_decided(tmp_path, monkeypatch):
 
 
 def test_endpoints_decided():
-    big = {"delta_pct": 3.0, "ci_low_pct": 1.0, "ci_high_pct": 5.0}
-    wide = {"delta_pct": 3.0, "ci_low_pct": -1.0, "ci_high_pct": 7.0}
-    flat = {"delta_pct": 0.1, "ci_low_pct": -0.5, "ci_high_pct": 0.6}
+    big = {"delta_pct": 3.0, "ci_low_pct": 1.0, "ci_high_pct": 5.0, "verdict": "slower"}
+    wide = {"delta_pct": 3.0, "ci_low_pct": -1.0, "ci_high_pct": 7.0, "verdict": "inconclusive"}
+    flat = {"delta_pct": 0.1, "ci_low_pct": -0.5, "ci_high_pct": 0.6, "verdict": "no significant difference"}
+    small = {"delta_pct": 1.0, "ci_low_pct": 0.2, "ci_high_pct": 1.8, "verdict": "slower"}
     assert steps.endpoints_decided([big], 2.0) and steps.endpoints_decided([flat], 2.0)
     assert not steps.endpoints_decided([wide], 2.0) and not steps.endpoints_decided([flat, wide], 2.0)
     assert not steps.endpoints_decided([{"error": "x"}], 2.0)
+    # called but smaller than the threshold, its CI within it: no change that large, decided
+    assert steps.endpoints_decided([small, flat], 2.0) and not steps.endpoints_decided([small, wide], 2.0)

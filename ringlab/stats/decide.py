@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from ringlab import schema
-from ringlab.stats.contract import STATE_DEPENDENT
+from ringlab.stats.contract import SIGNIFICANT, STATE_DEPENDENT, verdict_ci
 from ringlab.stats.estimate import Estimate
 
 INSTRUCTION_METRICS = {"instructions_per_op", "instructions"}
@@ -63,3 +63,34 @@ def decide(est: Estimate, metric: str, noise: float) -> Verdict:
     if -nz <= lo and hi <= nz:
         return Verdict("no significant difference")
     return Verdict("inconclusive", settled=False)
+
+
+# What a finished compare() row has decided.  A staged run stops when every row is decided
+# (``ringlab.stats.sequential``), and bisect measures its endpoints until they are
+# (``ringlab.lab.bisect.steps``): both read a row through these three, and nothing else
+# decides what "decided" means.
+
+def called(row) -> bool:
+    """The row is called (faster/slower, fewer/more instructions): its Holm CI excludes 0."""
+    return str(row.get("verdict") or "") in SIGNIFICANT
+
+
+def within(row, resolution_pct: float) -> bool:
+    """The CI the row's verdict rests on (Holm's) lies within +-``resolution_pct``: no change
+    that large (False when the row has no CI)."""
+    lo, hi = verdict_ci(row)
+    try:
+        lo, hi = float(lo), float(hi)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(lo) and math.isfinite(hi) and -resolution_pct <= lo and hi <= resolution_pct
+
+
+def row_decision(row, resolution_pct: float) -> str | None:
+    """What one compare() row settles: its call (``called``), else "no change larger than X%"
+    (``within``, X = ``resolution_pct``), else None."""
+    if called(row):
+        return str(row.get("verdict"))
+    if within(row, resolution_pct):
+        return f"no change larger than {resolution_pct:g}%"
+    return None

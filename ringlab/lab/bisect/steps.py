@@ -30,6 +30,7 @@ from ringlab.run import run_experiment
 from ringlab.sources import kernel_header as kh
 from ringlab.stats import StatsError, compare
 from ringlab.stats.contract import verdict_ci
+from ringlab.stats.decide import called, within
 
 ARMS = ("good", "bad", "candidate")
 BUILD_ERROR_FILE = "build_error.txt"
@@ -129,8 +130,8 @@ def classify(vs_good: dict, vs_bad: dict, direction: int, endpoint_pct: float | 
 
 
 def endpoints_decided(rows: list[dict], threshold_pct: float) -> bool:
-    """Bad against good is decided: a configuration changed significantly by at least
-    ``threshold_pct`` (a regression to bisect), or every configuration's CI lies within
+    """Bad against good is decided (``ringlab.stats.decide``'s rule): a configuration is called,
+    by at least ``threshold_pct`` (a regression to bisect), or every configuration's CI lies within
     +-``threshold_pct`` (no change that large: nothing to bisect).  Rows without a CI (an
     error, too few rounds) leave it undecided."""
     ok = [r for r in rows if "error" not in r]
@@ -138,14 +139,9 @@ def endpoints_decided(rows: list[dict], threshold_pct: float) -> bool:
         return False
     for r in ok:
         d = r.get("delta_pct")
-        if d is not None and math.isfinite(d) and abs(d) >= threshold_pct and ci_excludes_zero(r, 1 if d > 0 else -1):
+        if called(r) and d is not None and math.isfinite(d) and abs(d) >= threshold_pct:
             return True
-
-    def within(r):
-        lo, hi = verdict_ci(r)
-        return (lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)
-                and -threshold_pct < lo and hi < threshold_pct)
-    return all(within(r) for r in ok)
+    return all(within(r, threshold_pct) for r in ok)
 
 
 def groups_regressed(df: pd.DataFrame, metric: str) -> list[dict]:
