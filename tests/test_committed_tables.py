@@ -103,6 +103,18 @@ def test_compare_csv_prints_one_ci_level(path):
     assert (h["holm_ci_low_pct"] <= h["ci_low_pct"] + 1e-9).all() and (h["ci_high_pct"] <= h["holm_ci_high_pct"] + 1e-9).all()
 
 
+@pytest.mark.parametrize("path", COMPARE, ids=_id)
+def test_compare_csv_rows_not_called_stand_beside_a_ci_that_includes_0(path):
+    """No row reads "inconclusive" or "no significant difference" beside a printed CI that excludes
+    0, and no called row beside one that includes it."""
+    df = pd.read_csv(path)
+    excl = (df["ci_low_pct"] > 0) | (df["ci_high_pct"] < 0)
+    quiet = df["verdict"].isin(["inconclusive", "no significant difference"])
+    assert not (quiet & excl).any(), f"{_id(path)}: {df.loc[quiet & excl, ['group', 'candidate', 'verdict']]}"
+    called = df["verdict"].isin(["faster", "slower"]) & df["ci_low_pct"].notna()
+    assert (excl | ~called).all(), f"{_id(path)}: {df.loc[called & ~excl, ['group', 'candidate', 'verdict']]}"
+
+
 def _md_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
     out, cur = [], []
     for ln in text.splitlines() + [""]:

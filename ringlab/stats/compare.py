@@ -204,8 +204,8 @@ class Arms:
             lo, hi = c.shown.ci_pct
             if c.verdict.verdict not in SIGNIFICANT and c.verdict.verdict != STATE_DEPENDENT and (lo > 0 or hi < 0):
                 c.verdict = Verdict(NOT_AFTER_HOLM, (
-                    f"its {printed_level * 100:.4g}% CI excludes 0, but Holm over the {c.family_size} configurations "
-                    f"does not reject it (p (Holm) = {c.p_holm:.2g})"), settled=c.verdict.settled)
+                    f"its {printed_level * 100:.4g}% CI excludes 0; p (Holm) = {c.p_holm:.2g} over the "
+                    f"{c.family_size} configurations"), settled=c.verdict.settled)
         if not c.verdict.settled:
             c.plan = plan_more(c.estimate, noise, alpha_planning, seed, d=self.d, x=self.x, y=self.y,
                                layout_rounds=self.layout_rounds)
