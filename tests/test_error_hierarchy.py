@@ -228,7 +228,7 @@ def test_exit_codes_are_decided_in_errors_py():
     ("ringlab.errors.DiskFullError", 1), ("ringlab.stats.summary.StatsError", 2), ("ringlab.report.mail.MailError", 2),
     ("ringlab.lab.reproduce.ReproduceError", 2), ("ringlab.sources.header_files.KernelHeaderError", 2),
     ("ringlab.sources.kernel_tree.TreeError", 2), ("ringlab.system.governor.StateFileError", 2),
-    ("ringlab.build.cflags.BuildError", 1), ("ringlab.build.driver.StaleBinaryError", 1),
+    ("ringlab.build.cflags.BuildError", 1), ("ringlab.build.binaries.StaleBinaryError", 1),
     ("ringlab.build.native.NativeError", 1), ("ringlab.lab.bisect.steps.StepBuildError", 1),
     ("ringlab.tools.kernel_tests.RingtestError", 1),
 ])

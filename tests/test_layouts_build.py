@@ -16,6 +16,7 @@ import pytest
 from ringlab import paths
 from ringlab import run as runner
 from ringlab.build import binaries, driver
+from ringlab.build.compile import OBJECT_CACHE
 from ringlab.build import layouts as L
 from ringlab.build.sourceset import source_record_path
 from ringlab.errors import ParamError
@@ -154,7 +155,7 @@ def test_records_hold_the_layout_and_no_build_checks_it(tmp_path):
     rec = json.loads(source_record_path(out / name).read_text())
     rec["layout"]["pad"] += 1
     source_record_path(out / name).write_text(json.dumps(rec))
-    with pytest.raises(driver.StaleBinaryError, match=f"pad {rec['layout']['pad']}"):
+    with pytest.raises(binaries.StaleBinaryError, match=f"pad {rec['layout']['pad']}"):
         binaries.check_binaries(only=["ptr_ring_test-batch"], out_dir=out, layouts=lays)
 
 
@@ -317,7 +318,7 @@ def test_copy_records_are_checked(tmp_path):
     rec = json.loads(source_record_path(out / name).read_text())
     rec["layout"]["copies"][2]["align"] = 99
     source_record_path(out / name).write_text(json.dumps(rec))
-    with pytest.raises(driver.StaleBinaryError, match="3 layout copies"):
+    with pytest.raises(binaries.StaleBinaryError, match="3 layout copies"):
         binaries.check_binaries(only=[name], out_dir=out, layouts=want)
 
 
@@ -489,7 +490,7 @@ def test_a_kept_object_whose_header_changed_or_whose_bytes_are_torn_is_compiled_
     recorded = again.binaries["ptr_ring_test-mine"].inputs
     assert recorded[str(header.resolve())] != first.binaries["ptr_ring_test-mine"].inputs[str(header.resolve())]
     n = len(seen)
-    for o in (out / driver.OBJECT_CACHE).glob("*.o"):
+    for o in (out / OBJECT_CACHE).glob("*.o"):
         o.write_bytes(b"torn")
     (out / ".stamps" / "ptr_ring_test-mine.json").unlink()
     driver.build_all(kernel_headers={"mine": str(header)}, only=["ptr_ring_test-mine"], out_dir=out)

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from ringlab.build.driver import RING_HEADERS, build_all
+from ringlab.build.driver import build_all
+from ringlab.build.targets import RING_HEADERS
 from ringlab.schema import COUNTER_EVENTS
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ringlab.build.driver import RING_HEADERS, BuildError, build_all
+from ringlab.build.driver import BuildError, build_all
+from ringlab.build.targets import RING_HEADERS
 
 VARIANTS = list(RING_HEADERS)
 SIZES = [2, 3, 16, 17, 1000, 1024]

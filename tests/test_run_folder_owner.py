@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1] / "ringlab"
 
 #: (module, function) -> what it writes; none of these files is in a run folder
 NOT_RUN_FOLDERS = {
-    ("build/driver.py", "_compile"): "build/bin/ build stamps",
+    ("build/stamps.py", "write_stamp"): "build/bin/ build stamps",
     ("build/native.py", "_file_lock"): "the lock file of the cffi module cache",
     ("build/sourceset.py", "write_json"): "build/bin/NAME.source.json",
     ("sources/header_cache.py", "store"): "build/ cache of kernel headers",
@@ -49,8 +49,8 @@ NOT_RUN_FOLDERS = {
     ("run/machine.py", "_open_lock"): "CPU lock files cpuN.lock in the lock folder",
     ("lab/results_index.py", "_write"): "results/README.md and results/LOCAL.md, the results indexes",
     ("lab/results_index.py", "mark_local"): "results/<experiment>/<host>/.gitignore of a local host folder",
-    ("build/driver.py", "_compile_link"): "build/unprivileged/<job>/header/: the compile's copy of a kernel header",
-    ("build/driver.py", "_compile_copies"): "the pad sources of a binary of layout copies, in its build work folder",
+    ("build/compile.py", "_compile_link"): "build/unprivileged/<job>/header/: the compile's copy of a kernel header",
+    ("build/compile.py", "_compile_copies"): "the pad sources of a binary of layout copies, in its build work folder",
     ("build/shared_objects.py", "write_new"): "an object another binary of the same build compiled, into this one's "
                                        "build work folder",
     ("build/shared_objects.py", "_write_atomic"): "build/bin/.objects/: compiled objects and their input hashes, "

@@ -57,7 +57,7 @@ def test_stale_binary_refused_and_failed_build_removes_it(out):
     B.build_all(kernel_headers={"k": str(MAIN)}, out_dir=out, only=["ptr_ring_test-k"])
     old = sha256_file(out / "ptr_ring_test-k")
     # another header under the same NAME, without building: refused, naming both hashes
-    with pytest.raises(B.StaleBinaryError) as e:
+    with pytest.raises(BIN.StaleBinaryError) as e:
         BIN.check_binaries(kernel_headers={"k": str(V48)}, out_dir=out, only=["ptr_ring_test-k"])
     msg = str(e.value)
     rec = json.loads((out / "ptr_ring_test-k.source.json").read_text())
@@ -89,15 +89,15 @@ def test_replaced_binary_or_changed_harness_refused(out, tmp_path, monkeypatch):
     monkeypatch.setattr(B.paths, "CSRC", csrc)
     B.build_all(out_dir=out, only=["ptr_ring_test-batch"])
     BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
-    with pytest.raises(B.StaleBinaryError, match="compile flags"):
+    with pytest.raises(BIN.StaleBinaryError, match="compile flags"):
         BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"], cflags="-O3")
     main_c = csrc / "harness" / "ptr_ring_main.c"
     main_c.write_text(main_c.read_text() + "\n/* changed */\n")
-    with pytest.raises(B.StaleBinaryError, match="csrc/harness/ptr_ring_main.c"):
+    with pytest.raises(BIN.StaleBinaryError, match="csrc/harness/ptr_ring_main.c"):
         BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
     B.build_all(out_dir=out, only=["ptr_ring_test-batch"])
     (out / "ptr_ring_test-batch").write_bytes(b"#!/bin/sh\n")
-    with pytest.raises(B.StaleBinaryError, match="is not the binary"):
+    with pytest.raises(BIN.StaleBinaryError, match="is not the binary"):
         BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
 
 
@@ -148,7 +148,7 @@ def test_git_and_patched_variants_by_source_hash(out, tmp_path):
     again = BIN.check_binaries(kernel_headers=parsed, out_dir=out, only=["ptr_ring_test-g2", "ptr_ring_test-p"])
     assert again.header_sources["p"]["kind"] == "patch" and again.header_sources["g2"]["rev"] == "v2"
     assert again.source_sha256["ptr_ring_test-p"] == h["ptr_ring_test-p"]
-    with pytest.raises(B.StaleBinaryError, match="variant p"):
+    with pytest.raises(BIN.StaleBinaryError, match="variant p"):
         BIN.check_binaries(kernel_headers={"p": f"git:{repo}@v1"}, out_dir=out, only=["ptr_ring_test-p"])
 
 
@@ -156,13 +156,13 @@ def test_declare_built(out, tmp_path):
     out.mkdir(parents=True)
     fake = out / "ptr_ring_test-batch"
     fake.write_text("#!/bin/sh\n")
-    with pytest.raises(B.StaleBinaryError, match="no source record"):
+    with pytest.raises(BIN.StaleBinaryError, match="no source record"):
         BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
     BIN.declare_built(["ptr_ring_test-batch"], out_dir=out)
     info = BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
     assert "csrc/rings/ptr_ring_batch.h" in info.binaries["ptr_ring_test-batch"].source_files
     fake.write_text("#!/bin/sh\nexit 1\n")
-    with pytest.raises(B.StaleBinaryError, match="is not the binary"):
+    with pytest.raises(BIN.StaleBinaryError, match="is not the binary"):
         BIN.check_binaries(out_dir=out, only=["ptr_ring_test-batch"])
 
 

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from ringlab import run as runner
-from ringlab.build.driver import RING_HEADERS, build_all
+from ringlab.build.driver import build_all
+from ringlab.build.targets import RING_HEADERS
 from ringlab.errors import ParamError
 from ringlab.experiments import get
 from ringlab.experiments.base import TrialSpec

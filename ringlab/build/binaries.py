@@ -16,10 +16,16 @@ from ringlab import paths
 from ringlab.digest import sha256_file
 from ringlab.build.binutils import binary_size
 from ringlab.build.cflags import BuildError
-from ringlab.build.driver import BinaryInfo, BuildInfo, StaleBinaryError, BuildJob, plan_jobs
+from ringlab.build.compile import BinaryInfo
+from ringlab.build.driver import BuildInfo, plan_jobs
 from ringlab.build.layouts import Layout, base_name
 from ringlab.build.sourceset import (hashed_flags, label_path, source_label, source_record_path, source_set,
                                write_json)
+from ringlab.build.targets import BuildJob
+
+
+class StaleBinaryError(BuildError):
+    """A binary on disk was not built from the source set a run asks for."""
 
 
 def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: str | list[str] = "",

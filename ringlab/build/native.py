@@ -51,7 +51,7 @@ from ringlab.errors import RunnerError
 from ringlab.build import driver
 from ringlab.build.binutils import compiler_version
 from ringlab.build.cflags import BuildError
-from ringlab.build.driver import RING_HEADERS
+from ringlab.build.targets import RING_HEADERS
 from ringlab.sources import kernel_header as kh
 from ringlab.system import privilege
 
