@@ -57,3 +57,43 @@ def test_a_wrong_row_is_seen():
     text = (ROOT / "docs" / "architecture.md").read_text().replace("| system | base |", "| system | rundir, base |")
     doc = documented(text)
     assert doc["system"] != actual(ROOT / "ringlab", doc)["system"]
+
+
+def row_contracts(pyproject: str) -> dict[str, set[str]]:
+    """{layer: the lower layers its forbidden contract names} from pyproject.toml's contracts
+    named "<layer> imports only ... (docs/architecture.md)"."""
+    import tomllib
+    out = {}
+    for c in tomllib.loads(pyproject)["tool"]["importlinter"]["contracts"]:
+        m = re.match(r"(\w+) imports only .* \(docs/architecture\.md\)$", c["name"])
+        if m:
+            assert c["type"] == "forbidden" and c["source_modules"] == [f"ringlab.{m.group(1)}"], c
+            out[m.group(1)] = {f.split(".")[1] for f in c["forbidden_modules"]}
+    return out
+
+
+def implied(doc: dict[str, set[str]], layers: list[str]) -> dict[str, set[str]]:
+    """What each table row forbids: the layers below it (the layers contract's order) it does not name."""
+    return {layer: {b for b in layers[layers.index(layer) + 1:] if b not in doc[layer]} for layer in doc}
+
+
+def _layer_order(pyproject: str) -> list[str]:
+    import tomllib
+    first = tomllib.loads(pyproject)["tool"]["importlinter"]["contracts"][0]
+    assert first["type"] == "layers"
+    return [x.split(".")[1] for x in first["layers"] if x.startswith("ringlab.") and "|" not in x and x != "ringlab.errors"]
+
+
+def test_the_import_linter_contracts_are_the_table():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    doc = documented((ROOT / "docs" / "architecture.md").read_text())
+    want = {k: v for k, v in implied(doc, _layer_order(pyproject)).items() if v}
+    assert row_contracts(pyproject) == want
+
+
+def test_a_contract_that_drifts_from_the_table_is_seen():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    doc = documented((ROOT / "docs" / "architecture.md").read_text().replace("| system | base |",
+                                                                             "| system | rundir, base |"))
+    want = {k: v for k, v in implied(doc, _layer_order(pyproject)).items() if v}
+    assert row_contracts(pyproject) != want
