@@ -272,3 +272,19 @@ def test_endpoints_decided():
     assert not steps.endpoints_decided([{"error": "x"}], 2.0)
     # called but smaller than the threshold, its CI within it: no change that large, decided
     assert steps.endpoints_decided([small, flat], 2.0) and not steps.endpoints_decided([small, wide], 2.0)
+
+
+def test_a_step_takes_its_share_of_its_own_endpoints_effect():
+    """A noisy endpoint check (+16%) must not make the commit that carries the whole +8% unclear:
+    the step's own bad-vs-good (+8.5%, called) is what its share is of."""
+    step0 = {"delta_pct": 16.4, "ci_low_pct": 5.0, "ci_high_pct": 29.2}
+    own = {"delta_pct": 8.5, "ci_low_pct": 7.2, "ci_high_pct": 9.8, "holm_ci_low_pct": 7.0, "holm_ci_high_pct": 10.0}
+    vs_good = {"delta_pct": 8.0, "ci_low_pct": 6.8, "ci_high_pct": 9.1}
+    vs_bad = {"delta_pct": -0.5, "ci_low_pct": -1.6, "ci_high_pct": 0.6}
+    assert steps.classify(vs_good, vs_bad, 1, step0["delta_pct"]) == "unclear"      # 8.0 / 16.4 < 1/2
+    assert steps.endpoint_effect(own, step0, 1) == 8.5
+    assert steps.classify(vs_good, vs_bad, 1, steps.endpoint_effect(own, step0, 1)) == "bad"
+    # the step's own estimate not called (or an error): step 0's is kept
+    wide = {"delta_pct": 3.0, "ci_low_pct": -2.0, "ci_high_pct": 8.0}
+    assert steps.endpoint_effect(wide, step0, 1) == 16.4
+    assert steps.endpoint_effect({"error": "x"}, step0, 1) == 16.4

@@ -214,8 +214,10 @@ class Bisect:
         st, metric, group = self.state, self.state["metric"], self.state["endpoints"].get("group")
         record["vs_good"] = steps.effect(df, "good", "candidate", metric, group)
         record["vs_bad"] = steps.effect(df, "bad", "candidate", metric, group)
-        record["status"] = steps.classify(record["vs_good"], record["vs_bad"], st["endpoints"]["direction"],
-                                          st["endpoints"].get("delta_pct"))
+        record["endpoints"] = steps.effect(df, "good", "bad", metric, group)
+        direction = st["endpoints"]["direction"]
+        record["status"] = steps.classify(record["vs_good"], record["vs_bad"], direction,
+                                          steps.endpoint_effect(record["endpoints"], st["endpoints"], direction))
         return record["status"]
 
     def confirm(self) -> dict:

@@ -8,7 +8,8 @@ lower-is-better metric; G = candidate vs good, B = candidate vs bad, each with t
 * ``looks_bad``:  G's CI excludes 0 on the regression's side (the candidate carries the change);
 * ``looks_good``: B's CI excludes 0 on the other side (the candidate lacks it);
 * **good** = looks_good and not looks_bad, with G's estimate below half of the endpoints' effect
-  (bad against good); **bad** = looks_bad and not looks_good, with G's estimate at least half of
+  (bad against good, in the step's own rounds where it calls it, else step 0's:
+  ``endpoint_effect``); **bad** = looks_bad and not looks_good, with G's estimate at least half of
   it (a layout moving a candidate by a point or two is not a regression of ten);
   **unclear** = neither (too few rounds to tell) or both (the candidate sits between the
   endpoints: part of the change).
@@ -113,6 +114,18 @@ def share_of_endpoint(vs_good: dict, endpoint_pct) -> float | None:
     if d is None or endpoint_pct is None or not math.isfinite(d) or not endpoint_pct:
         return None
     return d / endpoint_pct
+
+
+def endpoint_effect(in_step: dict, confirmed: dict, direction: int) -> float | None:
+    """The endpoints' effect a step's share is taken of: bad against good in the step's own rounds
+    (``in_step``: every step measures both endpoints beside the candidate) where that step calls it
+    in the regression's direction, else the endpoint check's (``confirmed``, step 0).  Step 0's
+    estimate alone can be far off when its rounds were noisy, and halving a wrong effect mislabels
+    the commit that carries all of it."""
+    d = in_step.get("delta_pct") if "error" not in in_step else None
+    if d is not None and math.isfinite(d) and ci_excludes_zero(in_step, direction):
+        return float(d)
+    return confirmed.get("delta_pct")
 
 
 def classify(vs_good: dict, vs_bad: dict, direction: int, endpoint_pct: float | None = None) -> str:
