@@ -25,10 +25,20 @@ History of SCHEMA_VERSION:
      fixed build), ``ring_offset`` and ``env_pad`` (placement block: the trial's seeded
      data layout).  Files of versions 1 and 2 have none of them: one fixed build, the ring
      where the harness put it and the environment as it was (readers treat ``layout`` as 0).
+  4  run constants kept once in env.json instead of on every row.  ``run_id``, ``experiment``
+     and ``host`` (``RUN_CONSTANT_COLUMNS``: one value per run by construction) are no longer
+     written: env.json's ``run_constants`` holds {column: cell}.  ``counter_errors``,
+     ``binary_sha256`` and ``source_sha256`` (``REF_COLUMNS``: long text with few values in a
+     run, but not constant by construction: a failed or callgrind trial has no counter_errors, a
+     counter can fail to open in one trial, a binary rebuilt before a --resume hashes anew) are
+     written as ``<column>_ref``, in the column's place: the index of the row's cell in env.json's
+     ``raw_values`` {column: [cell, ...]}.  The reader (``ringlab.rundir.read_raw``) fills both
+     back, so every frame has the version-3 columns in the version-3 order; files of versions 1-3
+     read unchanged, and a --resume keeps writing the layout its raw.csv's header has.
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Identification columns, always first.
 ID_COLUMNS = [
@@ -108,6 +118,14 @@ SYSTEM_COLUMNS = [
     "binary_sha256",     # str: sha256 of the executable that ran the trial
     "wall_s",            # float: wall time of the whole trial process, seconds
 ]
+
+#: Columns raw.csv (version 4) leaves out: one value per run by construction, kept in env.json's
+#: ``run_constants`` {column: cell} (``ringlab.rundir.read_raw`` fills them back in).
+RUN_CONSTANT_COLUMNS = ("run_id", "experiment", "host")
+#: Text columns raw.csv (version 4) writes as ``<column>_ref``: the index of the row's cell in
+#: env.json's ``raw_values`` {column: [cell, ...]} (``ringlab.rundir.read_raw`` fills them back in).
+REF_COLUMNS = ("counter_errors", "binary_sha256", "source_sha256")
+REF_SUFFIX = "_ref"
 
 #: Columns that are never parameters.
 NON_PARAM_COLUMNS = set(

@@ -20,6 +20,7 @@ from ringlab.errors import DataError
 
 from tests.fakes.cli_runs import in_process_run
 from tests.fakes.corpus import Case, check_refused, git_status
+from tests.fakes.raw_versions import as_version_3
 from tests.test_bad_inputs import GOOD_PARAMS, _put, _raw_edit, _set_cell
 
 COMPARE = ["compare", "RUN/raw.csv", "--baseline", "batch"]
@@ -32,6 +33,15 @@ RUN = ["run", "ptr_ring", "--no-build", "--no-progress", "--out", "OUT"]
 
 def _write_rows(header, rows) -> str:
     return "\n".join(",".join(r) for r in [header] + rows) + "\n"
+
+
+def _version_3(setup):
+    """``setup`` on the run folder rewritten as schema version 3 (every column on every row: the
+    run constants that version 4 keeps in env.json included)."""
+    def v3(tmp: Path, run: Path) -> None:
+        as_version_3(run)
+        setup(tmp, run)
+    return v3
 
 
 def _dup_column(col: str):
@@ -135,16 +145,17 @@ def _raw_cases() -> list[Case]:
         out.append(Case(f"summarize-raw-{col}-{label}", SUMMARIZE, "RUN/raw.csv", _set_cell(col, value), True))
         out.append(Case(f"mail-raw-{col}-{label}", MAIL, "RUN/raw.csv", _set_cell(col, value), True))
     for col in DUP_COLUMNS:
-        out.append(Case(f"compare-raw-dup-{col}", COMPARE, "RUN/raw.csv", _dup_column(col), True))
+        out.append(Case(f"compare-raw-dup-{col}", COMPARE, "RUN/raw.csv", _version_3(_dup_column(col)), True))
     for col in ("ns_per_op", "run_id"):
-        out.append(Case(f"summarize-raw-dup-{col}", SUMMARIZE, "RUN/raw.csv", _dup_column(col), True))
+        out.append(Case(f"summarize-raw-dup-{col}", SUMMARIZE, "RUN/raw.csv", _version_3(_dup_column(col)), True))
     for col, value in MIXED:
         for cmd, argv in (("compare", COMPARE), ("summarize", SUMMARIZE), ("mail", MAIL)):
-            out.append(Case(f"{cmd}-raw-mixed-{col}", argv, "RUN/raw.csv", _set_cell(col, value, row=2), True))
+            out.append(Case(f"{cmd}-raw-mixed-{col}", argv, "RUN/raw.csv",
+                            _version_3(_set_cell(col, value, row=2)), True))
     # the UTF-8 bytes of a lone surrogate are not UTF-8
     out.append(Case("compare-raw-surrogate-bytes", COMPARE, "RUN/raw.csv",
                     lambda tmp, run: (run / "raw.csv").write_bytes(
-                        (run / "raw.csv").read_bytes().replace(b",reorder,", b",re\xed\xb3\xbforder,", 1)), True))
+                        (run / "raw.csv").read_bytes().replace(b"reorder,", b"re\xed\xb3\xbforder,", 1)), True))
     for cmd, argv in (("compare", COMPARE), ("summarize", SUMMARIZE), ("mail", MAIL)):
         for kind in ("fifo", "device"):
             out.append(Case(f"{cmd}-raw-{kind}", argv, "RUN/raw.csv", _special("RUN/raw.csv", kind), True))
@@ -312,6 +323,7 @@ def test_bad_input_exits_2_with_one_line(good_run, git_before, tmp_path, monkeyp
 # -- size ---------------------------------------------------------------------------------------------
 def _big_raw(good: Path, dest: Path, rows: int) -> None:
     """A raw.csv of ``rows`` trial rows: the good run's rows repeated with fresh trial numbers."""
+    shutil.copy(good / "env.json", dest.parent / "env.json")   # a version-4 raw.csv's constants
     lines = (good / "raw.csv").read_text().splitlines()
     header, body = lines[0].split(","), [ln.split(",") for ln in lines[1:]]
     ti, ri = header.index("trial"), header.index("round")

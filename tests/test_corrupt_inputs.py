@@ -39,8 +39,8 @@ def _corpus(good: Path) -> dict[str, tuple[str, bytes, str]]:
     row[ti] = "two"
     bad_trial = b"".join(lines[:2]) + (",".join(row) + "\n").encode() + b"".join(lines[3:])
     return {
-        "non_utf8": ("raw.csv", b"".join(lines[:2]) + lines[2].replace(b",batch,", b",b\xffatch,")
-                     .replace(b",reorder,", b",re\xfforder,") + b"".join(lines[3:]), "line 3"),
+        "non_utf8": ("raw.csv", b"".join(lines[:2]) + lines[2][:2] + b"\xff" + lines[2][2:] + b"".join(lines[3:]),
+                     "line 3"),
         "bad_trial": ("raw.csv", bad_trial, "line 3: column 'trial' is 'two'; expected an integer"),
         "short_row": ("raw.csv", b"".join(lines[:2]) + b"x,y,z\n" + b"".join(lines[2:]), "line 3: 3 fields"),
         "header_only": ("raw.csv", lines[0], "line 1: a header and no rows"),
@@ -98,7 +98,7 @@ def test_torn_last_line_is_an_error_for_readers_and_left_out_for_the_run(good_ru
 
 def test_old_files_get_round_from_trial(good_run, tmp_path):
     import pandas as pd
-    df = pd.read_csv(good_run / "raw.csv").drop(columns=["round"])
+    df = rundir.read_raw(good_run / "raw.csv", strict=False).drop(columns=["round"])
     df.to_csv(tmp_path / "raw.csv", index=False)
     old = rundir.read_raw(tmp_path / "raw.csv")
     assert (old["round"] == old["trial"]).all()

@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from fakes import write_procfs
+from ringlab import rundir
 from ringlab.lab import cli
 from ringlab.errors import CpuBusyError, UnsafeDirError
 from ringlab.run import machine
@@ -144,7 +145,7 @@ def test_run_warns_about_other_work_and_records_it(fakebin, tmp_path, monkeypatc
     assert any("other work is running on the measured CPUs (hog (PID 4242, CPU 1))" in m for m in logs)
     env = json.loads(res.env_json.read_text())
     assert env["quiet"]["other_runnable"] == 1 and any("hog" in w for w in env["warnings"])
-    df = pd.read_csv(res.raw_csv)
+    df = rundir.read_raw(res.raw_csv, strict=False)
     assert df["procs_running"].eq(2).all() and df["load1"].eq(0.5).all()
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ringlab import rundir
 from ringlab.tools import kmod
 from ringlab.tools import kmod_perf
 from ringlab.system import modules
@@ -82,7 +83,7 @@ def _run(fk, params, name="run", **kw):
          "warmup": 0, "profile": "smoke"}
     p.update(params)
     res = run_experiment("kmod", p, fk.tmp / name, progress=False, build=False, log=lambda m: None, **kw)
-    return res, pd.read_csv(res.raw_csv)
+    return res, rundir.read_raw(res.raw_csv, strict=False)
 
 
 # -- parsing -------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ringlab import rundir
 from ringlab.build import layouts as L
 from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
@@ -123,7 +124,7 @@ def test_trials_are_pinned_timed_and_written(tmp_path, build_dir, monkeypatch):
                 "batch": 4, "param": 2, "cpus": f"{cpus[0]}:{cpus[1]}", "trials": 2, "warmup": 0,
                 "profile": "smoke", "layouts": 1}, tmp_path / "run")
     assert res.counts == {"ok": 4}
-    df = pd.read_csv(res.raw_csv)
+    df = rundir.read_raw(res.raw_csv, strict=False)
     assert set(df["variant"]) == {"mine"} and set(df["ring"]) == {"ptr_ring", "noring"}
     assert (df["count"] == 1000).all() and (df["ring_size"] == 64).all()
     assert (df["ns_per_op"] == df["elapsed_ns"] / 1000).all() and (df["ns_per_op"] > 0).all()
@@ -146,7 +147,7 @@ def test_crash_and_abort_are_recorded(tmp_path, build_dir, monkeypatch):
     monkeypatch.setenv("FAKE_RINGTEST_ABORT", "1")
     res = _run({"tree": str(tree), "cpus": "none", "trials": 1, "warmup": 0, "profile": "smoke"},
                tmp_path / "run")
-    df = pd.read_csv(res.raw_csv)
+    df = rundir.read_raw(res.raw_csv, strict=False)
     assert res.counts == {"crash": 1}
     assert df["exit_code"].iloc[0] == 128 + 6 and "signal 6" in df["stderr_tail"].iloc[0]
 
@@ -159,7 +160,7 @@ def test_ab_between_two_trees_and_two_git_revisions(tmp_path, build_dir):
     b = write_fake_ringtest_tree(tmp_path / "b", generation=2)
     res = _run({"tree": f"A={a},B={b}", "cpus": "none", "run_cycles": 100, "trials": 3, "warmup": 0,
                 "profile": "smoke", "layouts": 1}, tmp_path / "run1")
-    df = pd.read_csv(res.raw_csv)
+    df = rundir.read_raw(res.raw_csv, strict=False)
     assert set(df["variant"]) == {"A", "B"}
     sha = df.groupby("variant")["source_sha256"].unique()
     assert len(sha["A"]) == 1 and len(sha["B"]) == 1 and sha["A"][0] != sha["B"][0]
@@ -180,7 +181,7 @@ def test_ab_between_two_trees_and_two_git_revisions(tmp_path, build_dir):
     before = _snapshot(repo)
     res = _run({"tree": f"old=git:{repo}@HEAD~1,new=git:{repo}@HEAD", "cpus": "none", "run_cycles": 100,
                 "trials": 2, "warmup": 0, "profile": "smoke", "layouts": 1}, tmp_path / "run2")
-    df2 = pd.read_csv(res.raw_csv)
+    df2 = rundir.read_raw(res.raw_csv, strict=False)
     assert res.counts == {"ok": 4}
     sha2 = df2.groupby("variant")["source_sha256"].first()
     assert sha2["old"] == sha["A"][0] and sha2["new"] == sha["B"][0], "a revision exports exactly its files"
@@ -241,7 +242,7 @@ def test_layouts_build_each_alignment_and_run_the_rounds_pair(tmp_path, build_di
     aligns = [L.layout_spec(seed, "mine", k).align for k in range(3)]
     res = _run({"tree": f"mine={tree}", "rings": "ptr_ring,noring", "cpus": "none", "run_cycles": 100,
                 "trials": 6, "warmup": 0, "layouts": 3, "seed": seed, "profile": "smoke"}, tmp_path / "run")
-    df = pd.read_csv(res.raw_csv)
+    df = rundir.read_raw(res.raw_csv, strict=False)
     assert res.counts == {"ok": 12}
     assert df["layout"].tolist() == [P.round_layout(seed, r, 3) for r in df["round"]]
     assert sorted(df["layout"].unique()) == [0, 1, 2]
@@ -268,7 +269,7 @@ def test_tarball_tree_is_exported_into_build(tmp_path, build_dir):
         tf.add(src, arcname="linux-9.9")
     res = _run({"tree": str(tb), "cpus": "none", "run_cycles": 100, "trials": 1, "warmup": 0,
                 "profile": "smoke"}, tmp_path / "run")
-    df = pd.read_csv(res.raw_csv)
+    df = rundir.read_raw(res.raw_csv, strict=False)
     assert res.counts == {"ok": 1} and df["variant"].iloc[0] == "linux-9.9"
     assert list((build_dir / "kernel-src").glob("linux-9.9-*/tools/virtio/ringtest/Makefile"))
 
@@ -321,7 +322,7 @@ def test_real_ptr_ring_trials_run(tmp_path):
     res = run_experiment("ringtest", {"tree": "debian:linux-source-6.1", "rings": "ptr_ring",
                                       "run_cycles": 100_000, "trials": 2, "warmup": 0, "profile": "smoke"},
                          tmp_path / "run", progress=False, build=False, log=lambda m: None)
-    df = pd.read_csv(res.raw_csv)
+    df = rundir.read_raw(res.raw_csv, strict=False)
     assert res.counts == {"ok": len(df)} and len(df) >= 2
     assert (df["ns_per_op"] > 0).all() and (df["count"] == 100_000).all()
     assert (df["variant"] == "linux-source-6.1").all()

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ringlab import rundir
 from ringlab.lab import cli
 from ringlab import run as runner
 from ringlab.experiments.base import TrialSpec
@@ -65,7 +66,7 @@ def test_run_order_deterministic_and_interleaved(fakebin, tmp_path):
     run(params, tmp_path / "b")
     run({**params, "seed": 6}, tmp_path / "c")
     key = ["variant", "mode", "trial"]
-    da, db, dc = (pd.read_csv(tmp_path / d / "raw.csv") for d in "abc")
+    da, db, dc = (rundir.read_raw(tmp_path / d / "raw.csv", strict=False) for d in "abc")
     assert da[key].values.tolist() == db[key].values.tolist()
     assert da[key].values.tolist() != dc[key].values.tolist()
     assert da["order"].tolist() == list(range(len(da)))
@@ -89,7 +90,7 @@ def test_crash_timeout_garbage_recorded_and_run_continues(fakebin, tmp_path, mon
     monkeypatch.setenv("FAKE_HANG", "spsc")
     monkeypatch.setenv("FAKE_GARBAGE", "prebatch")
     res = run({"modes": "0", "trials": 1, "warmup": 0, "timeout": 0.5}, tmp_path / "r")
-    df = pd.read_csv(res.raw_csv).set_index("variant")
+    df = rundir.read_raw(res.raw_csv, strict=False).set_index("variant")
     assert df.loc["batch", "status"] == "ok"
     assert df.loc["reorder", "status"] == "crash"
     assert df.loc["reorder", "exit_code"] == -6          # SIGABRT
@@ -106,7 +107,7 @@ def test_crash_timeout_garbage_recorded_and_run_continues(fakebin, tmp_path, mon
 def test_nonzero_exit_recorded(fakebin, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_EXIT", "batch:3")
     res = run({"variants": "batch", "modes": "0", "trials": 1, "warmup": 0}, tmp_path / "r")
-    row = pd.read_csv(res.raw_csv).iloc[0]
+    row = rundir.read_raw(res.raw_csv, strict=False).iloc[0]
     assert (row["status"], row["exit_code"]) == ("crash", 3)
 
 
@@ -133,7 +134,7 @@ def test_timeout_kills_the_whole_process_group(fakebin, tmp_path, monkeypatch):
 # -- rows -------------------------------------------------------------------------------------
 def test_repeats_warmup_and_counters(fakebin, tmp_path):
     res = run({"variants": "batch", "modes": "0,1", "trials": 2, "warmup": 1, "repeats": 3}, tmp_path / "r")
-    df = pd.read_csv(res.raw_csv)
+    df = rundir.read_raw(res.raw_csv, strict=False)
     assert len(df) == 2 * 3 * 3
     assert sorted(df["iteration"].unique()) == [0, 1, 2]
     # each process (trial) contributes its 3 iterations with one order number
@@ -155,7 +156,7 @@ def test_repeats_warmup_and_counters(fakebin, tmp_path):
 def test_derived_counter_columns(fakebin, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_HW_COUNTERS", "1")
     res = run({"variants": "batch", "modes": "0", "trials": 1, "warmup": 0}, tmp_path / "r")
-    row = pd.read_csv(res.raw_csv).iloc[0]
+    row = rundir.read_raw(res.raw_csv, strict=False).iloc[0]
     assert row["ipc"] == pytest.approx(2.0)
     assert row["cycles_per_op"] == pytest.approx(3.0 * row["ns_per_op"])
     assert row["instructions_per_op"] == pytest.approx(6.0 * row["ns_per_op"])
@@ -167,7 +168,7 @@ def test_derived_counter_columns(fakebin, tmp_path, monkeypatch):
 def test_counters_off_passes_none(fakebin, tmp_path):
     from ringlab.experiments.ptr_ring import PtrRing
     res = run({"variants": "batch", "modes": "0", "trials": 1, "warmup": 0, "counters": "false"}, tmp_path / "r")
-    row = pd.read_csv(res.raw_csv).iloc[0]
+    row = rundir.read_raw(res.raw_csv, strict=False).iloc[0]
     assert row["counter_errors"] == "all: counters not read"
     env = json.loads(res.env_json.read_text())
     assert env["parameters"]["counters"] is False
@@ -212,7 +213,7 @@ def test_governor_report_recorded_with_fake_sysfs(fakebin, tmp_path, monkeypatch
                "governor": "true"}, tmp_path / "r")
     env = json.loads(res.env_json.read_text())
     assert "governor" in env["governor"] or "reason" in env["governor"]
-    assert pd.read_csv(res.raw_csv)["status"].eq("ok").all()
+    assert rundir.read_raw(res.raw_csv, strict=False)["status"].eq("ok").all()
 
 
 # -- bad input --------------------------------------------------------------------------------
@@ -314,7 +315,7 @@ def test_shell_metacharacters_never_reach_a_shell(fakebin, tmp_path, monkeypatch
                  cflags=cflags)
     res = run({"variants": "batch,mine", "modes": "0", "trials": 1, "warmup": 0, "cflags": cflags,
                "kernel_headers": f"mine={header}"}, out)
-    df = pd.read_csv(res.raw_csv)
+    df = rundir.read_raw(res.raw_csv, strict=False)
     assert set(df["variant"]) == {"batch", "mine"} and df["status"].eq("ok").all()
     env = json.loads(res.env_json.read_text())
     assert env["parameters"]["cflags"] == cflags
@@ -358,7 +359,7 @@ def test_runner_records_c2c_per_pair(fakebin, tmp_path, c2c_exe):
         pytest.skip("needs two CPUs")
     shutil.copy(c2c_exe, fakebin / "c2c_latency")
     res = run({"variants": "batch", "modes": "0,1", "trials": 1, "warmup": 0, "cpus": "auto"}, tmp_path / "r")
-    df = pd.read_csv(res.raw_csv)
+    df = rundir.read_raw(res.raw_csv, strict=False)
     pair = df[df["mode"] == 1]
     assert pair["c2c_latency_ns"].notna().all() and (pair["c2c_latency_ns"] > 0).all()
     assert df[df["mode"] == 0]["c2c_latency_ns"].isna().all()

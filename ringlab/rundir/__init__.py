@@ -16,13 +16,18 @@ env.json (``ENV_VERSION`` 2) is nested: run metadata at the top, the machine
 (``ringlab.system.envinfo.collect()``) under ``"environment"``::
 
     {"env_version": 2, "kind": "run" | "environment" | "compare-runs",
-     "schema_version": 2, "ringlab_version", "run_id", "experiment", "host", "pid",
+     "schema_version": 4, "ringlab_version", "run_id", "experiment", "host", "pid",
      "started_utc", "ended_utc", "resumed_utc": [...],
      "status": "running" | "complete" | "failed" | "interrupted" | "skipped",
      "status_reason", "trials": {"planned", "ok", "failed", "timeout", "skipped"},
      "parameters", "command", "git", "build", "binaries_used", "plan", "governor",
      "cpu_lock", "quiet", "c2c_latency_ns", "warnings", "skipped_reason",
+     "run_constants": {column: text}, "raw_values": {column: [text, ...]},
      "environment": {...}}
+
+``schema_version`` is the layout of the folder's raw.csv; from version 4 raw.csv keeps its run
+constants in ``run_constants`` and ``raw_values`` (``rawconstants.py``), written before the
+first row that needs them, and ``read_raw`` fills them back.
 
 Older files are read as well: version-1 run folders (the same nesting, no
 ``env_version``), flat environment runs (``envinfo.collect()`` at the top) and
@@ -46,7 +51,8 @@ the summary files and the executed notebook; every reader outside this package g
 
 Files: ``rawcsv.py`` (the crash-safe appender, ``repair_csv``, ``read_raw``,
 ``read_done``, ``resume_keys``: the one header check of a resume), ``rawrows.py`` (the checks of
-raw.csv's header and rows), ``envjson.py`` (atomic write, ``read_env``), ``run.py`` (``Run``),
+raw.csv's header and rows), ``rawconstants.py`` (the run constants version 4 keeps in env.json),
+``envjson.py`` (atomic write, ``read_env``), ``run.py`` (``Run``),
 ``baseline.py`` (``pick_baseline``); this module holds the folder, its lock and its status.
 """
 from __future__ import annotations
@@ -65,8 +71,10 @@ from ringlab.errors import DataError, DiskFullError, ParamError, RunLockedError
 from ringlab.rundir.files import (LOG_FILES, TEXT_FILES, append_line, write_bytes, write_csv, write_figure,
                                   write_text)
 from ringlab.rundir.envjson import ENV_VERSION, RunEnv, atomic_write_json, read_env
-from ringlab.rundir.rawcsv import (CsvSink, count_file, count_trials, read_done, read_raw, repair_csv,
+from ringlab.rundir.rawcsv import (CsvSink, cells, count_file, count_trials, read_done, read_raw, repair_csv,
                                   require_metric, resume_keys)
+from ringlab.rundir.rawconstants import RawConstants, stored_columns
+from ringlab.schema import SCHEMA_VERSION
 from ringlab.rundir.baseline import pick_baseline, run_variants
 from ringlab.rundir.run import COMPARE_CSV, ENV_JSON, RAW_CSV, SUMMARY_CSV, SUMMARY_MD, Run, raw_experiment
 
@@ -167,6 +175,8 @@ class RunFolder:
         self.final_status: str | None = None
         self._dirfd: int | None = None
         self._sink: CsvSink | None = None
+        self._columns: list[str] = []
+        self._constants: RawConstants | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def __enter__(self) -> "RunFolder":
@@ -253,7 +263,11 @@ class RunFolder:
         atomic_write_json(self.env_json, self.env)
 
     def open_csv(self, columns: list[str], config_keys: list[str], log=None) -> set:
-        """Open raw.csv for appending (repairing a torn last line on resume); the keys already done."""
+        """Open raw.csv for appending (repairing a torn last line on resume); the keys already done.
+
+        ``columns`` is the full layout (``schema.ordered_columns``).  A new raw.csv is written in
+        schema version 4 (``rawconstants``: the run constants in env.json, ``schema_version`` 4);
+        a resumed one keeps the layout its header has (a version-3 file gets full rows)."""
         if self.mode == "resume":
             removed = repair_csv(self.raw_csv)
             if removed and log:
@@ -261,14 +275,25 @@ class RunFolder:
         done, header = resume_keys(self.raw_csv, config_keys, columns)
         if header is not None:
             self.trials = count_file(self.raw_csv)
-        self._sink = CsvSink(self.raw_csv, columns)
+        self._columns = list(columns)
+        if header is None or header != columns:
+            self._constants = RawConstants(columns, self.env)
+            if header is None:
+                self.write_env(schema_version=SCHEMA_VERSION, **self._constants.env_fields())
+        self._sink = CsvSink(self.raw_csv, stored_columns(columns) if self._constants else columns)
         return done
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         """One trial's rows, written and flushed at once; the first row's status is counted."""
         if self._sink is None:
             raise RuntimeError("open_csv() first")
-        self._sink.write_rows(rows)
+        if self._constants is None:
+            self._sink.write_rows(rows)
+        else:
+            stored, changed = self._constants.encode(cells(rows, self._columns))
+            if changed:   # env.json holds every cell a written row refers to
+                self.write_env(**self._constants.env_fields())
+            self._sink.write_cells(stored)
         if rows:
             for k, v in count_trials([rows[0].get("status")]).items():
                 self.trials[k] += v

@@ -20,7 +20,7 @@ ENV_VERSION = 2
 #: env.json layouts this ringlab reads
 KNOWN_ENV_VERSIONS = (1, 2)
 #: raw.csv layouts (``ringlab.schema.SCHEMA_VERSION``) this ringlab reads
-KNOWN_SCHEMA_VERSIONS = (1, 2, 3)
+KNOWN_SCHEMA_VERSIONS = (1, 2, 3, 4)
 #: env.json larger than this is refused (a run's env.json is tens of kilobytes)
 MAX_ENV_BYTES = 16 << 20
 #: env.json nested deeper than this is refused (ringlab writes at most about 6 levels)
@@ -36,6 +36,7 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "binaries_used": (dict,), "plan": (dict,), "governor": (dict,), "cpu_lock": (dict,), "quiet": (dict,),
     "c2c_latency_ns": (dict,), "warnings": (list,), "skipped_reason": (str,), "environment": (dict,),
     "stopping": (dict,), "baseline": (str,), "measured_commands": (dict,),
+    "run_constants": (dict,), "raw_values": (dict,),
 }
 _JSON_NAMES = {int: "an integer", str: "a string", list: "a list", dict: "an object", float: "a number"}
 

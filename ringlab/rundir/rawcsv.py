@@ -32,6 +32,7 @@ from ringlab import schema
 from ringlab.errors import DISK_FULL_ERRNOS, DataError, RunnerError, disk_full
 from ringlab.rundir.rawrows import (INT_COLUMNS, LEGACY_COLUMNS, METRIC_COLUMNS, MAX_RAW_ROWS,  # noqa: F401
                                    check_rows, known_columns)
+from ringlab.rundir.rawconstants import fill_constants, is_stored_layout, stored_columns, stored_constants
 from ringlab.names import check_data_name, name_problem
 
 # -- raw.csv: writing ----------------------------------------------------------------------------
@@ -46,6 +47,11 @@ def _cell(v: Any) -> str:
     if "\n" in s or "\r" in s:
         s = s.replace("\r", "").replace("\n", "\\n")
     return s
+
+
+def cells(rows: list[dict[str, Any]], columns: list[str]) -> list[list[str]]:
+    """``rows`` as raw.csv cells, one per column of ``columns``."""
+    return [[_cell(r.get(c)) for c in columns] for r in rows]
 
 
 #: the longest a written row waits for fsync (seconds); close() syncs the rest
@@ -95,7 +101,11 @@ class CsvSink:
             raise
 
     def write_rows(self, rows: list[dict[str, Any]]) -> None:
-        self._write([[_cell(r.get(c)) for c in self.columns] for r in rows])
+        self._write(cells(rows, self.columns))
+
+    def write_cells(self, rows: list[list[str]]) -> None:
+        """Rows already as cells, one per header column (``cells``), in one write."""
+        self._write(rows)
 
     def sync(self) -> None:
         """fsync what was written since the last one (a failure here is the disk's: the write
@@ -170,7 +180,9 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
     (``METRIC_COLUMNS``) and the bounds of ``ringlab.rundir.rawrows``.  A torn last line (a
     killed run) is a DataError naming the line, unless ``torn_ok`` (the run itself, --resume),
     which leaves it out; ``strict=False`` (the run reading its own rows) skips the column and
-    value checks.  Files written before the ``round`` column existed get ``round`` = ``trial``.
+    value checks.  Files written before the ``round`` column existed get ``round`` = ``trial``;
+    files of schema version 4 get the columns env.json keeps (``rawconstants``) back, from the
+    env.json beside them, so every frame has the version-3 columns.
 
     Memory: the file is checked one row at a time and then parsed by pandas straight from the
     file, so a read holds the frame and the parser's buffers, never a copy of the text.
@@ -188,7 +200,10 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
             raise DataError(f"{path}: {size / 2**30:.1f} GiB, larger than the {MAX_RAW_BYTES >> 30} GiB a raw.csv "
                             "may hold; expected a raw.csv written by `ringlab run` (split the run)", input=path)
         with open(path, "rb") as f:
-            header, n_rows, torn = check_rows(path, f, required, torn_ok, strict)
+            stored = is_stored_layout(next(csv.reader([decode_utf8(path, f.readline())]), []))
+            consts, values = stored_constants(path) if stored else ({}, {})
+            f.seek(0)
+            header, n_rows, torn = check_rows(path, f, required, torn_ok, strict, consts.get("experiment"))
     except FileNotFoundError:
         raise DataError(f"{path}: no such file; expected a raw.csv written by `ringlab run`", input=path) from None
     except OSError as e:
@@ -198,6 +213,8 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
                          keep_default_na=True)
     except (ValueError, pd.errors.ParserError, OSError) as e:
         raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`", input=path) from None
+    if stored:
+        df = fill_constants(path, df, consts, values)
     check_raw_names(path, df)
     if "round" not in df.columns and "trial" in df.columns:
         df.insert(df.columns.get_loc("trial") + 1, "round", df["trial"])
@@ -289,11 +306,13 @@ def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None
 
 def resume_keys(path: Path, config_keys: list[str], columns: list[str]) -> tuple[set, list[str] | None]:
     """``read_done`` of the raw.csv a run resumes into, refused (``RunnerError``) when its header is
-    not ``columns``, this ringlab's raw.csv layout: the one header check of a resume."""
+    neither ``columns`` (the full layout, schema version 3) nor their version-4 layout
+    (``rawconstants.stored_columns``): the one header check of a resume.  A resumed run keeps
+    writing the layout its header has."""
     done, header = read_done(path, config_keys)
-    if header is not None and header != columns:
+    if header is not None and header not in (columns, stored_columns(columns)):
         raise RunnerError(f"{path}: its columns differ from this ringlab's raw.csv layout "
-                          f"(schema version {schema.SCHEMA_VERSION}); cannot resume into it",
+                          f"(schema version {schema.SCHEMA_VERSION}, or 3); cannot resume into it",
                           input=path)
     return done, header
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ringlab import schema
 from ringlab.errors import DataError
+from ringlab.rundir.rawconstants import has_column
 
 #: integer columns that every reader relies on
 INT_COLUMNS = ("trial", "round", "iteration", "order")
@@ -31,6 +32,7 @@ def known_columns() -> set[str]:
     """Every column a raw.csv may hold after the parameter columns: ``ringlab.schema``'s, with
     every experiment's own (``schema.EXPERIMENT_COLUMNS``)."""
     cols = set(schema.NON_PARAM_COLUMNS) | {"variant"} | set(LEGACY_COLUMNS)
+    cols |= {c + schema.REF_SUFFIX for c in schema.REF_COLUMNS}
     for extra in schema.EXPERIMENT_COLUMNS.values():
         cols |= set(extra)
     return cols
@@ -65,7 +67,7 @@ def _bound_text(x: float) -> str:
 class RowChecks:
     """Checks of one raw.csv's rows against the first row and the bounds above."""
 
-    def __init__(self, path: Path, header: list[str]):
+    def __init__(self, path: Path, header: list[str], experiment: str | None = None):
         self.path = path
         self.run_idx = {c: header.index(c) for c in RUN_COLUMNS if c in header}
         self.first: dict[str, str] = {}
@@ -73,6 +75,12 @@ class RowChecks:
         self.metric_idx = {c: header.index(c) for c in METRIC_BOUNDS if c in header}
         self.param_idx: dict[str, tuple[int, tuple[int, int]]] = {}
         self.header = header
+        if experiment is not None:   # a file that keeps its experiment in env.json (schema version 4)
+            self._set_params(experiment)
+
+    def _set_params(self, experiment: str) -> None:
+        bounds = INT_PARAM_COLUMNS.get(experiment, {})
+        self.param_idx = {p: (self.header.index(p), b) for p, b in bounds.items() if p in self.header}
 
     def _fail(self, lineno: int, col: str, value: str, expected: str) -> DataError:
         return DataError(f"{self.path}: line {lineno}: column '{col}' is {value[:40]!r}; expected {expected}",
@@ -85,8 +93,7 @@ class RowChecks:
             if v != first:
                 raise self._fail(lineno, c, v, f"{first[:40]!r} as in the first row (one run per raw.csv)")
             if c == "experiment" and not self.param_idx:
-                bounds = INT_PARAM_COLUMNS.get(v, {})
-                self.param_idx = {p: (self.header.index(p), b) for p, b in bounds.items() if p in self.header}
+                self._set_params(v)
         for c, i in self.index_idx.items():
             v = row[i].strip()
             if v and not 0 <= int(v) <= MAX_INDEX:   # integerness is checked before
@@ -148,7 +155,7 @@ def _check_header(path: Path, reader, required: tuple[str, ...], strict: bool) -
     if dup:
         raise DataError(f"{path}: line 1: column {', '.join(repr(c[:40]) for c in dup[:5])} appears more than "
                         "once in the header; expected each raw.csv column once", input=path)
-    missing = [c for c in required if c not in header]
+    missing = [c for c in required if not has_column(header, c)]
     if missing:
         raise DataError(f"{path}: line 1: the header has no column {', '.join(repr(m) for m in missing)}; "
                         f"expected a raw.csv written by `ringlab run` (got: {', '.join(header[:8])}"
@@ -216,17 +223,18 @@ class _Lines:
 
 
 def check_rows(path: Path, f, required: tuple[str, ...], torn_ok: bool = False,
-                strict: bool = True) -> tuple[list[str], int, int]:
+                strict: bool = True, experiment: str | None = None) -> tuple[list[str], int, int]:
     """Validate the CSV structure of the open binary file ``f``, one row at a time; return the
     header, the number of complete rows and the number of a torn last line (0: none).
 
     A torn last line is a DataError unless ``torn_ok``.  ``strict`` also refuses unknown columns
     after ``trial``, metric cells of ok trials that are not finite numbers > 0 and the
-    values ``check_row`` refuses (``ringlab.rundir.rawrows``)."""
+    values ``check_row`` refuses (``ringlab.rundir.rawrows``).  ``experiment`` names the experiment
+    of a file without an ``experiment`` column (schema version 4: env.json holds it)."""
     lines = _Lines(path, f)
     reader = csv.reader(lines)
     header = _check_header(path, reader, required, strict)
-    rows_check = RowChecks(path, header) if strict else None
+    rows_check = RowChecks(path, header, experiment) if strict else None
     torn, n_rows = 0, 0
     idx = {c: header.index(c) for c in INT_COLUMNS if c in header}
     metrics = {c: header.index(c) for c in METRIC_COLUMNS if c in header} if strict else {}
