@@ -53,7 +53,16 @@ def load_calibration(host: str | None, root: str | Path | None = None) -> Calibr
 def level_calibration(host: str | None, mode, root: str | Path | None = None) -> LevelCalibration:
     """The host's noise by level and cost in ``mode`` (calibration.json ``levels``), or
     ``CAUTIOUS`` (whose ``source`` says why) when the host has none for that mode."""
+    return _level_of(find_calibration(host, root), mode)
+
+
+def level_calibrations(host: str | None, modes, root: str | Path | None = None) -> dict[str, LevelCalibration]:
+    """{mode as text: ``level_calibration``} of each of ``modes``, calibration.json read once."""
     doc = find_calibration(host, root)
+    return {str(m): _level_of(doc, m) for m in modes}
+
+
+def _level_of(doc: dict | None, mode) -> LevelCalibration:
     lv = ((doc or {}).get("levels") or {}).get(str(mode))
     if not isinstance(lv, dict) or "error" in lv:
         return CAUTIOUS
