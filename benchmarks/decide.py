@@ -43,6 +43,7 @@ from ringlab.rundir.calibration import with_host_drift  # noqa: E402
 from ringlab.run import run_experiment  # noqa: E402
 from ringlab.sources import kernel_header  # noqa: E402
 from ringlab.stats import compare  # noqa: E402
+from ringlab.stats.stopping_record import Stopping  # noqa: E402
 from ringlab.system.envinfo import host_id  # noqa: E402
 
 MODES = ("0", "1")
@@ -68,7 +69,7 @@ def measure(work: Path, name: str, params: dict, baseline: str, mode: str) -> di
     rows = with_host_drift(compare(df, baseline), host_id())
     rows = rows[rows["mode"].astype(str) == mode] if "mode" in rows.columns else rows
     row = rows.iloc[0] if len(rows) else None
-    return {"took": took, "row": row, "stopping": env.get("stopping") or {},
+    return {"took": took, "row": row, "stopping": Stopping.from_json(env.get("stopping")) or Stopping(),
             "half_width": (row["ci_high_pct"] - row["ci_low_pct"]) / 2 if row is not None else math.nan}
 
 
@@ -88,26 +89,26 @@ def staged_params(base: dict, mode: str, target: float, budget: float) -> dict:
     return base | {"modes": mode, "sizes": "1000", "target_ci": str(target), "budget": str(budget), "stop": "target"}
 
 
-def fixed_params(base: dict, mode: str, stop: dict, seconds: float) -> dict:
+def fixed_params(base: dict, mode: str, stop: Stopping, seconds: float) -> dict:
     """Profile full's fixed shape at the staged run's trial length, with the rounds the staged
     run's own costs buy in ``seconds``."""
-    stages = stop.get("stages") or []
-    rounds = max(1, int(stop.get("rounds_run") or stop.get("rounds_planned") or 1))
-    spr = sum(float(s.get("measure_s") or 0) for s in stages) / rounds
-    layouts = max(1, int(stop.get("layouts") or 1))
-    per_layout = sum(float(s.get("build_s") or 0) for s in stages) / layouts
+    stages = stop.stages or ()
+    rounds = max(1, int(stop.rounds_run or stop.rounds_planned or 1))
+    spr = sum(float(s.measure_s or 0) for s in stages) / rounds
+    layouts = max(1, int(stop.layouts or 1))
+    per_layout = sum(float(s.build_s or 0) for s in stages) / layouts
     left = seconds - FIXED_OVERHEAD_S - FIXED_LAYOUTS * per_layout - FIXED_WARMUP * spr
     trials = max(2 * FIXED_LAYOUTS, int(left / spr)) if spr > 0 else 2 * FIXED_LAYOUTS
-    count = (stop.get("count_by_mode") or {}).get(mode) or stop.get("count")
+    count = (stop.count_by_mode or {}).get(mode) or stop.count
     out = base | {"profile": "full", "target_ci": "0", "budget": "0", "modes": mode, "sizes": "1000", "layouts": str(FIXED_LAYOUTS),
                   "trials": str(trials), "warmup": str(FIXED_WARMUP)}
     return out | ({"count": str(int(count))} if count else {})
 
 
-def _stop_text(stop: dict) -> str:
-    return (f"ended at {stop.get('layouts')} layouts x {stop.get('rounds_per_layout')} rounds in "
-            f"{len(stop.get('stages') or [])} stages, stopped: {stop.get('stop_reason')}; planned from: "
-            f"{stop.get('calibration')}")
+def _stop_text(stop: Stopping) -> str:
+    return (f"ended at {stop.layouts} layouts x {stop.rounds_per_layout} rounds in "
+            f"{len(stop.stages or ())} stages, stopped: {stop.stop_reason}; planned from: "
+            f"{stop.calibration}")
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ with.  Method: ringlab.simulate.stoppingsim.
 Two designs, side by side:
 
 * ``calibrated, stop decided``: planned from the host's calibration; stops when every row is at
-  its target half-width *or decided* (significant at 5% / MAX_STAGES, or no change larger than
+  its target half-width *or decided* (significant at 5% / the policy's max_stages, or no change larger than
   the target): the stop that looks at significance;
 * ``first run, stop target``: planned from the cautious defaults, as a first run on a host
   without a calibration is (profile quick's stop: the half-width only).

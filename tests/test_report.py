@@ -81,7 +81,8 @@ def test_elapsed_us_metric_and_cli(tmp_path):
 
 def test_summary_says_how_the_run_stopped(run_dir):
     import json
-    from ringlab.stats.sequential import stopping_text
+    from ringlab.report.stopping_sentences import stopping_text
+    from ringlab.stats.stopping_record import Stopping
     write_report(run_dir, baseline="batch", figures=False)
     plain = (run_dir / "summary.md").read_text()
     assert "Stop" not in plain and "target" not in plain.lower().split("## a/b")[0]
@@ -90,7 +91,7 @@ def test_summary_says_how_the_run_stopped(run_dir):
     (run_dir / "env.json").write_text(json.dumps({"baseline": "batch", "stopping": st}))
     write_report(run_dir, figures=False)
     md = (run_dir / "summary.md").read_text()
-    sentence = stopping_text(st)
+    sentence = stopping_text(Stopping.from_json(st))
     assert sentence.startswith("Stopped by the budget") and "budget of 60 s" in sentence
     top = md.split("\n## ")[0]   # with the status line, before the first table
     assert sentence in top.splitlines()

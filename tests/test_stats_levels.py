@@ -112,7 +112,11 @@ def test_a_calibration_at_another_count_prices_and_scales_its_iterations():
 
 
 def test_the_planned_trial_length_is_the_one_whose_plan_is_narrowest():
-    from ringlab.run.stopping import best_count
+    from ringlab.build.layouts import MAX_LAYOUTS
+    from ringlab.stats import sequential
+
+    def best_count(cal, target_pct, budget_s):
+        return sequential.best_count(cal, target_pct, budget_s, MAX_LAYOUTS)
     base = dict(CAUTIOUS.as_dict(), mode="0", source="measured", count=10_000_000,
                 variance={"layout": 0.002 ** 2, "process": 0.01 ** 2, "iteration": 0.0},
                 upper={"layout": 0.002 ** 2, "process": 0.01 ** 2, "iteration": 0.0},

@@ -7,6 +7,7 @@ host has no calibration here, so the pilot is planned from CAUTIOUS.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -24,8 +25,10 @@ from ringlab.experiments.params import has_target
 from ringlab.lab import cli
 from ringlab.run import stopping
 from ringlab.stats import compare as stats_compare
+from ringlab.report.stopping_sentences import stopping_text
 from ringlab.stats import sequential
 from ringlab.stats.levels import CAUTIOUS, LevelCalibration
+from ringlab.stats.stopping_record import RowRecord, Stopping
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 sys.path.insert(0, str(FAKES))
@@ -109,23 +112,26 @@ def test_a_profile_plans_the_trial_length_and_a_given_count_stands(noisy, monkey
     assert again["count"] is None and again["target_ci"] == 0.5
     # no calibration of this host: the cautious defaults' count
     v = dict(p.resolve({**BASE, "target_ci": "1", "budget": "10", "profile": "quick"}), count=None)
-    st = stopping.opening(v, "nohost")
-    assert st["count"] == max(stopping.planned_counts(v, "nohost").values()) == CAUTIOUS.count
+    st = stopping.opening(v, stopping.load_levels(v, "nohost"))
+    assert st.count == max(stopping.planned_counts(v, stopping.load_levels(v, "nohost")).values()) == CAUTIOUS.count
     assert stopping.stage_values(v, st)["count"] == CAUTIOUS.count
     # a calibration with a trial-length probe: the longest of the modes' shortest unbiased trials
     cal = {"levels": {m: dict(CAUTIOUS.as_dict(), mode=m, source="measured", min_count=c)
                       for m, c in (("0", 250_000), ("1", 1_000_000))}}
-    monkeypatch.setattr(stopping, "level_calibration",
-                        lambda host, m: LevelCalibration.from_dict(cal["levels"][str(m)]))
+    monkeypatch.setattr(stopping, "level_calibrations", lambda host, modes: {
+        str(m): LevelCalibration.from_dict(cal["levels"][str(m)]) for m in modes})
+
+    def opening(values, host):
+        return stopping.opening(values, stopping.load_levels(values, host))
     v01 = dict(v, modes=[0, 1])
-    assert stopping.opening(v01, "h")["count"] == 1_000_000
-    assert stopping.opening(v01, "h")["count_by_mode"] == {"0": 250_000, "1": 1_000_000}
-    assert stopping.stage_values(v01, stopping.opening(v01, "h"))[stopping.COUNT_BY_MODE] == \
+    assert opening(v01, "h").count == 1_000_000
+    assert opening(v01, "h").count_by_mode == {"0": 250_000, "1": 1_000_000}
+    assert stopping.stage_values(v01, opening(v01, "h"))[stopping.COUNT_BY_MODE] == \
         {"0": 250_000, "1": 1_000_000}
-    assert stopping.opening(dict(v, modes=[0]), "h")["count"] == 250_000
+    assert opening(dict(v, modes=[0]), "h").count == 250_000
     # a count given is the run's, and the stopping record plans none
-    given = stopping.opening(dict(v01, count=2000), "h")
-    assert "count" not in given and stopping.stage_values(dict(v01, count=2000), given)["count"] == 2000
+    given = opening(dict(v01, count=2000), "h")
+    assert "count" not in given.to_json() and stopping.stage_values(dict(v01, count=2000), given)["count"] == 2000
 
 
 def test_one_variant_is_refused_before_anything_is_written(noisy):
@@ -140,7 +146,7 @@ def test_pilot_is_the_level_planners_design_and_says_its_calibration(noisy):
     st = env["stopping"]
     st0 = st["stages"][0]
     assert "cautious defaults" in st["calibration"] and set(st["calibration_by_mode"]) == {"0"}
-    assert st0["layouts"] >= 4 and st0["rounds_per_layout"] >= sequential.MIN_ROUNDS_PER_LAYOUT
+    assert st0["layouts"] >= 4 and st0["rounds_per_layout"] >= sequential.POLICY.min_rounds_per_layout
     df = rundir.read_raw(res.raw_csv)
     m = measured(df)
     # the pilot: every layout pair rounds_per_layout times, both arms each round
@@ -148,7 +154,7 @@ def test_pilot_is_the_level_planners_design_and_says_its_calibration(noisy):
     assert sorted(per.index) == list(range(st0["layouts"])) and (per == st0["rounds_per_layout"]).all()
     assert (m.groupby("round")["variant"].apply(sorted).map(tuple) == ("batch", "reorder")).all()
     assert env["baseline"] == st["baseline"] == "batch"
-    assert "cautious defaults" in sequential.stopping_text(st)
+    assert "cautious defaults" in _text(st)
 
 
 def test_stops_when_the_budget_is_spent(noisy, monkeypatch):
@@ -161,7 +167,7 @@ def test_stops_when_the_budget_is_spent(noisy, monkeypatch):
     assert st["spent_s"] == pytest.approx(st["stages"][0]["build_s"] + st["stages"][0]["measure_s"])
     assert st["rounds_run"] == st["rounds_planned"] == st["pilot_rounds"]
     assert st["target_met"] is False
-    text = sequential.stopping_text(st)
+    text = _text(st)
     assert text.startswith(f"stopped: budget spent ({st['spent_s']:.0f} s of 0.001)")
     from ringlab.report import write_report
     write_report(res.out_dir, figures=False)
@@ -175,7 +181,7 @@ def test_stops_when_every_row_reached_its_target(noisy, monkeypatch):
     st = rundir.read_env(res.out_dir).doc["stopping"]
     assert st["stop_reason"] == "target" and st["target_met"] is True
     assert len(st["stages"]) == 1 and st["stages"][0]["stop_reason"] == "target"
-    assert sequential.stopping_text(st).startswith("stopped: target reached")
+    assert _text(st).startswith("stopped: target reached")
 
 
 def test_stops_when_every_row_is_decided(noisy):
@@ -187,7 +193,7 @@ def test_stops_when_every_row_is_decided(noisy):
     assert [r["decided"] for r in st["rows"]] == ["faster"]
     assert st["stages"][-1]["stop_reason"] == "decided"
     assert all(s["stop_reason"] == "continue" for s in st["stages"][:-1])
-    text = sequential.stopping_text(st)
+    text = _text(st)
     assert text.startswith("stopped: all rows decided") and "reorder (mode=0,size=1000," in text and "): faster." in text
 
 
@@ -199,7 +205,7 @@ def test_stop_target_goes_on_past_a_decided_row_to_its_half_width(noisy):
     assert st["stop_reason"] in ("target", "budget", "stages"), st
     assert [r["decided"] for r in st["rows"]] == ["faster"]
     assert all(s["stop_reason"] != "decided" for s in st["stages"])
-    assert sequential.stage_stop_reason(st["rows"], 0.0, None, 1, on_decided=True) == "decided"
+    assert sequential.stage_stop_reason(Stopping.from_json(st).rows, 0.0, None, 1, on_decided=True) == "decided"
 
 
 def test_rows_are_judged_against_the_baseline_parameter(noisy):
@@ -253,7 +259,7 @@ def test_stages_add_layouts_and_rounds_and_keep_the_earlier_ones(noisy, monkeypa
                  if any(lay.index == int(k) for lay in g.layouts)}
         assert used & names, (cmd_variant, k, sorted(u for u in used if u.startswith(base)))
     # the pilot's rounds are those a run that stopped after the pilot measures
-    monkeypatch.setattr(sequential, "MAX_STAGES", 1)      # the same run, stopped after its pilot
+    monkeypatch.setattr(sequential, "POLICY", dataclasses.replace(sequential.POLICY, max_stages=1))      # the same run, stopped after its pilot
     short = run(STAGED, noisy / "short")
     short_st = rundir.read_env(short.out_dir).doc["stopping"]
     # it stopped after its pilot: at the stage limit, or at the target if its noise draws met it
@@ -321,30 +327,30 @@ def test_stage_schedule_extends_the_design():
 def test_next_design_respects_the_budget():
     up = {"layout": 0.02 ** 2, "process": 0.03 ** 2, "iteration": 0.0}
     free = sequential.next_design(up, 4, 2, 0.5, 0.1, 0.5, None, 64)
-    assert free["layouts"] > 4 and free["new_rounds"] > 0
+    assert free.layouts > 4 and free.new_rounds > 0
     cut = sequential.next_design(up, 4, 2, 0.5, 0.1, 0.5, 3.0, 64)
-    assert cut["predicted_s"] <= 3.0 and cut["layouts"] <= free["layouts"]
+    assert cut.predicted_s <= 3.0 and cut.layouts <= free.layouts
     none = sequential.next_design(up, 4, 2, 0.5, 0.1, 0.5, 0.01, 64)
-    assert none["new_rounds"] == 0
+    assert none.new_rounds == 0
 
 
 def test_a_cut_budget_buys_the_level_that_narrows_the_interval():
     # layouts dominate: the budget goes to more layout pairs, not to more rounds of the same ones
     lay = {"layout": 0.02 ** 2, "process": 0.002 ** 2, "iteration": 0.0}
     cut = sequential.next_design(lay, 16, 8, 0.1, 0.01, 0.2, 10.0, 256)
-    assert cut["predicted_s"] <= 10.0 / sequential.BUDGET_MARGIN and cut["layouts"] > 16 and cut["rounds_per_layout"] == 8
+    assert cut.predicted_s <= 10.0 / sequential.POLICY.budget_margin and cut.layouts > 16 and cut.rounds_per_layout == 8
     # rounds dominate and builds are dear: the budget goes to rounds
     rnd = {"layout": 0.0005 ** 2, "process": 0.05 ** 2, "iteration": 0.0}
     cut = sequential.next_design(rnd, 16, 8, 0.1, 0.01, 5.0, 10.0, 256)
-    assert cut["predicted_s"] <= 10.0 / sequential.BUDGET_MARGIN and cut["layouts"] == 16 and cut["rounds_per_layout"] > 8
+    assert cut.predicted_s <= 10.0 / sequential.POLICY.budget_margin and cut.layouts == 16 and cut.rounds_per_layout > 8
     # each choice is the narrowest the budget affords among the designs it could have taken
     for up in (lay, rnd):
         best = sequential.next_design(up, 16, 8, 0.1, 0.01, 0.2, 10.0, 256)
         for k2, p2 in ((17, 8), (16, 9), (20, 10), (30, 8)):
             new = (k2 - 16) * 0.2 + ((k2 - 16) * p2 + 16 * (p2 - 8)) * 0.01
-            if new <= 10.0 / sequential.BUDGET_MARGIN:
+            if new <= 10.0 / sequential.POLICY.budget_margin:
                 var = up["layout"] + up["process"] / p2
-                assert best["predicted_half_width_pct"] <= math.expm1(
+                assert best.predicted_half_width_pct <= math.expm1(
                     sst.t.ppf(0.975, k2 - 1) * math.sqrt(var / k2)) * 100 + 1e-9
 
 
@@ -353,37 +359,37 @@ def test_a_target_beyond_the_stage_grows_layouts_not_rounds():
     # adds layouts (4x) at the per-layout optimum of rounds, not hundreds of rounds per layout
     up = {"layout": 0.0244 ** 2, "process": 0.0233 ** 2, "iteration": 0.0}
     nxt = sequential.next_design(up, 23, 11, 0.25, 0.0077, 0.27, None, 256)
-    assert nxt["layouts"] == 23 * sequential.GROWTH and nxt["rounds_per_layout"] == 11
+    assert nxt.layouts == 23 * sequential.POLICY.growth and nxt.rounds_per_layout == 11
     # a run already near the cap: more rounds per layout are what is left
     near = sequential.next_design(up, 200, 11, 0.25, 0.0077, 0.27, None, 256)
-    assert near["layouts"] == 256 and near["rounds_per_layout"] > 11
+    assert near.layouts == 256 and near.rounds_per_layout > 11
 
 
 def test_stopping_text_says_what_happened():
     base = {"target_ci": 2.0, "budget_s": 600.0, "calibration": "mode 0: measured", "spent_s": 42.0,
             "stages": [{"stage": 0, "layouts": 8, "rounds_per_layout": 2}], "rows": []}
-    assert sequential.stopping_text(dict(base, stop_reason="target")).startswith("stopped: target reached")
-    assert sequential.stopping_text(dict(base, stop_reason="decided")).startswith("stopped: all rows decided")
-    assert sequential.stopping_text(dict(base, stop_reason="budget")).startswith("stopped: budget spent (42 s of 600)")
-    t = sequential.stopping_text(dict(base, stop_reason=None))
+    assert _text(dict(base, stop_reason="target")).startswith("stopped: target reached")
+    assert _text(dict(base, stop_reason="decided")).startswith("stopped: all rows decided")
+    assert _text(dict(base, stop_reason="budget")).startswith("stopped: budget spent (42 s of 600)")
+    t = _text(dict(base, stop_reason=None))
     assert "not finished" in t and "--resume" in t
-    t = sequential.stopping_text(dict(base, stop_reason="decided", rows=[
+    t = _text(dict(base, stop_reason="decided", rows=[
         {"group": "mode=0", "candidate": "reorder", "decided": "no change larger than 2%"}]))
     assert "reorder (mode=0): no change larger than 2%" in t
-    assert sequential.stopping_text({}) == ""
+    assert _text({}) == ""
 
 
 def test_the_pilot_fits_its_timed_builds_in_the_budget():
     from ringlab.experiments import get
     v = get("ptr_ring").resolve({"variants": "batch,reorder", "modes": "0", "target_ci": "0.5", "budget": "70"})
-    st = stopping.opening(v, None)
+    st = stopping.opening(v, stopping.load_levels(v, None))
     first = stopping.probe_layouts(st)
-    assert first == 4 <= st["layouts"]
-    slow = stopping.fit_pilot_to_builds(st, v, first, 4 * 5.0)       # 5 s a layout: 14 s pay for 2, so 4
-    assert slow["layouts"] == 4 and slow["pilot_rounds"] == 4 * st["rounds_per_layout"]
-    assert slow["stages"][0]["build_s"] == 20.0 and slow["stages"][0]["new_rounds"] == slow["pilot_rounds"]
-    fast = stopping.fit_pilot_to_builds(st, v, first, 4 * 0.01)
-    assert fast["layouts"] == st["layouts"]                           # cheap builds: the planner's design
+    assert first == 4 <= st.layouts
+    slow = stopping.fit_pilot_to_builds(st, first, 4 * 5.0)       # 5 s a layout: 14 s pay for 2, so 4
+    assert slow.layouts == 4 and slow.pilot_rounds == 4 * st.rounds_per_layout
+    assert slow.stages[0].build_s == 20.0 and slow.stages[0].new_rounds == slow.pilot_rounds
+    fast = stopping.fit_pilot_to_builds(st, first, 4 * 0.01)
+    assert fast.layouts == st.layouts                           # cheap builds: the planner's design
 
 
 def test_the_pilot_shares_its_budget_over_the_configurations_it_measures():
@@ -394,8 +400,9 @@ def test_the_pilot_shares_its_budget_over_the_configurations_it_measures():
     one = p.resolve({"profile": "full", "modes": "2", "sizes": "1024"})
     five = p.resolve({"profile": "full", "modes": "2", "sizes": "16,64,256,1024,4096"})
     assert stopping.configurations_per_mode(one) == 1 and stopping.configurations_per_mode(five) == 5
-    d1, d5 = stopping.pilot_design(one, "no-such-host"), stopping.pilot_design(five, "no-such-host")
-    assert d5["layouts"] * d5["rounds_per_layout"] < d1["layouts"] * d1["rounds_per_layout"]
+    d1 = stopping.pilot_design(one, stopping.load_levels(one, "no-such-host"))
+    d5 = stopping.pilot_design(five, stopping.load_levels(five, "no-such-host"))
+    assert d5.layouts * d5.rounds_per_layout < d1.layouts * d1.rounds_per_layout
     frag = get("page_frag").resolve({"profile": "full"})
     assert stopping.configurations_per_mode(frag) == len(frag["aligns"]) * len(frag["alloc_lens"])
 
@@ -422,15 +429,15 @@ def test_rows_are_judged_at_their_modes_target_and_only_the_arms_asked_for():
         {"group": "mode=0,size=1000", "candidate": "prebatch", "verdict": "inconclusive", "ci_low_pct": -3.0,
          "ci_high_pct": 1.0}])
     judged = sequential.review_rows(rows, 0.5, by_mode={"0": 0.5, "1": 1.0})
-    assert [(r["target_pct"], r["target_met"]) for r in judged] == [(0.5, True), (1.0, True), (0.5, False)]
+    assert [(r.target_pct, r.target_met) for r in judged] == [(0.5, True), (1.0, True), (0.5, False)]
     assert sequential.stage_stop_reason(judged, 0.0, None, 1) is None          # prebatch is not there yet
     only = sequential.review_rows(rows, 0.5, by_mode={"0": 0.5, "1": 1.0}, arms=["reorder"])
-    assert [r["judged"] for r in only] == [True, True, False]
+    assert [r.judged for r in only] == [True, True, False]
     assert sequential.stage_stop_reason(only, 0.0, None, 1) == "target"        # prebatch rides along
     assert not sequential.target_met(rows, 0.5, {"0": 0.5, "1": 1.0})
     assert sequential.target_met(rows, 0.5, {"0": 0.5, "1": 1.0}, ["reorder"])
     assert not sequential.target_met(rows, 0.5)                                 # mode 1 at +-0.5%: not met
-    text = sequential.stopping_text({"target_ci": 0.5, "target_ci_by_mode": {"0": 0.5, "1": 1.0},
+    text = _text({"target_ci": 0.5, "target_ci_by_mode": {"0": 0.5, "1": 1.0},
                                      "target_arms": ["reorder"], "baseline": "batch", "stop_reason": "target",
                                      "stages": [{"stage": 0, "layouts": 8, "rounds_per_layout": 2}]})
     assert "Target ±0.5% (mode 1: ±1%) 95% CI half-width for reorder against batch" in text
@@ -441,11 +448,11 @@ def test_the_next_stage_is_planned_for_the_row_furthest_from_its_own_target():
             {"group": "mode=1", "candidate": "reorder", "upper": {"layout": 3e-5, "process": 8e-5}},
             {"group": "mode=0", "candidate": "prebatch", "upper": {"layout": 9e-4, "process": 9e-4}}]
     # mode 1's bounds at a target twice as wide weigh a quarter; prebatch is not judged
-    up = stopping.scaled_upper(rows, 0.5, {"0": 0.5, "1": 1.0}, ["reorder"])
+    up = sequential.scaled_upper(rows, 0.5, {"0": 0.5, "1": 1.0}, ["reorder"])
     assert up == pytest.approx({"layout": 1e-5, "process": 4e-5})
-    up = stopping.scaled_upper(rows, 0.5, {"0": 0.5, "1": 0.5}, ["reorder"])
+    up = sequential.scaled_upper(rows, 0.5, {"0": 0.5, "1": 0.5}, ["reorder"])
     assert up == pytest.approx({"layout": 3e-5, "process": 8e-5})
-    assert stopping.scaled_upper(rows, 0.5, None, [])["layout"] == pytest.approx(9e-4)
+    assert sequential.scaled_upper(rows, 0.5, None, [])["layout"] == pytest.approx(9e-4)
 
 
 def test_target_arms_must_be_arms_compared_with_the_baseline():
@@ -465,12 +472,12 @@ def test_cheap_builds_buy_layouts_rather_than_rounds_in_the_pilot(monkeypatch):
     up = {"layout": 2.3e-4, "process": 3.2e-4, "iteration": 2.2e-5}
     cal = LevelCalibration(mode="0", variance=up, upper=up, df={"layout": 16, "process": 64, "iteration": 64},
                            cost_s={"layout": 0.42, "process": 0.0033, "iteration": 0.065}, count=10_000_000)
-    monkeypatch.setattr(stopping, "level_calibration", lambda host, mode: cal)
+
     v = get("ptr_ring").resolve({"variants": "batch,reorder", "modes": "0", "count": "10000000",
                                  "target_ci": "0.5", "budget": "70"})
-    dear, cheap = stopping.pilot_design(v, "h", layout_s=2.0), stopping.pilot_design(v, "h", layout_s=0.01)
-    assert cheap["rounds_per_layout"] < dear["rounds_per_layout"]
-    assert cheap["layouts"] > dear["layouts"]
+    dear, cheap = stopping.pilot_design(v, {"0": cal}, layout_s=2.0), stopping.pilot_design(v, {"0": cal}, layout_s=0.01)
+    assert cheap.rounds_per_layout < dear.rounds_per_layout
+    assert cheap.layouts > dear.layouts
 
 
 def test_the_pilot_shares_its_budget_over_the_arms_it_measures():
@@ -478,36 +485,39 @@ def test_the_pilot_shares_its_budget_over_the_arms_it_measures():
     p = get("ptr_ring")
     two = p.resolve({"variants": "batch,reorder", "modes": "0", "target_ci": "0.5", "budget": "70"})
     four = p.resolve({"variants": "prebatch,batch,reorder,spsc", "modes": "0", "target_ci": "0.5", "budget": "70"})
-    d2, d4 = stopping.pilot_design(two, None, layout_s=0.0), stopping.pilot_design(four, None, layout_s=0.0)
-    assert d4["layouts"] * d4["rounds_per_layout"] < d2["layouts"] * d2["rounds_per_layout"]
+    d2 = stopping.pilot_design(two, stopping.load_levels(two, None), layout_s=0.0)
+    d4 = stopping.pilot_design(four, stopping.load_levels(four, None), layout_s=0.0)
+    assert d4.layouts * d4.rounds_per_layout < d2.layouts * d2.rounds_per_layout
 
 
 def test_a_stage_too_small_to_move_the_half_widths_is_not_run(monkeypatch):
-    """What the budget left buys is measured only when it adds at least MIN_STAGE_SHARE of the
+    """What the budget left buys is measured only when it adds at least ``min_stage_share`` of the
     rounds so far: a smaller stage would cost its review and narrow nothing."""
     up = {"layout": 1e-4, "process": 1e-4, "iteration": 0.0}
-    monkeypatch.setattr(stopping, "compare", lambda df, base, **kw: pd.DataFrame())
+    monkeypatch.setattr(sequential, "compare", lambda df, base, **kw: pd.DataFrame())
     monkeypatch.setattr(sequential, "review_rows", lambda *a, **kw: [
-        {"group": "mode=0", "candidate": "reorder", "half_width_pct": 0.7, "target_pct": 0.5,
-         "target_met": False, "decided": "faster", "judged": True}])
+        RowRecord(group="mode=0", candidate="reorder", half_width_pct=0.7, target_pct=0.5,
+                  target_met=False, decided="faster", judged=True)])
     monkeypatch.setattr(sequential, "observed_components", lambda df, base: {"rows": [], "upper": up})
-    st = {"target_ci": 0.5, "budget_s": 60.0, "baseline": "batch", "stop": "target", "rounds_planned": 400,
-          "layouts": 200, "rounds_per_layout": 2, "warmup_rounds": 0, "spent_s": 55.0,
-          "stages": [{"stage": 0, "layouts": 200, "rounds_per_layout": 2, "new_rounds": 400, "first_round": 0,
-                      "build_s": 5.0, "measure_s": 50.0}]}
+    st = Stopping.from_json({
+        "target_ci": 0.5, "budget_s": 60.0, "baseline": "batch", "stop": "target", "rounds_planned": 400,
+        "layouts": 200, "rounds_per_layout": 2, "warmup_rounds": 0, "spent_s": 55.0,
+        "stages": [{"stage": 0, "layouts": 200, "rounds_per_layout": 2, "new_rounds": 400, "first_round": 0,
+                    "build_s": 5.0, "measure_s": 50.0}]})
     for new, reason in ((39, "budget"), (40, None)):
-        monkeypatch.setattr(sequential, "next_design", lambda *a, n=new, **kw: {
-            "layouts": 200 + n // 2, "rounds_per_layout": 2, "new_rounds": n, "predicted_s": 4.0,
-            "predicted_half_width_pct": 0.68, "planned": "test"})
+        monkeypatch.setattr(sequential, "next_design", lambda *a, n=new, **kw: sequential.StageDesign(
+            layouts=200 + n // 2, rounds_per_layout=2, new_rounds=n, predicted_s=4.0,
+            predicted_half_width_pct=0.68, planned="test"))
         out = stopping.review(pd.DataFrame(), st, lambda m: None)
-        assert out.get("stop_reason") == reason, (new, out.get("stop_reason"))
-        assert len(out["stages"]) == (1 if reason else 2)
+        assert out.stop_reason == reason, (new, out.stop_reason)
+        assert len(out.stages) == (1 if reason else 2)
 
 
 def test_each_mode_runs_at_its_own_planned_trial_length(noisy, monkeypatch):
     cal = {m: dict(CAUTIOUS.as_dict(), mode=m, source="measured", min_count=c)
            for m, c in (("0", 250_000), ("1", 1_000_000))}
-    monkeypatch.setattr(stopping, "level_calibration", lambda host, m: LevelCalibration.from_dict(cal[str(m)]))
+    monkeypatch.setattr(stopping, "level_calibrations",
+                        lambda host, modes: {str(m): LevelCalibration.from_dict(cal[str(m)]) for m in modes})
     from ringlab.experiments.ptr_ring import PtrRing
     monkeypatch.setitem(PtrRing.profiles, "smoke", {k: v for k, v in PtrRing.profiles["smoke"].items() if k != "count"})
     res = run({"target_ci": "10", "budget": "3", "modes": "0,1", "count": None}, noisy / "r")
@@ -527,21 +537,21 @@ def test_a_run_short_of_its_target_says_how_far_why_and_what_would_reach_it():
                     "target_met": False, "decided": None, "judged": True},
                    {"group": "mode=1,size=1000", "candidate": "reorder", "half_width_pct": 0.97, "target_pct": 1.0,
                     "target_met": True, "decided": None, "judged": True}]}
-    text = sequential.stopping_text(st)
+    text = _text(st)
     assert "Not reached: reorder mode 0 ±1.22% of ±0.5%" in text and "mode 1 ±0.97" not in text
     assert "layout 3.4%, process 8.2%" in text and "in 847 s" in text
     st["stop_reason"], st["rows"][0]["target_met"] = "target", True
-    assert "Not reached" not in sequential.stopping_text(st)
+    assert "Not reached" not in _text(st)
 
 
 def test_a_run_at_the_layout_cap_short_of_its_target_buys_rounds_with_the_budget_left():
     # the bounds say 256 x 12 suffices, the run's own interval is twice the target: the stage grows
-    # the rounds per layout by (observed / target)^2, at most GROWTH-fold, within the budget left
+    # the rounds per layout by (observed / target)^2, at most ``growth``-fold, within the budget left
     up = {"layout": 0.0001 ** 2, "process": 0.01 ** 2, "iteration": 0.0}
     nxt = sequential.next_design(up, 256, 12, 0.25, 0.007, 0.1, 19.0, 256, observed_half_width_pct=0.5)
-    assert nxt["layouts"] == 256 and nxt["rounds_per_layout"] > 13
-    assert nxt["new_rounds"] >= sequential.MIN_STAGE_SHARE * 256 * 12
-    assert nxt["predicted_s"] <= 19.0 / sequential.BUDGET_MARGIN
+    assert nxt.layouts == 256 and nxt.rounds_per_layout > 13
+    assert nxt.new_rounds >= sequential.POLICY.min_stage_share * 256 * 12
+    assert nxt.predicted_s <= 19.0 / sequential.POLICY.budget_margin
     # without an observed interval: a quarter more data, as below the cap
     assert sequential.shortfall_design(256, 12, 256, 0.25, None) == (256, 15)
     assert sequential.shortfall_design(100, 12, 256, 0.25, 0.5) == (256, 12)
@@ -557,5 +567,10 @@ def test_the_plan_is_sized_for_the_interval_the_verdict_printed():
     assert 3.8 < f < 4.2
     plain = sequential.next_design(up, k, p, 0.1, 0.01, 0.2, None, 4096)
     wide = sequential.next_design(up, k, p, 0.1, 0.01, 0.2, None, 4096, observed_half_width_pct=2 * pred)
-    assert wide["layouts"] * wide["rounds_per_layout"] >= plain["layouts"] * plain["rounds_per_layout"]
-    assert wide["predicted_half_width_pct"] > plain["predicted_half_width_pct"]
+    assert wide.layouts * wide.rounds_per_layout >= plain.layouts * plain.rounds_per_layout
+    assert wide.predicted_half_width_pct > plain.predicted_half_width_pct
+
+
+def _text(stopping: dict) -> str:
+    """summary.md's sentence of env.json's ``stopping``, read through the record as the report reads it."""
+    return stopping_text(Stopping.from_json(stopping))

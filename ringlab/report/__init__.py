@@ -32,7 +32,8 @@ from ringlab.rundir.calibration import (find_calibration, results_root_of, run_h
                                         with_host_drift)
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
 from ringlab.stats.compare import method_text
-from ringlab.stats.sequential import stopping_text
+from ringlab.report.stopping_sentences import stopping_text
+from ringlab.stats.stopping_record import Stopping
 from ringlab.stats.summary import StatsError, group_columns
 
 TABLES = ("ab", "summary", "variance", "counters")
@@ -182,7 +183,7 @@ def _head(c: _Computed) -> list[str]:
     md = [f"# {title}: {metric}", ""]
     if run.status_line:
         md += [f"**{run.status_line}** The numbers below cover only the trials that were recorded.", ""]
-    stopped = stopping_text(env.get("stopping")) if isinstance(env.get("stopping"), dict) else ""
+    stopped = stopping_text(Stopping.from_json(env.get("stopping")))
     if stopped:
         md += [stopped, ""]
     md.append(excluded_text(df, meas, excluded, metric))

@@ -35,6 +35,7 @@ from ringlab.stats import StatsError, compare, measurements, summarize
 from ringlab.stats.rounds import comparison_columns
 from ringlab.stats.contract import SIGNIFICANT
 from ringlab.stats.replication import NO_DRIFT
+from ringlab.stats.stopping_record import Stopping
 from ringlab.report.mail_objdump import loop_summary
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import (aa_controls, counters_line, machine_line, not_measured, tested_line)
@@ -376,17 +377,18 @@ def _interval_lines(info: dict, width: int) -> list[str]:
 def _own_floor(env: dict) -> str:
     """A staged run's own measure of its noise, for a host without a calibration: the 95% CI
     half-width each judged row reached at the run's design ("" for a run without stages)."""
-    stop = env.get("stopping") if isinstance(env.get("stopping"), dict) else {}
-    rows = [r for r in stop.get("rows") or [] if isinstance(r.get("half_width_pct"), (int, float))
-            and math.isfinite(r["half_width_pct"])]
-    if not rows or not stop.get("stages"):
+    stop = Stopping.from_json(env.get("stopping"))
+    if stop is None:
+        return ""
+    rows = [r for r in stop.rows or () if isinstance(r.half_width_pct, (int, float)) and math.isfinite(r.half_width_pct)]
+    if not rows or not stop.stages:
         return ""
     parts = []
     for r in rows:
-        mode = dict(p.split("=", 1) for p in str(r.get("group")).split(",") if "=" in p).get("mode")
-        parts.append(f"±{r['half_width_pct']:.2f}%" + (f" in mode {mode}" if mode is not None else ""))
-    return ("95% CI half-width " + ", ".join(parts) + f" at {stop.get('layouts')} layouts x "
-            f"{stop.get('rounds_per_layout')} rounds")
+        mode = dict(p.split("=", 1) for p in str(r.group).split(",") if "=" in p).get("mode")
+        parts.append(f"±{r.half_width_pct:.2f}%" + (f" in mode {mode}" if mode is not None else ""))
+    return ("95% CI half-width " + ", ".join(parts) + f" at {stop.layouts} layouts x "
+            f"{stop.rounds_per_layout} rounds")
 
 
 def _legend(info: dict, width: int) -> list[str]:

@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from tqdm import tqdm
 
@@ -34,6 +34,9 @@ from ringlab.run.prepare import default_out_dir, host_id, new_run_id, prepare
 from ringlab.run.process import execute, run_process
 from ringlab.system import privilege
 from ringlab.system.governor import tune
+
+if TYPE_CHECKING:
+    from ringlab.stats.stopping_record import Stopping
 
 
 @dataclass
@@ -121,23 +124,23 @@ def _run_trials(f: RunFolder, p, todo: list, res: "RunResult", stop, progress, n
         res.counts[rows[0]["status"]] = res.counts.get(rows[0]["status"], 0) + 1
 
 
-def _extended(f: RunFolder, p, st: dict) -> list:
+def _extended(f: RunFolder, p, st: Stopping) -> list:
     """The plan of every stage recorded in ``st``, in block order (icount last, once stopped)."""
     from ringlab.run import stopping
-    p.ctx.values["layouts"] = int(st["layouts"])   # a trial of a new layout names its binary
+    p.ctx.values["layouts"] = int(st.layouts)   # a trial of a new layout names its binary
     plan = stopping.staged_plan(p.exp, p.ctx.values, p.specs, st, p.ctx)
-    f.write_env(plan=dict(f.env.get("plan") or {}, trials_total=len(plan), rounds=int(st["rounds_planned"]),
-                          layouts=int(st["layouts"])))
+    f.write_env(plan=dict(f.env.get("plan") or {}, trials_total=len(plan), rounds=int(st.rounds_planned),
+                          layouts=int(st.layouts)))
     return plan
 
 
-def _build_stage(f: RunFolder, p, st: dict) -> dict:
+def _build_stage(f: RunFolder, p, st: Stopping) -> Stopping:
     """Build (or, with --no-build, check) the binaries of a stage's new layouts; the seconds count."""
     from ringlab.run.prepare import build_for_run, check_built, merge_build
     from ringlab.digest import sha256_file
     from ringlab.run import stopping
     started = time.monotonic()
-    values = dict(p.ctx.values, layouts=int(st["layouts"]))
+    values = dict(p.ctx.values, layouts=int(st.layouts))
     if p.build:   # only the new layouts' binaries are compiled
         info = build_for_run(p.exp, values, f.env.get("build") if isinstance(f.env.get("build"), dict) else None)
         merge_build(info, p.exp.build_info(values))
@@ -161,21 +164,22 @@ def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "Ru
         return
     # a run with a target only: the statistics it reviews its stages with load scipy
     from ringlab.run import stopping
-    st = dict(f.env.get("stopping") or p.stopping)
+    from ringlab.stats.stopping_record import Stopping
+    st = Stopping.from_json(f.env.get("stopping")) if f.env.get("stopping") else p.stopping
     ran = {s.key() for _, s in todo} | set(done)
     started = time.monotonic()
     try:
         _run_trials(f, p, todo, res, stop, progress, name)
     finally:   # an interrupted stage keeps the time it spent
         st = stopping.add_time(st, measure_s=time.monotonic() - started)
-        f.write_env(stopping=st)
-    while st.get("stop_reason") is None:
+        f.write_env(stopping=st.to_json())
+    while st.stop_reason is None:
         st = stopping.review(f.read_raw(), st, log)
-        f.write_env(stopping=st)
-        if st.get("stop_reason") is not None:
+        f.write_env(stopping=st.to_json())
+        if st.stop_reason is not None:
             break
         st = _build_stage(f, p, st)
-        f.write_env(stopping=st)
+        f.write_env(stopping=st.to_json())
         plan = _extended(f, p, st)
         more = [(i, s) for i, s in enumerate(plan) if s.key() not in ran]
         ran |= {s.key() for _, s in more}
@@ -184,16 +188,19 @@ def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "Ru
             _run_trials(f, p, more, res, stop, progress, name)
         finally:
             st = stopping.add_time(st, measure_s=time.monotonic() - started)
-            f.write_env(stopping=st)
+            f.write_env(stopping=st.to_json())
     plan = _extended(f, p, st)   # stopped: the icount trials, if any
     _run_trials(f, p, [(i, s) for i, s in enumerate(plan) if s.key() not in ran], res, stop, progress, name)
-    f.write_env(stopping=stopping.finish(f.read_raw(), st))
+    f.write_env(stopping=stopping.finish(f.read_raw(), st).to_json())
 
 
 def _note_rounds_run(f: RunFolder) -> None:
+    import dataclasses
     from ringlab.run import stopping
+    from ringlab.stats.stopping_record import Stopping
     try:
-        f.env["stopping"] = dict(f.env["stopping"], rounds_run=stopping.rounds_run(f.read_raw()))
+        st = Stopping.from_json(f.env["stopping"])
+        f.env["stopping"] = dataclasses.replace(st, rounds_run=stopping.rounds_run(f.read_raw())).to_json()
     except Exception:   # noqa: BLE001 - a torn or empty raw.csv: keep what env.json says
         pass
 

@@ -6,6 +6,7 @@ build) and creates nothing; it returns a ``Prepared`` run: the experiment, its
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import os
@@ -15,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ringlab import __version__, paths, schema
 from ringlab.build import driver as build_mod
@@ -31,6 +32,9 @@ from ringlab.run.context import RunContext
 from ringlab.run.plan import LAYOUT_DESCRIPTION, ORDER_DESCRIPTION, full_plan
 from ringlab.system import envinfo
 from ringlab.build import binaries
+
+if TYPE_CHECKING:
+    from ringlab.stats.stopping_record import Stopping
 
 
 def new_run_id() -> str:
@@ -91,7 +95,7 @@ class Prepared:
     unavailable: str | None       # why the experiment cannot run here (None: it can)
     resume: bool
     specs: list[TrialSpec]        # the experiment's plan, in its canonical order
-    stopping: dict | None = None  # env.json "stopping" (target_ci > 0), else None
+    stopping: Stopping | None = None  # env.json "stopping" (target_ci > 0), else None
     build: bool = True            # build binaries (False: --no-build, check them)
 
     @property
@@ -316,20 +320,22 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         # imported here: the statistics it plans with load scipy, which a run without a target
         # (a smoke run, an emulated CPU) starts without
         from ringlab.run import stopping
-        prev_stop = prev.get("stopping")
-        if isinstance(prev_stop, dict) and prev_stop.get("stages"):
+        from ringlab.stats.stopping_record import Stopping
+        prev_stop = Stopping.from_json(prev.get("stopping"))
+        if prev_stop is not None and prev_stop.stages:
             stop = prev_stop
         else:
-            stop = stopping.opening(values, host)
+            levels = stopping.load_levels(values, host)   # calibration.json, read once for the run
+            stop = stopping.opening(values, levels)
             probe = None
-            if build and stop.get("budget_s"):   # time the first layouts' builds; the pilot fits them
+            if build and stop.budget_s:   # time the first layouts' builds; the pilot fits them
                 first = stopping.probe_layouts(stop)
                 started = time.monotonic()
-                probe = build_for_run(exp, stopping.stage_values(values, dict(stop, layouts=first)))
+                probe = build_for_run(exp, stopping.stage_values(values, dataclasses.replace(stop, layouts=first)))
                 took = time.monotonic() - started
                 # the pilot planned again at the build cost just timed
-                stop = stopping.opening(values, host, layout_s=took / first)
-                stop = stopping.fit_pilot_to_builds(stop, values, first, took)
+                stop = stopping.opening(values, levels, layout_s=took / first)
+                stop = stopping.fit_pilot_to_builds(stop, first, took)
         values = stopping.stage_values(values, stop)
     ctx = RunContext(name, values, run_id, out_dir, log, host=host)
     check_plan_size(exp_cls, values)
@@ -353,9 +359,9 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     # Build and check binaries before anything is written.
     started = time.monotonic()
     build_info, reason = _build_and_check(exp, values, ctx, build, probe)
-    if stop is not None and not stop["stages"][0].get("built"):   # the budget counts builds
+    if stop is not None and not stop.stages[0].built:   # the budget counts builds
         stop = stopping.add_time(stop, build_s=time.monotonic() - started)
-        stop["stages"][0]["built"] = True
+        stop = dataclasses.replace(stop, stages=(dataclasses.replace(stop.stages[0], built=True),) + stop.stages[1:])
     env = {} if prev else {"schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "experiment": name,
                            "host": host}
     env.update(
@@ -377,5 +383,5 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     ctx.measured_commands = {str(k): list(v) for k, v in (prev.get("measured_commands") or {}).items()
                              if isinstance(v, list)}
     if stop is not None:   # the report compares against the arm the stopping rule planned for
-        env.update(stopping=stop, baseline=stop["baseline"])
+        env.update(stopping=stop.to_json(), baseline=stop.baseline)
     return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop, build)

@@ -4,7 +4,7 @@ Each simulated run is what ``ringlab run`` does with ``-p target_ci`` (``ringlab
 with only the measuring replaced by draws:
 
 * ``stopping.opening`` plans stage 0 from the planner's calibration (the host's, or ``CAUTIOUS``
-  for a first run on a host without one);
+  for a first run on a host without one), passed in as the runner passes the host's;
 * each stage's rounds get their layouts from ``stopping.round_layouts``, the schedule a run
   measures; in a round each arm runs one process, in a random order;
 * a trial's ns/op is drawn from the *true* noise, a ``LevelCalibration`` whose point estimates
@@ -18,7 +18,7 @@ with only the measuring replaced by draws:
 * the call is ``compare()``'s verdict of the run's whole data when it stopped: what summary.md
   would print.  Under A/A a "faster" or "slower" is a false call.
 
-Stopping on "decided" looks at significance (at 5% / ``MAX_STAGES`` a look) as well as width, so
+Stopping on "decided" looks at significance (at 5% / ``Policy.max_stages`` a look) as well as width, so
 that is where an A/A rate above 5% would come from; ``aa_interval`` gives the binomial interval
 the rate of a correct design lies in.
 """
@@ -34,6 +34,7 @@ from scipy import stats as sst
 from ringlab.run import stopping
 from ringlab.stats.compare import compare
 from ringlab.stats.levels import LevelCalibration
+from ringlab.stats.stopping_record import StageRecord, Stopping
 
 BASELINE, CANDIDATE = "batch", "reorder"
 #: the simulated baseline ns/op (the verdicts are of ratios: any value serves)
@@ -63,15 +64,15 @@ def _values(target_pct: float, budget_s: float | None, stop: str, mode: str) -> 
             "budget": float(budget_s or 0), "stop": stop, "baseline": BASELINE, "warmup": 0, "repeats": 1}
 
 
-def _draw_stage(rng: np.random.Generator, st: dict, stage: dict, seed: int, truth: LevelCalibration,
+def _draw_stage(rng: np.random.Generator, st: Stopping, stage: StageRecord, seed: int, truth: LevelCalibration,
                 offsets: dict, effect: float, mode: str) -> pd.DataFrame:
     """The raw rows of one stage's new rounds (every arm once a round, one row per iteration)."""
     lays = stopping.round_layouts(st, seed)
-    reps = int(st.get("repeats") or 1)
+    reps = int(st.repeats or 1)
     v = {k: (float(x) if isinstance(x, (int, float)) and math.isfinite(x) else 0.0) for k, x in truth.variance.items()}
     rows = []
-    first = int(stage["first_round"])
-    for r in range(first, first + int(stage["new_rounds"])):
+    first = stage.first_round
+    for r in range(first, first + stage.new_rounds):
         k = int(lays.get(r, 0))
         for order, arm in enumerate(rng.permutation([BASELINE, CANDIDATE])):
             key = (arm, k)
@@ -87,39 +88,47 @@ def _draw_stage(rng: np.random.Generator, st: dict, stage: dict, seed: int, trut
     return pd.DataFrame(rows)
 
 
-def _stage_cost(truth: LevelCalibration, stage: dict, layouts_before: int, repeats: int) -> tuple[float, float]:
+def _stage_cost(truth: LevelCalibration, stage: StageRecord, layouts_before: int, repeats: int) -> tuple[float, float]:
     """(build seconds, measuring seconds) of one stage at the true calibration's costs."""
     c = {k: float(x or 0) for k, x in truth.cost_s.items()}
-    new_layouts = max(0, int(stage["layouts"]) - layouts_before)
+    new_layouts = max(0, stage.layouts - layouts_before)
     per_round = c.get("process", 0.0) + repeats * c.get("iteration", 0.0)
-    return new_layouts * c.get("layout", 0.0), int(stage["new_rounds"]) * per_round
+    return new_layouts * c.get("layout", 0.0), stage.new_rounds * per_round
 
 
-def simulate_run(truth: LevelCalibration, planner: LevelCalibration, target_pct: float, budget_s: float | None,
-                 stop: str = "decided", effect_pct: float = 0.0, seed: int = 0) -> SimRun:
-    """One staged run planned from ``planner`` and measured from ``truth`` (see the module doc)."""
+def simulated_stopping(truth: LevelCalibration, planner: LevelCalibration, target_pct: float,
+                       budget_s: float | None, stop: str = "decided", effect_pct: float = 0.0,
+                       seed: int = 0) -> tuple[Stopping, pd.DataFrame]:
+    """One staged run planned from ``planner`` and measured from ``truth`` (see the module doc):
+    its stopping record when it stopped and its raw rows."""
     rng = np.random.default_rng(seed)
     mode = str(truth.mode if truth.mode != "any" else "0")
     values = _values(target_pct, budget_s, stop, mode)
-    st = stopping.opening(values, None, levels={mode: planner})
+    st = stopping.opening(values, {mode: planner})
     effect = math.log1p(effect_pct / 100)
     offsets: dict = {}
     frames = []
     layouts_before = 0
     while True:
-        stage = st["stages"][-1]
+        stage = st.last_stage
         frames.append(_draw_stage(rng, st, stage, seed, truth, offsets, effect, mode))
-        build_s, measure_s = _stage_cost(truth, stage, layouts_before, int(st.get("repeats") or 1))
-        layouts_before = int(stage["layouts"])
+        build_s, measure_s = _stage_cost(truth, stage, layouts_before, int(st.repeats or 1))
+        layouts_before = stage.layouts
         st = stopping.add_time(st, measure_s=measure_s, build_s=build_s)
         df = pd.concat(frames, ignore_index=True)
         st = stopping.review(df, st, lambda _m: None)
-        if st.get("stop_reason"):
-            break
+        if st.stop_reason:
+            return st, df
+
+
+def simulate_run(truth: LevelCalibration, planner: LevelCalibration, target_pct: float, budget_s: float | None,
+                 stop: str = "decided", effect_pct: float = 0.0, seed: int = 0) -> SimRun:
+    """One staged run planned from ``planner`` and measured from ``truth`` (see the module doc)."""
+    st, df = simulated_stopping(truth, planner, target_pct, budget_s, stop, effect_pct, seed)
     row = compare(df, BASELINE).iloc[0]
     return SimRun(str(row["verdict"]), float(row["delta_pct"]),
-                  float((row["ci_high_pct"] - row["ci_low_pct"]) / 2), str(st["stop_reason"]), len(st["stages"]),
-                  float(stopping.spent_s(st)), int(st["layouts"]), int(df["round"].nunique()))
+                  float((row["ci_high_pct"] - row["ci_low_pct"]) / 2), str(st.stop_reason), len(st.stages),
+                  float(stopping.spent_s(st)), int(st.layouts), int(df["round"].nunique()))
 
 
 def simulate_runs(truth: LevelCalibration, planner: LevelCalibration, target_pct: float, budget_s: float | None,

@@ -1,22 +1,191 @@
-"""Stop on a target CI: the staged design the runner uses for ``-p target_ci PCT -p budget
-SECONDS`` (``review_rows``, ``stage_stop_reason``, ``observed_components``, ``next_design``,
-``stage_schedule``, ``staged_text``: see the section "the staged design" below and
-ringlab/run/stopping.py), the stopping rules a finished run is judged by (``target_met``) and
-the sentences that describe a stop.  The two-stage (Stein) design over rounds it replaced is
-``ringlab.stats.stein``.
+"""The staged design of a run that stops when its question is answered (``-p target_ci PCT``,
+``-p budget SECONDS``): from a calibration and the run's own data to the next stage, and the rules
+a run stops by.  ``ringlab.run.stopping`` runs it (it loads the calibration, measures, times the
+stages and writes the record); this module plans and judges and opens no file.  The record it
+reads and returns is ``ringlab.stats.stopping_record.Stopping`` (env.json's ``stopping``).
+
+Read top to bottom:
+
+1. **Policy** (``Policy``, ``POLICY``): every number the design is tuned by, one documented field each.
+2. **The pilot** (stage 0, ``pilot_design``): the level planner's design (``LevelCalibration.plan``,
+   ``ringlab.stats.allocation``) for each measured mode's calibration (the host's, or ``CAUTIOUS``
+   where it has none), within ``pilot_share`` of the budget shared over the modes, configurations
+   and arm pairs a round measures; the largest over the modes.  A trial length left unset is
+   planned per mode (``planned_counts``); the pilot's layouts are cut to the builds the run timed
+   (``pilot_layouts_for_builds``).
+3. **The review after each stage** (``review``): the run's own compare() rows (``review_rows``)
+   and the stop (``stage_stop_reason``): every judged row reached its target half-width
+   ("target"), every row decided ("decided": faster/slower, or its CI within +-X with X the
+   target, stated "no change larger than X%"), the budget spent ("budget"; builds count, and a
+   budget whose rest buys less than ``min_stage_share`` of the rounds so far counts as spent), or
+   ``max_stages`` stages ("stages").  Looking after each stage is a sequential test: "decided" is
+   judged at ``alpha / max_stages`` (Bonferroni over the looks), so a stop on a decision is a false
+   one with probability at most ``alpha``; the target and the budget do not depend on the sign of
+   the estimate.  The verdict summary.md prints is the fixed-design verdict (at alpha) of the data
+   that ran: after a stop on the target or the budget its A/A rate can exceed alpha by what the
+   earlier looks' strict tests spent (at most alpha again).
+4. **The next stage** (``next_design``): the variance components of the run's own paired log
+   ratios (``observed_components``, ``ringlab.stats.components``), at their upper bounds, planned
+   again (``allocation.allocate``) at the run's own costs, grown at most ``growth``-fold a level and
+   cut to what the budget left pays for: a ``StageDesign``.
+5. **The schedule** (``stage_schedule``): which layout each new round measures; layout k is the
+   same build in every stage, so a stage extends the design and never restarts it.
+
+The rule a finished run is judged by is ``target_met``.  The two-stage (Stein) design over rounds
+this replaced is ``ringlab.stats.stein``.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 from scipy import stats as sst
 
 from ringlab import schema
+from ringlab.stats.compare import compare
 from ringlab.stats.contract import EXACT_NOTE, verdict_ci
+from ringlab.stats.levels import LevelCalibration
 from ringlab.stats.rounds import comparison_columns
-from ringlab.stats.summary import measurements
+from ringlab.stats.stopping_record import RowRecord, StageRecord, Stopping, json_number
+from ringlab.stats.summary import StatsError, measurements
 
+
+# --- 1. policy ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Policy:
+    """The numbers the staged design is tuned by."""
+    #: the most stages (looks) one run makes, the pilot included
+    max_stages: int = 6
+    #: the share of the budget the pilot may spend, so that re-planning has room
+    pilot_share: float = 0.4
+    #: the share of the pilot's budget its builds may spend (one build serves every mode)
+    pilot_build_share: float = 0.5
+    #: the fewest layouts of a pilot (a t interval over fewer layout pairs is too wide to plan on)
+    pilot_min_layouts: int = 4
+    #: the most rounds per layout of a pilot without a budget: it is re-planned after it anyway
+    unbudgeted_rounds_per_layout: int = 8
+    #: the pilot's first layouts, built and timed before the pilot's size is fixed
+    probe_layouts: int = 4
+    #: the fewest rounds per layout of a stage design (the process level needs two to be estimated)
+    min_rounds_per_layout: int = 2
+    #: the most a stage multiplies the layouts or the rounds per layout by
+    growth: int = 4
+    #: a stage is planned to cost at most the budget left divided by this: its builds and rounds run
+    #: a little dearer than the last stage's (a partly filled binary of layout copies is rebuilt whole)
+    budget_margin: float = 1.2
+    #: the smallest stage worth its review, as a share of the rounds before it: 10% more rounds
+    #: narrow a half-width by about 5% of itself
+    min_stage_share: float = 0.1
+    #: the family-wise error rate of a stop on "decided" over all the looks
+    alpha: float = 0.05
+    #: the confidence level of the half-widths planned and predicted
+    level: float = 0.95
+
+
+#: the policy a run stops by
+POLICY = Policy()
+
+
+# --- 2. the pilot ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PilotDesign:
+    """Stage 0: layouts x rounds per layout x ``repeats`` iterations, where each mode's plan came
+    from (``calibration_by_mode``, and as one text) and the plans' bases; with the trial length
+    planned (``count`` unset): each mode's ops per timed loop and the longest of them."""
+    layouts: int
+    rounds_per_layout: int
+    repeats: int
+    calibration: str
+    calibration_by_mode: dict[str, str]
+    planned: str
+    count: int | None = None
+    count_by_mode: dict[str, int] | None = None
+
+
+def pilot_design(levels: dict[str, LevelCalibration], targets: dict[str, float], *, arms: int,
+                 configurations: int, budget_s: float | None, max_layouts: int, layout_s: float | None = None,
+                 plan_count: bool = False, policy: Policy = POLICY) -> PilotDesign:
+    """Stage 0 for the modes of ``levels`` ({mode: its calibration}, in the run's order) at their
+    ``targets`` ({mode: half-width %}): the level planner's design for every mode, the largest over
+    them, each mode's plan within its share of the pilot's budget divided over its
+    ``configurations`` and arm pairs.  ``layout_s``, the seconds one layout of every arm took to
+    build here (timed by the run), stands for the calibration's build cost: builds cost what this
+    checkout's build folder makes them (its kept objects, ringlab.build.shared_objects), and their
+    cost sets how many rounds a layout is worth.  ``plan_count``: the trial length is planned too."""
+    pair_s = 2 * float(layout_s) / arms if layout_s is not None and layout_s >= 0 else None
+    modes = list(levels)
+    # a mode's plan prices one pair of arms in one configuration; a round measures every arm in
+    # every configuration of every mode
+    share = (budget_s * policy.pilot_share / (len(modes) * configurations * max(1.0, arms / 2))
+             if budget_s else None)
+    k, p, n_i, by_mode, bases = policy.pilot_min_layouts, policy.min_rounds_per_layout, 1, {}, []
+    counts = planned_counts(levels, targets, budget_s, max_layouts) if plan_count else {}
+    for m, cal in levels.items():
+        cal = cal.at_count(counts[m]) if counts else cal
+        if pair_s is not None:
+            cal = dataclasses.replace(cal, cost_s=dict(cal.cost_s, layout=pair_s))
+        plan = cal.plan(targets[m], budget_s=share, max_layouts=max_layouts)
+        k, p, n_i = max(k, plan.layouts), max(p, plan.rounds_per_layout), max(n_i, plan.iterations)
+        by_mode[m] = cal.source
+        bases.append(f"mode {m}: {plan.basis}")
+    if budget_s is None:   # no budget: a short pilot, re-planned after it
+        p = min(p, policy.unbudgeted_rounds_per_layout)
+    else:                  # one build serves every mode: the pilot's builds get their share of the pilot's
+        per_build = pair_s / 2 if pair_s is not None else \
+            max(float(cal.cost_s.get("layout") or 0) / 2 for cal in levels.values())
+        if per_build > 0:
+            room = budget_s * policy.pilot_share * policy.pilot_build_share
+            k = max(policy.pilot_min_layouts, min(k, int(room // (arms * per_build))))
+    k = min(k, max_layouts)
+    return PilotDesign(layouts=int(k), rounds_per_layout=int(p), repeats=int(n_i),
+                       calibration="; ".join(f"mode {m}: {src}" for m, src in by_mode.items()),
+                       calibration_by_mode=by_mode, planned="; ".join(bases),
+                       count=max(counts.values()) if counts else None, count_by_mode=counts or None)
+
+
+def planned_counts(levels: dict[str, LevelCalibration], targets: dict[str, float], budget_s: float | None,
+                   max_layouts: int) -> dict[str, int]:
+    """The ops per timed loop of a staged run whose ``count`` is unset, per mode: the unbiased
+    trial length whose plan is narrowest (``best_count``; the count the calibration measured at
+    where it has no trial-length probe).  Each mode's trials run at its own: a round costs what
+    its modes' shortest unbiased trials cost."""
+    return {m: int(best_count(cal, targets.get(m), budget_s, max_layouts)) for m, cal in levels.items()}
+
+
+def best_count(cal: LevelCalibration, target_pct: float | None, budget_s: float | None, max_layouts: int) -> int:
+    """Of the calibration's unbiased trial lengths, the one whose plan is narrowest within the
+    budget (the cheapest that reaches the target, where one does): a shorter trial buys more
+    processes per second and may be noisier, and the probe says by how much."""
+    counts = cal.unbiased_counts()
+    if len(counts) == 1 or not (target_pct or budget_s):
+        return counts[-1]
+
+    def key(c):
+        plan = cal.at_count(c).plan(target_pct, budget_s=budget_s, max_layouts=max_layouts)
+        if target_pct and plan.half_width <= math.log1p(target_pct / 100):
+            return (0.0, plan.seconds)
+        return (1.0, plan.half_width)
+    return min(counts, key=key)
+
+
+def pilot_layouts_for_builds(layouts: int, built: int, seconds: float, budget_s: float,
+                             policy: Policy = POLICY) -> int:
+    """The pilot's layouts once its first ``built`` layouts took ``seconds`` to build: as many as
+    fit the builds' share of the pilot's budget at that pace, at least ``pilot_min_layouts`` (and
+    those built), at most ``layouts``."""
+    per_layout = seconds / max(1, built)
+    room = float(budget_s) * policy.pilot_share * policy.pilot_build_share
+    k = int(layouts)
+    if per_layout > 0:
+        k = max(built, policy.pilot_min_layouts, min(k, int(room // per_layout)))
+    return k
+
+
+# --- 3. the review after each stage ---------------------------------------------------------------
 
 def ci_half_width_pct(row) -> float:
     """Half the width of a compare() row's printed CI, in percent (NaN when it has none)."""
@@ -43,94 +212,6 @@ def judged(candidate: str, arms) -> bool:
     return not arms or str(candidate) in {str(a) for a in arms}
 
 
-def target_met(compare_result: pd.DataFrame, target_ci_pct: float, by_mode: dict | None = None,
-               arms=None) -> bool:
-    """True when every judged comparison's printed CI half-width is at most its target
-    (``row_target``; ``judged``).
-
-    Exact (deterministic) rows count as met; a row without a CI does not."""
-    if compare_result is None or not len(compare_result):
-        return False
-    for _, r in compare_result.iterrows():
-        if r.get("design") == "exact" or r.get("note") == EXACT_NOTE or not judged(r.get("candidate"), arms):
-            continue
-        hw = ci_half_width_pct(r)
-        if not (math.isfinite(hw) and hw <= row_target(r.get("group"), target_ci_pct, by_mode)):
-            return False
-    return True
-
-
-def stopping_text(stopping: dict | None) -> str:
-    """One or two sentences for summary.md from env.json's ``stopping`` (see ringlab/run/stopping.py):
-    which decided the number of rounds (the target, the budget, or a pilot that already met
-    the target) and whether every CI met the target at the end.  "" when the run had no target."""
-    if not stopping or not stopping.get("target_ci"):
-        return ""
-    if stopping.get("stages") is not None:
-        return staged_text(stopping)
-    pct = f"±{float(stopping['target_ci']):g}%"
-    pilot, planned, ran = stopping.get("pilot_rounds"), stopping.get("rounds_planned"), stopping.get("rounds_run")
-    met = stopping.get("target_met")
-    end = ("" if met is None else " Every CI reached the target." if met
-           else " At the end not every CI reached it; the CIs are as printed.")
-    if planned is None:
-        return (f"Stop on a target ({pct} 95% CI half-width): the {pilot}-round pilot did not finish, "
-                "so the number of rounds is not decided yet.")
-    if ran is not None and ran < planned:
-        return (f"Stop on a target ({pct}): only {ran} of {planned} planned rounds ran (the run was "
-                "interrupted; `ringlab run ... --resume` finishes it), so the target is not judged.")
-    reason = stopping.get("stop_reason")
-    if reason == "pilot met target":
-        return f"Stop on a target ({pct} 95% CI half-width): the {pilot}-round pilot already met it, so no rounds were added." + end
-    if reason == "budget":
-        budget = stopping.get("budget_s")
-        return (f"Stopped by the budget: reaching {pct} needed {stopping.get('rounds_for_target')} rounds, "
-                f"the budget of {float(budget or 0):g} s paid for {planned} ({pilot} of them the pilot), "
-                "and all of them ran." + (" Every CI reached the target anyway." if met else
-                                          " The CIs are wider than the target."))
-    if reason == "target":
-        text = (f"Stopped on the target: after a {pilot}-round pilot the two-stage plan asked for {planned} "
-                f"rounds to bring every 95% CI half-width to {pct}, and all of them ran.")
-        return text + (" Every CI reached the target." if met else
-                       " But not every CI reached it (the pilot underestimated the spread); the CIs are as printed."
-                       if met is False else "")
-    return (f"Stop on a target ({pct}): the pilot could not be analysed ({stopping.get('error') or reason}), "
-            f"so no rounds were added.")
-
-
-# --- the staged design: plan every level, re-plan from the run's own data -----------------------
-#
-# ``-p target_ci PCT`` (with ``-p budget S``) runs in stages.  Stage 0 (the pilot) is the level
-# planner's design (``LevelCalibration.plan``) for the host's per-mode calibration, or CAUTIOUS where
-# the host has none; each later stage adds layouts and/or rounds per layout.  After every stage the
-# variance components are re-estimated from the run's own paired log ratios
-# (``ringlab.stats.components`` through ``levels.pair_differences``), their upper bounds re-planned
-# (``allocation.allocate``), and the run stops at the first of: every row reached its target
-# half-width ("target"), every row decided ("decided": faster/slower, or its CI within ±X with X the
-# target, stated "no change larger than X%"), the budget spent ("budget"; builds count), or
-# ``MAX_STAGES`` stages ("stages").  Looking after each stage is a sequential test.  "Decided" is
-# judged at alpha / MAX_STAGES (Bonferroni over the looks), so a stop on a decision is a false one
-# with probability at most alpha; the target and the budget do not depend on the sign of the
-# estimate.  The verdict summary.md prints is the fixed-design verdict (at alpha) of the data that
-# ran: after a stop on the target or the budget its A/A rate can exceed alpha by what the earlier
-# looks' strict tests spent (at most alpha again).
-
-#: the most stages (looks) one run makes, the pilot included
-MAX_STAGES = 6
-#: the share of the budget the pilot may spend, so that re-planning has room
-PILOT_SHARE = 0.4
-#: the most a stage multiplies the layouts or the rounds per layout by
-GROWTH = 4
-#: a stage is planned to cost at most the budget left divided by this: its builds and rounds run
-#: a little dearer than the last stage's (a partly filled binary of layout copies is rebuilt whole)
-BUDGET_MARGIN = 1.2
-#: the smallest stage worth its review, as a share of the rounds before it: 10% more rounds
-#: narrow a half-width by about 5% of itself
-MIN_STAGE_SHARE = 0.1
-#: the fewest rounds per layout of a stage design (the process level needs two to be estimated)
-MIN_ROUNDS_PER_LAYOUT = 2
-
-
 def row_decision(row, resolution_pct: float) -> str | None:
     """What one compare() row settles: "faster" / "slower" (its verdict), "no change larger than
     X%" (the CI its verdict rests on, Holm's, lies within ±X, X = ``resolution_pct``), else None."""
@@ -148,10 +229,10 @@ def row_decision(row, resolution_pct: float) -> str | None:
 
 
 def review_rows(compare_result: pd.DataFrame, target_ci_pct: float,
-                strict: pd.DataFrame | None = None, by_mode: dict | None = None, arms=None) -> list[dict]:
+                strict: pd.DataFrame | None = None, by_mode: dict | None = None, arms=None) -> list[RowRecord]:
     """Per compare() row: group, candidate, half_width_pct, target_pct (``row_target``),
     target_met (half-width <= target_pct, exact rows count as met), decided (``row_decision`` at
-    target_pct, of the same row of ``strict`` when given: the comparison at alpha / MAX_STAGES, so
+    target_pct, of the same row of ``strict`` when given: the comparison at alpha / max_stages, so
     that a stop on "decided" at any of the looks is Bonferroni-bounded by alpha), judged (whether
     the stop judges the row: ``judged``)."""
     out = []
@@ -165,30 +246,96 @@ def review_rows(compare_result: pd.DataFrame, target_ci_pct: float,
         key = (str(r.get("group")), str(r.get("candidate")))
         at = alt.get(key, r) if strict is not None else r
         want = row_target(key[0], target_ci_pct, by_mode)
-        out.append({"group": key[0], "candidate": key[1],
-                    "half_width_pct": float(hw) if math.isfinite(hw) else None, "target_pct": want,
-                    "target_met": bool(exact or (math.isfinite(hw) and hw <= want)),
-                    "decided": "exact" if exact else (row_decision(at, want)
-                                                      if key in alt or strict is None else None),
-                    "judged": judged(key[1], arms)})
+        out.append(RowRecord(group=key[0], candidate=key[1],
+                             half_width_pct=float(hw) if math.isfinite(hw) else None, target_pct=want,
+                             target_met=bool(exact or (math.isfinite(hw) and hw <= want)),
+                             decided="exact" if exact else (row_decision(at, want)
+                                                            if key in alt or strict is None else None),
+                             judged=judged(key[1], arms)))
     return out
 
 
-def stage_stop_reason(rows: list[dict], spent_s: float, budget_s: float | None, stages: int,
-                      on_decided: bool = True) -> str | None:
+def stage_stop_reason(rows: list[RowRecord], spent_s: float, budget_s: float | None, stages: int,
+                      on_decided: bool = True, policy: Policy = POLICY) -> str | None:
     """Why the run stops after a stage ("target", "decided", "budget", "stages"), or None to go on.
     ``on_decided`` false: a run that asks for its target half-width goes on past decided rows.
     Rows the stop does not judge (``judged`` false) do not count."""
-    rows = [r for r in rows if r.get("judged", True)]
-    if rows and all(r["target_met"] for r in rows):
+    rows = [r for r in rows if r.judged]
+    if rows and all(r.target_met for r in rows):
         return "target"
-    if on_decided and rows and all(r["decided"] for r in rows):
+    if on_decided and rows and all(r.decided for r in rows):
         return "decided"
     if budget_s is not None and spent_s >= budget_s:
         return "budget"
-    if stages >= MAX_STAGES:
+    if stages >= policy.max_stages:
         return "stages"
     return None
+
+
+def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Policy = POLICY) -> Stopping:
+    """After a stage (``df``: the run's timing rows so far): ``stopping`` stopped (``stop_reason``
+    set on it and on its last stage; "no plan", with ``error``, where the data cannot be analysed)
+    or with the next stage appended, re-planned from the run's own components and costs."""
+    st, target, budget = stopping, stopping.target_ci, stopping.budget_s
+    by_mode, arms = st.target_ci_by_mode, list(st.target_arms)
+    try:
+        rows = review_rows(compare(df, st.baseline), target,
+                           strict=compare(df, st.baseline, alpha=policy.alpha / policy.max_stages),
+                           by_mode=by_mode, arms=arms)
+    except StatsError as e:
+        return dataclasses.replace(st, stop_reason="no plan", error=str(e), target_met=False
+                                   ).with_last_stage(stop_reason="no plan")
+    spent = st.stages_spent_s()
+    st = dataclasses.replace(st, rows=tuple(rows), spent_s=spent,
+                             target_met=bool(rows) and all(r.target_met for r in rows))
+    reason = stage_stop_reason(rows, spent, budget, len(st.stages), on_decided=st.stop == "decided", policy=policy)
+    if reason is None:
+        last = st.last_stage
+        comps = observed_components(df, st.baseline)
+        upper = scaled_upper(comps["rows"], target, by_mode, arms) or comps["upper"]
+        rounds_in_last = last.new_rounds + (st.warmup_rounds if last.stage == 0 else 0)
+        new_layouts = last.layouts - (st.stages[-2].layouts if len(st.stages) > 1 else 0)
+        nxt = next_design(upper, st.layouts, st.rounds_per_layout, target,
+                          seconds_per_round=last.measure_s / max(1, rounds_in_last),
+                          build_s_per_layout=float(last.build_s or 0) / max(1, new_layouts),
+                          budget_left_s=(budget - spent) if budget else None, max_layouts=max_layouts,
+                          observed_half_width_pct=widest_at_target(rows, target), policy=policy)
+        st = st.with_last_stage(components_upper={k: json_number(v) for k, v in upper.items()})
+        if nxt.new_rounds < max(1, policy.min_stage_share * int(st.rounds_planned)):
+            reason = "budget"     # what the budget left buys would not move the half-widths
+        else:
+            stage = StageRecord(stage=len(st.stages), layouts=nxt.layouts, rounds_per_layout=nxt.rounds_per_layout,
+                                new_rounds=nxt.new_rounds, first_round=last.first_round + last.new_rounds,
+                                planned=nxt.planned, predicted_s=json_number(nxt.predicted_s),
+                                predicted_half_width_pct=json_number(nxt.predicted_half_width_pct))
+            st = st.with_last_stage(stop_reason="continue")
+            return dataclasses.replace(st, stages=st.stages + (stage,), layouts=nxt.layouts,
+                                       rounds_per_layout=nxt.rounds_per_layout,
+                                       rounds_planned=int(st.rounds_planned) + nxt.new_rounds)
+    return dataclasses.replace(st, stop_reason=reason).with_last_stage(stop_reason=reason)
+
+
+def widest_at_target(rows: list[RowRecord], target: float) -> float | None:
+    """The widest half-width of the judged rows, each scaled to ``target`` by (target / the row's
+    own target), as ``scaled_upper`` scales the components; None when no judged row has one."""
+    out = [float(r.half_width_pct) * float(target) / float(r.target_pct)
+           for r in rows if r.judged and r.half_width_pct is not None and float(r.target_pct or 0) > 0]
+    return max(out) if out else None
+
+
+def scaled_upper(rows: list[dict], target: float, by_mode: dict | None, arms) -> dict[str, float]:
+    """Per level, the largest upper bound over the judged rows of ``observed_components``, each
+    scaled by (target / the row's own target)^2: a design whose half-width at ``target`` holds for
+    these bounds gives every row its own target (a half-width grows with the square root of the
+    variance).  {} when no judged row has components."""
+    out: dict[str, float] = {}
+    for r in rows:
+        if not judged(r["candidate"], arms):
+            continue
+        factor = (float(target) / row_target(r["group"], target, by_mode)) ** 2
+        for level, v in r["upper"].items():
+            out[level] = max(out.get(level, -math.inf), float(v) * factor)
+    return out
 
 
 def observed_components(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC, by=None,
@@ -230,9 +377,25 @@ def _finite_or_nan(v) -> float:
     return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else math.nan
 
 
+# --- 4. the next stage ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StageDesign:
+    """The next stage's total design (layouts x rounds per layout), the rounds it adds, its
+    predicted seconds and half-width (%; None where the components are not all estimable yet) and
+    the allocation's basis."""
+    layouts: int
+    rounds_per_layout: int
+    new_rounds: int
+    predicted_s: float
+    predicted_half_width_pct: float | None
+    planned: str
+
+
 def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct: float,
                 seconds_per_round: float, build_s_per_layout: float, budget_left_s: float | None,
-                max_layouts: int, level: float = 0.95, observed_half_width_pct: float | None = None) -> dict:
+                max_layouts: int, level: float | None = None, observed_half_width_pct: float | None = None,
+                policy: Policy = POLICY) -> StageDesign:
     """The next stage's total design (layouts K', rounds per layout P', K' >= K, P' >= P) from the
     upper bounds of the run's own components and its own costs: the allocation for the target,
     cut to what ``budget_left_s`` pays for (the narrowest predicted half-width it affords).  The
@@ -244,10 +407,10 @@ def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct
     components are scaled up by (observed / predicted)^2 before planning, so the next stage is
     sized for the interval the verdict will print, not for the model's.
 
-    Returns ``{"layouts", "rounds_per_layout", "new_rounds", "predicted_s",
-    "predicted_half_width_pct", "planned": the allocation's basis}``; new_rounds 0 when the budget
-    pays for nothing more."""
+    ``level``: the confidence level (``policy.level`` unless given).  new_rounds is 0 when the
+    budget pays for nothing more."""
     from ringlab.stats.allocation import Level, allocate, best_repeats
+    level = policy.level if level is None else level
     s_l = upper.get("layout", math.inf)
     s_p = upper.get("process", math.inf)
     s_i = upper.get("iteration", 0.0)
@@ -263,18 +426,18 @@ def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct
         plan = allocate(*levels, target_half_width=math.log1p(target_ci_pct / 100), level=level,
                         min_layouts=k, max_layouts=max_layouts)
         rounds = plan.rounds_per_layout
-        if plan.limited_by != "target" and plan.layouts > k * GROWTH:
+        if plan.limited_by != "target" and plan.layouts > k * policy.growth:
             # the target lies beyond this stage's layouts: more rounds would only stand in for the
             # layouts the next stage adds, so the rounds stay at the per-layout optimum
             rounds = min(rounds, best_repeats(*levels)[0])
         k2, p2, basis = max(k, plan.layouts), max(p, rounds), plan.basis
     else:
         k2, p2 = min(max_layouts, max(k + 1, math.ceil(k * 1.25))), p + 1
-    # a stage grows each level at most GROWTH-fold: a component estimated from few units (the layout
+    # a stage grows each level at most ``growth``-fold: a component estimated from few units (the layout
     # level after a small pilot) is measured again before the design bets everything on it
-    k2, p2 = min(k2, max_layouts, k * GROWTH), min(p2, p * GROWTH)
+    k2, p2 = min(k2, max_layouts, k * policy.growth), min(p2, p * policy.growth)
     if (k2, p2) == (k, p):      # the bounds say the design suffices and the data say it does not
-        k2, p2 = shortfall_design(k, p, max_layouts, target_ci_pct, observed_half_width_pct)
+        k2, p2 = shortfall_design(k, p, max_layouts, target_ci_pct, observed_half_width_pct, policy)
 
     def cost(kk, pp):
         return (kk - k) * cl + ((kk - k) * pp + k * (pp - p)) * spr
@@ -282,14 +445,14 @@ def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct
     def half_width(kk, pp):
         var = (s_l + s_p / pp) if math.isfinite(s_l) and math.isfinite(s_p) else math.nan
         return (sst.t.ppf(0.5 + level / 2, kk - 1) * math.sqrt(var / kk)) if kk > 1 and math.isfinite(var) else math.nan
-    if budget_left_s is not None and cost(k2, p2) > budget_left_s / BUDGET_MARGIN:
-        k2, p2 = _affordable(k, p, k2, p2, cost, half_width, budget_left_s / BUDGET_MARGIN)
+    if budget_left_s is not None and cost(k2, p2) > budget_left_s / policy.budget_margin:
+        k2, p2 = _affordable(k, p, k2, p2, cost, half_width, budget_left_s / policy.budget_margin)
     new = (k2 - k) * p2 + k * (p2 - p)
     hw = half_width(k2, p2)
-    return {"layouts": int(k2), "rounds_per_layout": int(p2), "new_rounds": int(new),
-            "predicted_s": float(cost(k2, p2)),
-            "predicted_half_width_pct": float(math.expm1(hw) * 100) if math.isfinite(hw) else None,
-            "planned": basis}
+    return StageDesign(layouts=int(k2), rounds_per_layout=int(p2), new_rounds=int(new),
+                       predicted_s=float(cost(k2, p2)),
+                       predicted_half_width_pct=float(math.expm1(hw) * 100) if math.isfinite(hw) else None,
+                       planned=basis)
 
 
 def model_inflation(s_l: float, s_p: float, layouts: int, rounds_per_layout: int,
@@ -307,18 +470,18 @@ def model_inflation(s_l: float, s_p: float, layouts: int, rounds_per_layout: int
 
 
 def shortfall_design(layouts: int, rounds_per_layout: int, max_layouts: int, target_ci_pct: float,
-                     observed_half_width_pct: float | None) -> tuple[int, int]:
+                     observed_half_width_pct: float | None, policy: Policy = POLICY) -> tuple[int, int]:
     """The design past (layouts, rounds per layout) when the plan says it suffices and the run's
     own interval says it does not: the data grown by (observed / target)^2 (a half-width narrows
     with the square root of the data), in layouts below the cap and in rounds per layout at it,
-    each at most ``GROWTH``-fold and at least one step."""
+    each at most ``growth``-fold and at least one step."""
     k, p = int(layouts), int(rounds_per_layout)
     factor = 1.25
     if observed_half_width_pct is not None and math.isfinite(observed_half_width_pct) and target_ci_pct > 0:
-        factor = min(float(GROWTH), max(factor, (float(observed_half_width_pct) / float(target_ci_pct)) ** 2))
+        factor = min(float(policy.growth), max(factor, (float(observed_half_width_pct) / float(target_ci_pct)) ** 2))
     if k < max_layouts:
         return min(max_layouts, max(k + 1, math.ceil(k * factor))), p
-    return k, min(p * GROWTH, max(p + 1, math.ceil(p * factor)))
+    return k, min(p * policy.growth, max(p + 1, math.ceil(p * factor)))
 
 
 def _affordable(k: int, p: int, k_max: int, p_max: int, cost, half_width, budget_s: float) -> tuple[int, int]:
@@ -340,6 +503,8 @@ def _affordable(k: int, p: int, k_max: int, p_max: int, cost, half_width, budget
     return best
 
 
+# --- 5. the schedule ------------------------------------------------------------------------------
+
 def stage_schedule(seed: int, stage: int, layouts_before: int, rounds_before: int, layouts: int,
                    rounds_per_layout: int) -> list[int]:
     """The layout of each new round of a stage that takes the design from layouts_before x
@@ -358,79 +523,20 @@ def stage_schedule(seed: int, stage: int, layouts_before: int, rounds_before: in
     return out
 
 
-_STOPPED = {"target": "stopped: target reached", "decided": "stopped: all rows decided"}
+# --- a finished run -------------------------------------------------------------------------------
 
+def target_met(compare_result: pd.DataFrame, target_ci_pct: float, by_mode: dict | None = None,
+               arms=None) -> bool:
+    """True when every judged comparison's printed CI half-width is at most its target
+    (``row_target``; ``judged``).
 
-def target_text(stopping: dict) -> str:
-    """The target as summary.md states it: "±0.5%", or "±0.5% (mode 1: ±1%)" where a mode has its
-    own."""
-    pct = f"±{float(stopping['target_ci']):g}%"
-    own = {str(m): float(t) for m, t in (stopping.get("target_ci_by_mode") or {}).items()
-           if float(t) != float(stopping["target_ci"])}
-    if own:
-        pct += " (" + ", ".join(f"mode {m}: ±{t:g}%" for m, t in sorted(own.items())) + ")"
-    return pct
-
-
-def _judged_text(stopping: dict) -> str:
-    """" for reorder against batch" where only some arms are judged, else ""."""
-    arms = stopping.get("target_arms") or []
-    return f" for {', '.join(map(str, arms))} against {stopping.get('baseline')}" if arms else ""
-
-
-def staged_text(stopping: dict) -> str:
-    """summary.md's lines for a staged run (env.json ``stopping`` with ``stages``)."""
-    pct = target_text(stopping)
-    stages = stopping.get("stages") or []
-    reason = stopping.get("stop_reason")
-    spent, budget = stopping.get("spent_s"), stopping.get("budget_s")
-    if reason in _STOPPED:
-        head = _STOPPED[reason]
-    elif reason == "budget":
-        head = f"stopped: budget spent ({float(spent or 0):.0f} s of {float(budget or 0):g})"
-    elif reason == "stages":
-        head = f"stopped: {MAX_STAGES} stages ran, the most a run makes"
-    elif reason == "no plan":
-        head = f"stopped: the data could not be analysed ({stopping.get('error')})"
-    else:
-        return (f"Staged run for a {pct} 95% CI half-width: {len(stages)} stage(s) so far, not finished "
-                "(`ringlab run ... --resume` goes on).")
-    last = stages[-1] if stages else {}
-    text = (f"{head}. Target {pct} 95% CI half-width" + _judged_text(stopping)
-            + (f" within {float(budget):g} s" if budget else "")
-            + f"; {len(stages)} stage(s), ending at {last.get('layouts')} layouts x "
-              f"{last.get('rounds_per_layout')} rounds each, {float(spent or 0):.0f} s builds included. "
-            + f"The pilot was planned from {stopping.get('calibration') or 'the level calibration'}.")
-    said = [f"{r['candidate']} ({r['group']}): {r['decided']}" for r in stopping.get("rows") or []
-            if r.get("decided") and r["decided"] != "exact"]
-    return text + (" " + "; ".join(said) + "." if said else "") + _short_text(stopping)
-
-
-def _short_text(stopping: dict) -> str:
-    """" Not reached: ..." for a run that stopped with rows short of their target: how far each
-    got, why (the levels' measured SDs, upper bounds, from the last stage) and what the last
-    stage's plan says would reach it; "" when every judged row reached its target or was decided."""
-    short = [r for r in stopping.get("rows") or [] if r.get("judged", True) and r.get("target_met") is False
-             and not r.get("decided")]
-    if not short or stopping.get("stop_reason") in _STOPPED:
-        return ""
-    last = (stopping.get("stages") or [{}])[-1]
-    got = "; ".join(f"{r['candidate']} {_mode_of(r['group'])}±{float(r['half_width_pct']):.2f}% of "
-                    f"±{float(r['target_pct']):g}%" for r in short if _num_ok(r.get("half_width_pct")))
-    comp = last.get("components_upper") or {}
-    sds = ", ".join(f"{n} {math.sqrt(v) * 100:.1f}%" for n, v in comp.items() if _num_ok(v) and v > 0)
-    text = f" Not reached: {got}."
-    if sds:
-        text += f" Why: this run measured SDs of the paired log ratio of {sds} (upper bounds, per unit of each level)."
-    if last.get("planned"):
-        text += f" What would reach it, planned from them: {last['planned']}."
-    return text
-
-
-def _mode_of(group: str) -> str:
-    parts = dict(p.split("=", 1) for p in str(group).split(",") if "=" in p)
-    return f"mode {parts['mode']} " if "mode" in parts else ""
-
-
-def _num_ok(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    Exact (deterministic) rows count as met; a row without a CI does not."""
+    if compare_result is None or not len(compare_result):
+        return False
+    for _, r in compare_result.iterrows():
+        if r.get("design") == "exact" or r.get("note") == EXACT_NOTE or not judged(r.get("candidate"), arms):
+            continue
+        hw = ci_half_width_pct(r)
+        if not (math.isfinite(hw) and hw <= row_target(r.get("group"), target_ci_pct, by_mode)):
+            return False
+    return True
