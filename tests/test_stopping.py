@@ -27,6 +27,7 @@ from ringlab.run import stopping
 from ringlab.stats import compare as stats_compare
 from ringlab.report.stopping_sentences import stopping_text
 from ringlab.stats import sequential
+from ringlab.stats.decide import row_decision
 from ringlab.stats.levels import CAUTIOUS, LevelCalibration
 from ringlab.stats.stopping_record import RowRecord, Stopping
 
@@ -225,9 +226,9 @@ def test_a_baseline_outside_the_variants_is_refused_before_anything_is_written(n
 
 def test_no_change_larger_than_x_is_an_equivalence_statement():
     row = {"verdict": "inconclusive", "ci_low_pct": -0.4, "ci_high_pct": 0.3}
-    assert sequential.row_decision(row, 0.5) == "no change larger than 0.5%"
-    assert sequential.row_decision(dict(row, ci_high_pct=0.6), 0.5) is None
-    assert sequential.row_decision(dict(row, verdict="slower", ci_low_pct=0.2), 0.5) == "slower"
+    assert row_decision(row, 0.5) == "no change larger than 0.5%"
+    assert row_decision(dict(row, ci_high_pct=0.6), 0.5) is None
+    assert row_decision(dict(row, verdict="slower", ci_low_pct=0.2), 0.5) == "slower"
 
 
 def test_stages_add_layouts_and_rounds_and_keep_the_earlier_ones(noisy, monkeypatch):

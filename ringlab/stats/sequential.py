@@ -45,7 +45,8 @@ from scipy import stats as sst
 
 from ringlab import schema
 from ringlab.stats.compare import compare
-from ringlab.stats.contract import EXACT_NOTE, verdict_ci
+from ringlab.stats.contract import EXACT_NOTE
+from ringlab.stats.decide import row_decision
 from ringlab.stats.levels import LevelCalibration
 from ringlab.stats.rounds import comparison_columns
 from ringlab.stats.stopping_record import RowRecord, StageRecord, Stopping, json_number
@@ -212,26 +213,10 @@ def judged(candidate: str, arms) -> bool:
     return not arms or str(candidate) in {str(a) for a in arms}
 
 
-def row_decision(row, resolution_pct: float) -> str | None:
-    """What one compare() row settles: "faster" / "slower" (its verdict), "no change larger than
-    X%" (the CI its verdict rests on, Holm's, lies within ±X, X = ``resolution_pct``), else None."""
-    verdict = str(row.get("verdict") or "")
-    if verdict in ("faster", "slower"):
-        return verdict
-    lo, hi = verdict_ci(row)
-    try:
-        lo, hi = float(lo), float(hi)
-    except (TypeError, ValueError):
-        return None
-    if math.isfinite(lo) and math.isfinite(hi) and -resolution_pct <= lo and hi <= resolution_pct:
-        return f"no change larger than {resolution_pct:g}%"
-    return None
-
-
 def review_rows(compare_result: pd.DataFrame, target_ci_pct: float,
                 strict: pd.DataFrame | None = None, by_mode: dict | None = None, arms=None) -> list[RowRecord]:
     """Per compare() row: group, candidate, half_width_pct, target_pct (``row_target``),
-    target_met (half-width <= target_pct, exact rows count as met), decided (``row_decision`` at
+    target_met (half-width <= target_pct, exact rows count as met), decided (``decide.row_decision`` at
     target_pct, of the same row of ``strict`` when given: the comparison at alpha / max_stages, so
     that a stop on "decided" at any of the looks is Bonferroni-bounded by alpha), judged (whether
     the stop judges the row: ``judged``)."""
