@@ -9,8 +9,8 @@ no groups, no capabilities, no_new_privs), and forks each trial itself, so every
 with the launcher's credentials, never root's; each trial dies with the launcher
 (PR_SET_PDEATHSIG), and the launcher with ringlab.
 
-:class:`Launcher` ``.run(argv, timeout, env)`` returns the same ``TrialOutcome`` as
-``ringlab.run.process.run_process``: its own session and process group, the whole group
+:class:`Launcher` ``.run(argv, timeout, env)`` returns the same ``TrialOutcome``
+(ringlab.run.outcome) as ``ringlab.run.process.run_process``: its own session and process group, the whole group
 killed on timeout (by ringlab) and after the trial ends (by the launcher).  Where the launcher
 is not built or does not answer as expected, :func:`start` returns None and the runner spawns
 each trial itself, as before.
@@ -25,6 +25,7 @@ import time
 
 from ringlab import paths
 from ringlab.errors import RunnerError
+from ringlab.run.outcome import TrialOutcome
 from ringlab.system import privilege
 
 #: the binary under build/bin
@@ -74,7 +75,6 @@ class Launcher:
         return out
 
     def run(self, argv: list[str], timeout: float, env: dict[str, str] | None):
-        from ringlab.run.process import TrialOutcome
         t0 = time.perf_counter()
         envs = [f"{k}={v}" for k, v in (os.environ if env is None else env).items()]
         words = [str(a) for a in argv] + envs

@@ -23,12 +23,12 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ringlab.build import layouts as _layouts
 from ringlab.run import launcher as _launcher
+from ringlab.run.outcome import TrialOutcome
 from ringlab.tools import icount
 from ringlab.experiments.base import TrialSpec
 from ringlab.digest import sha256_file
@@ -48,15 +48,6 @@ def _child_setup() -> None:  # pragma: no cover - runs in the child between fork
     # If the runner itself is SIGKILLed, the kernel kills the trial too: no orphan keeps
     # spinning on a CPU and disturbing the next run.
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-@dataclass
-class TrialOutcome:
-    status: str           # ok | crash | timeout
-    exit_code: int
-    stdout: str
-    stderr: str
-    wall_s: float
 
 
 def run_process(argv: list[str], timeout: float, env: dict[str, str] | None = None,
