@@ -16,7 +16,8 @@ module docstring's first line as its description).  ``args`` has one attribute p
 repeatable options (``multiple=True``) are lists.
 
 Click takes the word after an option as its value whatever it begins with (``--cflags -O3``,
-``-p cpus -1:0``).  :class:`Command` adds what ringlab's command lines have always accepted:
+``-p cpus -1:0``).  :class:`Command` parses with :class:`Parser`, click's own option parser
+with what ringlab's command lines have always accepted besides:
 
 - ``-p NAME VALUE`` and ``-p NAME=VALUE`` (options of type :data:`NAME_VALUE`), as papermill's -p;
 - a unique prefix of a long option (``--cfl -O3`` is ``--cflags -O3``);
@@ -30,6 +31,11 @@ import re
 from typing import Any
 
 import click
+
+try:                                                    # click >= 8.2
+    from click.parser import _OptionParser as _ClickParser
+except ImportError:                                     # click 8.1
+    from click.parser import OptionParser as _ClickParser
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -49,12 +55,16 @@ class Args:
 
 
 class NameValue(click.ParamType):
-    """A parameter NAME and its VALUE: ``NAME=VALUE`` (what :class:`Command` makes of ``NAME VALUE``)."""
+    """A parameter NAME and its VALUE: one word ``NAME=VALUE``, or the two words ``NAME VALUE``
+    (which :class:`Parser` hands over as a tuple)."""
 
     name = "NAME VALUE"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
+        if isinstance(value, tuple):                    # -p NAME VALUE, two words
+            name, val = value
+            if not _NAME.fullmatch(name):
+                self.fail(f"expected NAME VALUE or NAME=VALUE, got {f'{name} {val}'!r}", param, ctx)
             return value
         name, eq, val = str(value).partition("=")
         if not eq or not _NAME.fullmatch(name):
@@ -112,14 +122,70 @@ def _help_option(option: click.Option | None) -> click.Option | None:
     return option
 
 
+class Parser(_ClickParser):
+    """Click's option parser, taking an option's values as ringlab's command lines always have:
+    a unique prefix of a long option names it (an ambiguous one is refused); a value-taking
+    option's value is the next word unless that word is one of the command's own options (or
+    there is none): "argument --out: expected one argument"; ``-p NAME VALUE`` takes two words
+    where the first is not ``NAME=VALUE``; a ``greedy`` option takes every following word up to
+    the next one that begins with ``-``.  A value given with ``=`` (``--out=DIR``) is that value
+    alone.  Words that name no option (and short options with their value attached, ``-pNAME=V``)
+    are left to click as they are."""
+
+    def _names(self, word: str) -> list[str]:
+        """The option strings ``word`` names: itself, or the long options it is a prefix of."""
+        if word in self._long_opt or word in self._short_opt:
+            return [word]
+        if word.startswith("--") and len(word) > 2:
+            return sorted(o for o in self._long_opt if o.startswith(word) and o.startswith("--"))
+        return []
+
+    def _names_option(self, word: str) -> bool:
+        return bool(self._names(word.partition("=")[0] if word.startswith("--") else word))
+
+    def _process_opts(self, arg: str, state) -> None:
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        names = self._names(name)
+        if len(names) > 1:
+            raise click.UsageError(f"ambiguous option: {name} could match {', '.join(names)}", self.ctx)
+        if not names:
+            return super()._process_opts(arg, state)
+        opt = names[0]
+        option = self._long_opt.get(opt) or self._short_opt[opt]
+        if eq or not option.takes_value or option.nargs != 1:
+            return super()._process_opts(opt + eq + value, state)
+        words, param = state.rargs, option.obj
+        if not words or self._names_option(words[0]):
+            raise click.UsageError(f"argument {hint(param)}: expected one argument", self.ctx)
+        if isinstance(param.type, NameValue) and self._name_and_value(words):
+            option.process((words.pop(0), words.pop(0)), state)
+            return
+        option.process(words.pop(0), state)
+        if getattr(param, "greedy", False):
+            while words and not (words[0].startswith("-") and len(words[0]) > 1):
+                option.process(words.pop(0), state)
+
+    def _name_and_value(self, words: list[str]) -> bool:
+        """Whether ``words`` begin with ``NAME VALUE`` rather than with one ``NAME=VALUE``."""
+        name, eq, _ = words[0].partition("=")
+        if eq and _NAME.fullmatch(name):
+            return False
+        return len(words) >= 2 and not self._names_option(words[1])
+
+
 class Command(click.Command):
     """A ringlab command (see the module's docstring for what it accepts beyond click)."""
 
     def get_help_option(self, ctx: click.Context) -> click.Option | None:
         return _help_option(super().get_help_option(ctx))
 
+    def make_parser(self, ctx: click.Context) -> Parser:
+        parser = Parser(ctx)
+        for param in self.get_params(ctx):
+            param.add_to_parser(parser, ctx)
+        return parser
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        args = _normalize(self, ctx, list(args))
         ctx.allow_extra_args = True
         rest = super().parse_args(ctx, args)
         if rest:
@@ -152,69 +218,3 @@ class Group(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]):
         ctx.meta.setdefault("ringlab.command", args[0] if args else None)
         return super().resolve_command(ctx, args)
-
-
-def _normalize(cmd: click.Command, ctx: click.Context, args: list[str]) -> list[str]:
-    """``args`` as click parses them: abbreviations written out, ``-p NAME VALUE`` as
-    ``-p NAME=VALUE``, greedy options repeated; a missing value is a usage error."""
-    opts: dict[str, click.Option] = {}
-    for p in cmd.get_params(ctx):
-        if isinstance(p, click.Option):
-            for o in (*p.opts, *p.secondary_opts):
-                opts[o] = p
-    longs = sorted(o for o in opts if o.startswith("--"))
-
-    def lookup(word: str) -> list[str]:
-        """The option strings ``word`` names: itself, or the long options it is a prefix of."""
-        if word in opts:
-            return [word]
-        if word.startswith("--") and len(word) > 2:
-            return [o for o in longs if o.startswith(word)]
-        return []
-
-    def is_option(word: str) -> bool:
-        return bool(lookup(word.partition("=")[0] if word.startswith("--") else word))
-
-    out: list[str] = []
-    i = 0
-    interspersed = ctx.allow_interspersed_args
-    while i < len(args):
-        word = args[i]
-        if word == "--":
-            return out + args[i:]
-        if not word.startswith("-") or len(word) == 1:
-            out.append(word)
-            i += 1
-            if not interspersed:
-                return out + args[i:]
-            continue
-        name, eq, val = word.partition("=") if word.startswith("--") else (word, "", "")
-        hits = lookup(name)
-        if len(hits) > 1:
-            raise click.UsageError(f"ambiguous option: {name} could match {', '.join(hits)}", ctx)
-        if not hits:                  # unknown, or a short option with its value attached: click's
-            out.append(word)
-            i += 1
-            continue
-        opt = hits[0]
-        param = opts[opt]
-        if eq or param.is_flag or param.count:
-            out.append(opt + eq + val)
-            i += 1
-            continue
-        nxt = args[i + 1:i + 3]
-        if not nxt or is_option(nxt[0]):
-            raise click.UsageError(f"argument {hint(param)}: expected one argument", ctx)
-        if isinstance(param.type, NameValue):
-            before, has_eq, _ = nxt[0].partition("=")
-            if not (has_eq and _NAME.fullmatch(before)) and len(nxt) == 2 and not is_option(nxt[1]):
-                out += [opt, f"{nxt[0]}={nxt[1]}"]         # -p NAME VALUE
-                i += 3
-                continue
-        out += [opt, nxt[0]]
-        i += 2
-        if getattr(param, "greedy", False):
-            while i < len(args) and not (args[i].startswith("-") and len(args[i]) > 1):
-                out += [opt, args[i]]
-                i += 1
-    return out
