@@ -107,6 +107,13 @@ def parameter(help: str):   # noqa: A002
                         metavar="NAME VALUE", help=help)
 
 
+def parse(cmd: click.Command, name: str, argv: list[str]) -> Args:
+    """The arguments ``cmd`` (called ``name``) would hand its ``run`` for ``argv``, without running
+    it; --help is not an option here.  A bad command line raises click.UsageError."""
+    with cmd.make_context(name, list(argv), help_option_names=[]) as ctx:
+        return Args(ctx.params)
+
+
 def hint(param: click.Parameter | None) -> str:
     """How an error names a parameter: ``-p/--parameter``, or an argument's metavar."""
     if param is None:

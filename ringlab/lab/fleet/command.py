@@ -2,10 +2,12 @@
 checked before any job is submitted (``ringlab fleet submit``) and read back (``collect``)."""
 from __future__ import annotations
 
-import argparse
+import click
 
 from ringlab.errors import ParamError
-from ringlab.lab.reproduce import PROFILES, resolve_only
+from ringlab.lab.cli import usage_message
+from ringlab.lab.commands import options, reproduce
+from ringlab.lab.reproduce import resolve_only
 
 
 def parse_command(argv: list[str]) -> tuple[str, list[str]]:
@@ -29,19 +31,12 @@ def parse_command(argv: list[str]) -> tuple[str, list[str]]:
 
 
 def reproduce_args(argv: list[str]) -> tuple[str, list[str]]:
-    """(profile, notebooks) of a reproduce command."""
-    p = argparse.ArgumentParser(prog="reproduce", add_help=False, exit_on_error=False)
-    p.add_argument("--profile", default="quick")
-    p.add_argument("--only", nargs="+")
+    """(profile, notebooks) of a reproduce command, as ``ringlab reproduce`` parses it."""
     try:
-        ns, rest = p.parse_known_args(argv)
-    except argparse.ArgumentError as e:
-        raise ParamError(f"parameter 'COMMAND': {e}") from None
-    if rest:
-        raise ParamError(f"parameter 'COMMAND': reproduce does not take {rest[0]!r}; allowed: --only, --profile")
-    if ns.profile not in PROFILES:
-        raise ParamError(f"parameter 'profile': unknown value {ns.profile!r}; allowed: {', '.join(PROFILES)}")
+        args = options.parse(reproduce.command, "reproduce", argv)
+    except click.UsageError as e:
+        raise ParamError(f"parameter 'COMMAND': reproduce {usage_message(e)}") from None
     try:
-        return ns.profile, resolve_only(ns.only)
+        return args.profile, resolve_only(args.only)
     except ValueError as e:
         raise ParamError(str(e)) from None
