@@ -1,10 +1,13 @@
 """argv of the tool processes: a wrapper's own options before ``--`` and the command after
-it, and the shape of a measured command (what runs, not where its files lie)."""
+it (:func:`run_command` runs a tool's click command on them), and the shape of a measured
+command (what runs, not where its files lie)."""
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
+
+import click
 
 
 def split_at_dashes(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -14,6 +17,22 @@ def split_at_dashes(argv: list[str]) -> tuple[list[str], list[str]]:
         return argv, []
     i = argv.index("--")
     return argv[:i], argv[i + 1:]
+
+
+def run_command(command: click.Command, argv: list[str] | None, prog: str) -> int:
+    """Run a tool's click ``command`` as ``prog`` on ``argv`` (default ``sys.argv[1:]``): the
+    words before ``--`` are its options, the words after it its ``ctx.obj``.  Returns the exit
+    code: the command's return value, 0 for --help, 2 for bad usage (printed with the usage)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    options, after = split_at_dashes(argv)
+    try:
+        rc = command.main(args=options, prog_name=prog, standalone_mode=False, obj=after)
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except click.exceptions.Abort:      # click's name for a KeyboardInterrupt
+        raise KeyboardInterrupt from None
+    return int(rc or 0)
 
 
 def command_shape(argv: list[str], measured_binary: str) -> list[str]:

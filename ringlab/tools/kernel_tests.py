@@ -33,7 +33,6 @@ The programs print nothing: they are meant to be timed from outside.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import hashlib
@@ -48,11 +47,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import click
+
 from ringlab import paths
 from ringlab.errors import RunnerError
 from ringlab.sources import kernel_tree
 from ringlab.system import privilege
-from ringlab.tools.argv import python_module, split_at_dashes
+from ringlab.tools.argv import python_module, run_command
 from ringlab.build.driver import validate_cflags
 
 RINGTEST_DIR = "tools/virtio/ringtest"
@@ -342,18 +343,25 @@ def _time(items: int, argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    argv, cmd = split_at_dashes(argv)
-    p = argparse.ArgumentParser(prog="python -m ringlab.kernel_tests",
-                                description="time one run of a ringtest program (wall and CPU time, JSON)")
-    sub = p.add_subparsers(dest="what", required=True)
-    t = sub.add_parser("time", help="run the command after --, print wall/CPU time as JSON")
-    t.add_argument("--items", type=int, required=True, help="items the run passes (ns/item = wall / items)")
-    a = p.parse_args(argv)
+@click.group(help="time one run of a ringtest program (wall and CPU time, JSON)",
+             context_settings={"help_option_names": ["-h", "--help"]})
+def command() -> None:
+    pass
+
+
+@command.command("time", help="run the command after --, print wall/CPU time as JSON",
+                 options_metavar="[OPTIONS] -- CMD ...")
+@click.option("--items", type=int, required=True, help="items the run passes (ns/item = wall / items)")
+@click.pass_obj
+def _time_command(cmd: list[str], items: int) -> int:
     if not cmd:
-        p.error("a command after -- is required")
-    return _time(a.items, cmd)
+        raise click.UsageError("a command after -- is required")
+    return _time(items, cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ringlab.tools.kernel_tests time --items N -- CMD ...``"""
+    return run_command(command, argv, "python -m ringlab.kernel_tests")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ shell.
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import errno
 import json
@@ -45,12 +44,14 @@ import sys
 import time
 from pathlib import Path
 
+import click
+
 from ringlab.paths import expand_user
 from ringlab import paths
 from ringlab.errors import DataError, UnsafeDirError
 from ringlab.system import modules
 from ringlab.system.modules import module_state, state_dir
-from ringlab.tools.argv import python_module, split_at_dashes
+from ringlab.tools.argv import python_module, run_command
 
 #: seed 002's result line (page_frag_test.ko): "N of iterations for aligned|non-aligned testing took: Xus"
 DEFAULT_PATTERN = r"(?P<items>\d+) of iterations for (?P<label>[\w-]+) testing took: ?(?P<us>\d+) ?us"
@@ -350,33 +351,44 @@ def run_guard(name: str, parent: int, log: str | None) -> int:
     return 0 if ok else 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    argv, extra = split_at_dashes(argv)
-    p = argparse.ArgumentParser(prog="python -m ringlab.kmod",
-                                description="one in-kernel test trial (insmod, kernel log, rmmod), or a check")
-    sub = p.add_subparsers(dest="what", required=True)
-    t = sub.add_parser("trial", help="insmod MODULE ARGS..., read the result line, rmmod")
-    t.add_argument("--module", required=True)
-    t.add_argument("--name", default=None)
-    t.add_argument("--pattern", default=DEFAULT_PATTERN)
-    t.add_argument("--log", default=None, help="append unload events to this file")
-    g = sub.add_parser("guard", help="(internal) unload NAME if the trial process dies first")
-    g.add_argument("--name", required=True)
-    g.add_argument("--parent", type=int, required=True)
-    g.add_argument("--log", default=None)
-    c = sub.add_parser("check", help="say why MODULE cannot be loaded here")
-    c.add_argument("module", nargs="*")
-    a = p.parse_args(argv)
-    if a.what == "trial":
-        return run_trial(a.module, a.name or module_name(a.module), extra, a.pattern, a.log)
-    if a.what == "guard":
-        return run_guard(a.name, a.parent, a.log)
-    reasons = modules.refusal_reasons(a.module)
+@click.group(help="one in-kernel test trial (insmod, kernel log, rmmod), or a check",
+             context_settings={"help_option_names": ["-h", "--help"]})
+def command() -> None:
+    pass
+
+
+@command.command("trial", help="insmod MODULE ARGS..., read the result line, rmmod",
+                 options_metavar="[OPTIONS] [-- ARGS ...]")
+@click.option("--module", required=True)
+@click.option("--name", default=None)
+@click.option("--pattern", default=DEFAULT_PATTERN)
+@click.option("--log", default=None, help="append unload events to this file")
+@click.pass_obj
+def _trial_command(extra: list[str], module: str, name: str | None, pattern: str, log: str | None) -> int:
+    return run_trial(module, name or module_name(module), extra, pattern, log)
+
+
+@command.command("guard", help="(internal) unload NAME if the trial process dies first")
+@click.option("--name", required=True)
+@click.option("--parent", type=int, required=True)
+@click.option("--log", default=None)
+def _guard_command(name: str, parent: int, log: str | None) -> int:
+    return run_guard(name, parent, log)
+
+
+@command.command("check", help="say why MODULE cannot be loaded here")
+@click.argument("module", nargs=-1)
+def _check_command(module: tuple[str, ...]) -> int:
+    reasons = modules.refusal_reasons(list(module))
     print("kernel modules: " + ("can be loaded" if not reasons else "cannot be loaded: " + "; ".join(reasons)))
     for line in modules.leftover_text(modules.leftovers()):
         print(f"left loaded: {line}")
     return 1 if reasons else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ringlab.tools.kmod trial|guard|check ...`` (trial's module arguments after --)."""
+    return run_command(command, argv, "python -m ringlab.kmod")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ the pinning wrapper.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -42,8 +41,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import click
+
 from ringlab.system.sysfs import procfs_root, sysfs_root
-from ringlab.tools.argv import python_module, split_at_dashes
+from ringlab.tools.argv import python_module, run_command
 
 #: The tracepoints seed 004 records: sys_enter and sys_exit, two records per syscall.
 EVENTS = "raw_syscalls:*"
@@ -344,32 +345,36 @@ def clear_cache() -> None:
 
 
 # -- command line ---------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    argv, cmd = split_at_dashes(argv)
-    p = argparse.ArgumentParser(prog="python -m ringlab.perfrecord",
-                                description="pin-and-exec wrapper for perf; --check says if perf tracepoints work")
-    p.add_argument("--cpu", type=int, default=None, help="pin to this CPU, then exec the command after --")
-    p.add_argument("--check", action="store_true", help="print why perf record -e raw_syscalls:* cannot run")
-    p.add_argument("--perf", default="perf", help="perf executable for --check (default: perf)")
-    a = p.parse_args(argv)
-    if a.check:
-        reason = unavailable_reason(a.perf)
+@click.command(help="pin-and-exec wrapper for perf; --check says if perf tracepoints work",
+               options_metavar="[OPTIONS] [-- CMD ...]",
+               context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--cpu", type=int, default=None, help="pin to this CPU, then exec the command after --")
+@click.option("--check", is_flag=True, help="print why perf record -e raw_syscalls:* cannot run")
+@click.option("--perf", default="perf", help="perf executable for --check (default: perf)")
+@click.pass_obj
+def command(cmd: list[str], cpu: int | None, check: bool, perf: str) -> int:
+    if check:
+        reason = unavailable_reason(perf)
         print(f"perf tracepoint recording: {'unavailable: ' + reason if reason else 'available'}")
         return 1 if reason else 0
     if not cmd:
-        p.error("a command after -- is required (or --check)")
-    if a.cpu is not None:
+        raise click.UsageError("a command after -- is required (or --check)")
+    if cpu is not None:
         try:
-            os.sched_setaffinity(0, {a.cpu})
+            os.sched_setaffinity(0, {cpu})
         except (OSError, ValueError) as e:
-            print(f"ringlab.perfrecord: --cpu {a.cpu}: cannot pin: {e}", file=sys.stderr)
+            print(f"ringlab.perfrecord: --cpu {cpu}: cannot pin: {e}", file=sys.stderr)
             return 2
     try:
         os.execvp(cmd[0], cmd)  # replaces this process: same pid, same process group
     except OSError as e:
         print(f"ringlab.perfrecord: cannot run '{cmd[0]}': {e}", file=sys.stderr)
         return 127
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ringlab.tools.perfrecord [--cpu N] -- CMD ...`` or ``--check [--perf PATH]``."""
+    return run_command(command, argv, "python -m ringlab.perfrecord")
 
 
 if __name__ == "__main__":
