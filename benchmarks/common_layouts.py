@@ -20,7 +20,6 @@ median effect, and the ratio of the two SDs with a 95% bootstrap interval over t
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import random
@@ -29,6 +28,9 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,22 +42,23 @@ from ringlab.experiments.base import parse_harness_json  # noqa: E402
 from ringlab.experiments.params import MAX_SEED  # noqa: E402
 from ringlab.run.process import run_process, trial_env  # noqa: E402
 from ringlab.system import topology  # noqa: E402
+from ringlab.lab.commands import options  # noqa: E402
 
 ARMS = ("batch", "reorder")
 DESIGNS = ("independent", "common")
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--layouts", type=int, default=16, help="layout pairs per design (2..64)")
-    ap.add_argument("--rounds", type=int, default=8, help="trials of each build (>= 2)")
-    ap.add_argument("--count", type=int, default=2_000_000, help="operations per trial (-N)")
-    ap.add_argument("--seed", type=int, default=None, help="layout seed (default: drawn)")
+@click.command(cls=options.Command, help=__doc__.splitlines()[0])
+@click.option("--layouts", type=int, default=16, help="layout pairs per design (2..64)")
+@click.option("--rounds", type=int, default=8, help="trials of each build (>= 2)")
+@click.option("--count", type=int, default=2_000_000, help="operations per trial (-N)")
+@click.option("--seed", type=int, default=None, help="layout seed (default: drawn)")
+def command(**params) -> int:
+    return run(SimpleNamespace(**params))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
+    return options.run_alone(command, argv)
 
 
 def _builds(seed: int, k: int) -> dict[str, dict[str, list[L.Layout]]]:

@@ -10,13 +10,17 @@ wall time against the targets.  Exits 0 when both are met, 1 otherwise.
 """
 from __future__ import annotations
 
-import argparse
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
+
+from ringlab.lab.commands import options
 
 #: what `ringlab compare` of 10^6 rows may use
 TARGET_RSS_BYTES = 4 << 30
@@ -53,16 +57,16 @@ def _write(path: Path, template, rows: int, n_rounds: int, rng) -> int:
     return path.stat().st_size
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--rows", type=int, default=1_000_000, help="trial rows in the raw.csv (default 10^6)")
-    ap.add_argument("--keep", type=Path, default=None, metavar="DIR",
-                    help="write the raw.csv into DIR and leave it there (default: a temporary folder)")
+@click.command(cls=options.Command, help=__doc__.splitlines()[0])
+@click.option("--rows", type=int, default=1_000_000, help="trial rows in the raw.csv (default 10^6)")
+@click.option("--keep", type=Path, default=None, metavar="DIR",
+              help="write the raw.csv into DIR and leave it there (default: a temporary folder)")
+def command(**params) -> int:
+    return run(SimpleNamespace(**params))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
+    return options.run_alone(command, argv)
 
 
 def run(a) -> int:

@@ -28,12 +28,14 @@ and within its budget (builds included), else 1.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -45,6 +47,7 @@ from ringlab.sources import kernel_header  # noqa: E402
 from ringlab.stats import compare  # noqa: E402
 from ringlab.stats.stopping_record import Stopping  # noqa: E402
 from ringlab.system.envinfo import host_id  # noqa: E402
+from ringlab.lab.commands import options  # noqa: E402
 
 MODES = ("0", "1")
 HEADER_TARGET = 1.0
@@ -111,17 +114,16 @@ def _stop_text(stop: Stopping) -> str:
             f"{stop.calibration}")
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--budget", type=float, default=45.0, help="seconds each staged run may take, builds included")
-    ap.add_argument("--targets", default="0.25,0.75", help="target half-widths of modes 0 and 1, percent")
-    ap.add_argument("--header", action="store_true",
-                    help="also the kernel header vs its reorder form (adds up to twice the budget)")
+@click.command(cls=options.Command, help=__doc__.splitlines()[0])
+@click.option("--budget", type=float, default=45.0, help="seconds each staged run may take, builds included")
+@click.option("--targets", default="0.25,0.75", help="target half-widths of modes 0 and 1, percent")
+@click.option("--header", is_flag=True, help="also the kernel header vs its reorder form (adds up to twice the budget)")
+def command(**params) -> int:
+    return run(SimpleNamespace(**params))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
+    return options.run_alone(command, argv)
 
 
 def _targets(text: str) -> tuple[float, float]:

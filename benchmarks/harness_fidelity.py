@@ -40,12 +40,14 @@ Without a real header (no ``linux-headers-*-common`` and no
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:           # run as a script from a checkout
@@ -59,6 +61,7 @@ from ringlab.build.cflags import BuildError  # noqa: E402
 from ringlab.sources import kernel_header as kh  # noqa: E402
 from ringlab.sources.header_files import KernelHeaderError  # noqa: E402
 from ringlab.tools import icount  # noqa: E402
+from ringlab.lab.commands import options  # noqa: E402
 
 #: instruction-count targets: ours/real within 1 %; reorder effect within 0.2 instructions/op
 ICOUNT_RATIO_TOL = 0.01
@@ -131,30 +134,34 @@ def format_icount(per_op: dict[str, float], checks: list[dict], ops: int, size: 
     return lines
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trials", type=int, default=30, help="measured trials per variant and mode (default 30)")
-    p.add_argument("--warmup", type=int, default=1, help="discarded warm-up trials per variant and mode (default 1)")
-    p.add_argument("--count", type=int, default=20_000_000, help="items per trial, -N (default 2e7)")
-    p.add_argument("--size", type=int, default=1000, help="ring size, -s (default 1000, as in the mails)")
-    p.add_argument("--kernel-header", default=None, metavar="PATH",
-                   help="real ptr_ring.h, kernel tree or headers package (default: newest "
-                        "/usr/src/linux-headers-*-common)")
-    p.add_argument("--cpus", default=None, metavar="P,C",
-                   help="CPU for mode 0 is P; mode 1 pins producer P and consumer C "
-                        "(default: the last two allowed CPUs)")
-    p.add_argument("--modes", default="0,1", help="comma list of modes (default 0,1)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the interleaved order (default 1)")
-    p.add_argument("--layouts", type=int, default=8, metavar="K",
-                   help="code layouts per variant for the layouts timing comparison, 2..64 (default 8; 0: skip it)")
-    p.add_argument("--layout-rounds", type=int, default=20, metavar="R",
-                   help="rounds per layout pair of the layouts timing comparison (default 20: K x R trials "
-                        "per variant and mode)")
-    p.add_argument("--json", dest="json_out", default=None, metavar="FILE", help="also write every trial to FILE")
-    p.add_argument("--icount-ops", type=int, default=1_000_000, metavar="N",
-                   help="operations per callgrind instruction count, 1e5..1e8 (default 1e6)")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--icount-only", action="store_true", help="only the instruction counts, no timing")
-    g.add_argument("--no-icount", action="store_true", help="only the timing, no instruction counts")
+@click.command(cls=options.Command, help=__doc__.splitlines()[0])
+@click.option("--trials", type=int, default=30, help="measured trials per variant and mode (default 30)")
+@click.option("--warmup", type=int, default=1, help="discarded warm-up trials per variant and mode (default 1)")
+@click.option("--count", type=int, default=20_000_000, help="items per trial, -N (default 2e7)")
+@click.option("--size", type=int, default=1000, help="ring size, -s (default 1000, as in the mails)")
+@click.option("--kernel-header", default=None, metavar="PATH",
+              help="real ptr_ring.h, kernel tree or headers package (default: newest "
+                   "/usr/src/linux-headers-*-common)")
+@click.option("--cpus", default=None, metavar="P,C",
+              help="CPU for mode 0 is P; mode 1 pins producer P and consumer C "
+                   "(default: the last two allowed CPUs)")
+@click.option("--modes", default="0,1", help="comma list of modes (default 0,1)")
+@click.option("--seed", type=int, default=1, help="seed of the interleaved order (default 1)")
+@click.option("--layouts", type=int, default=8, metavar="K",
+              help="code layouts per variant for the layouts timing comparison, 2..64 (default 8; 0: skip it)")
+@click.option("--layout-rounds", type=int, default=20, metavar="R",
+              help="rounds per layout pair of the layouts timing comparison (default 20: K x R trials "
+                   "per variant and mode)")
+@click.option("--json", "json_out", default=None, metavar="FILE", help="also write every trial to FILE")
+@click.option("--icount-ops", type=int, default=1_000_000, metavar="N",
+              help="operations per callgrind instruction count, 1e5..1e8 (default 1e6)")
+@click.option("--icount-only", is_flag=True, help="only the instruction counts, no timing")
+@click.option("--no-icount", is_flag=True, help="only the timing, no instruction counts")
+def command(**params) -> int:
+    both = [o for o in ("--icount-only", "--no-icount") if params[o.lstrip('-').replace('-', '_')]]
+    if len(both) > 1:
+        raise click.UsageError(f"argument {both[1]}: not allowed with argument {both[0]}")
+    return run(SimpleNamespace(**params))
 
 
 def _fail(msg: str) -> int:
@@ -370,9 +377,7 @@ def layouts_timing(args, prep, modes, one_build: dict, ours: str) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="harness_fidelity.py", description=__doc__.splitlines()[0])
-    add_arguments(p)
-    return run(p.parse_args(argv))
+    return options.run_alone(command, argv, "harness_fidelity.py")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ the seconds).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import secrets
 import shutil
@@ -35,6 +34,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -42,15 +44,18 @@ sys.path.insert(0, str(ROOT))
 from ringlab.build import driver  # noqa: E402
 from ringlab.build import layouts as L  # noqa: E402
 from ringlab.experiments.base import parse_harness_json  # noqa: E402
+from ringlab.lab.commands import options  # noqa: E402
 
 ARM = "ptr_ring_test-batch"
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--layouts", type=int, default=16, help=f"layouts of the arm (2..{L.MAX_LAYOUTS})")
-    ap.add_argument("--trials", type=int, default=10, help="mode-0 trials alone and beside the builds (>= 3)")
-    ap.add_argument("--count", type=int, default=2_000_000, help="ops per mode-0 trial")
-    ap.add_argument("--seed", type=int, default=0, help="layout seed (0: drawn)")
+@click.command(cls=options.Command, help=__doc__.strip().splitlines()[0])
+@click.option("--layouts", type=int, default=16, help=f"layouts of the arm (2..{L.MAX_LAYOUTS})")
+@click.option("--trials", type=int, default=10, help="mode-0 trials alone and beside the builds (>= 3)")
+@click.option("--count", type=int, default=2_000_000, help="ops per mode-0 trial")
+@click.option("--seed", type=int, default=0, help="layout seed (0: drawn)")
+def command(**params) -> int:
+    return run(SimpleNamespace(**params))
 
 
 def _build(layouts, out: Path) -> float:
@@ -149,9 +154,7 @@ def run(args) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
+    return options.run_alone(command, argv)
 
 
 if __name__ == "__main__":

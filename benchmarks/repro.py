@@ -21,11 +21,13 @@ Exit status 0 when every next-run interval held the following run's estimate, el
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -34,17 +36,20 @@ from ringlab.rundir.calibration import host_drifts  # noqa: E402
 from ringlab.studies import sessions  # noqa: E402
 from ringlab.studies import verdict_check as vc  # noqa: E402
 from ringlab.system.envinfo import host_id  # noqa: E402
+from ringlab.lab.commands import options  # noqa: E402
 
 ARMS = ["d2", "d8"]
 ROUNDS_PER_LAYOUT = 20
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", type=int, default=5, help="runs of the same A/B (default 5)")
-    p.add_argument("--gap", type=float, default=0.0, help="seconds between runs (default 0)")
-    p.add_argument("--layouts", type=int, default=8, help="layouts per arm (default 8, profile full's)")
-    p.add_argument("--base", default="", help="header source (default: the newest kernel header tree)")
-    p.add_argument("--out", default="", help="folder of the runs (default: a temporary one)")
+@click.command(cls=options.Command, help=__doc__.splitlines()[0])
+@click.option("--runs", type=int, default=5, help="runs of the same A/B (default 5)")
+@click.option("--gap", type=float, default=0.0, help="seconds between runs (default 0)")
+@click.option("--layouts", type=int, default=8, help="layouts per arm (default 8, profile full's)")
+@click.option("--base", default="", help="header source (default: the newest kernel header tree)")
+@click.option("--out", default="", help="folder of the runs (default: a temporary one)")
+def command(**params) -> int:
+    return run(SimpleNamespace(**params))
 
 
 def params(check: vc.CheckPlan, layouts: int) -> dict:
@@ -95,7 +100,9 @@ def run(args) -> int:
     return 0 if ok else 1
 
 
+def main(argv=None) -> int:
+    return options.run_alone(command, argv)
+
+
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    sys.exit(run(ap.parse_args()))
+    sys.exit(main())

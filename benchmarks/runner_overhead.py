@@ -18,7 +18,6 @@ binary's setup and teardown) and the runner's share (the rest of the cycle).
 """
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
@@ -26,6 +25,9 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
 
 import pandas as pd
 
@@ -37,6 +39,7 @@ from ringlab import run as runner  # noqa: E402
 from ringlab.experiments.base import parse_harness_json  # noqa: E402
 from ringlab.experiments.ptr_ring import PtrRing  # noqa: E402
 from ringlab.run import launcher  # noqa: E402
+from ringlab.lab.commands import options  # noqa: E402
 
 
 def _loads() -> str:
@@ -100,17 +103,17 @@ def counter_cost(trials: int, count: int) -> dict:
             "change_pct": 100.0 * (on - off) / off, "events_opened": opened}
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--trials", type=int, default=40)
-    ap.add_argument("--count", type=int, default=20_000_000)
-    ap.add_argument("--layouts", type=int, default=32,
-                    help="also measure a run of batch vs reorder with this many layouts each (1: skip)")
+@click.command(cls=options.Command, help=__doc__.splitlines()[0])
+@click.option("--trials", type=int, default=40)
+@click.option("--count", type=int, default=20_000_000)
+@click.option("--layouts", type=int, default=32,
+              help="also measure a run of batch vs reorder with this many layouts each (1: skip)")
+def command(**params) -> int:
+    return run(SimpleNamespace(**params))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
+    return options.run_alone(command, argv)
 
 
 def run(args) -> int:

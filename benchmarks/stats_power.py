@@ -26,34 +26,38 @@ ptr_ring runs' trials), and checks that the layout design's A/A is consistent wi
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
+
+from ringlab.lab.commands import options
 
 
 #: effect (percent) -> the most seconds of trials that 80% power for it may cost on this machine
 MACHINE_TIME_TARGETS_S = {5.0: 60.0, 2.0: 180.0}
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--reps", type=int, default=200, help="simulated runs per configuration and size (default 200)")
-    ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    ap.add_argument("--results", default=None, metavar="DIR",
-                    help="folder holding the runs (default: the checkout's results/)")
-    ap.add_argument("--metric", default="ns_per_op", help="metric column (default ns_per_op)")
-    ap.add_argument("--layout-reps", type=int, default=200,
-                    help="simulated runs of the layout design per check (default 200; 0: skip the section)")
-    ap.add_argument("--sigma-layout", type=float, default=None, metavar="PTS",
-                    help="layout spread in log points (default: this host's calibration, else 2)")
-    ap.add_argument("--boot", type=int, default=200,
-                    help="bootstrap resamples for the previous verdict's CI, shown for reference (0: skip)")
+@click.command(cls=options.Command, help=__doc__.splitlines()[0])
+@click.option("--reps", type=int, default=200, help="simulated runs per configuration and size (default 200)")
+@click.option("--seed", type=int, default=0, help="random seed (default 0)")
+@click.option("--results", default=None, metavar="DIR",
+              help="folder holding the runs (default: the checkout's results/)")
+@click.option("--metric", default="ns_per_op", help="metric column (default ns_per_op)")
+@click.option("--layout-reps", type=int, default=200,
+              help="simulated runs of the layout design per check (default 200; 0: skip the section)")
+@click.option("--sigma-layout", type=float, default=None, metavar="PTS",
+              help="layout spread in log points (default: this host's calibration, else 2)")
+@click.option("--boot", type=int, default=200,
+              help="bootstrap resamples for the previous verdict's CI, shown for reference (0: skip)")
+def command(**params) -> int:
+    return run(SimpleNamespace(**params))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
+    return options.run_alone(command, argv)
 
 
 def run(a) -> int:

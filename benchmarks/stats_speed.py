@@ -8,12 +8,15 @@ Builds a synthetic raw.csv frame (two variants x configurations, lognormal CV 5%
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
+from types import SimpleNamespace
 
+import click
 import numpy as np
 import pandas as pd
+
+from ringlab.lab.commands import options
 
 
 def synthetic(rows: int, configs: int, seed: int = 0) -> pd.DataFrame:
@@ -29,16 +32,16 @@ def synthetic(rows: int, configs: int, seed: int = 0) -> pd.DataFrame:
                          "ns_per_op": val})
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--groups", type=int, default=40, help="configurations (x2 variants)")
-    ap.add_argument("--budget", type=float, default=5.0, help="seconds allowed for summarize+compare")
+@click.command(cls=options.Command, help=__doc__.splitlines()[0])
+@click.option("--rows", type=int, default=100_000)
+@click.option("--groups", type=int, default=40, help="configurations (x2 variants)")
+@click.option("--budget", type=float, default=5.0, help="seconds allowed for summarize+compare")
+def command(**params) -> int:
+    return run(SimpleNamespace(**params))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
+    return options.run_alone(command, argv)
 
 
 def run(a) -> int:

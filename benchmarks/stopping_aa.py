@@ -25,7 +25,6 @@ lies above that interval.
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import math
 import os
@@ -33,6 +32,9 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -41,24 +43,25 @@ from ringlab.rundir.calibration import level_calibration  # noqa: E402
 from ringlab.simulate import stoppingsim  # noqa: E402
 from ringlab.stats.levels import CAUTIOUS  # noqa: E402
 from ringlab.system.envinfo import host_id  # noqa: E402
+from ringlab.lab.commands import options  # noqa: E402
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--runs", type=int, default=2000, help="simulated A/A runs per design (default 2000)")
-    ap.add_argument("--power-runs", type=int, default=200,
-                    help="simulated runs per design with an effect of 1.43 target half-widths (default 200; 0: skip)")
-    ap.add_argument("--host", default=None, help="whose calibration is the truth (default: this host's)")
-    ap.add_argument("--mode", default="0", help="the calibration's mode (default 0)")
-    ap.add_argument("--target", type=float, default=0.5, help="target half-width, percent (default 0.5)")
-    ap.add_argument("--budget", type=float, default=60.0, help="budget of each run, seconds (default 60)")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: the CPUs)")
-    ap.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+@click.command(cls=options.Command, help=__doc__.splitlines()[0])
+@click.option("--runs", type=int, default=2000, help="simulated A/A runs per design (default 2000)")
+@click.option("--power-runs", type=int, default=200,
+              help="simulated runs per design with an effect of 1.43 target half-widths (default 200; 0: skip)")
+@click.option("--host", default=None, help="whose calibration is the truth (default: this host's)")
+@click.option("--mode", default="0", help="the calibration's mode (default 0)")
+@click.option("--target", type=float, default=0.5, help="target half-width, percent (default 0.5)")
+@click.option("--budget", type=float, default=60.0, help="budget of each run, seconds (default 60)")
+@click.option("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: the CPUs)")
+@click.option("--seed", type=int, default=0, help="first seed (default 0)")
+def command(**params) -> int:
+    return run(SimpleNamespace(**params))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
+    return options.run_alone(command, argv)
 
 
 def _many(pool, jobs: int, truth, planner, target, budget, runs, stop, effect, seed) -> list:

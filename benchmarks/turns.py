@@ -21,7 +21,6 @@ own figures, the machine time a ±``--target``% 95% half-width would take with K
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -31,6 +30,9 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -44,24 +46,25 @@ from ringlab.build import layouts as L  # noqa: E402
 from ringlab.experiments.params import MAX_SEED  # noqa: E402
 from ringlab.run.process import run_process, trial_env  # noqa: E402
 from ringlab.system import topology  # noqa: E402
+from ringlab.lab.commands import options  # noqa: E402
 
 ARMS = ("batch", "reorder")
 DESIGNS = ("separate", "turns")
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--layouts", type=int, default=8, help="layout pairs (2..64)")
-    ap.add_argument("--rounds", type=int, default=12, help="rounds of every pair in each design (>= 2)")
-    ap.add_argument("--count", type=int, default=200_000, help="operations per timed loop (-N)")
-    ap.add_argument("--repeats", type=int, default=10, help="timed loops of each arm per round (-r)")
-    ap.add_argument("--target", type=float, default=0.5, help="half-width (percent) the machine time is given for")
-    ap.add_argument("--seed", type=int, default=None, help="layout seed (default: drawn)")
+@click.command(cls=options.Command, help=__doc__.splitlines()[0])
+@click.option("--layouts", type=int, default=8, help="layout pairs (2..64)")
+@click.option("--rounds", type=int, default=12, help="rounds of every pair in each design (>= 2)")
+@click.option("--count", type=int, default=200_000, help="operations per timed loop (-N)")
+@click.option("--repeats", type=int, default=10, help="timed loops of each arm per round (-r)")
+@click.option("--target", type=float, default=0.5, help="half-width (percent) the machine time is given for")
+@click.option("--seed", type=int, default=None, help="layout seed (default: drawn)")
+def command(**params) -> int:
+    return run(SimpleNamespace(**params))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
+    return options.run_alone(command, argv)
 
 
 def _median_loop(doc: dict) -> float:

@@ -98,14 +98,10 @@ def test_parsed_arguments(argv, attr, value):
     assert getattr(cli.parse_args(argv), attr) == value
 
 
-def test_bench_words_go_to_the_benchmark_parser(monkeypatch, capsys):
-    from ringlab.lab.commands.options import Args
-    mod = cli._load("bench")
-    seen = []
-    monkeypatch.setattr(mod, "run", lambda args: seen.append(args.words) or 0)
-    assert cli.main(["bench", "stats", "--rows", "10", "--budget", "-1"]) == 0
-    assert seen == [["--rows", "10", "--budget", "-1"]]
-    monkeypatch.undo()
-    stats = mod._load("stats")
-    assert mod.run(Args({"benchmark": "stats", "words": ("--rows", "many"), "module": stats})) == 2
-    assert "ringlab bench stats: error: argument --rows: invalid int value: 'many'" in capsys.readouterr().err
+def test_bench_words_go_to_the_benchmark_command(capsys):
+    args = cli.parse_args(["bench", "stats", "--rows", "10", "--budget", "-1"])
+    assert (args.rows, args.groups, args.budget) == (10, 40, -1.0)
+    assert cli.main(["bench", "stats", "--rows", "many"]) == 2
+    assert "ringlab bench stats: error: argument --rows: 'many' is not a valid integer" in capsys.readouterr().err
+    assert cli.main(["bench", "fidelity", "--icount-only", "--no-icount"]) == 2
+    assert "argument --no-icount: not allowed with argument --icount-only" in capsys.readouterr().err

@@ -150,9 +150,7 @@ def test_without_a_real_header_the_lines_say_so(monkeypatch, capsys):
     monkeypatch.setattr(fid, "prepare", lambda header=None: prep)
     monkeypatch.setattr(fid, "icount_per_op", lambda exe, ops, size=1000: fake[Path(exe).name])
     monkeypatch.setattr(ic, "availability", lambda *a: ic.Availability(True, "", "valgrind-x"))
-    p = fid.argparse.ArgumentParser()
-    fid.add_arguments(p)
-    assert fid.run(p.parse_args(["--icount-only"])) == 0
+    assert fid.main(["--icount-only"]) == 0
     out = capsys.readouterr().out
     assert "real header: none (no real header: install it)" in out
     assert "batch / real header" in out and "skipped: no kernel" in out

@@ -1,13 +1,12 @@
 """ringlab's own benchmarks: `ringlab bench NAME [options]`.
 
 Each benchmark is a script under benchmarks/ that also runs on its own
-(``python benchmarks/<file>.py``) and provides ``add_arguments(parser)`` (an argparse parser, the
-script's own) and ``run(args) -> int``.  ``ringlab bench NAME ARGS`` hands ARGS to that parser
+(``python benchmarks/<file>.py``) and provides ``command``, a click command of class
+``options.Command`` whose callback returns the exit code.  ``ringlab bench NAME`` is that command
 (``ringlab bench NAME --help`` is its help).  Add one by adding a line to BENCHMARKS.
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 
 import click
@@ -50,36 +49,14 @@ def _load(name: str):
     return mod
 
 
-def _bench_command(name: str, help_: str, mod) -> click.Command:
-    """``ringlab bench NAME``: the words after NAME go to the benchmark script's own parser."""
-    description = (mod.__doc__ or help_).strip().splitlines()[0]
-
-    @click.command(name, cls=options.Command, help=description, short_help=help_, add_help_option=False,
-                   context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-    @click.argument("words", nargs=-1, type=click.UNPROCESSED)
-    def bench(words) -> int:
-        return run(options.Args({"benchmark": name, "words": words, "module": mod}))
-    return bench
-
-
 def _group() -> click.Group:
     group = options.Group("bench", subcommand_metavar="NAME [ARGS]...")
     for name, (_, help_) in BENCHMARKS.items():
         mod = _load(name)
         if mod is not None:
-            group.add_command(_bench_command(name, help_, mod))
+            mod.command.short_help = help_
+            group.add_command(mod.command, name)
     return group
 
 
 command = _group()
-
-
-def run(args) -> int:
-    p = argparse.ArgumentParser(prog=f"ringlab bench {args.benchmark}",
-                                description=(args.module.__doc__ or "").strip().splitlines()[0] or None)
-    args.module.add_arguments(p)
-    try:
-        parsed = p.parse_args(args.words)
-    except SystemExit as e:     # the script's parser printed its usage error or its --help
-        return int(e.code or 0)
-    return int(args.module.run(parsed) or 0)

@@ -114,6 +114,20 @@ def parse(cmd: click.Command, name: str, argv: list[str]) -> Args:
         return Args(ctx.params)
 
 
+def run_alone(cmd: click.Command, argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Run ``cmd`` as a program of its own (a benchmark script run as ``python FILE``) on ``argv``
+    (default ``sys.argv[1:]``): its callback's return value is the exit code; -h/--help prints
+    the help and returns 0; bad usage prints the error and returns 2."""
+    try:
+        rc = cmd.main(args=argv, prog_name=prog, standalone_mode=False, help_option_names=HELP_OPTIONS)
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except click.exceptions.Abort:      # click's name for a KeyboardInterrupt
+        raise KeyboardInterrupt from None
+    return int(rc or 0)
+
+
 def hint(param: click.Parameter | None) -> str:
     """How an error names a parameter: ``-p/--parameter``, or an argument's metavar."""
     if param is None:
