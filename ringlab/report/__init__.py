@@ -13,6 +13,8 @@ returns a :class:`Report`:
   so a notebook says "not available here because ..." instead of showing nothing
 * ``r.markdown`` the text of summary.md; ``r.status`` the run's status
 * ``r.files``    {file name: text} of summary.md/csv/tex and compare.csv, as written
+* ``r.analysis`` the :class:`ringlab.report.analysis.Analysis` every number came from: mail.txt
+  and the notebook tables render from it too (compute once, then render)
 
 ``write_report()`` is the same, returning the paths (``ringlab summarize`` uses it).
 """
@@ -27,10 +29,9 @@ import pandas as pd
 from ringlab import fmt, rundir, schema
 from ringlab.report import figures as _fig
 from ringlab.report import tables as _tab
+from ringlab.report.analysis import Analysis, pick_metric
 from ringlab.rundir import pick_baseline
-from ringlab.rundir.calibration import (find_calibration, results_root_of, run_host, run_noise_floor,
-                                        with_host_drift)
-from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
+from ringlab.rundir.calibration import run_host
 from ringlab.stats.compare import method_text
 from ringlab.report.stopping_sentences import stopping_text
 from ringlab.stats.stopping_record import Stopping
@@ -51,6 +52,8 @@ class Report:
     missing: dict[str, str] = field(default_factory=dict)
     paths: dict = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)   # {file name: rendered text}, as written
+    #: the numbers the report was rendered from; the mail and the notebook tables read them too
+    analysis: Analysis | None = field(default=None, repr=False, compare=False)
 
     def why_missing(self, name: str) -> str:
         """Why table or figure ``name`` is not in this report (a sentence; "" when it is)."""
@@ -60,17 +63,6 @@ class Report:
             return ""
         known = sorted(set(TABLES) | set(_fig.FIGURES) | {"size_sweep"})
         return f"'{name}' is not a table or figure of a run report; known: {', '.join(known)}"
-
-
-def pick_metric(df: pd.DataFrame, metric: str | None = None) -> str:
-    """``metric`` if given, else ns_per_op when it has values, else elapsed_us / elapsed_ns."""
-    if metric:
-        return metric
-    for m in (schema.PRIMARY_METRIC, "elapsed_us", "elapsed_ns"):
-        if m in df.columns and pd.to_numeric(df[m], errors="coerce").notna().any():
-            return m
-    raise StatsError("metric: raw.csv has no values in ns_per_op, elapsed_us or elapsed_ns; "
-                     "pass metric=<column>")
 
 
 def excluded_text(df: pd.DataFrame, meas: pd.DataFrame, excluded: dict, metric: str) -> str:
@@ -121,52 +113,11 @@ def _why_no_figure(name: str, meas: pd.DataFrame, metric: str) -> str:
     return "not applicable to this run"
 
 
-@dataclass
-class _Computed:
-    """What the report is rendered from: the run and every statistic of it."""
-    run: object
-    df: pd.DataFrame
-    env: dict
-    metric: str
-    base: str | None
-    labels: dict | None
-    patched: str | None
-    meas: pd.DataFrame
-    excluded: dict
-    params: list
-    summ: pd.DataFrame
-    cmp: pd.DataFrame | None
-    diags: list
-    ab: list
-    floor: dict | None = None
-
-
 def compute(run_dir, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
-            patched: str | None = None) -> _Computed:
-    """Read ``run_dir`` and compute every statistic of its report (nothing is written)."""
-    run = rundir.Run(run_dir)
-    df, env = run.raw, run.env
-    # How the run's notebook asked for its report (env.json "report"), unless told otherwise:
-    # `ringlab summarize` then renders the same summary.md.
-    asked = env.get("report") if isinstance(env.get("report"), dict) else {}
-    metric = metric or asked.get("metric")
-    labels = labels if labels is not None else asked.get("labels")
-    patched = patched or asked.get("patched")
-    metric = pick_metric(df, metric)
-    base = pick_baseline(df, env, baseline)
-    meas, excluded = measurements(df, metric)
-    params = group_columns(df, include_variant=False)
-    summ = summarize(df, metric)
-    cmp = compare(df, base, metric) if base else None
-    cmp = with_host_drift(cmp, run_host(df, env), results_root_of(run.path))
-    diags = diagnose(df, metric)
-    ab = []
-    if base and "instructions_per_op" in df.columns:
-        for cand in sorted(set(df["variant"].astype(str)) - {base}):
-            ab += diagnose_ab(df, base, cand, time_metric=metric, comparison=cmp)
-    floor = run_noise_floor(run_host(df, env), run.path)
-    return _Computed(run, df, env, metric, base, labels, patched, meas, excluded, params, summ, cmp, diags, ab,
-                     floor)
+            patched: str | None = None) -> Analysis:
+    """Read ``run_dir`` and compute every statistic of its report (nothing is written): its
+    :class:`ringlab.report.analysis.Analysis`, which the mail and the notebook tables read too."""
+    return Analysis(run_dir, metric, baseline, labels, patched).compute()
 
 
 def _method(cmp: pd.DataFrame) -> str:
@@ -176,7 +127,7 @@ def _method(cmp: pd.DataFrame) -> str:
     return text.split("; p Holm-corrected per candidate")[0].rstrip(".") + "."
 
 
-def _head(c: _Computed) -> list[str]:
+def _head(c: Analysis) -> list[str]:
     """summary.md's title and the sentences above its tables."""
     run, df, env, metric, meas, excluded, params = c.run, c.df, c.env, c.metric, c.meas, c.excluded, c.params
     title = df['experiment'].iloc[0] if 'experiment' in df.columns and len(df) else 'run'
@@ -197,7 +148,7 @@ def _head(c: _Computed) -> list[str]:
     return md
 
 
-def _render(c: _Computed) -> tuple[Report, list]:
+def _render(c: Analysis) -> tuple[Report, list]:
     """The Report (tables, markdown, what is missing) and the sections of summary.tex."""
     df, metric, base, labels, meas, summ, cmp, diags, ab = (c.df, c.metric, c.base, c.labels, c.meas,
                                                             c.summ, c.cmp, c.diags, c.ab)
@@ -258,7 +209,7 @@ def _variance(rep: Report, df: pd.DataFrame, summ: pd.DataFrame) -> list[str]:
     return []
 
 
-def render_files(rep: Report, c: _Computed, sections: list) -> dict[str, str]:
+def render_files(rep: Report, c: Analysis, sections: list) -> dict[str, str]:
     """The text of every file of the report: summary.md, summary.csv, compare.csv (when there
     is a comparison) and summary.tex; {file name: text}."""
     csv = c.summ.copy()
@@ -270,10 +221,10 @@ def render_files(rep: Report, c: _Computed, sections: list) -> dict[str, str]:
     return files
 
 
-def _draw(rep: Report, c: _Computed) -> None:
-    """Render every applicable figure into run_dir/figures/ (through rundir.write_figure)."""
+def _draw(rep: Report, c: Analysis, out_dir: Path) -> None:
+    """Render every applicable figure into out_dir/figures/ (through rundir.write_figure)."""
     meas, metric, base = c.meas, c.metric, c.base
-    figdir = rep.run_dir / "figures"
+    figdir = Path(out_dir) / "figures"
     drawn = _fig.render_all(meas, metric, c.params, figdir)
     if _fig.wants_size_sweep(meas):
         drawn["size_sweep"] = _fig.size_sweep(meas, metric, figdir, baseline=base,
@@ -288,16 +239,21 @@ def _draw(rep: Report, c: _Computed) -> None:
 
 
 def build(run_dir, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
-          figures: bool = True, patched: str | None = None) -> Report:
+          figures: bool = True, patched: str | None = None, out_dir=None) -> Report:
     """Compute, render, write (through ``ringlab.rundir``) and return the report of ``run_dir``
-    (see the module docstring)."""
-    c = compute(run_dir, metric, baseline, labels, patched)
+    (see the module docstring).  ``run_dir`` may be an :class:`Analysis` already computed (its
+    own metric, baseline, labels and patched arm then stand).  ``out_dir``: a folder the files
+    and figures/ are written to instead of the run folder, which is then only read; the
+    Report's ``files`` hold the texts all the same."""
+    c = run_dir.compute() if isinstance(run_dir, Analysis) else compute(run_dir, metric, baseline, labels, patched)
     rep, sections = _render(c)
+    rep.analysis = c
     rep.files = render_files(rep, c, sections)
+    target = rep.run_dir if out_dir is None else Path(out_dir)
     for name, text in rep.files.items():
-        rep.paths[name] = rundir.write_text(rep.run_dir, name, text)
+        rep.paths[name] = rundir.write_text(target, name, text)
     if figures and len(c.meas):
-        _draw(rep, c)
+        _draw(rep, c, target)
     else:
         why = "figures were not requested" if not figures else f"no {c.metric} measurement to draw"
         rep.missing.update({n: why for n in list(_fig.FIGURES) + ["size_sweep"]})
@@ -305,9 +261,13 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
 
 
 def report(run, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
-           figures: bool = True, patched: str | None = None) -> Report:
-    """The report of run folder ``run``: named tables and figures (files written as well)."""
-    return build(run, metric=metric, baseline=baseline, labels=labels, figures=figures, patched=patched)
+           figures: bool = True, patched: str | None = None, out_dir=None) -> Report:
+    """The report of run folder ``run``: named tables and figures (files written as well, into
+    ``out_dir`` when given).  ``Report.analysis`` holds the numbers: pass the Report to
+    ``report.mail.mail_text`` and to the ``report.vs_published`` tables to render them from the
+    same computation."""
+    return build(run, metric=metric, baseline=baseline, labels=labels, figures=figures, patched=patched,
+                 out_dir=out_dir)
 
 
 def write_report(run_dir, metric: str | None = None, baseline: str | None = None,
@@ -316,4 +276,4 @@ def write_report(run_dir, metric: str | None = None, baseline: str | None = None
     return build(run_dir, metric=metric, baseline=baseline, labels=labels, figures=figures).paths
 
 
-__all__ = ["Report", "report", "write_report", "pick_metric", "pick_baseline", "excluded_text", "TABLES"]
+__all__ = ["Analysis", "Report", "report", "write_report", "pick_metric", "pick_baseline", "excluded_text", "TABLES"]
