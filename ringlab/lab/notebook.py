@@ -215,11 +215,14 @@ def run_overview(run_dir: Path) -> str:
     return "\n\n".join(lines)
 
 
-def write_mail(run_dir: Path, baseline: str | None = None, notebook: tuple[str, dict] | None = None) -> str:
+def write_mail(run, baseline: str | None = None, notebook: tuple[str, dict] | None = None) -> str:
     """The run as a mailing-list reply (``ringlab mail RUN`` prints the same text), saved as the
-    run folder's mail.txt by ``ringlab.rundir``; returns the text."""
+    run folder's mail.txt by ``ringlab.rundir``; returns the text.  ``run`` is the run folder or
+    its :func:`report` (the Report), whose comparisons the mail then renders instead of making
+    them again."""
+    run_dir = Path(getattr(run, "run_dir", run))
     _record_notebook(run_dir, notebook)
-    text = mail.mail_text(run_dir, baseline=baseline, notebook=notebook)
+    text = mail.mail_text(run, baseline=baseline, notebook=notebook)
     rundir.write_text(run_dir, "mail.txt", text)
     return text
 

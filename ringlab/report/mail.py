@@ -17,7 +17,10 @@ what this host could not measure, and the reproduce line with paths relative to 
 Hashes, layouts and per-trial detail stay in env.json and summary.md.
 
 The run folder is read through :class:`ringlab.rundir.Run` only (raw.csv, env.json, the
-executed notebook); the baseline is the one rule of :mod:`ringlab.rundir.baseline`.
+executed notebook); the baseline is the one rule of :mod:`ringlab.rundir.baseline`.  Every
+number comes from the run's :class:`ringlab.report.analysis.Analysis` (the comparisons, the host
+and its noise floor, each arm's spread, the published counts): ``mail_text`` takes a run folder,
+or the ``Report`` / ``Analysis`` summary.md was rendered from, which it then renders again.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ import pandas as pd
 
 from ringlab import schema
 from ringlab.errors import ParamError
-from ringlab.stats import StatsError, compare, measurements, summarize
+from ringlab.stats import StatsError, measurements
 from ringlab.stats.rounds import comparison_columns
 from ringlab.stats.contract import SIGNIFICANT
 from ringlab.stats.replication import NO_DRIFT
@@ -40,16 +43,15 @@ from ringlab.report.mail_objdump import loop_summary
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import (aa_controls, counters_line, machine_line, not_measured, tested_line)
 from ringlab.report.mailfmt import plain_number, as_float, is_finite_number, wrap_para, path_lines
-from ringlab.report import pick_metric
+from ringlab.report.analysis import INSTR, Analysis, of, pick_metric
 from ringlab.report.published import SEED000_INSTRUCTIONS_PER_OP
-from ringlab.rundir import Run, pick_baseline as baseline_rule, require_metric, run_variants
-from ringlab.rundir.calibration import results_root_of, run_host, run_noise_floor, with_host_drift
+from ringlab.rundir import pick_baseline as baseline_rule, require_metric, run_variants
+from ringlab.rundir.calibration import run_host, run_noise_floor
 from ringlab.report.tables import gain_ci, next_gain_ci
 
 WIDTH = 72
 MIN_WIDTH = 60
 MAX_WIDTH = 1000
-INSTR = "instructions_per_op"
 #: the metrics' short names in the table
 METRIC_NAMES = {"ns_per_op": "ns/op", "elapsed_us": "us", "elapsed_ns": "ns", INSTR: "instr/op"}
 # columns shown as the placement of a row, not as a configuration parameter
@@ -64,7 +66,7 @@ class MailError(ParamError):
 
 def read_env(run_dir) -> dict[str, Any]:
     """env.json of a run folder ({} when missing or unreadable): ``Run(run_dir).env_doc``."""
-    return Run(run_dir).env_doc
+    return of(run_dir).run.env_doc
 
 
 def _baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
@@ -80,33 +82,6 @@ def _baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
 # -- the numbers: Comparison rows and the arms' spread ---------------------------------------
 def _config_key(r, cols) -> tuple:
     return tuple(str(r[c]) for c in cols)
-
-
-def _spread(df: pd.DataFrame, metric: str, cols: list[str]) -> dict[tuple, float]:
-    """(variant, config key) -> CV of the measurements (from stats.summarize)."""
-    try:
-        s = summarize(df, metric, by=cols or None, n_resamples=200)
-    except StatsError:
-        return {}
-    return {(str(r["variant"]),) + _config_key(r, cols): as_float(r["cv"]) for _, r in s.iterrows()}
-
-
-def _instr_frame(df: pd.DataFrame, baseline: str, cols: list[str]) -> tuple[pd.DataFrame, str] | None:
-    """The compare() frame of instructions per op and the counts' source (callgrind or perf)."""
-    if INSTR not in df.columns:
-        return None
-    vals = pd.to_numeric(df[INSTR], errors="coerce")
-    sub = df[vals.notna()]
-    if not len(sub) or baseline not in set(sub["variant"].astype(str)):
-        return None
-    src = sub["icount_source"].fillna("perf").astype(str) if "icount_source" in sub.columns else \
-        pd.Series("perf", index=sub.index)
-    source = "callgrind" if (src == "callgrind").any() else "perf"
-    sub = sub[src == source]
-    try:
-        return compare(sub, baseline, INSTR, by=cols or None), source
-    except StatsError:
-        return None
 
 
 def _gain(r) -> float:
@@ -192,12 +167,11 @@ def _header(base: str, cand: str, width: int, metric: str) -> list[str]:
             "-" * min(width, 62)]
 
 
-def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
-           candidates: list[str] | None, run_dir: Path | None = None) -> tuple[list[str], dict]:
+def _table(a: Analysis, baseline: str, metric: str, width: int,
+           candidates: list[str] | None) -> tuple[list[str], dict]:
     """The LKP-shaped table (one block per candidate) and what the footnotes need."""
-    cmp = compare(df, baseline, metric)
-    host = run_host(df, env)
-    cmp = with_host_drift(cmp, host, results_root_of(run_dir) if run_dir is not None else None)
+    env = a.env
+    cmp = a.comparison(baseline, metric)
     if candidates:
         cmp = cmp[cmp["candidate"].astype(str).isin(candidates)]
     if not len(cmp):
@@ -206,8 +180,8 @@ def _table(df: pd.DataFrame, env: dict, baseline: str, metric: str, width: int,
     vary = [c for c in cols if c not in _PLACEMENT_COLS and cmp[c].astype(str).nunique() > 1]
     const = [c for c in cols if c not in _PLACEMENT_COLS and c not in vary]
     places = "pair_class" in cmp.columns and cmp["pair_class"].astype(str).nunique() > 1
-    cv = _spread(df, metric, cols)
-    instr = _instr_frame(df, baseline, cols)
+    cv = a.spread(metric, cols)
+    instr = a.instructions(baseline, cols)
     controls = aa_controls(env, baseline, [str(c) for c in cmp["candidate"].unique()])
     out: list[str] = []
     info = {"controls": [], "significant": 0, "rows": 0, "family": {}, "instr_source": None,
@@ -246,19 +220,24 @@ def _sub_runs(run_dir: Path) -> list[Path]:
     return sorted((p for p in Path(run_dir).iterdir() if p.is_dir() and (p / "raw.csv").is_file()), key=natural)
 
 
-def _count_runs(run_dir: Path, baseline: str) -> list[tuple[Path, pd.DataFrame, str]]:
+def _sub_analysis(a: Analysis, sub: Path) -> Analysis:
+    """The Analysis of a sub-run of ``a``'s folder, made once."""
+    return a.kept(("sub-run", sub.name), lambda: Analysis(sub))
+
+
+def _count_runs(a: Analysis, baseline: str) -> list[tuple[Path, pd.DataFrame, str]]:
     """The sub-runs that count instructions (``-p icount true``): (folder, the compare() frame of
     instructions per op, the counts' source), for those with counts of ``baseline``."""
     out = []
-    for sub in _sub_runs(run_dir):
+    for sub in _sub_runs(a.path):
         try:
-            df, sub_env = Run(sub).read()
-            params = (sub_env.doc if sub_env is not None else {}).get("parameters") or {}
+            sa = _sub_analysis(a, sub)
+            df, params = sa.df, sa.env.get("parameters") or {}
             if params.get("icount") is not True or INSTR not in df.columns:
                 continue
             counted = df[pd.to_numeric(df[INSTR], errors="coerce").notna()]
-            instr = _instr_frame(df, baseline, [c for c in comparison_columns(counted, None)
-                                                if c not in _PLACEMENT_COLS])
+            instr = sa.instructions(baseline, [c for c in comparison_columns(counted, None)
+                                               if c not in _PLACEMENT_COLS])
         except Exception:   # noqa: BLE001 - no counts of this baseline there: nothing to show
             continue
         if instr is not None and len(instr[0]):
@@ -266,7 +245,7 @@ def _count_runs(run_dir: Path, baseline: str) -> list[tuple[Path, pd.DataFrame, 
     return out
 
 
-def _further_runs(run_dir: Path, baseline: str, metric: str, width: int,
+def _further_runs(a: Analysis, baseline: str, metric: str, width: int,
                   count_runs: list[tuple[Path, pd.DataFrame, str]]) -> list[str]:
     """The runs in the run folder's sub-folders that compare ``baseline`` with one candidate (a
     notebook's further questions: a lock arm, a batch sweep), one row per configuration, labelled
@@ -276,7 +255,7 @@ def _further_runs(run_dir: Path, baseline: str, metric: str, width: int,
     rows: list[str] = []
     cands: set[str] = set()
     counts = {sub: (icmp, src) for sub, icmp, src in count_runs}
-    for sub in _sub_runs(run_dir):
+    for sub in _sub_runs(a.path):
         if sub in counts:
             icmp, src = counts[sub]
             if icmp["candidate"].astype(str).nunique() != 1:
@@ -291,11 +270,11 @@ def _further_runs(run_dir: Path, baseline: str, metric: str, width: int,
                 rows += row if len(row) == 1 else _row(r, 0.0, 0.0, False, lab, width)
             continue
         try:
-            df, sub_env = Run(sub).read()
-            params = (sub_env.doc if sub_env is not None else {}).get("parameters") or {}
+            sa = _sub_analysis(a, sub)
+            params = sa.env.get("parameters") or {}
             if params.get("icount") is True:    # counts of another baseline: not a row of this table
                 continue
-            cmp = compare(df, baseline, metric)
+            cmp = sa.comparison(baseline, metric)
         except Exception:   # noqa: BLE001 - not a comparison of this baseline: not a row of this table
             continue
         if not len(cmp) or cmp["candidate"].astype(str).nunique() != 1:
@@ -304,7 +283,7 @@ def _further_runs(run_dir: Path, baseline: str, metric: str, width: int,
         cands.add(cand)
         cols = list(cmp.attrs.get("group_columns") or [])
         vary = [c for c in cols if c not in _PLACEMENT_COLS and cmp[c].astype(str).nunique() > 1]
-        cv = _spread(df, metric, cols)
+        cv = sa.spread(metric, cols)
         for _, r in cmp.iterrows():
             ck = _config_key(r, cols)
             label = " ".join(x for x in (sub.name, _label(r, vary, metric, False)) if x)
@@ -317,9 +296,9 @@ def _further_runs(run_dir: Path, baseline: str, metric: str, width: int,
 
 
 # -- the lines around the table ------------------------------------------------------------
-def _headline(env: dict, df: pd.DataFrame, base: str, cands: list[str], info: dict) -> str:
+def _headline(env: dict, df: pd.DataFrame, host: str | None, base: str, cands: list[str], info: dict) -> str:
     exp = env.get("experiment") or (str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else "run")
-    host = run_host(df, env) or "this host"
+    host = host or "this host"
     real = [c for c in cands if c not in info["controls"]] or cands
     n = sum(1 for _ in info["gains"])
     gains = [_gain(r) for r, _ in info["gains"] if str(r.get("verdict")) in SIGNIFICANT]
@@ -336,7 +315,11 @@ def floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: Pa
     """The host's noise floor: the calibration beside the run (its results folder), else the
     one of this checkout's results folder."""
     host = run_host(df, env)
-    nf = run_noise_floor(host, run_dir)
+    return noise_floor_lines(host, run_noise_floor(host, run_dir), env, info, width)
+
+
+def noise_floor_lines(host: str | None, nf: dict | None, env: dict, info: dict, width: int) -> list[str]:
+    """The noise-floor line of ``host`` whose floor is ``nf`` (an Analysis' ``host`` and ``floor``)."""
     if nf is None:
         own = _own_floor(env)
         return wrap_para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "
@@ -440,16 +423,22 @@ def published_counts_text(df: pd.DataFrame, env: dict, base: str, cands: list[st
     return txt
 
 
+def _published_counts(a: Analysis, base: str, cands: list[str]) -> str:
+    """:func:`published_counts_text` of the run, made once per baseline and candidates."""
+    return a.kept(("published counts", base, tuple(cands)),
+                  lambda: published_counts_text(a.df, a.env, base, cands))
+
+
 def published_counts(run_dir, baseline: str | None = None) -> str:
-    """:func:`published_counts_text` of a run folder (notebook 10)."""
-    df, env = Run(run_dir).read()
-    env = dict(env.doc) if env is not None else {}
-    base = _baseline(df, env, baseline)
-    return published_counts_text(df, env, base, sorted(set(df["variant"].astype(str)) - {base}))
+    """:func:`published_counts_text` of a run folder, a Report or an Analysis (notebook 10)."""
+    a = of(run_dir)
+    a.run.read()   # DataError naming the file when raw.csv or env.json is corrupt
+    base = _baseline(a.df, a.env, baseline)
+    return _published_counts(a, base, sorted(set(a.df["variant"].astype(str)) - {base}))
 
 
-def _published_icount(df: pd.DataFrame, env: dict, base: str, cands: list[str], width: int) -> list[str]:
-    txt = published_counts_text(df, env, base, cands)
+def _published_icount(a: Analysis, base: str, cands: list[str], width: int) -> list[str]:
+    txt = _published_counts(a, base, cands)
     return wrap_para(txt, width) if txt else []
 
 
@@ -472,17 +461,18 @@ def _sha256(path) -> str | None:
 
 
 def counters_text(run_dir) -> str:
-    """The mail's second line for a run folder: whether the host has a PMU and what counts
-    instructions instead (the first line of a notebook's run overview)."""
-    run = Run(run_dir)
-    df, env = run.read()
-    return counters_line(df, dict(env.doc) if env is not None else {})
+    """The mail's second line for a run folder (or its Report / Analysis): whether the host has a
+    PMU and what counts instructions instead (the first line of a notebook's run overview)."""
+    a = of(run_dir)
+    a.run.read()
+    return counters_line(a.df, a.env)
 
 
 # -- the mail --------------------------------------------------------------------------------
 def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: str | None = None,
               candidates: list[str] | None = None, notebook: tuple[str, dict] | None = None) -> str:
-    """The run in ``run_dir`` as plain text for a mailing-list reply.
+    """The run in ``run_dir`` as plain text for a mailing-list reply.  ``run_dir`` is a run
+    folder, or the ``Report`` / ``Analysis`` of one, whose comparisons the mail then shares.
 
     ``notebook`` = (notebook file name, its parameters) lets a notebook that is still
     running give its own papermill line; otherwise the executed notebook in the run folder
@@ -492,14 +482,14 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     if width > MAX_WIDTH:
         raise MailError(f"--width: {width!r} is too wide; allowed: an integer in [{MIN_WIDTH}, {MAX_WIDTH}] "
                         f"(default {WIDTH})")
-    run_dir = Path(run_dir)
-    run = Run(run_dir)
+    a = of(run_dir)
+    run_dir, run = a.path, a.run
     raw = run.raw_csv
     if run_dir.is_dir() and not run.has_raw:
         raise MailError(f"RUN: no raw.csv in {run_dir} ({raw}: no such file); allowed: a run folder written by `ringlab run` "
                         "or a notebook")
-    df, run_env = run.read()   # DataError (exit 2) naming the file and line when one is corrupt
-    env = dict(run_env.doc) if run_env is not None else {}
+    run.read()   # DataError (exit 2) naming the file and line when one is corrupt
+    df, env = a.df, a.env
     try:
         metric = pick_metric(df, metric)
         require_metric(df, metric, raw)
@@ -514,26 +504,26 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
             raise MailError(f"--candidate: {', '.join(bad)} not a variant of this run other than the baseline; "
                             f"allowed: {', '.join(v for v in variants if v != base)}")
         variants = [base] + [v for v in variants if v in candidates]
-    table, info = _table(df, env, base, metric, width, variants[1:] if candidates else None, run_dir)
+    table, info = _table(a, base, metric, width, variants[1:] if candidates else None)
     lib = metric in schema.LOWER_IS_BETTER
 
-    lines = wrap_para(_headline(env, df, base, variants[1:], info), width)
-    count_runs = _count_runs(run_dir, base) if not candidates else []
+    lines = wrap_para(_headline(env, df, a.host, base, variants[1:], info), width)
+    count_runs = _count_runs(a, base) if not candidates else []
     counted = [f"{s.name}/" for s, _, src in count_runs if src == "callgrind"]
     lines += wrap_para(counters_line(df, env, elsewhere=", ".join(counted) or None), width)
     lines.append("")
     lines += wrap_para(tested_line(env, base, variants[1:], run_dir), width)
     lines += wrap_para("test machine: " + machine_line(env), width)
-    lines += floor_lines(env, df, info, width, run_dir)
+    lines += noise_floor_lines(a.host, a.floor, env, info, width)
     lines.append("")
     lines += table
     lines.append("")
     lines += _interval_lines(info, width)
-    lines += _further_runs(run_dir, base, metric, width, count_runs) if not candidates else []
+    lines += _further_runs(a, base, metric, width, count_runs) if not candidates else []
     lines += _legend(info, width)
     if not lib:
         lines += wrap_para(f"{metric}: higher is better.", width)
-    lines += _published_icount(df, env, base, variants[1:], width)
+    lines += _published_icount(a, base, variants[1:], width)
     lines += wrap_para("not measured here: " + not_measured(df, env), width)
     for w in env.get("warnings") or []:
         lines += wrap_para(f"warning: {w}", width)

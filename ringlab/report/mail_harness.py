@@ -10,23 +10,26 @@ time per op (+ = ringtest takes less), from their Hodges-Lehmann ratio, which th
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pandas as pd
 
 from ringlab import schema
-from ringlab.report.mail import MIN_WIDTH, WIDTH, MailError, floor_lines, sd_label, value_label
+from ringlab.report.analysis import Analysis, of
+from ringlab.report.mail import MIN_WIDTH, WIDTH, MailError, noise_floor_lines, sd_label, value_label
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import counters_line, machine_line, not_measured
 from ringlab.report.mailfmt import as_float, wrap_para, short_sha
-from ringlab.rundir import Run
 
 #: the table's columns: SPSC, its spread, ringtest/SPSC, ringtest, its spread (then the row)
 _COLS = (9, 5, 12, 9, 5)
 
 
-def _cv(run_dir: Path, size: int, cpus: str) -> float:
-    df = Run(run_dir).raw
+def _cv(a: Analysis, size: int, cpus: str) -> float:
+    """The spread (CV) of ns_per_op of one ring size and CPU pair of a run, made once."""
+    return a.kept(("harness cv", size, cpus), lambda: _spread_of(a.df, size, cpus))
+
+
+def _spread_of(df: pd.DataFrame, size: int, cpus: str) -> float:
     if "ns_per_op" not in df.columns or not len(df):
         return math.nan
     ok = schema.measured(df)
@@ -65,15 +68,16 @@ def _ratio_text(r) -> str:
 
 def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = WIDTH,
                       notebook: tuple[str, dict] | None = None) -> str:
-    """Plain text (``width`` columns) for notebook 21's reply; ``table`` is ``side_by_side``."""
+    """Plain text (``width`` columns) for notebook 21's reply; ``table`` is ``side_by_side``.
+    ``ringtest_run`` and ``spsc_run`` are run folders or their Analysis (``report.analysis``)."""
     if not isinstance(width, int) or width < MIN_WIDTH:
         raise MailError(f"--width: {width!r} is too narrow; allowed: an integer >= {MIN_WIDTH} (default {WIDTH})")
-    ringtest_run, spsc_run = Path(ringtest_run), Path(spsc_run)
-    run = Run(ringtest_run)
-    df, run_env = run.read()
-    env = dict(run_env.doc) if run_env is not None else {}
+    rt, spsc = of(ringtest_run), of(spsc_run)
+    ringtest_run = rt.path
+    rt.run.read()   # DataError naming the file when raw.csv or env.json is corrupt
+    df, env = rt.df, rt.env
     if table is None or not len(table):
-        raise MailError(f"RUN: {ringtest_run} and {spsc_run} have no ring size and CPU pair in common; "
+        raise MailError(f"RUN: {ringtest_run} and {spsc.path} have no ring size and CPU pair in common; "
                         "allowed: a kernel-tests run folder whose ringlab-spsc run measured the same pairs")
     host = env.get("host") or "this host"
     tree = (env.get("parameters") or {}).get("tree") or "?"
@@ -87,7 +91,7 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     lines += wrap_para(f"tested: include/linux/ptr_ring.h of {tree}, in tools/virtio/ringtest (its own "
                        f"Makefile) and in ringlab's SPSC harness; ringlab {short_sha(git.get('commit'))}", width)
     lines += wrap_para("test machine: " + machine_line(env), width)
-    lines += floor_lines(env, df, {"gains": []}, width, ringtest_run)
+    lines += noise_floor_lines(rt.host, rt.floor, env, {"gains": []}, width)
     lines.append("")
     w = _COLS
     lines.append(" ".join((f"{'spsc ns/op':>{w[0] + w[1] + 1}}", f"{'%change':^{w[2]}}",
@@ -98,9 +102,9 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     ratios = []
     for _, r in table.iterrows():
         size, cpus = int(r["ring_size"]), str(r["cpus"])
-        cells = (f"{value_label(r['spsc_ns_per_op']):>{w[0]}}", f"{sd_label(_cv(spsc_run, size, cpus)):>{w[1]}}",
+        cells = (f"{value_label(r['spsc_ns_per_op']):>{w[0]}}", f"{sd_label(_cv(spsc, size, cpus)):>{w[1]}}",
                  f"{_change_cell(r):^{w[2]}}", f"{value_label(r['ringtest_ns_per_item']):>{w[3]}}",
-                 f"{sd_label(_cv(ringtest_run, size, cpus)):>{w[4]}}")
+                 f"{sd_label(_cv(rt, size, cpus)):>{w[4]}}")
         lines.append((" ".join(cells) + f"  size={size} {cpus} {r['pair_class']}")[:width])
         ratios.append(f"size={size} {cpus}: {_ratio_text(r)}")
     lines.append("")
