@@ -92,7 +92,7 @@ rn.markdown(rn.run_overview(RUN))
 
 # %%
 R = rn.report(RUN, baseline=baseline, patched=patched, labels={baseline: "unpatched", patched: "patched"})
-rn.table(vp.mail_table(RUN, baseline=baseline, patched=patched))
+rn.table(vp.mail_table(R, baseline=baseline, patched=patched))
 
 # %% [markdown]
 # ## Everything else: all variants, counters, outliers and their causes
@@ -115,7 +115,7 @@ rn.show_figures(R, "box", "order", "spsc", "cpu_pairs", "counters")
 # times cannot be compared, so we compare **ratios**: patched / unpatched on each side.
 
 # %%
-rn.table(vp.published_vs_reproduced_reorder(RUN, baseline=baseline, patched=patched))
+rn.table(vp.published_vs_reproduced_reorder(R, baseline=baseline, patched=patched))
 
 # %% [markdown]
 # ### Instructions per operation
@@ -127,8 +127,8 @@ rn.table(vp.published_vs_reproduced_reorder(RUN, baseline=baseline, patched=patc
 # whole `ptr_ring_test` process.
 
 # %%
-rn.table(vp.instructions_vs_published(RUN))
-rn.markdown(rn.mail.published_counts(RUN, baseline=baseline) or "*Published vs our instruction counts: not "
+rn.table(vp.instructions_vs_published(R))
+rn.markdown(rn.mail.published_counts(R, baseline=baseline) or "*Published vs our instruction counts: not "
             "available here because this run did not count both batch and reorder.*")
 
 # %% [markdown]
@@ -149,4 +149,4 @@ LOOPS = rn.measured_loop(RUN, arms=(baseline, patched))
 NB_PARAMS = dict(profile=profile, variants=variants, baseline=baseline, patched=patched, modes=modes, sizes=sizes, count=count,
                  trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, kernel_headers=kernel_headers,
                  cflags=cflags, icount=icount, seed=seed, interleave=interleave)
-print(rn.write_mail(RUN, baseline=baseline, notebook=("10-ptr-ring-reorder.ipynb", NB_PARAMS)))
+print(rn.write_mail(R, baseline=baseline, notebook=("10-ptr-ring-reorder.ipynb", NB_PARAMS)))

@@ -99,7 +99,7 @@ rn.markdown(rn.run_overview(RUN))
 # %%
 HOST = Run(RUN).host
 R = rn.report(RUN, baseline=baseline, labels={baseline: "prebatch", "batch": "batch zeroing"})
-rn.table(vp.size_sweep_table(RUN, baseline=baseline))
+rn.table(vp.size_sweep_table(R, baseline=baseline))
 
 # %%
 rn.show_figures(R, "size_sweep")
@@ -181,7 +181,7 @@ rn.show_figures(R, "box", "order", "cpu_pairs", "counters")
 # %%
 MORE = [d for a, d in bz.arm_runs(RUN).items() if a != "sweep"] + \
     list(bz.committed_sweeps(exclude=HOST).values())
-rn.table(vp.published_vs_reproduced_batch(RUN, baseline=baseline, more=MORE))
+rn.table(vp.published_vs_reproduced_batch(R, baseline=baseline, more=MORE))
 
 # %% [markdown]
 # ## The reply
@@ -193,4 +193,4 @@ rn.table(vp.published_vs_reproduced_batch(RUN, baseline=baseline, more=MORE))
 NB_PARAMS = dict(profile=profile, variants=variants, baseline=baseline, modes=modes, sizes=sizes, batch=batch,
                  count=count, trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, seed=seed,
                  interleave=interleave)
-print(rn.write_mail(RUN, baseline=baseline, notebook=("11-ptr-ring-batch-zeroing.ipynb", NB_PARAMS)))
+print(rn.write_mail(R, baseline=baseline, notebook=("11-ptr-ring-batch-zeroing.ipynb", NB_PARAMS)))

@@ -130,7 +130,7 @@ print("patch kept in the run folder:", kept)
 # %%
 R = rn.report(RUN, baseline=AB.baseline, patched=AB.candidate,
               labels={AB.baseline: "unpatched", AB.candidate: "patched"})
-rn.table(vp.mail_table(RUN, baseline=AB.baseline, patched=AB.candidate))
+rn.table(vp.mail_table(R, baseline=AB.baseline, patched=AB.candidate))
 
 # %% [markdown]
 # ## Instructions per operation, both arms
@@ -164,4 +164,4 @@ rn.show_figures(R, "box", "order", "spsc", "cpu_pairs", "counters")
 NB_PARAMS = dict(profile=profile, base=AB.base, patch=patch, control=control, modes=modes, sizes=sizes, count=count,
                  trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, cflags=cflags,
                  icount=icount, seed=seed, interleave=interleave)
-print(rn.write_mail(RUN, baseline=AB.baseline, notebook=("12-patch-ab.ipynb", NB_PARAMS)))
+print(rn.write_mail(R, baseline=AB.baseline, notebook=("12-patch-ab.ipynb", NB_PARAMS)))

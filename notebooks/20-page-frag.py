@@ -71,7 +71,7 @@ rn.markdown(R.markdown)
 # waits for a context switch, so the ring and the allocator hardly matter.
 
 # %%
-rn.table(vp.by_placement_table(RUN, baseline=baseline))
+rn.table(vp.by_placement_table(R, baseline=baseline))
 rn.show_figures(R, "box", "order")
 
 # %% [markdown]
@@ -87,7 +87,7 @@ rn.markdown(vp.provenance_text(RUN))
 # page allocator, so only ratios are comparable.
 
 # %%
-rn.table(vp.published_vs_reproduced_page_frag(RUN, baseline=baseline))
+rn.table(vp.published_vs_reproduced_page_frag(R, baseline=baseline))
 
 # %% [markdown]
 # ## The reply
@@ -98,4 +98,4 @@ rn.table(vp.published_vs_reproduced_page_frag(RUN, baseline=baseline))
 # %%
 NB_PARAMS = dict(profile=profile, variants=variants, baseline=baseline, aligns=aligns, alloc_lens=alloc_lens,
                  nr_test=nr_test, trials=trials, target_ci=target_ci, budget=budget, cpus=cpus, seed=seed)
-print(rn.write_mail(RUN, baseline=baseline, notebook=("20-page-frag.ipynb", NB_PARAMS)))
+print(rn.write_mail(R, baseline=baseline, notebook=("20-page-frag.ipynb", NB_PARAMS)))

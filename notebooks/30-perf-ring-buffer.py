@@ -76,7 +76,7 @@ rn.show_figures(R, "box", "order")
 # The thread's means after the fix, as ratios to BASE, beside ours.
 
 # %%
-rn.table(vp.published_vs_reproduced_perf_rb(RUN))
+rn.table(vp.published_vs_reproduced_perf_rb(R))
 
 # %% [markdown]
 # ## The reply
@@ -87,4 +87,4 @@ rn.table(vp.published_vs_reproduced_perf_rb(RUN))
 # %%
 NB_PARAMS = dict(profile=profile, variants=variants, placements=placements, count=count, trials=trials,
                  target_ci=target_ci, budget=budget, perf=perf, seed=seed)
-print(rn.write_mail(RUN, baseline="forward", notebook=("30-perf-ring-buffer.ipynb", NB_PARAMS)))
+print(rn.write_mail(R, baseline="forward", notebook=("30-perf-ring-buffer.ipynb", NB_PARAMS)))

@@ -1,13 +1,16 @@
 """Tables in the seed threads' shapes, and published-vs-reproduced comparisons.
 
-Everything here reads a run folder (raw.csv + env.json), asks ``ringlab.stats``
-for the numbers and arranges them the way the mailing-list threads did.  The
+Everything here reads a run (a run folder, or the ``Report`` / ``Analysis`` of one: see
+:mod:`ringlab.report.analysis`), takes its comparisons from the run's Analysis, where each is
+computed once for summary.md, mail.txt and these tables together, and arranges them the way the
+mailing-list threads did.  Each table is made once per Analysis and arguments.  The
 published figures come from ``ringlab.published`` and are only ever set beside
 ours as ratios: different machines, kernels and harnesses make absolute numbers
 incomparable.
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -16,8 +19,8 @@ import pandas as pd
 from ringlab import fmt
 from ringlab.report import published
 from ringlab.report import tables as _tab
-from ringlab.rundir import Run
-from ringlab.stats import compare, measurements, summarize
+from ringlab.report.analysis import Analysis, of
+from ringlab.stats import measurements, summarize
 from ringlab.stats.contract import NOT_AFTER_HOLM
 from ringlab.report import provenance
 from ringlab.report.figures import size_sweep
@@ -26,8 +29,20 @@ from ringlab.tools.perfstat import parse_perf_stat
 
 
 def load(run_dir) -> tuple[pd.DataFrame, dict]:
-    run = Run(run_dir)
-    return run.raw, run.env
+    """raw.csv and env.json of a run (folder, Report or Analysis)."""
+    a = of(run_dir)
+    return a.df, a.env
+
+
+def _one_table(make):
+    """``make(analysis, ...)`` as a table of a run: made once per Analysis and arguments (a copy
+    is returned, so that a caller may change its own)."""
+    @functools.wraps(make)
+    def table(run_dir, *args, **kwargs) -> pd.DataFrame:
+        a = of(run_dir)
+        key = ("table", make.__name__, repr(args), repr(sorted(kwargs.items())))
+        return a.kept(key, lambda: make(a, *args, **kwargs)).copy()
+    return table
 
 
 def arch_label(env: dict) -> str:
@@ -51,14 +66,15 @@ def _config_cols(cmp: pd.DataFrame) -> list[str]:
         [c for c in ("mode", "pair_class") if c in cmp.columns]
 
 
-def mail_table(run_dir, baseline: str, patched: str, metric: str = "ns_per_op") -> pd.DataFrame:
+@_one_table
+def mail_table(a: Analysis, baseline: str, patched: str, metric: str = "ns_per_op") -> pd.DataFrame:
     """Seed 000's table: arch | config | unpatched | patched | %change (+ CI, p, verdict).
 
     The arm columns are the centers the effect is computed from (their ratio is the %change);
     %change is + = better: (unpatched - patched) / unpatched for times, so "+6.2%" means the
     patched ring is faster, with its CI in the same sign under the report's one CI heading."""
-    df, env = load(run_dir)
-    cmp = compare(df, baseline, metric)
+    df, env = a.df, a.env
+    cmp = a.comparison(baseline, metric)
     cmp = cmp[cmp["candidate"] == patched]
     arch = arch_label(env)
     cfg = _config_cols(cmp)
@@ -81,11 +97,12 @@ def mail_table(run_dir, baseline: str, patched: str, metric: str = "ns_per_op") 
     return pd.DataFrame(rows)
 
 
-def published_vs_reproduced_reorder(run_dir, baseline: str = "batch", patched: str = "reorder") -> pd.DataFrame:
+@_one_table
+def published_vs_reproduced_reorder(a: Analysis, baseline: str = "batch", patched: str = "reorder") -> pd.DataFrame:
     """patched/unpatched time ratios: the mail's (arm64, x86) beside ours, per mode."""
-    df, env = load(run_dir)
+    df, env = a.df, a.env
     pub = published.ptr_ring_reorder_table()
-    cmp = compare(df, baseline, "ns_per_op")
+    cmp = a.comparison(baseline, "ns_per_op")
     cmp = cmp[cmp["candidate"] == patched]
     cih = f"{_tab.ci_heading(cmp)} of ratio"
     rows = [{"source": f"published ({r.arch}, seed 000)", "mode": r.mode,
@@ -105,9 +122,10 @@ def published_vs_reproduced_reorder(run_dir, baseline: str = "batch", patched: s
     return pd.DataFrame(rows)
 
 
-def instructions_vs_published(run_dir) -> pd.DataFrame:
+@_one_table
+def instructions_vs_published(a: Analysis) -> pd.DataFrame:
     """Instructions per op (mode 0) per variant: callgrind/perf here, perf stat in the mail."""
-    df, env = load(run_dir)
+    df, env = a.df, a.env
     rows = []
     pub = published.SEED000_INSTRUCTIONS_PER_OP
     for v, ipo in pub.items():
@@ -136,11 +154,12 @@ def instructions_vs_published(run_dir) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def size_sweep_table(run_dir, baseline: str = "prebatch", metric: str = "ns_per_op") -> pd.DataFrame:
+@_one_table
+def size_sweep_table(a: Analysis, baseline: str = "prebatch", metric: str = "ns_per_op") -> pd.DataFrame:
     """Per ring size: the arms' centers the effect is computed from, %change (+ = better) with its
     CI in the same sign under the one CI heading (``tables.ci_heading``), p (Holm), verdict."""
-    df, _ = load(run_dir)
-    cmp = compare(df, baseline, metric)
+    df = a.df
+    cmp = a.comparison(baseline, metric)
     change, cih = _tab.change_header(cmp), f"{_tab.ci_heading(cmp)} of {_tab.CHANGE}"
     rows = []
     for _, r in cmp.sort_values([c for c in ("mode", "pair_class", "size") if c in cmp.columns]).iterrows():
@@ -154,11 +173,12 @@ def size_sweep_table(run_dir, baseline: str = "prebatch", metric: str = "ns_per_
     return pd.DataFrame(rows)
 
 
-def by_placement_table(run_dir, baseline: str, metric: str = "ns_per_op") -> pd.DataFrame:
+@_one_table
+def by_placement_table(a: Analysis, baseline: str, metric: str = "ns_per_op") -> pd.DataFrame:
     """The A/B verdict per placement (same CPU vs pairs), the seed-002 question, in the tables'
     one sign (+ = better) beside the arms' centers the effect is computed from."""
-    df, _ = load(run_dir)
-    cmp = compare(df, baseline, metric)
+    df = a.df
+    cmp = a.comparison(baseline, metric)
     change, cih = _tab.change_header(cmp), f"{_tab.ci_heading(cmp)} of {_tab.CHANGE}"
     cols = [c for c in ("pair_class", "cpu_req_producer", "cpu_req_consumer", "align", "alloc_len") if c in cmp.columns]
     rows = []
@@ -189,7 +209,8 @@ def provenance_text(run_dir) -> str:
     return "\n".join(lines)
 
 
-def published_vs_reproduced_page_frag(run_dir, baseline: str = "before") -> pd.DataFrame:
+@_one_table
+def published_vs_reproduced_page_frag(a: Analysis, baseline: str = "before") -> pd.DataFrame:
     """after/before elapsed-time ratios: the thread's perf stat -r 200 blocks beside ours."""
     blocks = parse_perf_stat(published.page_frag_perfstat_text())
     rows = []
@@ -213,8 +234,8 @@ def published_vs_reproduced_page_frag(run_dir, baseline: str = "before") -> pd.D
                         "before": f"{bef.iloc[0]:.3f} s", "after": f"{aft.iloc[0]:.3f} s",
                         "after / before": round(aft.iloc[0] / bef.iloc[0], 4), "95% CI of ratio": "not published",
                         "verdict": "-"})
-    df, env = load(run_dir)
-    cmp = compare(df, baseline, "ns_per_op")
+    df, env = a.df, a.env
+    cmp = a.comparison(baseline, "ns_per_op")
     if "alloc_len" in cmp.columns:
         cmp = cmp[cmp["alloc_len"].astype(int) == 12] if (cmp["alloc_len"].astype(int) == 12).any() else cmp
     for _, r in cmp.iterrows():
@@ -229,8 +250,9 @@ def published_vs_reproduced_page_frag(run_dir, baseline: str = "before") -> pd.D
 
 
 def _batch_rows(run_dir, baseline: str) -> list[dict]:
-    df, env = load(run_dir)
-    cmp = compare(df, baseline, "ns_per_op")
+    a = of(run_dir)
+    env = a.env
+    cmp = a.comparison(baseline, "ns_per_op")
     sort = [c for c in ("mode", "pair_class", "lock", "batch", "size") if c in cmp.columns]
     rows = []
     for _, r in cmp.sort_values(sort).iterrows():
@@ -250,7 +272,8 @@ def _batch_rows(run_dir, baseline: str) -> list[dict]:
     return rows
 
 
-def published_vs_reproduced_batch(run_dir, baseline: str = "prebatch", more=()) -> pd.DataFrame:
+@_one_table
+def published_vs_reproduced_batch(a: Analysis, baseline: str = "prebatch", more=()) -> pd.DataFrame:
     """Seed 003's vhost Mpps ratios beside our throughput ratios: every ring size (with its
     effective batch), lock arm and pair of the run, and of the runs in ``more`` (other hosts'
     runs, side by side: one block per run).  ``CI level`` gives each row's printed level (95%;
@@ -259,7 +282,7 @@ def published_vs_reproduced_batch(run_dir, baseline: str = "prebatch", more=()) 
     rows = [{"source": "published (vhost, seed 003)", "config": r.config, "throughput ratio to prebatch":
              round(r.ratio_to_before, 4), "CI of ratio": "not published", "CI level": "-", "verdict": "-"}
             for r in pub.itertuples()]
-    for d in [run_dir, *more]:
+    for d in [a, *more]:
         rows += _batch_rows(d, baseline)
     return pd.DataFrame(rows)
 
@@ -270,9 +293,10 @@ def _elapsed_metric(df: pd.DataFrame) -> str:
     return "elapsed_us" if "elapsed_us" in df.columns else "elapsed_ns"
 
 
-def perf_rb_table(run_dir) -> pd.DataFrame:
+@_one_table
+def perf_rb_table(a: Analysis) -> pd.DataFrame:
     """MEAN, STDVAR (standard deviation, as the thread used it) and median per config and placement."""
-    df, _ = load(run_dir)
+    df = a.df
     metric = _elapsed_metric(df)
     summ = summarize(df, metric, by=["placement"] if "placement" in df.columns else None)
     rows = []
@@ -290,15 +314,16 @@ def perf_rb_table(run_dir) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def perf_rb_verdicts(run_dir) -> pd.DataFrame:
+@_one_table
+def perf_rb_verdicts(a: Analysis) -> pd.DataFrame:
     """backward against forward (and each against base), per placement."""
-    df, _ = load(run_dir)
+    df = a.df
     metric = _elapsed_metric(df)
     out = []
     for base in ("forward", "base"):
         if base not in set(df["variant"].astype(str)):
             continue
-        cmp = compare(df, base, metric, by=["placement"] if "placement" in df.columns else None)
+        cmp = a.comparison(base, metric, by=["placement"] if "placement" in df.columns else None)
         if base == "base":
             cmp = cmp[cmp["candidate"] == "forward"]
         for _, r in cmp.iterrows():
@@ -309,12 +334,13 @@ def perf_rb_verdicts(run_dir) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def published_vs_reproduced_perf_rb(run_dir) -> pd.DataFrame:
+@_one_table
+def published_vs_reproduced_perf_rb(a: Analysis) -> pd.DataFrame:
     pub = published.perf_rb_means()
     rows = [{"source": "published (seed 004, pinned + performance governor)", "config": r.config,
              "placement": "workload CPU 6, perf CPU 7", "mean": r.mean_published, "ratio to BASE": round(r.ratio_to_base, 3)}
             for r in pub.itertuples()]
-    df, env = load(run_dir)
+    df, env = a.df, a.env
     metric = _elapsed_metric(df)
     meas, _ = measurements(df, metric)
     if "placement" in meas.columns:
@@ -331,5 +357,5 @@ def published_vs_reproduced_perf_rb(run_dir) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "json", "math", "np", "pd",
-                                                                     "Path", "published")]
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "functools", "json", "math", "np",
+                                                                     "pd", "Path", "published", "Analysis", "of")]
