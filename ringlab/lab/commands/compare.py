@@ -10,10 +10,10 @@ import click
 from ringlab.lab.commands import options
 from ringlab.errors import ParamError
 from ringlab.fmt import printable
+from ringlab.report.analysis import Analysis
 from ringlab.report.tables import comparison_rows, holm_footnote, interval_lines, md_table, sign_text
 from ringlab.rundir import read_raw, require_metric
-from ringlab.rundir.calibration import frame_host, results_root_of, with_host_drift
-from ringlab.stats import compare, to_records
+from ringlab.stats import to_records
 from ringlab.stats.compare import method_text
 
 
@@ -39,8 +39,9 @@ def run(args) -> int:
         raise ParamError(f"parameter '--alpha': {args.alpha!r}; allowed: a number in (0, 1) (default 0.05)")
     df = read_raw(args.raw)   # DataError (exit 2) naming the file and line when it is corrupt
     require_metric(df, args.metric, args.raw)
-    res = compare(df, args.baseline, metric=args.metric, by=args.by, noise=args.noise, alpha=args.alpha)
-    res = with_host_drift(res, frame_host(df), results_root_of(Path(args.raw).parent))
+    # the comparison as every report of a run makes it: compare() with the host's next-run interval
+    res = Analysis(Path(args.raw).parent, frame=df).comparison(args.baseline, args.metric, by=args.by,
+                                                               noise=args.noise, alpha=args.alpha)
     if args.json:
         print(json.dumps(to_records(res), indent=2))
         return 0
