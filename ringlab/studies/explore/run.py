@@ -1,7 +1,8 @@
 """One opened run folder (:class:`Run`) and a figure file that Jupyter shows as the image.
 
 See :mod:`ringlab.explore`: nothing here parses a file (:class:`ringlab.rundir.Run` does), and
-the report is built on a copy of raw.csv and env.json in a scratch folder, never in the run folder.
+the report is computed from the run folder, which it only reads: its files and figures are
+written to a scratch folder, never to the run folder.
 """
 from __future__ import annotations
 
@@ -196,7 +197,7 @@ class Run:
                          if label else "all")
         return res.sort_values(cols + ["t_s", "round"], kind="stable")[out_cols].reset_index(drop=True)
 
-    # -- the report, drawn in a scratch folder ---------------------------------------------------
+    # -- the report, its files and figures drawn in a scratch folder ------------------------------
     def _scratch_dir(self) -> Path:
         if self._scratch is None:
             tag = hashlib.sha256(str(self.path).encode()).hexdigest()[:10]
@@ -210,8 +211,9 @@ class Run:
 
     def report(self, baseline: str | None = None, metric: str | None = None, labels: dict | None = None,
                figures: bool = True):
-        """The run's :class:`ringlab.report.Report` (tables, figures, missing, markdown), built on a
-        copy of raw.csv and env.json in a scratch folder: the run folder is never written."""
+        """The run's :class:`ringlab.report.Report` (tables, figures, missing, markdown), computed
+        from the run folder; its files and figures are written to a scratch folder (the report's
+        output folder): the run folder is never written."""
         key = (metric, baseline, tuple(sorted((labels or {}).items())))
         if (key, True) in self._reports:
             return self._reports[(key, True)]
@@ -224,11 +226,8 @@ class Run:
         if d.exists():
             shutil.rmtree(d)
         d.mkdir(parents=True)
-        for f in (self.folder.raw_csv, self.folder.env_json):
-            if f.is_file():
-                shutil.copyfile(f, d / f.name)
         try:
-            rep = _report(d, metric=metric, baseline=baseline, labels=labels, figures=figures)
+            rep = _report(self.path, metric=metric, baseline=baseline, labels=labels, figures=figures, out_dir=d)
         except StatsError as e:
             raise user_error(ParamError, str(e)) from None
         self._reports[(key, figures)] = rep
