@@ -21,12 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from ringlab import fmt, names
+from ringlab import fmt, names, schema
 from ringlab.lab import cli
 from ringlab.lab.commands.bisect import bisect_label
 
 from tests.fakes.cli_runs import in_process_run
 from tests.fakes.corpus import Case, check_refused, git_status
+from tests.fakes.raw_versions import as_version_3
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ["-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",
@@ -48,6 +49,8 @@ HOSTILE = {
 def _rewrite_raw(col: str, value: str, row: int = 0):
     """setup: RUN/raw.csv with ``col`` of data row ``row`` set to ``value`` (CSV-quoted as needed)."""
     def setup(tmp: Path, run: Path) -> None:
+        if col in schema.RUN_CONSTANT_COLUMNS:     # kept in env.json since version 4: the older layout has it
+            as_version_3(run)
         rows = list(csv.reader(io.StringIO((run / "raw.csv").read_text())))
         rows[1 + row][rows[0].index(col)] = value
         buf = io.StringIO()
@@ -62,6 +65,8 @@ def _rewrite_env(**fields):
         for k, v in fields.items():
             if k == "variants":
                 doc.setdefault("parameters", {})["variants"] = v
+            elif k.startswith("run_constants."):     # raw.csv's run constants, kept in env.json
+                doc["run_constants"][k.split(".", 1)[1]] = v
             else:
                 doc[k] = v
         (run / "env.json").write_text(json.dumps(doc))
@@ -131,6 +136,8 @@ def _cases() -> list[Case]:
         for k in ("dotdot_deep", "ansi"):
             out.append(Case(f"raw-{col}-{k}", ["mail", "RUN"], f"column '{col}'", _rewrite_raw(col, HOSTILE[k]),
                             needs_run=True))
+            out.append(Case(f"constants-{col}-{k}", ["mail", "RUN"], f"column '{col}'",
+                            _rewrite_env(**{f"run_constants.{col}": HOSTILE[k]}), needs_run=True))
     # names read back from env.json
     out += [
         Case("env-host-parent", ["mail", "RUN"], "field 'host'", _rewrite_env(host="../../x"), needs_run=True),
