@@ -32,7 +32,7 @@ from typing import Any
 
 import click
 
-try:                                                    # click >= 8.2 (private there; click 9 removes it: pinned <9)
+try:                                    # click >= 8.2: private, and gone in click 9 (pinned <9)
     from click.parser import _OptionParser as _ClickParser
 except ImportError:                                     # click 8.1
     from click.parser import OptionParser as _ClickParser
