@@ -32,7 +32,7 @@ from ringlab.report import tables as _tab
 from ringlab.report.analysis import Analysis, pick_metric
 from ringlab.rundir import pick_baseline
 from ringlab.rundir.calibration import run_host
-from ringlab.stats.compare import method_text
+from ringlab.report.method_text import method_text
 from ringlab.report.stopping_sentences import stopping_text
 from ringlab.stats.stopping_record import Stopping
 from ringlab.stats.summary import StatsError, group_columns

@@ -110,7 +110,6 @@ from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, NOT_AFTER_HOLM, SIG
 from ringlab.stats.decide import INSTRUCTION_METRICS, Verdict, decide
 from ringlab.stats.holm import holm, holm_levels
 from ringlab.stats.layouts import LayoutRounds
-from ringlab.stats.method import method_text
 from ringlab.stats.power import plan_more
 from ringlab.stats.robust import hodges_lehmann
 from ringlab.stats.rounds import ROUND_COLUMN, Rounds, Scale, comparison_columns, round_key, round_values
@@ -366,4 +365,4 @@ def _finish_family(arms: list[Arms], noise: float, alpha: float, seed) -> list[C
 
 
 __all__ = ["Arms", "JSON_FIELDS", "check_rule", "compare", "compare_arrays", "comparison_columns", "describe",
-           "holm", "holm_levels", "method_text", "pair_arms", "round_key", "round_values"]
+           "holm", "holm_levels", "pair_arms", "round_key", "round_values"]

@@ -14,7 +14,7 @@ from ringlab.report.analysis import Analysis
 from ringlab.report.tables import comparison_rows, holm_footnote, interval_lines, md_table, sign_text
 from ringlab.rundir import read_raw, require_metric
 from ringlab.stats import to_records
-from ringlab.stats.compare import method_text
+from ringlab.report.method_text import method_text
 
 
 @click.command(cls=options.Command)
