@@ -183,30 +183,29 @@ def run_overview(run_dir: Path) -> str:
         lines.append(f"**{mail.counters_text(run_dir)}**")
     if run.status_line:
         lines.append(f"**{run.status_line}** The tables below hold only the trials recorded.")
-    lines.append(f"**Run** `{env.get('run_id')}` of `{env.get('experiment')}` on host `{env.get('host')}`, "
-                 f"{env.get('started_utc')} to {env.get('ended_utc')} ({run.status}).")
+    lines.append(f"**Run** `{env.run_id}` of `{env.experiment}` on host `{env.host}`, "
+                 f"{env.started_utc} to {env.ended_utc} ({run.status}).")
     counts = df["status"].value_counts().to_dict() if len(df) else {}
     lines.append("**Trials:** " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none")
                  + f" (of which warm-up: {int(schema.warmup_mask(df).sum())}).")
-    gov = env.get("governor") or {}
+    gov = env.governor
     g = gov.get("governor") or {}
     if g:
         lines.append(f"**Governor:** {g.get('status')}" + (f" — {g.get('reason')}" if g.get("reason") else "")
                      + (", restored" if gov.get("restored") or g.get("restored") else ""))
-    e = env.get("environment") or {}
-    perf = (e.get("perf") or {}).get("counters") or {}
+    perf = env.perf_counters
     missing = sorted(k for k, v in perf.items() if not v.get("ok"))
     if missing:
         lines.append(f"**Counters not available here:** {', '.join(missing)} — "
                      f"{next(iter(perf[m]['reason'] for m in missing))}.  They are NaN in raw.csv, never 0.")
     if "icount_source" in df.columns and (df["icount_source"] == "callgrind").any():
         lines.append("**Instruction counts:** callgrind (measured region only, exact and repeatable).")
-    b = env.get("build") or {}
-    if b.get("compiler"):
-        comp = b["compiler"]
+    b = env.build
+    if b.compiler:
+        comp = b.compiler
         lines.append(f"**Compiler:** {comp.get('version', comp) if isinstance(comp, dict) else comp}; "
-                     f"flags `{' '.join(b.get('cflags') or b.get('flags') or [])}`.")
-    for w in env.get("warnings") or []:
+                     f"flags `{' '.join(b.cflags or b.flags or [])}`.")
+    for w in env.warnings:
         lines.append(f"**Warning:** {w}")
     bad = df[df["status"] != "ok"] if len(df) else df
     for _, r in bad.head(5).iterrows():
@@ -243,7 +242,7 @@ def is_harness_folder(run_dir) -> bool:
     """True for a kernel-tests run folder (notebook 21): ringtest's raw.csv with the ringlab SPSC
     run beside it in ``ringlab-spsc/``."""
     run_dir = Path(run_dir)
-    return (run_dir / SPSC_FOLDER / "raw.csv").is_file() and Run(run_dir).env_doc.get("experiment") == "ringtest"
+    return (run_dir / SPSC_FOLDER / "raw.csv").is_file() and Run(run_dir).env_doc.experiment == "ringtest"
 
 
 def harness_mail(run_dir, width: int = mail.WIDTH, notebook: tuple[str, dict] | None = None) -> str:

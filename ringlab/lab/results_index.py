@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ringlab.errors import DataError
-from ringlab.rundir import Run
+from ringlab.rundir import Run, RunEnv
 from ringlab.rundir.calibration import noise_floor as calibration_noise_floor
 
 #: profiles whose complete runs can be an experiment's headline
@@ -72,10 +72,11 @@ def _find(d, *keys, default=None):
 NO_MACHINE = "machine not recorded"
 
 
-def machine_line(env: dict) -> str:
+def machine_line(env: RunEnv) -> str:
     """One line naming the machine a run came from, read from env.json."""
     # a runner's env.json nests `ringlab env` under "environment"; notebook 00 writes it flat
-    e = env.get("environment") if isinstance(env.get("environment"), dict) else env
+    env = RunEnv.of(env)
+    e = env.environment if env.has_environment else env.doc
     model = _find(e, "cpu.model")
     ncpu = _find(e, "topology.n_cpus")
     virt = _find(e, "host.virtualization.type")
@@ -170,7 +171,7 @@ def _run_status(run: Path, env_status: str = "unknown") -> str:
     return "ok"
 
 
-def _machine_env(run: Path, env: dict) -> dict:
+def _machine_env(run: Path, env: RunEnv) -> RunEnv:
     """``env``, or where it names no machine (a bisection keeps env.json per step, under steps/),
     the first step's env.json."""
     if machine_line(env) != NO_MACHINE:

@@ -34,7 +34,6 @@ from ringlab.rundir import pick_baseline
 from ringlab.rundir.calibration import run_host
 from ringlab.report.method_text import method_text
 from ringlab.report.stopping_sentences import stopping_text
-from ringlab.stats.stopping_record import Stopping
 from ringlab.stats.summary import StatsError, group_columns
 
 TABLES = ("ab", "summary", "variance", "counters")
@@ -134,12 +133,12 @@ def _head(c: Analysis) -> list[str]:
     md = [f"# {title}: {metric}", ""]
     if run.status_line:
         md += [f"**{run.status_line}** The numbers below cover only the trials that were recorded.", ""]
-    stopped = stopping_text(Stopping.from_json(env.get("stopping")))
+    stopped = stopping_text(env.stopping_record)
     if stopped:
         md += [stopped, ""]
     md.append(excluded_text(df, meas, excluded, metric))
-    if env.get("host") or env.get("hostname"):
-        md.append(f"Host: {env.get('host') or env.get('hostname')}.")
+    if env.host or env.get("hostname"):
+        md.append(f"Host: {env.host or env.get('hostname')}.")
     md.append(_tab.noise_floor_text(run_host(df, env), c.floor))
     const = _tab.constant_settings(df, params)
     if const:

@@ -98,16 +98,16 @@ class Analysis:
         return self._frame if self._frame is not None else self.run.raw
 
     @cached_property
-    def env(self) -> dict[str, Any]:
+    def env(self) -> rundir.RunEnv:
         if self._frame is not None:
-            return {}
+            return rundir.RunEnv.of({})
         self.run.read()   # raw.csv first: env.json is checked against its experiment
         return self.run.env
 
     @cached_property
     def asked(self) -> dict:
         """How the run's notebook asked for its report (env.json ``report``)."""
-        return self.env.get("report") if isinstance(self.env.get("report"), dict) else {}
+        return self.env.report
 
     @cached_property
     def metric(self) -> str:

@@ -38,14 +38,13 @@ from ringlab.stats import StatsError, measurements
 from ringlab.stats.rounds import comparison_columns
 from ringlab.stats.contract import SIGNIFICANT
 from ringlab.stats.replication import NO_DRIFT
-from ringlab.stats.stopping_record import Stopping
 from ringlab.report.mail_objdump import loop_summary
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import (aa_controls, counters_line, machine_line, not_measured, tested_line)
 from ringlab.report.mailfmt import plain_number, as_float, is_finite_number, wrap_para, path_lines
 from ringlab.report.analysis import INSTR, Analysis, of, pick_metric
 from ringlab.report.published import SEED000_INSTRUCTIONS_PER_OP
-from ringlab.rundir import pick_baseline as baseline_rule, require_metric, run_variants
+from ringlab.rundir import RunEnv, pick_baseline as baseline_rule, require_metric, run_variants
 from ringlab.rundir.calibration import run_host, run_noise_floor
 from ringlab.report.tables import gain_ci, next_gain_ci
 
@@ -64,8 +63,8 @@ class MailError(ParamError):
     """Bad input to ``ringlab mail`` (names the parameter and the allowed values)."""
 
 
-def read_env(run_dir) -> dict[str, Any]:
-    """env.json of a run folder ({} when missing or unreadable): ``Run(run_dir).env_doc``."""
+def read_env(run_dir) -> RunEnv:
+    """env.json of a run folder (an empty RunEnv when missing or unreadable): ``Run(run_dir).env_doc``."""
     return of(run_dir).run.env_doc
 
 
@@ -232,7 +231,7 @@ def _count_runs(a: Analysis, baseline: str) -> list[tuple[Path, pd.DataFrame, st
     for sub in _sub_runs(a.path):
         try:
             sa = _sub_analysis(a, sub)
-            df, params = sa.df, sa.env.get("parameters") or {}
+            df, params = sa.df, sa.env.parameters
             if params.get("icount") is not True or INSTR not in df.columns:
                 continue
             counted = df[pd.to_numeric(df[INSTR], errors="coerce").notna()]
@@ -271,7 +270,7 @@ def _further_runs(a: Analysis, baseline: str, metric: str, width: int,
             continue
         try:
             sa = _sub_analysis(a, sub)
-            params = sa.env.get("parameters") or {}
+            params = sa.env.parameters
             if params.get("icount") is True:    # counts of another baseline: not a row of this table
                 continue
             cmp = sa.comparison(baseline, metric)
@@ -296,8 +295,8 @@ def _further_runs(a: Analysis, baseline: str, metric: str, width: int,
 
 
 # -- the lines around the table ------------------------------------------------------------
-def _headline(env: dict, df: pd.DataFrame, host: str | None, base: str, cands: list[str], info: dict) -> str:
-    exp = env.get("experiment") or (str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else "run")
+def _headline(env: RunEnv, df: pd.DataFrame, host: str | None, base: str, cands: list[str], info: dict) -> str:
+    exp = env.experiment or (str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else "run")
     host = host or "this host"
     real = [c for c in cands if c not in info["controls"]] or cands
     n = sum(1 for _ in info["gains"])
@@ -357,10 +356,10 @@ def _interval_lines(info: dict, width: int) -> list[str]:
     return out + [""]
 
 
-def _own_floor(env: dict) -> str:
+def _own_floor(env: RunEnv) -> str:
     """A staged run's own measure of its noise, for a host without a calibration: the 95% CI
     half-width each judged row reached at the run's design ("" for a run without stages)."""
-    stop = Stopping.from_json(env.get("stopping"))
+    stop = RunEnv.of(env).stopping_record
     if stop is None:
         return ""
     rows = [r for r in stop.rows or () if isinstance(r.half_width_pct, (int, float)) and math.isfinite(r.half_width_pct)]
@@ -389,12 +388,12 @@ def _legend(info: dict, width: int) -> list[str]:
     return out
 
 
-def published_counts_text(df: pd.DataFrame, env: dict, base: str, cands: list[str]) -> str:
+def published_counts_text(df: pd.DataFrame, env: RunEnv, base: str, cands: list[str]) -> str:
     """Seed 000's perf stat counts beside ours, when this run counted batch and reorder ("" when
     not): whether they agree (the same sign, within 2 points), with the static size of the
     measured loop (objdump -d of the binaries that ran) as the evidence."""
     pub = SEED000_INSTRUCTIONS_PER_OP
-    if env.get("experiment") != "ptr_ring" or set(pub) - ({base} | set(cands)) or INSTR not in df.columns:
+    if RunEnv.of(env).experiment != "ptr_ring" or set(pub) - ({base} | set(cands)) or INSTR not in df.columns:
         return ""
     try:
         meas, _ = measurements(df, INSTR)
@@ -442,8 +441,8 @@ def _published_icount(a: Analysis, base: str, cands: list[str], width: int) -> l
     return wrap_para(txt, width) if txt else []
 
 
-def run_binaries(env: dict, arms) -> dict[str, str]:
-    used = env.get("binaries_used") or {}
+def run_binaries(env: RunEnv, arms) -> dict[str, str]:
+    used = RunEnv.of(env).binaries_used
     out = {}
     for a in arms:
         d = next((v for k, v in sorted(used.items()) if k.split("@")[0] == f"ptr_ring_test-{a}"
@@ -525,7 +524,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
         lines += wrap_para(f"{metric}: higher is better.", width)
     lines += _published_icount(a, base, variants[1:], width)
     lines += wrap_para("not measured here: " + not_measured(df, env), width)
-    for w in env.get("warnings") or []:
+    for w in env.warnings:
         lines += wrap_para(f"warning: {w}", width)
     lines.append("")
     lines += reproduce_lines(run_dir, env, width, notebook)

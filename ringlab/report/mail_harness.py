@@ -79,17 +79,17 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     if table is None or not len(table):
         raise MailError(f"RUN: {ringtest_run} and {spsc.path} have no ring size and CPU pair in common; "
                         "allowed: a kernel-tests run folder whose ringlab-spsc run measured the same pairs")
-    host = env.get("host") or "this host"
-    tree = (env.get("parameters") or {}).get("tree") or "?"
+    host = env.host or "this host"
+    tree = env.parameters.get("tree") or "?"
     n = len(table)
     sig = sum(_significant(r) for _, r in table.iterrows())
     lines = wrap_para(f"ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC on {host}: {n} "
                       f"row{'s' if n != 1 else ''}, {sig} with a %change told apart from 0", width)
     lines += wrap_para(counters_line(df, env), width)
     lines.append("")
-    git = env.get("git") or {}
+    git = env.git
     lines += wrap_para(f"tested: include/linux/ptr_ring.h of {tree}, in tools/virtio/ringtest (its own "
-                       f"Makefile) and in ringlab's SPSC harness; ringlab {short_sha(git.get('commit'))}", width)
+                       f"Makefile) and in ringlab's SPSC harness; ringlab {short_sha(git.commit)}", width)
     lines += wrap_para("test machine: " + machine_line(env), width)
     lines += noise_floor_lines(rt.host, rt.floor, env, {"gains": []}, width)
     lines.append("")

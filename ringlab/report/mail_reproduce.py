@@ -9,7 +9,7 @@ from ringlab import paths
 from ringlab.errors import ParamError
 from ringlab.experiments import get as get_experiment
 from ringlab.report.mailfmt import wrap_para, short_sha
-from ringlab.rundir import Run
+from ringlab.rundir import Run, RunEnv
 
 
 def _executed_notebook(run_dir: Path) -> tuple[str, dict] | None:
@@ -23,7 +23,7 @@ def _executed_notebook(run_dir: Path) -> tuple[str, dict] | None:
     return None
 
 
-def _recorded_notebook(env: dict) -> tuple[str, dict] | None:
+def _recorded_notebook(env: RunEnv) -> tuple[str, dict] | None:
     """(notebook file name, parameters) a notebook recorded in env.json (``mail_notebook``) when
     it wrote its mail."""
     rec = env.get("mail_notebook")
@@ -83,17 +83,17 @@ def _relative(value: str, root: Path) -> str:
     return value.replace(prefix, "")
 
 
-def tree_root(env: dict) -> Path | None:
+def tree_root(env: RunEnv) -> Path | None:
     """The ringlab checkout the run was made in (its build folder's parent, as env.json's
     ``build.out_dir`` records it), or None."""
-    out = (env.get("build") or {}).get("out_dir")
+    out = RunEnv.of(env).build.out_dir
     if not out:
         return None
     p = Path(str(out))
     return p.parent.parent if p.name == "bin" and p.parent.name == "build" else p.parent
 
 
-def relative_to_tree(value: str, env: dict) -> str:
+def relative_to_tree(value: str, env: RunEnv) -> str:
     """``value`` with the checkout of the run (and of this process) taken off its paths."""
     root = tree_root(env)
     if root is not None:
@@ -101,7 +101,7 @@ def relative_to_tree(value: str, env: dict) -> str:
     return _relative(value, paths.ROOT)
 
 
-def run_path(run_dir: Path, env: dict) -> str:
+def run_path(run_dir: Path, env: RunEnv) -> str:
     """The run folder relative to the tree: results/<experiment>/<host>/<run-id> when it is under
     a results folder, else its own name."""
     parts = Path(run_dir).resolve().parts
@@ -161,20 +161,21 @@ def with_run_seed(nb_params: dict, run_params: dict) -> dict:
     return nb_params
 
 
-def reproduce_lines(run_dir: Path, env: dict, width: int,
+def reproduce_lines(run_dir: Path, env: RunEnv, width: int,
                     notebook: tuple[str, dict] | None = None) -> list[str]:
     """The reproduce line: the notebook's papermill line with the parameters it was given when
     the run came from a notebook (those equal to that notebook's defaults at the run's commit left out), else ``ringlab run`` with every parameter; paths relative to
     the tree."""
-    commit = short_sha((env.get("git") or {}).get("commit"))
+    env = RunEnv.of(env)
+    commit = short_sha(env.git.commit)
     nb = notebook or _recorded_notebook(env) or _executed_notebook(run_dir)
-    params = env.get("parameters") or {}
-    experiment = env.get("experiment")
+    params = env.parameters
+    experiment = env.experiment
     if nb:
         name, nbp = nb
         nbp = with_run_seed(nbp, params)
         words = ["papermill", f"notebooks/{name}", "out.ipynb", "-k", "python3"]
-        defaults = notebook_defaults(name, (env.get("git") or {}).get("commit"))
+        defaults = notebook_defaults(name, env.git.commit)
         for k, v in nbp.items():
             if k in ("out_dir", "host") or (k != "profile" and k in defaults and _is_default(v, defaults[k])):
                 continue    # the notebook's own default gives the same value: the line stays short

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab.report.mailfmt import short_sha
+from ringlab.rundir import RunEnv
 
 INSTR = "instructions_per_op"
 
@@ -15,21 +16,21 @@ INSTR = "instructions_per_op"
 _COUNTER_EVENTS = ("cycles", "instructions", "branches", "branch_misses", "cache_misses")
 
 
-def _pmu_missing(env: dict) -> list[str]:
-    perf = ((env.get("environment") or {}).get("perf") or {}).get("counters") or {}
+def _pmu_missing(env: RunEnv) -> list[str]:
+    perf = env.perf_counters
     return [k for k in _COUNTER_EVENTS if isinstance(perf.get(k), dict) and not perf[k].get("ok")]
 
 
-def _virt(env: dict) -> str | None:
-    host = (env.get("environment") or {}).get("host") or {}
-    v = (host.get("virtualization") or {}).get("type") if isinstance(host, dict) else None
+def _virt(env: RunEnv) -> str | None:
+    v = (env.machine.get("virtualization") or {}).get("type")
     return v if v and v != "none" else None
 
 
-def counters_line(df: pd.DataFrame, env: dict, elsewhere: str | None = None) -> str:
+def counters_line(df: pd.DataFrame, env: RunEnv, elsewhere: str | None = None) -> str:
     """Whether this host has a PMU, and what counts instructions instead (the mail's second
     line, the first of notebook 10's overview); ``elsewhere``: the sub-runs of the run folder
     that hold callgrind counts, when this run has none of its own."""
+    env = RunEnv.of(env)
     missing = _pmu_missing(env)
     counted = INSTR in df.columns and pd.to_numeric(df[INSTR], errors="coerce").notna().any()
     srcs = sorted(set(df.loc[pd.to_numeric(df[INSTR], errors="coerce").notna(), "icount_source"]
@@ -44,23 +45,23 @@ def counters_line(df: pd.DataFrame, env: dict, elsewhere: str | None = None) -> 
     if elsewhere:
         return (f"No PMU on this host{where}: callgrind counts the instructions of the measured "
                 f"region instead, in {elsewhere} (-p icount true, single-threaded rows).")
-    params = env.get("parameters") or {}
-    exp = env.get("experiment")
+    params = env.parameters
+    exp = env.experiment
     why = (f"callgrind counts single-threaded trials only, and {exp} is not" if exp in
            ("page_frag", "perf_rb", "ringtest", "kmod") else "icount=false" if params.get("icount") is False
            else "callgrind counts single-threaded configurations only")
     return f"No PMU on this host{where}, and no callgrind counts in this run ({why})."
 
 
-def machine_line(env: dict) -> str:
+def machine_line(env: RunEnv) -> str:
     """One line as the kernel test robot writes it: "2 threads 1 socket (AMD EPYC) with 8G
     memory", then SMT, virtualisation and kernel."""
-    e = env.get("environment") or {}
-    host, cpu, topo = e.get("host") or {}, e.get("cpu") or {}, e.get("topology") or {}
+    env = RunEnv.of(env)
+    host, cpu, topo = env.machine, env.cpu, env.topology
     n, sockets = topo.get("n_cpus"), topo.get("n_packages")
     bits = [f"{n} threads" if n else "? threads", (f"{sockets} socket" + ("s" if sockets != 1 else "")) if sockets else "? sockets",
             f"({cpu.get('model') or 'unknown CPU'})"]
-    mem = host.get("memory_kb") if isinstance(host, dict) else None
+    mem = host.get("memory_kb")
     bits.append(f"with {round(mem / 1048576)}G memory" if isinstance(mem, (int, float)) and mem > 0
                 else "with memory not recorded")
     line = " ".join(bits)
@@ -68,12 +69,12 @@ def machine_line(env: dict) -> str:
     extra = [f"SMT {'on' if tpc > 1 else 'off'}" if isinstance(tpc, int) else None,
              f"{_virt(env)} guest" if _virt(env) else "bare metal" if (host.get("virtualization") or {}).get("type")
              == "none" else None,
-             f"kernel {host.get('kernel')}" if isinstance(host, dict) and host.get("kernel") else None]
+             f"kernel {host.get('kernel')}" if host.get("kernel") else None]
     return line + "".join(f", {x}" for x in extra if x)
 
 
-def _header_specs(env: dict) -> dict[str, str]:
-    kh = str((env.get("parameters") or {}).get("kernel_headers") or "")
+def _header_specs(env: RunEnv) -> dict[str, str]:
+    kh = str(env.parameters.get("kernel_headers") or "")
     out = {}
     for part in kh.split(","):
         if "=" in part:
@@ -82,10 +83,10 @@ def _header_specs(env: dict) -> dict[str, str]:
     return out
 
 
-def aa_controls(env: dict, baseline: str, candidates: list[str]) -> list[str]:
+def aa_controls(env: RunEnv, baseline: str, candidates: list[str]) -> list[str]:
     """The candidates that build the baseline's own code again (an A/A arm): the same
     kernel-header source as the baseline, or the patch A/B's ``control``."""
-    specs = _header_specs(env)
+    specs = _header_specs(RunEnv.of(env))
     return [c for c in candidates
             if (c in specs and specs.get(c) == specs.get(baseline)) or (c == "control" and baseline in specs)]
 
@@ -106,14 +107,15 @@ def _patch_subject(run_dir: Path) -> str | None:
     return None
 
 
-def tested_line(env: dict, baseline: str, candidates: list[str], run_dir) -> str:
+def tested_line(env: RunEnv, baseline: str, candidates: list[str], run_dir) -> str:
     """What was measured: the patch (subject), or the code of each arm, and ringlab's commit."""
     from ringlab.report.mail_reproduce import relative_to_tree
-    git = env.get("git") or {}
-    rl = f"ringlab {short_sha(git.get('commit'))}" + (" (uncommitted changes)" if git.get("dirty") else "")
+    env = RunEnv.of(env)
+    git = env.git
+    rl = f"ringlab {short_sha(git.commit)}" + (" (uncommitted changes)" if git.dirty else "")
     specs = _header_specs(env)
     subject = _patch_subject(Path(run_dir))
-    exp = env.get("experiment")
+    exp = env.experiment
     if exp == "perf_rb":
         arms = ("close(-1) loop alone (base) and under perf record on the running kernel "
                 "(forward; backward: --overwrite)")
@@ -133,21 +135,22 @@ def tested_line(env: dict, baseline: str, candidates: list[str], run_dir) -> str
     return f"tested: {arms}; {rl}"
 
 
-def not_measured(df: pd.DataFrame, env: dict) -> str:
+def not_measured(df: pd.DataFrame, env: RunEnv) -> str:
     """What this host could not measure: the PMU's counters, the CPU placements it lacks."""
     from ringlab.system.topology import PAIR_CLASSES
+    env = RunEnv.of(env)
     bits = []
     missing = _pmu_missing(env)
     if missing:
         bits.append(f"{', '.join(missing)} (no PMU)")
-    topo = (env.get("environment") or {}).get("topology") or {}
+    topo = env.topology
     present = topo.get("classes_present")
     if isinstance(present, list):
         lack = [c for c in PAIR_CLASSES if c not in present]
         if lack:
             bits.append(f"placements {', '.join(lack)} (this host has {topo.get('n_cpus')} CPUs: "
                         f"{', '.join(present)} only)")
-    gov = (env.get("environment") or {}).get("governor") or {}
+    gov = env.machine_governor
     if gov and not gov.get("available"):
         bits.append("a fixed CPU frequency (" + (gov.get("reason") or "no governor") + ")")
     return "; ".join(bits) + "." if bits else "nothing left out."

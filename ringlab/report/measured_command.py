@@ -9,6 +9,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from ringlab.rundir import RunEnv
+
 from ringlab import paths
 from ringlab.errors import ParamError
 from ringlab.experiments import base
@@ -63,16 +65,17 @@ def _row_key(row: dict[str, Any], cols: list[str]) -> str:
                       + [_typed(row.get("cpu_req_producer")), row.get("pair_class")], default=str)
 
 
-def commands(env: dict, rows: list[dict[str, str]]) -> tuple[dict[str, dict[str, list[str]]], str | None, str]:
+def commands(env: RunEnv, rows: list[dict[str, str]]) -> tuple[dict[str, dict[str, list[str]]], str | None, str]:
     """{variant: {configuration key: argv shape}}, the reason when not available, and where
     the argv came from: recorded by the runner (env.json "measured_commands") or rebuilt
     with the experiment's own ``command()`` from env.json's parameters and raw.csv's rows."""
+    env = RunEnv.of(env)
     try:
-        exp_cls = base.get(str(env.get("experiment")))
+        exp_cls = base.get(str(env.experiment))
     except ParamError as e:   # an unknown experiment: say so, compare the rest
-        return {}, f"experiment {env.get('experiment')!r} unknown to this ringlab ({e})", ""
+        return {}, f"experiment {env.experiment!r} unknown to this ringlab ({e})", ""
     cols = list(exp_cls.param_columns())
-    recorded = env.get("measured_commands")
+    recorded = env.measured_commands
     if isinstance(recorded, dict) and recorded:
         out: dict[str, dict[str, list[str]]] = {}
         for v, items in recorded.items():
@@ -80,11 +83,11 @@ def commands(env: dict, rows: list[dict[str, str]]) -> tuple[dict[str, dict[str,
                 if isinstance(it, dict) and isinstance(it.get("shape"), list):
                     out.setdefault(v, {})[_row_key(it.get("row") or {}, cols)] = it["shape"]
         return out, None, "recorded at run time"
-    values = dict(env.get("parameters") or {})
+    values = dict(env.parameters)
     if not values:
         return {}, "env.json has no parameters to rebuild the command from", ""
     exp = exp_cls()
-    ctx = _Ctx(values, env.get("binaries_used") or {})
+    ctx = _Ctx(values, env.binaries_used)
     perf = None
     out = {}
     for row in rows:

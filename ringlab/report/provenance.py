@@ -16,6 +16,8 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from ringlab.rundir import RunEnv
+
 from ringlab.report import measured_command
 from ringlab.report import provenance_record as record
 
@@ -49,10 +51,10 @@ def _measured(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], di
     return variants, per_arm
 
 
-def _describe(name: str, v: dict[str, Any], env: dict, by_sha: dict, shapes: dict, cmd_from: str) -> None:
+def _describe(name: str, v: dict[str, Any], env: RunEnv, by_sha: dict, shapes: dict, cmd_from: str) -> None:
     """Fill in a variant's binaries, source set, header and measured command from env.json."""
-    build = env.get("build") or {}
-    used = env.get("binaries_used") or {}
+    build = env.build.doc
+    used = env.binaries_used
     name_by_sha = {u.get("sha256"): k for k, u in used.items() if isinstance(u, dict)}
     v["binary"] = [name_by_sha.get(s) or by_sha.get(s, {}).get("name") for s in v["sha256"]]
     entries = [by_sha.get(s) for s in v["sha256"]]
@@ -61,7 +63,7 @@ def _describe(name: str, v: dict[str, Any], env: dict, by_sha: dict, shapes: dic
     ids = [record.source_id(e) for e in entries]
     v["source_sha256"] = [i for i, _ in ids if i]
     v["source_how"] = ids[0][1] if ids else "no binary hash recorded"
-    headers = build.get("header_sources") or {}
+    headers = env.build.header_sources
     v["header"] = headers.get(name) or next((e.get("header") for e in entries if e and e.get("header")), None)
     v["command"] = next(iter(shapes.values()), None)
     v["command_source"] = cmd_from if shapes else None
@@ -106,9 +108,8 @@ def check(run_dir: str | Path) -> dict[str, Any]:
     """Per variant: binaries (sha256), source set, measured command, first/last measurement;
     per pair: "same code" or "different code", with the evidence."""
     run_dir = Path(run_dir)
-    env = record.load_env(run_dir)
-    build = env.get("build") or {}
-    bins = record.binaries(build)
+    env = RunEnv.of(record.load_env(run_dir))
+    bins = record.binaries(env.build.doc)
     by_sha = {b.get("sha256"): b for b in bins if b.get("sha256")}
     rows = record.rows(run_dir)
     variants, per_arm = _measured(rows)
@@ -121,13 +122,13 @@ def check(run_dir: str | Path) -> dict[str, Any]:
     problems += same
     for v in variants.values():
         v.pop("_shapes", None)
-    git = env.get("git") or {}
-    if git.get("dirty"):
+    git, build = env.git, env.build
+    if git.dirty:
         problems.append("ringlab's tree was dirty at run time (uncommitted changes)")
-    return {"run_dir": str(run_dir), "run_id": env.get("run_id"), "experiment": env.get("experiment"),
-            "host": env.get("host"), "status": env.get("status"), "started_utc": env.get("started_utc"),
-            "ended_utc": env.get("ended_utc"), "git": git, "compiler": build.get("compiler"),
-            "flags": build.get("flags") or build.get("cflags"), "variants": variants, "pairs": pairs,
+    return {"run_dir": str(run_dir), "run_id": env.run_id, "experiment": env.experiment,
+            "host": env.host, "status": env.status, "started_utc": env.started_utc,
+            "ended_utc": env.ended_utc, "git": git.doc, "compiler": build.compiler,
+            "flags": build.flags or build.cflags, "variants": variants, "pairs": pairs,
             "command_source": cmd_from or None, "command_error": cmd_why, "problems": problems}
 
 

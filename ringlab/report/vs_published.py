@@ -22,6 +22,7 @@ from ringlab.report import tables as _tab
 from ringlab.report.analysis import Analysis, of
 from ringlab.stats import measurements, summarize
 from ringlab.stats.contract import NOT_AFTER_HOLM
+from ringlab.rundir import RunEnv
 from ringlab.report import provenance
 from ringlab.report.figures import size_sweep
 from ringlab.sources.builtin_patches import effective_batch
@@ -45,13 +46,13 @@ def _one_table(make):
     return table
 
 
-def arch_label(env: dict) -> str:
+def arch_label(env: RunEnv) -> str:
     """'x86_64 (vm)': the machine column of the mail tables."""
-    e = env.get("environment") or env
-    host = e.get("host") or {}
-    if isinstance(host, str):
+    env = RunEnv.of(env)
+    host = (env.environment.get("host") if env.environment else env.host) or {}
+    if isinstance(host, str):   # no machine recorded: the host's name
         return host
-    return f"{host.get('machine', '?')} ({host.get('host_id') or env.get('host') or '?'})"
+    return f"{host.get('machine', '?')} ({host.get('host_id') or env.host or '?'})"
 
 
 _pct = fmt.pct

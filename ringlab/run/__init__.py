@@ -129,7 +129,7 @@ def _extended(f: RunFolder, p, st: Stopping) -> list:
     from ringlab.run import stopping
     p.ctx.values["layouts"] = int(st.layouts)   # a trial of a new layout names its binary
     plan = stopping.staged_plan(p.exp, p.ctx.values, p.specs, st, p.ctx)
-    f.write_env(plan=dict(f.env.get("plan") or {}, trials_total=len(plan), rounds=int(st.rounds_planned),
+    f.write_env(plan=dict(f.fields.plan, trials_total=len(plan), rounds=int(st.rounds_planned),
                           layouts=int(st.layouts)))
     return plan
 
@@ -142,12 +142,12 @@ def _build_stage(f: RunFolder, p, st: Stopping) -> Stopping:
     started = time.monotonic()
     values = dict(p.ctx.values, layouts=int(st.layouts))
     if p.build:   # only the new layouts' binaries are compiled
-        info = build_for_run(p.exp, values, f.env.get("build") if isinstance(f.env.get("build"), dict) else None)
+        info = build_for_run(p.exp, values, f.fields.build.doc or None)
         merge_build(info, p.exp.build_info(values))
         f.write_env(build=info)
     else:
         check_built(p.exp, values)
-    used = dict(f.env.get("binaries_used") or {})
+    used = dict(f.fields.binaries_used)
     for b in p.exp.needed_binaries(values):
         path = p.ctx.binary(b)
         if b not in used and path.is_file():
@@ -164,8 +164,7 @@ def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "Ru
         return
     # a run with a target only: the statistics it reviews its stages with load scipy
     from ringlab.run import stopping
-    from ringlab.stats.stopping_record import Stopping
-    st = Stopping.from_json(f.env.get("stopping")) if f.env.get("stopping") else p.stopping
+    st = f.fields.stopping_record if f.fields.stopping else p.stopping
     ran = {s.key() for _, s in todo} | set(done)
     started = time.monotonic()
     try:
@@ -197,10 +196,9 @@ def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "Ru
 def _note_rounds_run(f: RunFolder) -> None:
     import dataclasses
     from ringlab.run import stopping
-    from ringlab.stats.stopping_record import Stopping
     try:
-        st = Stopping.from_json(f.env["stopping"])
-        f.env["stopping"] = dataclasses.replace(st, rounds_run=stopping.rounds_run(f.read_raw())).to_json()
+        st = f.fields.stopping_record
+        f.update_env(stopping=dataclasses.replace(st, rounds_run=stopping.rounds_run(f.read_raw())).to_json())
     except Exception:   # noqa: BLE001 - a torn or empty raw.csv: keep what env.json says
         pass
 
@@ -254,12 +252,12 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
                     if ctx.launcher is not None:
                         ctx.launcher.close()
                         ctx.launcher = None
-                    if p.stopping is not None and isinstance(f.env.get("stopping"), dict):
+                    if p.stopping is not None and isinstance(f.fields.stopping, dict):
                         _note_rounds_run(f)   # an interrupted run says how far it got
-            f.env.update(governor=gov.report, warnings=ctx.warnings)   # after the restore
+            f.update_env(governor=gov.report, warnings=ctx.warnings)   # after the restore
             for line in gov.messages[shown:]:
                 log(line)
-    res.status, res.status_reason = f.final_status, f.env.get("status_reason") or ""
+    res.status, res.status_reason = f.final_status, f.fields.status_reason or ""
     res.trials, res.warnings = dict(f.trials), list(ctx.warnings)
     return res
 

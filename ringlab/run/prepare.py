@@ -154,14 +154,12 @@ def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(values, default=str))
 
 
-def _stored_parameters(exp_cls, params: dict, env: dict, env_path: Path) -> dict:
+def _stored_parameters(exp_cls, params: dict, env: rundir.RunEnv, env_path: Path) -> dict:
     """env.json's parameters, trusted no more than the command line: each one goes through
     the same parsing and checks as ``-p NAME=VALUE`` (a bad one is refused naming the
     parameter and the file), and a parameter that names a program or source to run or
     build (``Experiment.code_params``) is taken only from the command line."""
-    stored = env.get("parameters")
-    if stored is None:
-        stored = {}
+    stored = env.parameters
     if not isinstance(stored, dict):
         raise ParamError(f"parameter '--resume': {env_path}: 'parameters' is not an object; "
                          "allowed: the env.json of an interrupted run", input="--resume")
@@ -193,12 +191,12 @@ def _stored_parameters(exp_cls, params: dict, env: dict, env_path: Path) -> dict
     return known
 
 
-def _resolve_for_resume(exp_cls, params: dict, env: dict, env_path: Path) -> dict:
-    if env.get("experiment") not in (None, exp_cls.name):
-        raise ParamError(f"parameter '--resume': the folder holds a '{env.get('experiment')}' run, "
-                         f"not '{exp_cls.name}'; allowed: {env.get('experiment')}", input="--resume")
+def _resolve_for_resume(exp_cls, params: dict, env: rundir.RunEnv, env_path: Path) -> dict:
+    if env.experiment not in (None, exp_cls.name):
+        raise ParamError(f"parameter '--resume': the folder holds a '{env.experiment}' run, "
+                         f"not '{exp_cls.name}'; allowed: {env.experiment}", input="--resume")
     merged = _stored_parameters(exp_cls, params, env, env_path)
-    stored = env.get("parameters") or {}
+    stored = env.parameters
     merged.update(params)
     values = exp_cls.resolve(merged)
     diff = sorted(k for k in set(values) | set(stored)
@@ -259,10 +257,10 @@ def _existing_build_info() -> dict[str, Any]:
 
 
 def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bool
-                 ) -> tuple[dict[str, Any], str, Path, dict, str]:
+                 ) -> tuple[dict[str, Any], str, Path, rundir.RunEnv, str]:
     """The parameter values, run id, output folder, (resuming) the interrupted run's env.json and
     where the seed came from (``given``, ``drawn``, ``env``: :func:`draw_seed`)."""
-    prev: dict = {}
+    prev = rundir.RunEnv.of({})
     if resume:
         if out_dir is None:
             raise ParamError("parameter '--resume': needs --out DIR (the folder of the interrupted run); "
@@ -270,13 +268,13 @@ def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bo
         out_dir = Path(out_dir)
         check_out_dir(out_dir, resume=True)
         try:
-            prev = rundir.Run(out_dir).env_file.doc
+            prev = rundir.Run(out_dir).env_file
         except DataError as e:
             raise ParamError(f"parameter '--resume': {e}; allowed: the folder of an interrupted run",
                              input="--resume") from None
         values = _resolve_for_resume(exp_cls, params, prev, out_dir / "env.json")
-        run_id = prev.get("run_id") or out_dir.name
-        plan = prev.get("plan") if isinstance(prev.get("plan"), dict) else {}
+        run_id = prev.run_id or out_dir.name
+        plan = prev.plan
         source = str(plan.get("seed_source") or "given")
     else:
         if "seed" not in params:
@@ -311,7 +309,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
             log: Callable[[str], None], argv: list[str] | None) -> Prepared:
     exp_cls = base.get(name)
     values, run_id, out_dir, prev, seed_source = _resolve_run(exp_cls, name, params, out_dir, resume)
-    host = prev.get("host") or host_id()
+    host = prev.host or host_id()
 
     exp = exp_cls()
     target = has_target(values)
@@ -320,8 +318,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         # imported here: the statistics it plans with load scipy, which a run without a target
         # (a smoke run, an emulated CPU) starts without
         from ringlab.run import stopping
-        from ringlab.stats.stopping_record import Stopping
-        prev_stop = Stopping.from_json(prev.get("stopping"))
+        prev_stop = prev.stopping_record
         if prev_stop is not None and prev_stop.stages:
             stop = prev_stop
         else:
@@ -379,8 +376,8 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
         # What will actually run, hashed here whatever the build step said.
         binaries_used={b: {"path": str(ctx.binary(b)), "sha256": sha256_file(ctx.binary(b))}
                        for b in exp.needed_binaries(values) if os.path.isfile(ctx.binary(b))})
-    ctx.c2c = dict(prev.get("c2c_latency_ns") or {})
-    ctx.measured_commands = {str(k): list(v) for k, v in (prev.get("measured_commands") or {}).items()
+    ctx.c2c = dict(prev.c2c_latency_ns)
+    ctx.measured_commands = {str(k): list(v) for k, v in (prev.measured_commands or {}).items()
                              if isinstance(v, list)}
     if stop is not None:   # the report compares against the arm the stopping rule planned for
         env.update(stopping=stop.to_json(), baseline=stop.baseline)

@@ -70,7 +70,7 @@ import pandas as pd
 from ringlab.errors import DataError, DiskFullError, ParamError, RunLockedError
 from ringlab.rundir.files import (LOG_FILES, TEXT_FILES, append_line, write_bytes, write_csv, write_figure,
                                   write_text)
-from ringlab.rundir.envjson import ENV_VERSION, RunEnv, atomic_write_json, read_env
+from ringlab.rundir.envjson import ENV_VERSION, BuildRecord, GitRecord, RunEnv, atomic_write_json, read_env
 from ringlab.rundir.rawcsv import (CsvSink, cells, count_file, count_trials, read_done, read_raw, repair_csv,
                                   require_metric, resume_keys)
 from ringlab.rundir.rawconstants import RawConstants, stored_columns
@@ -254,7 +254,17 @@ class RunFolder:
             os.close(self._dirfd)  # closing the last descriptor releases the flock
             self._dirfd = None
 
+    @property
+    def fields(self) -> RunEnv:
+        """env.json's fields as written so far, read through :class:`RunEnv` (a view of ``env``)."""
+        return RunEnv(self.env_json, ENV_VERSION, str(self.env.get("kind") or self.kind), self.env)
+
     # -- writing ---------------------------------------------------------------------------------------
+    def update_env(self, **fields: Any) -> None:
+        """Update env.json's fields in memory; they are written with the next ``write_env`` or
+        when the folder is released."""
+        self.env.update(fields)
+
     def write_env(self, **fields: Any) -> None:
         """Update env.json's fields and write it atomically (the only writer of env.json)."""
         if self._dirfd is None:
@@ -368,7 +378,7 @@ def read_run(path: str | os.PathLike, need_env: bool = False) -> tuple[pd.DataFr
     return Run(path).read(need_env)
 
 
-__all__ = ["Run", "RAW_CSV", "ENV_JSON", "SUMMARY_MD", "SUMMARY_CSV", "COMPARE_CSV", "pick_baseline", "run_variants", "resume_keys", "RunFolder", "RunEnv", "RunStatus", "read_raw", "read_env", "read_run", "raw_experiment", "require_metric", "CsvSink", "repair_csv", "read_done",
+__all__ = ["Run", "RAW_CSV", "ENV_JSON", "SUMMARY_MD", "SUMMARY_CSV", "COMPARE_CSV", "pick_baseline", "run_variants", "resume_keys", "RunFolder", "RunEnv", "GitRecord", "BuildRecord", "RunStatus", "read_raw", "read_env", "read_run", "raw_experiment", "require_metric", "CsvSink", "repair_csv", "read_done",
            "count_trials", "judge", "atomic_write_json", "utc_now", "ENV_VERSION",
            "FAILED_MAX_FRACTION", "DataError", "TEXT_FILES", "LOG_FILES", "write_text", "write_bytes",
            "write_csv", "write_figure", "append_line"]

@@ -7,7 +7,7 @@ import json
 import math
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,16 +77,66 @@ def atomic_write_json(path: Path, doc: dict) -> None:
 
 
 # -- env.json: reading ----------------------------------------------------------------------------
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+@dataclass(frozen=True)
+class GitRecord:
+    """env.json's ``git``: the ringlab checkout a run was made in (``commit``, ``dirty``; None
+    when not recorded); ``doc`` is the field as written."""
+    commit: str | None = None
+    dirty: bool | None = None
+    doc: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "GitRecord":
+        d = _dict(doc)
+        return cls(d.get("commit"), d.get("dirty"), d)
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """env.json's ``build``: how the run's binaries were built.  ``out_dir`` (the build folder),
+    ``compiler`` (a string or a dict with ``version``), ``cflags`` / ``flags`` (older runs wrote
+    ``flags``), ``header_sources`` (per arm) and ``binaries`` (per binary name, a free-form dict);
+    ``doc`` is the field as written."""
+    out_dir: str | None = None
+    compiler: Any = None
+    cflags: list | None = None
+    flags: list | None = None
+    header_sources: dict[str, Any] = field(default_factory=dict, compare=False)
+    binaries: dict[str, Any] = field(default_factory=dict, compare=False)
+    doc: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "BuildRecord":
+        d = _dict(doc)
+        return cls(d.get("out_dir"), d.get("compiler"), d.get("cflags"), d.get("flags"),
+                   d.get("header_sources") or {}, d.get("binaries") or {}, d)
+
+
 @dataclass(eq=False)
 class RunEnv(Mapping):
     """env.json of a run folder in the current layout (older layouts converted).
 
-    A read-only mapping of env.json's top-level keys: ``env["host"]``, ``"host" in env``,
-    ``dict(env)``, ``env.keys()``; ``doc`` is the dict itself."""
-    path: Path
+    Read its fields as typed properties: ``env.experiment``, ``env.git.commit``,
+    ``env.parameters``, ``env.topology`` ...; each gives the default an older file without the
+    field implies (None, ``{}`` or ``[]``).  It is also a read-only mapping of env.json's
+    top-level keys (``env["host"]``, ``"host" in env``, ``dict(env)``) for old callers; ``doc``
+    is the dict itself.  ``RunEnv.of(doc)`` wraps a dict made in memory (``path`` None)."""
+    path: Path | None
     version: int
     kind: str
     doc: dict[str, Any]
+
+    @classmethod
+    def of(cls, doc: "Mapping[str, Any] | None" = None) -> "RunEnv":
+        """``doc`` as a RunEnv (itself when it is one; an empty RunEnv for None or {})."""
+        if isinstance(doc, RunEnv):
+            return doc
+        d = dict(doc or {})
+        return cls(None, int(d.get("env_version") or ENV_VERSION), str(d.get("kind") or "run"), d)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.doc.get(key, default)
@@ -110,18 +160,152 @@ class RunEnv(Mapping):
 
     __hash__ = None  # type: ignore[assignment]
 
+    # -- what ran, where, when ---------------------------------------------------------------------
+    @property
+    def experiment(self) -> str | None:
+        """The experiment's name (None: a compare-runs or environment file)."""
+        return self.doc.get("experiment")
+
+    @property
+    def host(self) -> str | None:
+        """The host's name (the folder's place in results/<experiment>/<host>/)."""
+        return self.doc.get("host")
+
+    @property
+    def run_id(self) -> str | None:
+        return self.doc.get("run_id")
+
     @property
     def status(self) -> str | None:
+        """"running", "complete", "failed", "interrupted", "skipped" as written (None: not recorded)."""
         return self.doc.get("status")
 
     @property
+    def status_reason(self) -> str | None:
+        return self.doc.get("status_reason")
+
+    @property
+    def skipped_reason(self) -> str | None:
+        return self.doc.get("skipped_reason")
+
+    @property
+    def started_utc(self) -> str | None:
+        return self.doc.get("started_utc")
+
+    @property
+    def ended_utc(self) -> str | None:
+        return self.doc.get("ended_utc")
+
+    @property
+    def baseline(self) -> str | None:
+        """The arm a staged run planned against (None: the baseline rule picks it)."""
+        return self.doc.get("baseline")
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The run's parameters by name ({} when not recorded)."""
+        return self.doc.get("parameters") or {}
+
+    @property
+    def command(self) -> list[str]:
+        """The command line the run was started with ([] when not recorded)."""
+        return self.doc.get("command") or []
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        """The trial plan (``trials_total``, ``rounds``, ``seed_source`` ...; {} when not recorded)."""
+        return _dict(self.doc.get("plan"))
+
+    @property
+    def governor(self) -> dict[str, Any]:
+        """What the run did with the CPU frequency governor ({} when not recorded)."""
+        return self.doc.get("governor") or {}
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.doc.get("warnings") or []
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """How the run's notebook asked for its report (``rundir.annotate``; {} when not)."""
+        return _dict(self.doc.get("report"))
+
+    # -- what was measured -------------------------------------------------------------------------
+    @property
+    def git(self) -> GitRecord:
+        """The ringlab checkout the run was made in."""
+        return GitRecord.from_json(self.doc.get("git"))
+
+    @property
+    def build(self) -> BuildRecord:
+        return BuildRecord.from_json(self.doc.get("build"))
+
+    @property
+    def binaries_used(self) -> dict[str, Any]:
+        """Per binary name: ``path`` and ``sha256`` of the binary that ran ({} when not recorded)."""
+        return self.doc.get("binaries_used") or {}
+
+    @property
+    def measured_commands(self) -> Any:
+        """Per variant, the measured commands recorded as the trials ran (None when not recorded)."""
+        return self.doc.get("measured_commands")
+
+    @property
+    def c2c_latency_ns(self) -> dict[str, Any]:
+        """The cache-to-cache latency probe's result per CPU pair ({} when not measured)."""
+        return self.doc.get("c2c_latency_ns") or {}
+
+    @property
+    def stopping(self) -> dict[str, Any] | None:
+        """env.json's ``stopping`` as written (None: the run had no target)."""
+        return self.doc.get("stopping")
+
+    @property
+    def stopping_record(self):
+        """``stopping`` as a :class:`ringlab.stats.stopping_record.Stopping` (None: no target)."""
+        from ringlab.stats.stopping_record import Stopping
+        return Stopping.from_json(self.doc.get("stopping"))
+
+    # -- the machine (env.json's ``environment``: ringlab.system.envinfo.collect()) ------------------
+    @property
+    def has_environment(self) -> bool:
+        """Whether env.json holds an ``environment`` object (notebook 00's oldest files were flat)."""
+        return isinstance(self.doc.get("environment"), dict)
+
+    @property
     def environment(self) -> dict[str, Any]:
+        """The machine as ``ringlab env`` saw it ({} when not recorded)."""
         e = self.doc.get("environment")
         return e if isinstance(e, dict) else {}
 
     @property
-    def parameters(self) -> dict[str, Any]:
-        return self.doc.get("parameters") or {}
+    def machine(self) -> dict[str, Any]:
+        """``environment.host``: the machine's kernel, architecture, memory, virtualization
+        ({} when not recorded, and when a string)."""
+        return _dict(self.environment.get("host"))
+
+    @property
+    def cpu(self) -> dict[str, Any]:
+        return self.environment.get("cpu") or {}
+
+    @property
+    def cpu_model(self) -> str | None:
+        return self.cpu.get("model")
+
+    @property
+    def topology(self) -> dict[str, Any]:
+        """``environment.topology``: ``n_cpus``, ``classes_present``, ``cpus`` ..."""
+        return self.environment.get("topology") or {}
+
+    @property
+    def machine_governor(self) -> dict[str, Any]:
+        """``environment.governor``: whether the frequency governor can be set on this machine."""
+        return self.environment.get("governor") or {}
+
+    @property
+    def perf_counters(self) -> dict[str, Any]:
+        """``environment.perf.counters``: per event, whether the PMU counts it here."""
+        return (self.environment.get("perf") or {}).get("counters") or {}
 
 
 def _normalize(doc: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:

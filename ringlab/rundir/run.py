@@ -5,10 +5,10 @@ bisect, the fleet, the results index, the runner resuming) goes through a ``Run`
 
     run = Run(path)
     run.raw            # raw.csv, checked row by row (rawrows.py: header, bounds, caps)
-    run.env            # env.json as a dict ({} without one), checked (envjson.py: no NaN/Inf,
+    run.env            # env.json as a RunEnv (empty without one), checked (envjson.py: no NaN/Inf,
                        # no duplicate keys) and, once raw.csv was read, of raw.csv's experiment
     run.env_file       # the RunEnv itself (DataError without a readable env.json)
-    run.env_doc        # env.json, or {} when it is missing or unreadable (reports degrade)
+    run.env_doc        # env.json, or an empty RunEnv when it is missing or unreadable (reports degrade)
     run.status         # "complete", "failed", ..., "unknown" without env.json; status_line
     run.baseline()     # the one baseline rule (baseline.py)
     run.notebook       # the executed notebook (first *.ipynb), run.papermill(): its metadata
@@ -125,20 +125,24 @@ class Run:
         return self._read_env(None)
 
     @property
-    def env(self) -> dict[str, Any]:
-        """env.json's fields ({} without an env.json); DataError when it is corrupt or, once raw.csv
-        was read, names another experiment than raw.csv."""
+    def env(self) -> RunEnv:
+        """env.json as a :class:`RunEnv` (an empty one without an env.json); DataError when it is
+        corrupt or, once raw.csv was read, names another experiment than raw.csv."""
         if not self.has_env:
-            return {}
-        return self._read_env(raw_experiment(self._raw) if self._raw is not None else None).doc
+            return RunEnv.of({})
+        return self._read_env(raw_experiment(self._raw) if self._raw is not None else None)
 
     @property
-    def env_doc(self) -> dict[str, Any]:
-        """env.json's fields, or {} when it is missing or unreadable (reports degrade, never fail)."""
+    def env_doc(self) -> RunEnv:
+        """env.json as a :class:`RunEnv` of its own copy of the fields, or an empty one when it is
+        missing or unreadable (reports degrade, never fail)."""
         try:
-            return dict(self.env_file.doc) if self.env_json.is_file() else {}
+            if self.env_json.is_file():
+                f = self.env_file
+                return RunEnv(f.path, f.version, f.kind, dict(f.doc))
         except (OSError, DataError):
-            return {}
+            pass
+        return RunEnv.of({})
 
     # -- status -----------------------------------------------------------------------------------------
     def _state(self) -> tuple[str, str]:
@@ -177,11 +181,11 @@ class Run:
     def names(self) -> tuple[str, str, str]:
         if self._names is None:
             env = self.env_doc
-            host = env.get("host")
+            host = env.host
             if host and self.path.parent.name == str(host) and len(self.path.absolute().parts) >= 4:
                 self._names = (self.path.parent.parent.name, str(host), self.path.name)
             else:
-                self._names = (str(env.get("experiment") or self.path.name), str(host or self.path.parent.name),
+                self._names = (str(env.experiment or self.path.name), str(host or self.path.parent.name),
                                self.path.name)
         return self._names
 

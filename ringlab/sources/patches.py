@@ -136,10 +136,9 @@ def keep_patch(plan: ABPlan, run_dir) -> Path | None:
 def run_binaries(run_dir, plan: ABPlan) -> dict[str, str]:
     """Paths of both arms' binaries as the run recorded them (env.json binaries_used)."""
     try:
-        env = dict(Run(run_dir).env_file.doc)
+        used = Run(run_dir).env_file.binaries_used
     except (OSError, DataError):
-        env = {}
-    used = env.get("binaries_used") or {}
+        used = {}
     out = {}
     for n in plan.names:
         d = next((v for k, v in sorted(used.items()) if k.split("@")[0] == f"ptr_ring_test-{n}"), {})

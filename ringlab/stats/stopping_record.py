@@ -2,7 +2,7 @@
 (one compared row as the stop judged it).
 
 The runner (``ringlab.run.stopping``) writes it and every reader reads it through
-``Stopping.from_json(env.get("stopping"))``; ``to_json()`` writes exactly the keys, values and key
+``Stopping.from_json`` (``RunEnv.stopping_record``); ``to_json()`` writes exactly the keys, values and key
 order env.json has always held::
 
     {"target_ci": PCT, "budget_s": S | null, "target_ci_by_mode": {MODE: PCT} (every measured

@@ -29,7 +29,7 @@ from typing import Any, Callable
 from ringlab import paths
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments.base import get as get_experiment
-from ringlab.rundir import Run, atomic_write_json, utc_now
+from ringlab.rundir import Run, RunEnv, atomic_write_json, utc_now
 from ringlab.run import run_experiment
 from ringlab.run.prepare import new_run_id
 from ringlab.sources import kernel_header
@@ -213,16 +213,17 @@ def add_lengths(analysis: dict, lengths: dict[str, list[dict]]) -> dict:
     return analysis
 
 
-def build_seconds(total_s: float, env: dict | None) -> float:
+def build_seconds(total_s: float, env: RunEnv | None) -> float:
     """Seconds per layout build the run spent outside its trials (building), from the run's wall
     time and env.json's start and end of the trials.  A binary of layout copies
     (ringlab.build.layouts.LayoutCopies) counts as its number of copies."""
     try:
-        start = datetime.fromisoformat(str(env["started_utc"]).replace("Z", "+00:00"))
-        end = datetime.fromisoformat(str(env["ended_utc"]).replace("Z", "+00:00"))
-        built = (env.get("build") or {}).get("binaries") or {}
+        env = RunEnv.of(env) if isinstance(env, dict) else env
+        start = datetime.fromisoformat(str(env.started_utc).replace("Z", "+00:00"))
+        end = datetime.fromisoformat(str(env.ended_utc).replace("Z", "+00:00"))
+        built = env.build.binaries
         n = 0
-        for name in env.get("binaries_used") or {}:
+        for name in env.binaries_used:
             lay = (built.get(name) or {}).get("layout") if isinstance(built, dict) else None
             n += len(lay["copies"]) if isinstance(lay, dict) and isinstance(lay.get("copies"), list) else 1
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -263,7 +264,7 @@ def calibrate(out: Path | None = None, params: dict[str, Any] | None = None, hea
         raise RunnerError(f"{res.raw_csv}: the A/A run ended {res.status} ({res.status_reason}); no calibration")
     build_s = build_seconds(total_s, Run(res.out_dir).env) if build else math.nan
     analysis = analyse_run(res.out_dir, build_s=build_s)
-    aa = dict(aa_params(src, params), count=str(((Run(res.out_dir).env or {}).get("parameters") or {}).get("count") or ""))
+    aa = dict(aa_params(src, params), count=str(Run(res.out_dir).env.parameters.get("count") or ""))
     analysis = add_lengths(analysis, probe_lengths(src, aa, out / "runs" / f"{res.run_id}-lengths", log, build))
     path = store(out, analysis, res.run_id, res.out_dir, host)
     return path, json.loads(path.read_text())
@@ -276,6 +277,6 @@ def calibrate_existing(run_dir: Path, out: Path | None = None) -> tuple[Path, di
     out = Path(out) if out is not None else _cal_files.calibration_dir(host)
     analysis = analyse_run(run_dir)
     _, env = Run(run_dir).read()
-    run_id = (env.get("run_id") if env is not None else None) or run_dir.name
+    run_id = (env.run_id if env is not None else None) or run_dir.name
     path = store(out, analysis, str(run_id), run_dir, host)
     return path, json.loads(path.read_text())

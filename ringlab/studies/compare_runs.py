@@ -64,9 +64,8 @@ def skipped(root: str | Path | None = None) -> list[str]:
     return out
 
 
-def _arch(env: dict) -> str:
-    host = (env.get("environment") or {}).get("host") or {}
-    return host.get("machine", "?") if isinstance(host, dict) else "?"
+def _arch(env: rundir.RunEnv) -> str:
+    return env.machine.get("machine", "?")
 
 
 def runs_table(runs: list[Run]) -> pd.DataFrame:
@@ -74,11 +73,10 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
     for r in runs:
         ok = r.raw[r.raw["status"] == "ok"] if "status" in r.raw.columns else r.raw
         rows.append({"experiment": r.experiment, "host": r.host, "arch": _arch(r.env_doc), "run_id": r.run_id,
-                     "profile": (r.env_doc.get("parameters") or {}).get("profile", "?"),
+                     "profile": r.env_doc.parameters.get("profile", "?"),
                      "variants": ",".join(sorted(map(str, r.raw["variant"].unique()))) if "variant" in r.raw else "",
                      "trials ok": len(ok), "trials total": len(r.raw),
-                     "git": ((r.env_doc.get("git") or {}).get("commit") or "?")[:10]
-                     + (" (dirty)" if (r.env_doc.get("git") or {}).get("dirty") else "")})
+                     "git": (r.env_doc.git.commit or "?")[:10] + (" (dirty)" if r.env_doc.git.dirty else "")})
     return pd.DataFrame(rows)
 
 
@@ -241,7 +239,7 @@ def meta_rows(runs: list[Run]) -> pd.DataFrame:
             cmp = compare(raw, base, pick_metric(raw))
         except (StatsError, DataError, ParamError):
             continue
-        rows += sessions.comparison_rows(cmp, f"{r.host}/{r.run_id}", r.host, (r.env_doc or {}).get("started_utc"),
+        rows += sessions.comparison_rows(cmp, f"{r.host}/{r.run_id}", r.host, r.env_doc.started_utc,
                                          experiment=r.experiment)
     return pd.DataFrame(rows)
 

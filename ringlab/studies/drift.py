@@ -71,8 +71,8 @@ def _span_min(records: list[dict]) -> float:
         try:
             from ringlab.rundir import Run
             env = Run(r["dir"]).env
-            starts.append(datetime.fromisoformat(str(env["started_utc"]).replace("Z", "+00:00")))
-            starts.append(datetime.fromisoformat(str(env["ended_utc"]).replace("Z", "+00:00")))
+            starts.append(datetime.fromisoformat(str(env.started_utc).replace("Z", "+00:00")))
+            starts.append(datetime.fromisoformat(str(env.ended_utc).replace("Z", "+00:00")))
         except (KeyError, TypeError, ValueError, AttributeError, OSError):
             continue
     return (max(starts) - min(starts)).total_seconds() / 60 if len(starts) >= 2 else math.nan

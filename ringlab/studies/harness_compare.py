@@ -66,7 +66,7 @@ def tree_header(tree: str) -> tuple[str, Path]:
 def run_status(run_dir) -> tuple[str, str | None]:
     """(status, skipped_reason) from a run folder's env.json (``rundir.Run``)."""
     env = rundir.Run(run_dir).env_file
-    return str(env.get("status")), env.get("skipped_reason")
+    return str(env.status), env.skipped_reason
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:

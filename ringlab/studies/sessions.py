@@ -121,12 +121,12 @@ def run_rows(run_dirs, baseline: str | None = None, metric: str = "ns_per_op",
         run = Run(d)
         try:
             df, env = run.read()
-            base = baseline or (env.get("baseline") if env is not None else None) or str(df["variant"].iloc[0])
+            base = baseline or (env.baseline if env is not None else None) or str(df["variant"].iloc[0])
             cmp = compare(df, base, metric)
         except Exception:   # noqa: BLE001 - not a comparison with this baseline: not a row
             continue
-        doc = env.doc if env is not None else {}
-        rows += comparison_rows(cmp, labels[j] if labels else Path(d).name, doc.get("host"), doc.get("started_utc"))
+        env = env if env is not None else rundir.RunEnv.of({})
+        rows += comparison_rows(cmp, labels[j] if labels else Path(d).name, env.host, env.started_utc)
     return pd.DataFrame(rows)
 
 

@@ -158,9 +158,8 @@ def _machine(step_dir: Path) -> dict:
     env = rundir.Run(step_dir).env_doc
     if not env:
         return {}
-    e = env.get("environment") or {}
-    return {"host": env.get("host"), "cpu": (e.get("cpu") or {}).get("model"),
-            "kernel": (e.get("host") or {}).get("kernel"), "n_cpus": (e.get("topology") or {}).get("n_cpus")}
+    return {"host": env.host, "cpu": env.cpu_model,
+            "kernel": env.machine.get("kernel"), "n_cpus": env.topology.get("n_cpus")}
 
 
 class Bisect:

@@ -248,8 +248,8 @@ class Run:
     def _repr_html_(self) -> str:
         e = html.escape
         what = self.experiment
-        if self.env.get("experiment") and str(self.env.get("experiment")) != self.experiment:
-            what += f" ({self.env.get('experiment')})"
+        if self.env.experiment and str(self.env.experiment) != self.experiment:
+            what += f" ({self.env.experiment})"
         facts = [("experiment", what), ("host", self.host), ("profile", self.profile),
                  ("status", self.status + (f": {self.status_line}" if self.status_line else "")),
                  ("run", f"{self.run_id} ({self.path})")]

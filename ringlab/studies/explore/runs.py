@@ -73,7 +73,7 @@ class Runs(Sequence):
             except DataError as err:
                 self.skipped[r.name] = str(err)
                 continue
-            fill = {"run_id": r.env.get("run_id") or r.run_id, "experiment": r.env.get("experiment") or r.experiment,
+            fill = {"run_id": r.env.run_id or r.run_id, "experiment": r.env.experiment or r.experiment,
                     "host": r.host}
             for c in ("host", "experiment", "run_id"):
                 if c not in df.columns:
@@ -101,12 +101,11 @@ class Runs(Sequence):
             except DataError as err:
                 self.skipped[r.name] = str(err)
                 raw, n, vs = pd.DataFrame(), 0, f"unreadable raw.csv: {err}"
-            host = r.env.environment.get("host") or {}
-            git = r.env.get("git") or {}
+            host, git = r.env.machine, r.env.git
             rows.append({"run": r.name, "experiment": r.experiment, "host": r.host, "profile": r.profile,
                          "status": r.status, "variants": vs, "measured": n, "excluded": len(raw) - n,
-                         "machine": host.get("machine", "?") if isinstance(host, dict) else "?",
-                         "git": str(git.get("commit") or "?")[:10] + (" (dirty)" if git.get("dirty") else "")})
+                         "machine": host.get("machine", "?"),
+                         "git": str(git.commit or "?")[:10] + (" (dirty)" if git.dirty else "")})
         cols = ["run", "experiment", "host", "profile", "status", "variants", "measured", "excluded", "machine", "git"]
         return pd.DataFrame(rows, columns=cols)
 
