@@ -186,7 +186,7 @@ def _machine_env(run: Path, env: RunEnv) -> RunEnv:
 def _info(run: Path) -> dict:
     data = Run(run)
     env = data.env
-    profile = _notebook_params(run).get("profile") or _find(env, "parameters.profile", default="?")
+    profile = _notebook_params(run).get("profile") or _find(env.parameters, "profile", default="?")
     status = _run_status(run, data.status)
     return {"machine_env": _machine_env(run, env), "profile": str(profile), "status": status,
             "headline": status == "ok" and str(profile) in HEADLINE_PROFILES}

@@ -108,7 +108,7 @@ def check(run_dir: str | Path) -> dict[str, Any]:
     """Per variant: binaries (sha256), source set, measured command, first/last measurement;
     per pair: "same code" or "different code", with the evidence."""
     run_dir = Path(run_dir)
-    env = RunEnv.of(record.load_env(run_dir))
+    env = record.load_env(run_dir)
     bins = record.binaries(env.build.doc)
     by_sha = {b.get("sha256"): b for b in bins if b.get("sha256")}
     rows = record.rows(run_dir)

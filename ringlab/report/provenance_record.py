@@ -1,7 +1,7 @@
 """What a run folder records for provenance: env.json, raw.csv's rows, the build's binaries
 and the source set each binary was built from (ringlab.report.provenance compares them).
 
-Reports degrade rather than fail: :func:`read_env` is {} without a readable env.json and
+Reports degrade rather than fail: :func:`read_env` is empty without a readable env.json and
 :func:`rows` is [] without a raw.csv.
 """
 from __future__ import annotations
@@ -14,21 +14,23 @@ from ringlab import rundir
 from ringlab.errors import DataError
 
 
-def load_env(run_dir: str | Path) -> dict[str, Any]:
+def load_env(run_dir: str | Path) -> rundir.RunEnv:
     """env.json of a run folder through ``ringlab.rundir.Run``: FileNotFoundError when there
     is none, DataError when it is corrupt."""
     run = rundir.Run(run_dir)
     if not run.env_json.is_file():
         raise FileNotFoundError(f"{run_dir}: no env.json (not a ringlab run folder)")
-    return dict(run.env_file.doc)
+    env = run.env_file
+    return rundir.RunEnv(env.path, env.version, env.kind, dict(env.doc))
 
 
-def read_env(run_dir: str | Path) -> dict[str, Any]:
-    """env.json of a run folder, or {} when it is missing or unreadable (reports degrade, never fail)."""
+def read_env(run_dir: str | Path) -> rundir.RunEnv:
+    """env.json of a run folder, or an empty RunEnv when it is missing or unreadable (reports
+    degrade, never fail)."""
     try:
         return load_env(run_dir)
     except (OSError, DataError):
-        return {}
+        return rundir.RunEnv.of({})
 
 
 def rows(run_dir: Path) -> list[dict[str, Any]]:

@@ -1,0 +1,79 @@
+"""env.json's fields are read through RunEnv's typed properties outside ringlab/rundir: no
+``env["host"]`` or ``env.get("git")`` on a value named like an env.json (env, env_doc,
+env_file, a RunFolder's fields)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from ringlab.rundir.envjson import FIELD_TYPES
+
+PKG = Path(__file__).resolve().parent.parent / "ringlab"
+
+#: names a value holding env.json goes by (the last part: ``run.env``, ``Run(d).env_doc``, ``f.fields``)
+ENV_NAMES = {"env", "env_doc", "env_file", "fields"}
+
+#: files whose ``env`` is not env.json: the machine snapshot ``envinfo.collect()`` (notebook 00
+#: writes it under env.json's ``environment``)
+NOT_ENV_JSON = {"studies/envreport.py"}
+
+
+def _name(node: ast.AST) -> str | None:
+    """The last name of a receiver: ``env`` for ``env``, ``run.env``, ``Run(d).env`` and
+    ``(run.env or {})``."""
+    if isinstance(node, ast.BoolOp):
+        return next((n for n in map(_name, node.values) if n in ENV_NAMES), None)
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Call) and not node.args and isinstance(node.func, (ast.Name, ast.Attribute)):
+        return _name(node.func)   # env() / run.env_doc()
+    return None
+
+
+def _key(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def env_reads(source: str, where: str = "<snippet>") -> list[str]:
+    """``where:line: receiver[key]`` for each read of an env.json field by string key."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        recv = key = None
+        if isinstance(node, ast.Subscript):
+            recv, key = node.value, _key(node.slice)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ("get", "pop", "setdefault") and node.args):
+            recv, key = node.func.value, _key(node.args[0])
+        if key in FIELD_TYPES and _name(recv) in ENV_NAMES:
+            found.append((node.lineno, f"{where}:{node.lineno}: {ast.unparse(recv)}[{key!r}]"))
+    return [f for _, f in sorted(found)]
+
+
+def test_no_string_key_reads_of_env_json_outside_rundir():
+    found = []
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG).as_posix()
+        if rel.startswith("rundir/") or rel in NOT_ENV_JSON:
+            continue
+        found += env_reads(p.read_text(encoding="utf-8"), f"ringlab/{rel}")
+    assert not found, "read env.json's fields through RunEnv's properties:\n" + "\n".join(found)
+
+
+def test_the_scan_finds_string_key_reads():
+    snippet = '''
+def f(run, env, folder):
+    a = env.get("experiment")
+    b = (run.env_doc.get("git") or {}).get("commit")
+    c = env["started_utc"]
+    d = Run(run).env_file.get("parameters") or {}
+    e = (run.env or {}).get("host")
+    folder.fields["stopping"] = None
+    ok = env.experiment, env.get("hostname"), calibration.get("run_id"), env.git.commit
+'''
+    found = env_reads(snippet)
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "env['experiment']", "run.env_doc['git']", "env['started_utc']", "Run(run).env_file['parameters']",
+        "run.env or {}['host']", "folder.fields['stopping']"], found
+    assert env_reads("x = dict(doc)\ny = meta.get('parameters')\n") == []
