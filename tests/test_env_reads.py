@@ -77,3 +77,18 @@ def f(run, env, folder):
         "env['experiment']", "run.env_doc['git']", "env['started_utc']", "Run(run).env_file['parameters']",
         "run.env or {}['host']", "folder.fields['stopping']"], found
     assert env_reads("x = dict(doc)\ny = meta.get('parameters')\n") == []
+
+
+def test_run_env_properties_and_the_defaults_older_files_imply(tmp_path):
+    from ringlab.rundir import Run, RunEnv
+    empty = RunEnv.of({})
+    assert (empty.path, empty.experiment, empty.parameters, empty.warnings, empty.git.commit,
+            empty.build.out_dir, empty.topology, empty.stopping_record) == (None, None, {}, [], None, None, {}, None)
+    env = RunEnv.of({"experiment": "ptr_ring", "git": {"commit": "abc", "dirty": True}, "parameters": None,
+                     "build": {"out_dir": "/t/build/bin", "cflags": ["-O2"]},
+                     "environment": {"host": "not a dict", "cpu": {"model": "M"}, "topology": {"n_cpus": 2}}})
+    assert RunEnv.of(env) is env and env["experiment"] == "ptr_ring" and dict(env) == env.doc
+    assert (env.experiment, env.git.commit, env.git.dirty, env.parameters, env.build.cflags, env.machine,
+            env.cpu_model, env.topology) == ("ptr_ring", "abc", True, {}, ["-O2"], {}, "M", {"n_cpus": 2})
+    run = Run(tmp_path)
+    assert isinstance(run.env, RunEnv) and not run.env and isinstance(run.env_doc, RunEnv) and not run.env_doc

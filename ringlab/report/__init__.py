@@ -137,8 +137,8 @@ def _head(c: Analysis) -> list[str]:
     if stopped:
         md += [stopped, ""]
     md.append(excluded_text(df, meas, excluded, metric))
-    if env.host or env.get("hostname"):
-        md.append(f"Host: {env.host or env.get('hostname')}.")
+    if env.host or env.hostname:
+        md.append(f"Host: {env.host or env.hostname}.")
     md.append(_tab.noise_floor_text(run_host(df, env), c.floor))
     const = _tab.constant_settings(df, params)
     if const:

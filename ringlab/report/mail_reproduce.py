@@ -26,7 +26,7 @@ def _executed_notebook(run_dir: Path) -> tuple[str, dict] | None:
 def _recorded_notebook(env: RunEnv) -> tuple[str, dict] | None:
     """(notebook file name, parameters) a notebook recorded in env.json (``mail_notebook``) when
     it wrote its mail."""
-    rec = env.get("mail_notebook")
+    rec = env.mail_notebook
     if isinstance(rec, dict) and isinstance(rec.get("name"), str) and isinstance(rec.get("parameters"), dict):
         return rec["name"], rec["parameters"]
     return None

@@ -158,7 +158,8 @@ class RunFolder:
     compare-runs folders, which hold no raw.csv) locks a new or existing folder and starts
     a fresh env.json; ``RunFolder(path)`` only reads.
 
-    While held: ``f.env`` (the env.json dict), ``f.write_env(**fields)``,
+    While held: ``f.env`` (the env.json dict), ``f.fields`` (read through ``RunEnv``),
+    ``f.write_env(**fields)``, ``f.update_env(**fields)`` (written on exit),
     ``f.open_csv(columns, config_keys)`` (repairs and returns the done keys),
     ``f.append(rows)``, ``f.trials``.  On exit the status is written: ``complete`` or
     ``failed`` (``judge``), ``interrupted`` on KeyboardInterrupt or DiskFullError, ``failed`` with the

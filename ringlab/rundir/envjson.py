@@ -172,6 +172,11 @@ class RunEnv(Mapping):
         return self.doc.get("host")
 
     @property
+    def hostname(self) -> str | None:
+        """The host's name in the oldest files (before ``host``)."""
+        return self.doc.get("hostname")
+
+    @property
     def run_id(self) -> str | None:
         return self.doc.get("run_id")
 
@@ -229,6 +234,12 @@ class RunEnv(Mapping):
     def report(self) -> dict[str, Any]:
         """How the run's notebook asked for its report (``rundir.annotate``; {} when not)."""
         return _dict(self.doc.get("report"))
+
+    @property
+    def mail_notebook(self) -> dict[str, Any]:
+        """The notebook that wrote the run's mail and its parameters (``name``, ``parameters``;
+        {} when the mail was not written by a notebook)."""
+        return _dict(self.doc.get("mail_notebook"))
 
     # -- what was measured -------------------------------------------------------------------------
     @property
