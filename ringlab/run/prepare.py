@@ -159,7 +159,7 @@ def _stored_parameters(exp_cls, params: dict, env: rundir.RunEnv, env_path: Path
     the same parsing and checks as ``-p NAME=VALUE`` (a bad one is refused naming the
     parameter and the file), and a parameter that names a program or source to run or
     build (``Experiment.code_params``) is taken only from the command line."""
-    stored = env.parameters
+    stored = rundir.RunEnv.of(env).parameters
     if not isinstance(stored, dict):
         raise ParamError(f"parameter '--resume': {env_path}: 'parameters' is not an object; "
                          "allowed: the env.json of an interrupted run", input="--resume")

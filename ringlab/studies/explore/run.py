@@ -80,8 +80,9 @@ class Run:
         return f"{self.experiment}/{self.host}/{self.run_id}"
 
     @property
-    def env_doc(self) -> dict:
-        return self.env.doc
+    def env_doc(self) -> RunEnv:
+        """env.json (an empty one when the run has none), as ``ringlab.rundir.Run.env_doc`` gives it."""
+        return self.env
 
     @property
     def profile(self) -> str:
