@@ -30,13 +30,22 @@ from fakes.cli_runs import KEY, N_TRIALS, PARAMS  # noqa: E402
 from fakes.raw_versions import as_version_3  # noqa: E402
 
 MOVED = set(schema.RUN_CONSTANT_COLUMNS) | set(schema.REF_COLUMNS)
-#: committed version-3 runs: ptr_ring with two counter_errors values and binaries per layout,
-#: ringtest (source_sha256), a bisection step, and the longest committed run
-COMMITTED = [
-    "ptr-ring-reorder/epyc-kvm-2vcpu/20261206T203232Z-2d1e8e",
-    *(str(p.parent.relative_to(RESULTS)) for p in sorted(RESULTS.glob("kernel-tests/*/*/raw.csv"))[:1]),
-    *(str(p.parent.relative_to(RESULTS)) for p in sorted(RESULTS.glob("bisect/**/raw.csv"))[:1]),
-]
+#: committed version-3 runs (the hosts' sets made before version 4): ptr_ring with two
+#: counter_errors values and binaries per layout, ringtest (source_sha256), a bisection step
+
+
+def _version_3(pattern: str) -> list[str]:
+    """The first committed raw.csv matching ``pattern`` that is version 3 (its run constants on
+    every row), as a path relative to results/."""
+    for p in sorted(RESULTS.glob(pattern)):
+        with open(p, newline="", encoding="utf-8") as f:
+            if "run_id" in next(csv.reader(f)):
+                return [str(p.parent.relative_to(RESULTS))]
+    return []
+
+
+COMMITTED = [*_version_3("ptr-ring-reorder/*/*/raw.csv"), *_version_3("kernel-tests/*/*/raw.csv"),
+             *_version_3("bisect/**/raw.csv")]
 
 
 def _rows_of(path: Path) -> tuple[list[str], list[dict[str, str]]]:
@@ -146,3 +155,8 @@ def test_resume_of_a_version_3_run_keeps_writing_version_3(fakebin, tmp_path):
     df = rundir.read_raw(out / "raw.csv")
     assert len(df) == N_TRIALS and not df.duplicated(KEY).any() and df["status"].eq("ok").all()
     pd.testing.assert_frame_equal(df, pd.read_csv(out / "raw.csv", low_memory=False))
+
+
+def test_there_are_version_3_runs_to_check():
+    assert len(COMMITTED) == 3, ("fewer committed version-3 runs than the checks above need: point them "
+                                 "at a rewrite of a version-4 run (tests/fakes/raw_versions.as_version_3)")
