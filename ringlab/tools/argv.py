@@ -25,8 +25,15 @@ def run_command(command: click.Command, argv: list[str] | None, prog: str) -> in
     code: the command's return value, 0 for --help, 2 for bad usage (printed with the usage)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     options, after = split_at_dashes(argv)
+    return exit_code_of(command, options, prog, obj=after)
+
+
+def exit_code_of(command: click.Command, args: list[str] | None, prog: str | None, **extra) -> int:
+    """``command`` run on ``args`` as a program of its own: its callback's return value is the exit
+    code, -h/--help prints the help and gives 0, bad usage prints the error and gives 2 (``extra``:
+    click's ``main`` settings, e.g. ``obj``)."""
     try:
-        rc = command.main(args=options, prog_name=prog, standalone_mode=False, obj=after)
+        rc = command.main(args=args, prog_name=prog, standalone_mode=False, **extra)
     except click.ClickException as e:
         e.show()
         return e.exit_code

@@ -32,6 +32,8 @@ from typing import Any
 
 import click
 
+from ringlab.tools.argv import exit_code_of
+
 try:                                    # click >= 8.2: private, and gone in click 9 (pinned <9)
     from click.parser import _OptionParser as _ClickParser
 except ImportError:                                     # click 8.1
@@ -118,14 +120,7 @@ def run_alone(cmd: click.Command, argv: list[str] | None = None, prog: str | Non
     """Run ``cmd`` as a program of its own (a benchmark script run as ``python FILE``) on ``argv``
     (default ``sys.argv[1:]``): its callback's return value is the exit code; -h/--help prints
     the help and returns 0; bad usage prints the error and returns 2."""
-    try:
-        rc = cmd.main(args=argv, prog_name=prog, standalone_mode=False, help_option_names=HELP_OPTIONS)
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code
-    except click.exceptions.Abort:      # click's name for a KeyboardInterrupt
-        raise KeyboardInterrupt from None
-    return int(rc or 0)
+    return exit_code_of(cmd, argv, prog, help_option_names=HELP_OPTIONS)
 
 
 def hint(param: click.Parameter | None) -> str:
