@@ -504,3 +504,16 @@ def test_the_floor_line_names_each_arm_inside_the_bound(tmp_path, monkeypatch):
     text = " ".join(mail.floor_lines({"host": "synthetic-test-host"}, pd.DataFrame(), {"gains": rows}, 72,
                                      tmp_path / "nowhere"))
     assert text.endswith("; below it: kernel, reorder mode=0 same-cpu; kernel mode=1 same-llc"), text
+
+
+def test_a_first_runs_own_noise_is_one_range_per_mode():
+    """Without a calibration the floor line quotes the half-widths the run reached, one range per
+    mode (three arms must not make it three numbers per mode)."""
+    from ringlab.report.mail import _own_floor
+    from ringlab.rundir import RunEnv
+    rows = [{"group": f"mode={m},size=1000", "candidate": c, "half_width_pct": hw, "target_pct": 0.5,
+             "target_met": False, "decided": None, "judged": True}
+            for m, c, hw in [(0, "a", 0.53), (0, "b", 0.68), (0, "c", 0.64), (1, "a", 2.24), (1, "b", 2.24)]]
+    env = RunEnv.of({"stopping": {"target_ci": 0.5, "layouts": 57, "rounds_per_layout": 3, "rows": rows,
+                                  "stages": [{"stage": 0, "layouts": 57, "rounds_per_layout": 3}]}})
+    assert _own_floor(env) == "95% CI half-width ±0.53-0.68% in mode 0, ±2.24% in mode 1 at 57 layouts x 3 rounds"

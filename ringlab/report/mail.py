@@ -358,17 +358,22 @@ def _interval_lines(info: dict, width: int) -> list[str]:
 
 def _own_floor(env: RunEnv) -> str:
     """A staged run's own measure of its noise, for a host without a calibration: the 95% CI
-    half-width each judged row reached at the run's design ("" for a run without stages)."""
+    half-widths the judged rows reached at the run's design, as a range per mode ("" for a run
+    without stages)."""
     stop = RunEnv.of(env).stopping_record
     if stop is None:
         return ""
     rows = [r for r in stop.rows or () if isinstance(r.half_width_pct, (int, float)) and math.isfinite(r.half_width_pct)]
     if not rows or not stop.stages:
         return ""
-    parts = []
+    by_mode: dict[str | None, list[float]] = {}     # one range per mode: the rows of a mode share its noise
     for r in rows:
         mode = dict(p.split("=", 1) for p in str(r.group).split(",") if "=" in p).get("mode")
-        parts.append(f"±{r.half_width_pct:.2f}%" + (f" in mode {mode}" if mode is not None else ""))
+        by_mode.setdefault(mode, []).append(float(r.half_width_pct))
+    parts = []
+    for mode, hw in by_mode.items():
+        lo, hi = f"{min(hw):.2f}", f"{max(hw):.2f}"
+        parts.append((f"±{lo}%" if lo == hi else f"±{lo}-{hi}%") + (f" in mode {mode}" if mode is not None else ""))
     return ("95% CI half-width " + ", ".join(parts) + f" at {stop.layouts} layouts x "
             f"{stop.rounds_per_layout} rounds")
 
