@@ -321,8 +321,8 @@ def noise_floor_lines(host: str | None, nf: dict | None, env: dict, info: dict, 
     """The noise-floor line of ``host`` whose floor is ``nf`` (an Analysis' ``host`` and ``floor``)."""
     if nf is None:
         own = _own_floor(env)
-        return wrap_para(f"noise floor: not calibrated on {host or 'this host'} (ringlab calibrate measures "
-                         "its A/A bound)" + (f"; this run measured its own noise: {own}" if own else ""), width)
+        return wrap_para(f"noise floor: not calibrated on {host or 'this host'}"
+                         + (f"; this run's own {own}" if own else " (ringlab calibrate measures its A/A bound)"), width)
     # the significant rows whose effect is inside the A/A bound: their arms, by configuration
     below: dict[str, list[str]] = {}
     for r, lab in info["gains"]:
@@ -341,7 +341,10 @@ def _interval_lines(info: dict, width: int) -> list[str]:
     rows = [(r, lab) for r, lab in info["gains"] if math.isfinite(as_float(r.get("next_low_pct")))]
     if not rows:
         return []
-    srcs = list(dict.fromkeys(str(r.get("next_source")) for r, _ in rows if r.get("next_source")))
+    # the mail's short form of "no drift measured": a first run on a host must fit one screen too
+    short = "no drift measured in this mode: the two runs' own noise only"
+    srcs = list(dict.fromkeys(short if r.get("next_source") == NO_DRIFT else str(r.get("next_source"))
+                              for r, _ in rows if r.get("next_source")))
     flip = any(r.get("sign_reproducible") is False for r, _ in rows)
     out = wrap_para("[95% CI]: this run, the verdicts'. next: another run here, 95%"
                     + (f" ({'; '.join(srcs)})" if srcs else "") + "."
