@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,26 +98,76 @@ def prepare_matplotlib(out: Path) -> dict:
     return {"MPLCONFIGDIR": str(d)}
 
 
+#: how long a boot may take to reach the plan (tests/guest/inside.py writes OUT/started): a good
+#: boot gets there in 15-30 s under TCG, even on a busy 2-CPU host
+BOOT_DEADLINE_S = 240
+#: boots tried before the tests fail: QEMU 7.2's TCG now and then dies (SIGSEGV) or stalls before
+#: the guest's init has run anything of ours; what happened to each attempt is kept
+BOOT_ATTEMPTS = 3
+
+
 @dataclass
 class GuestRun:
     out: Path
     console: str
     wall_s: float
     rc: int
+    #: one line per boot that never reached the plan and was tried again
+    retried: tuple = ()
 
     def step(self, name: str) -> dict:
         p = self.out / f"{name}.json"
         if not p.exists():
-            raise AssertionError(f"guest step {name} did not run; console tail:\n{self.console[-3000:]}")
+            raise AssertionError(f"guest step {name} did not run; {self.history()}console tail:\n"
+                                 f"{self.console[-3000:]}")
         return json.loads(p.read_text())
 
     def text(self, name: str, ext: str = "out") -> str:
         p = self.out / f"{name}.{ext}"
         return p.read_text() if p.exists() else ""
 
+    def history(self) -> str:
+        return "".join(f"boot tried again: {r}\n" for r in self.retried)
+
+
+def _run_qemu(argv: list[str], started: Path, timeout: float) -> tuple[int, str | None]:
+    """Run QEMU; (exit code, why the boot never reached the plan or None).  -1: killed here."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        while True:
+            try:
+                p.wait(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            waited = time.monotonic() - t0
+            if waited > timeout:
+                p.kill()
+                p.wait()
+                return -1, None if started.exists() else f"no plan step began in {timeout:.0f} s"
+            if waited > BOOT_DEADLINE_S and not started.exists():
+                p.kill()
+                p.wait()
+                return -1, f"the guest had not reached the plan after {BOOT_DEADLINE_S} s"
+    finally:
+        err = p.stderr.read() if p.stderr else ""
+        if p.stderr:
+            p.stderr.close()
+    if started.exists():
+        return p.returncode, None
+    why = (f"QEMU died of signal {-p.returncode}" if p.returncode < 0 else f"QEMU exited {p.returncode}")
+    return p.returncode, f"{why} before the plan began{': ' + err.strip()[-300:] if err.strip() else ''}"
+
 
 def boot(shape: Shape, out: Path, steps: list[dict], work: Path, timeout: float = 900) -> GuestRun:
-    """Boot the guest with ``shape``, run ``steps`` (see tests/guest/inside.py) and power off."""
+    """Boot the guest with ``shape``, run ``steps`` (see tests/guest/inside.py) and power off.
+
+    A boot that dies or stalls before the plan begins (OUT/started) is QEMU's or the kernel's, not
+    the code under test: it is tried again, up to BOOT_ATTEMPTS boots, and GuestRun.retried says so.
+    Once the plan has begun nothing is retried.
+    """
     release = kernel_release()
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(json.dumps({"steps": steps}, indent=1))
@@ -129,11 +180,27 @@ def boot(shape: Shape, out: Path, steps: list[dict], work: Path, timeout: float 
             "-virtfs", f"local,path={out},mount_tag=out,security_model=none,multidevs=remap",
             "-nographic", "-no-reboot", "-nodefaults", "-serial", f"file:{out / 'console.log'}",
             "-display", "none"]
+    return run_until_plan(argv, out, timeout)
+
+
+def run_until_plan(argv: list[str], out: Path, timeout: float) -> GuestRun:
+    """Run ``argv`` (a guest boot) until one attempt reaches the plan, at most BOOT_ATTEMPTS times."""
+    started, log = out / "started", out / "console.log"
+    retried: list[str] = []
     t0 = time.monotonic()
-    try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
-        rc = -1
-    console = (out / "console.log").read_text(errors="replace") if (out / "console.log").exists() else ""
-    return GuestRun(out, console, time.monotonic() - t0, rc)
+    for attempt in range(1, BOOT_ATTEMPTS + 1):
+        started.unlink(missing_ok=True)
+        rc, why = _run_qemu(argv, started, timeout)
+        console = log.read_text(errors="replace") if log.exists() else ""
+        if why is None or attempt == BOOT_ATTEMPTS:
+            if why is not None:
+                retried.append(f"attempt {attempt}: {why}")
+            if retried:
+                # in the test report's warnings even when the tests then pass
+                warnings.warn("guest boot tried again: " + " | ".join(retried), stacklevel=2)
+            return GuestRun(out, console, time.monotonic() - t0, rc, tuple(retried))
+        tail = console.strip().splitlines()[-1:] or ["(empty console)"]
+        retried.append(f"attempt {attempt}: {why}; console's last line: {tail[0][-200:]}")
+        if log.exists():
+            log.replace(out / f"console.attempt{attempt}.log")
+    raise AssertionError("unreachable")

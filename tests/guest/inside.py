@@ -2,7 +2,8 @@
 
 A step is ``{"name": N, "argv": [...], "timeout": S}`` (a command, run from the checkout) or
 ``{"name": N, "capture_sysfs": true}`` (copy the topology part of /sys into OUT/N/), or
-``{"name": N, "offline": [cpus]}`` (write 0 to cpuN/online).  OUT/N.json records
+``{"name": N, "offline": [cpus]}`` (write 0 to cpuN/online).  OUT/started is written first (the
+host's boot watchdog waits for it).  OUT/N.json records
 {"rc", "wall_s"} and OUT/N.out, OUT/N.err the output.  The guest powers off afterwards.
 """
 import json
@@ -47,6 +48,8 @@ def capture_sysfs(dest: Path) -> dict:
 
 def main(out: Path) -> int:
     plan = json.loads((out / "plan.json").read_text())
+    # the host's boot watchdog (tests/guestvm.py): the guest has reached the plan
+    (out / "started").write_text("ok\n")
     checkout = Path(__file__).resolve().parent.parent.parent
     for step in plan["steps"]:
         name = step["name"]
