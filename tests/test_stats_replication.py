@@ -143,3 +143,60 @@ def test_sign_reproducible_false_when_the_next_run_may_flip_it():
     assert len(called)
     out = with_next_run(cmp, {"*": Drift(tau=0.05, df=4)})
     assert (out.loc[called.index, "sign_reproducible"] == False).all()  # noqa: E712 - the value, not truth
+
+
+# -- machine states: a run that found two, and a next run that may find one ---------------------
+
+def _two_state_run(rng, e, s_state, present):
+    """One run's (headline, se, per-state effects) when the states ``present`` (0, 1 or both) are
+    seen: the headline weighs the states it saw equally, each seen state is measured with noise."""
+    seen = {k: e[k] + rng.normal(0, s_state) for k in present}
+    head = float(np.mean(list(seen.values())))
+    se = s_state / math.sqrt(len(seen))
+    return head, se, seen
+
+
+def test_a_next_run_in_one_machine_state_lands_in_the_two_state_interval():
+    """A host with a fast and a slow state whose effects differ: a run that saw both weighs them
+    equally, the next run finds one state, the other, or both.  The state-aware interval holds the
+    next run at its level; the headline's alone misses the one-state runs."""
+    from ringlab.stats.replication import next_run_of_states
+    rng = np.random.default_rng(3)
+    e, s = (0.25, 0.47), 0.008
+    n, hits, plain = 3000, 0, 0
+    for _ in range(n):
+        head, se, seen = _two_state_run(rng, e, s, (0, 1))
+        states = [(seen[k], s, s) for k in (0, 1)]
+        nxt = _two_state_run(rng, e, s, [(0,), (1,), (0, 1)][rng.integers(3)])[0]
+        lo, hi = next_run_of_states(head, se, None, states=states)
+        hits += lo <= nxt <= hi
+        lo0, hi0 = next_run(head, se, None)
+        plain += lo0 <= nxt <= hi0
+    assert hits / n >= 0.95, hits / n
+    assert plain / n < 0.4, plain / n
+
+
+def test_a_row_with_one_state_keeps_the_headline_interval():
+    from ringlab.stats.replication import next_run_of_states
+    d, s = math.log(1.05), 0.004
+    assert next_run_of_states(d, s, Drift(tau=0.003, df=5), states=[]) == next_run(d, s, Drift(tau=0.003, df=5))
+
+
+def test_with_next_run_widens_a_two_state_row_to_each_states_effect():
+    """A compare() row in the shape of a committed two-state row (fast +27.7%, slow +59.6%,
+    headline +42.8%): its next-run interval holds both states' effects; the one-state row beside
+    it is unchanged."""
+    cmp = compare(_frame(), "a").head(2).copy()
+    two = cmp.index[0]
+    cmp.loc[two, ["delta_pct", "ci_low_pct", "ci_high_pct"]] = [42.76, 40.94, 44.60]
+    cmp.loc[two, ["delta_fast_pct", "ci_fast_low_pct", "ci_fast_high_pct"]] = [27.71, 25.66, 29.80]
+    cmp.loc[two, ["delta_slow_pct", "ci_slow_low_pct", "ci_slow_high_pct"]] = [59.57, 55.0, 64.3]
+    cmp.loc[two, "states"] = 2
+    cmp.loc[cmp.index[1], "states"] = 1
+    drifts = {"*": Drift(tau=0.0075, df=5)}
+    out = with_next_run(cmp, drifts)
+    r = out.loc[two]
+    assert r["next_low_pct"] < 27.71 and r["next_high_pct"] > 59.57
+    one_state = with_next_run(cmp.assign(states=1), drifts)
+    assert one_state.loc[two, "next_low_pct"] > 35      # the headline alone: around +42.8% only
+    assert out.loc[cmp.index[1], "next_low_pct"] == one_state.loc[cmp.index[1], "next_low_pct"]

@@ -18,7 +18,12 @@ models that level and the interval it gives, on the log scale of the ratio candi
   estimate d and standard error s: d +- q * sqrt(2 s^2 + 2 var(run effect)), q Student's t at
   the fewer of the CI's and the drift's degrees of freedom.  Both runs carry their own run effect
   and their own noise; with no drift at all it is sqrt(2) times the CI's half-width, never
-  narrower than the CI.
+  narrower than the CI;
+* ``next_run_of_states`` widens that interval for a row measured in two machine states: the
+  headline weighs the states equally, but another run may find one state only, and then lands
+  near that state's effect.  The interval is the hull of the headline's and each state's own
+  next-run interval (the state's effect with its standard error, the next run's noise and the
+  drift), so a run in either state, or in any mix of them, is inside.
 
 Pure: data in, data out.  The callers read calibration files and run folders (``ringlab.rundir``).
 """
@@ -235,11 +240,55 @@ def next_run(delta: float, se: float, drift: Drift | None, level: float = 0.95,
     return (delta - q * math.sqrt(2 * se ** 2 + 2 * var_run), delta + q * math.sqrt(2 * se_high ** 2 + 2 * var_run))
 
 
+#: the per-state columns of a compare() row (``ringlab.stats.contract``): effect and CI
+STATE_COLUMNS = {"fast": ("delta_fast_pct", "ci_fast_low_pct", "ci_fast_high_pct"),
+                 "slow": ("delta_slow_pct", "ci_slow_low_pct", "ci_slow_high_pct")}
+
+
+def state_effects(r) -> list[tuple[float, float, float]]:
+    """(effect, se below, se above), log scale, of each machine state of a compare() row that
+    found two; [] for a row with one state, an exact row, or per-state values missing."""
+    lvl, n_states = r.get("ci_level"), r.get("states")
+    if (str(r.get("design")) == "exact" or not isinstance(lvl, (int, float)) or not math.isfinite(lvl)
+            or not isinstance(n_states, (int, float)) or n_states != 2):
+        return []
+    df = row_df(r)
+    q = sps.norm.ppf(0.5 + float(lvl) / 2) if math.isinf(df) else sps.t.ppf(0.5 + float(lvl) / 2, df)
+    out = []
+    for cols in STATE_COLUMNS.values():
+        e, lo, hi = (log_ratio(r.get(c)) for c in cols)
+        if not all(map(math.isfinite, (e, lo, hi))) or not lo <= e <= hi:
+            return []
+        out.append((e, (e - lo) / q, (hi - e) / q))
+    return out
+
+
+def next_run_of_states(delta: float, se: float, drift: Drift | None, level: float = 0.95,
+                       df_within: float = math.inf, se_high: float | None = None,
+                       states: list[tuple[float, float, float]] = ()) -> tuple[float, float]:
+    """``next_run``'s interval, widened to hold a next run that finds one machine state only:
+    for each of ``states`` (``state_effects``), the state's effect e_s +- q * sqrt(se_s^2 + se^2
+    + 2 var(run effect at e_s)): what this run knows of that state, the next run's own noise (as
+    this run's) and both runs' drift.  The hull of these and the headline's interval."""
+    lo, hi = next_run(delta, se, drift, level, df_within, se_high)
+    if not states or not (math.isfinite(lo) and math.isfinite(hi)):
+        return lo, hi
+    se_high = se if se_high is None else se_high
+    df = min(df_within, drift.df if drift is not None else math.inf)
+    q = sps.norm.ppf(0.5 + level / 2) if math.isinf(df) else sps.t.ppf(0.5 + level / 2, df)
+    for e, s_lo, s_hi in states:
+        var_run = drift.variance(e) if drift is not None else 0.0
+        lo = min(lo, e - q * math.sqrt(s_lo ** 2 + se ** 2 + 2 * var_run))
+        hi = max(hi, e + q * math.sqrt(s_hi ** 2 + se_high ** 2 + 2 * var_run))
+    return lo, hi
+
+
 def with_next_run(cmp, drifts: dict, level: float = 0.95):
     """``cmp`` (a compare() frame) with each row's interval for another run on this host filled in:
     ``next_low_pct``, ``next_high_pct`` (in delta's sign), ``next_level``, ``drift_pct`` (the run
     effect's SD at this effect), ``next_source`` and ``sign_reproducible`` (a called row whose
-    next-run interval lies on the same side of 0).  ``drifts`` maps a mode ("0", "1", ...; "*":
+    next-run interval lies on the same side of 0).  A row measured in two machine states gets
+    ``next_run_of_states``' interval: it also holds a next run that finds one state only.  ``drifts`` maps a mode ("0", "1", ...; "*":
     any) to its ``Drift``; a mode without one gets the two runs' noise only and says so.  Exact
     rows have none.  A new frame; ``cmp`` is not changed."""
     from ringlab.stats.contract import NEXT_FIELDS, SIGNIFICANT, ci_side
@@ -251,7 +300,8 @@ def with_next_run(cmp, drifts: dict, level: float = 0.95):
         drift = drifts.get(mode, drifts.get("*"))
         d = log_ratio(r.get("delta_pct"))
         exact = str(r.get("design")) == "exact"
-        lo, hi = next_run(d, *row_se_sides(r)[:1], drift, level, row_df(r), se_high=row_se_sides(r)[1])
+        se_lo, se_hi = row_se_sides(r)
+        lo, hi = next_run_of_states(d, se_lo, drift, level, row_df(r), se_high=se_hi, states=state_effects(r))
         vals["next_low_pct"].append(pct(lo))
         vals["next_high_pct"].append(pct(hi))
         vals["next_level"].append(level if math.isfinite(lo) else math.nan)
