@@ -124,3 +124,21 @@ def test_compare_runs_says_which_comparisons_have_a_next_run_interval(tmp_path):
     assert "1 of 1 have the three runs or more" in compare_runs.heterogeneity_lines(rows, three)[1]
     line = compare_runs.heterogeneity_lines(rows, two)[1]
     assert line.startswith("0 of 1 have the three runs or more") and "drawn without one" in line
+
+
+def _rec(run, log_delta, se, **states):
+    base = {"baseline": "a", "candidate": "b", "config": "all", "run": run, "log_delta": log_delta, "se": se,
+            "df": math.inf, "delta_pct": math.expm1(log_delta) * 100,
+            "ci_low_pct": math.expm1(log_delta - 1.96 * se) * 100, "ci_high_pct": math.expm1(log_delta + 1.96 * se) * 100}
+    return {**base, **{f: math.nan for f in sessions.STATE_FIELDS}, **states}
+
+
+def test_hit_rates_use_the_interval_of_a_run_that_found_two_states():
+    """Run 1 weighed a fast (+27.7%) and a slow (+59.6%) state equally; run 2 found the fast one
+    only.  The interval the reports print for run 1 holds run 2; the headline's alone does not."""
+    states = {"fast_log_delta": math.log(1.277), "fast_se_low": 0.008, "fast_se_high": 0.008,
+              "slow_log_delta": math.log(1.596), "slow_se_low": 0.008, "slow_se_high": 0.008}
+    two = pd.DataFrame([_rec("r1", math.log(1.428), 0.0065, **states), _rec("r2", math.log(1.287), 0.006)])
+    one = pd.DataFrame([_rec("r1", math.log(1.428), 0.0065), _rec("r2", math.log(1.287), 0.006)])
+    assert bool(sessions.hit_rates(two)["pi_held"].iloc[0])
+    assert not bool(sessions.hit_rates(one)["pi_held"].iloc[0])

@@ -25,7 +25,8 @@ from ringlab.errors import ParamError
 from ringlab import rundir
 from ringlab.rundir import Run
 from ringlab.stats.compare import compare
-from ringlab.stats.replication import combine, log_ratio, next_run, pct, row_df, row_se
+from ringlab.stats.replication import (combine, log_ratio, next_run_of_states, pct, row_df, row_se,
+                                       state_effects)
 from ringlab.stats.summary import StatsError
 
 #: the columns a comparison is keyed by across runs (besides its configuration parameters)
@@ -94,10 +95,28 @@ def _config_cols(cmp: pd.DataFrame) -> list[str]:
             and c not in CPU_COLUMNS]
 
 
+#: a row's machine states (``state_effects``), one column each: log effect and standard errors
+STATE_FIELDS = ("fast_log_delta", "fast_se_low", "fast_se_high", "slow_log_delta", "slow_se_low", "slow_se_high")
+
+
+def _state_fields(r) -> dict:
+    eff = state_effects(r)
+    vals = [v for st in eff for v in st] if eff else [math.nan] * len(STATE_FIELDS)
+    return dict(zip(STATE_FIELDS, vals))
+
+
+def _states_of(rec: dict) -> list[tuple[float, float, float]]:
+    vals = [rec.get(f, math.nan) for f in STATE_FIELDS]
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in vals):
+        return []
+    return [tuple(vals[:3]), tuple(vals[3:])]
+
+
 def comparison_rows(cmp: pd.DataFrame, run: str, host=None, started=None, **extra) -> list[dict]:
     """One record per row of a compare() frame ``cmp`` of one run (exact rows left out): the
     run's estimate and 95% CI in percent (delta's sign), its standard error and degrees of freedom
-    on the log scale, and ``run``, ``host``, ``started_utc`` and ``extra`` beside them."""
+    on the log scale, each machine state's effect where the row found two (STATE_FIELDS), and
+    ``run``, ``host``, ``started_utc`` and ``extra`` beside them."""
     cols = _config_cols(cmp)
     out = []
     for _, r in cmp.iterrows():
@@ -108,7 +127,8 @@ def comparison_rows(cmp: pd.DataFrame, run: str, host=None, started=None, **extr
                     "delta_pct": float(r["delta_pct"]), "ci_low_pct": float(r["ci_low_pct"]),
                     "ci_high_pct": float(r["ci_high_pct"]), "verdict": str(r["verdict"]),
                     "lower_is_better": bool(r.get("lower_is_better", True)),
-                    "log_delta": log_ratio(r["delta_pct"]), "se": row_se(r), "df": row_df(r)})
+                    "log_delta": log_ratio(r["delta_pct"]), "se": row_se(r), "df": row_df(r),
+                    **_state_fields(r)})
     return out
 
 
@@ -151,14 +171,14 @@ def combined(rows: pd.DataFrame, by=("baseline", "candidate", "config"), level: 
 
 def hit_rates(rows: pd.DataFrame, drift=None, level: float = 0.95) -> pd.DataFrame:
     """Per comparison and consecutive pair of runs (in ``rows``' order): whether run i's 95% CI,
-    and its next-run interval (``next_run`` with ``drift``, a ``Drift`` or None), held run i+1's
-    estimate.  Columns: the comparison, ``run``, ``next``, ``next_delta_pct``, ``ci_held``,
+    and its next-run interval (``next_run_of_states`` with ``drift``, a ``Drift`` or None: the
+    interval the run's own reports print), held run i+1's estimate.  Columns: the comparison, ``run``, ``next``, ``next_delta_pct``, ``ci_held``,
     ``next_low_pct``, ``next_high_pct``, ``pi_held``."""
     out = []
     for key, grp in rows.groupby(["baseline", "candidate", "config"], sort=False):
         recs = grp.to_dict("records")
         for a, b in zip(recs, recs[1:]):
-            lo, hi = next_run(a["log_delta"], a["se"], drift, level, a["df"])
+            lo, hi = next_run_of_states(a["log_delta"], a["se"], drift, level, a["df"], states=_states_of(a))
             out.append({"baseline": key[0], "candidate": key[1], "config": key[2], "run": a["run"],
                         "next": b["run"], "next_delta_pct": b["delta_pct"],
                         "ci_held": bool(a["ci_low_pct"] <= b["delta_pct"] <= a["ci_high_pct"]),
