@@ -517,3 +517,11 @@ def test_a_first_runs_own_noise_is_one_range_per_mode():
     env = RunEnv.of({"stopping": {"target_ci": 0.5, "layouts": 57, "rounds_per_layout": 3, "rows": rows,
                                   "stages": [{"stage": 0, "layouts": 57, "rounds_per_layout": 3}]}})
     assert _own_floor(env) == "95% CI half-width ±0.53-0.68% in mode 0, ±2.24% in mode 1 at 57 layouts x 3 rounds"
+
+
+def test_the_drift_source_of_a_row_is_said_in_a_few_words():
+    from ringlab.stats.replication import NO_DRIFT, WIDEST
+    assert mail._short_source(NO_DRIFT, "none") == "none"
+    assert mail._short_source(f"{WIDEST} 0, 1 (drift calibrated on this host)", "none") == \
+        "other rows: the host's widest calibrated drift"
+    assert mail._short_source("drift calibrated on this host", "none") == "drift calibrated on this host"

@@ -200,3 +200,38 @@ def test_with_next_run_widens_a_two_state_row_to_each_states_effect():
     one_state = with_next_run(cmp.assign(states=1), drifts)
     assert one_state.loc[two, "next_low_pct"] > 35      # the headline alone: around +42.8% only
     assert out.loc[cmp.index[1], "next_low_pct"] == one_state.loc[cmp.index[1], "next_low_pct"]
+
+
+# -- a mode the drift calibration did not measure ----------------------------------------------
+
+def test_an_uncalibrated_mode_takes_the_widest_calibrated_drift_and_says_so():
+    from ringlab.stats.replication import WIDEST, widest_drift
+    drifts = {"0": Drift(tau=0.0075, rel=0.0, df=5, source="calibrated X", runs=6),
+              "1": Drift(tau=0.0142, rel=0.14, df=4, source="calibrated X", runs=5)}
+    w = widest_drift(drifts)
+    assert (w.tau, w.rel, w.df, w.runs) == (0.0142, 0.14, 4, 5)
+    assert w.source == f"{WIDEST} 0, 1 (calibrated X)"
+    assert widest_drift({}) is None
+    cmp = compare(_frame(), "a")
+    out = with_next_run(cmp, {**drifts, "*": w})
+    plain = with_next_run(cmp, drifts)
+    r2, p2 = out[out["mode"] == 1].iloc[0], plain[plain["mode"] == 1].iloc[0]
+    assert r2["next_source"] == "calibrated X" == p2["next_source"]
+    other = with_next_run(cmp.assign(mode=2), {**drifts, "*": w})
+    bare = with_next_run(cmp.assign(mode=2), drifts)
+    assert (other["next_source"] == w.source).all() and (bare["next_source"] == NO_DRIFT).all()
+    assert ((other["next_high_pct"] - other["next_low_pct"]) > (bare["next_high_pct"] - bare["next_low_pct"])).all()
+
+
+def test_host_drifts_gives_the_widest_for_the_modes_not_calibrated(tmp_path):
+    import json
+    from ringlab.rundir.calibration import host_drifts
+    d = tmp_path / "calibration" / "h"
+    d.mkdir(parents=True)
+    (d / "drift.json").write_text(json.dumps({"date_utc": "2026-12-04T00:00:00Z", "span_min": 52, "modes": {
+        "0": {"tau_pct": 0.75, "rel": 0.0, "df": 5, "runs": 6},
+        "1": {"tau_pct": 1.42, "rel": 0.14, "df": 5, "runs": 6}}}))
+    drifts = host_drifts("h", tmp_path)
+    assert set(drifts) == {"0", "1", "*"}
+    assert drifts["*"].tau == pytest.approx(0.0142) and drifts["*"].rel == pytest.approx(0.14)
+    assert host_drifts("none", tmp_path) == {}

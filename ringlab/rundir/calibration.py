@@ -109,8 +109,9 @@ def find_drift(host: str | None, root: str | Path | None = None) -> dict | None:
 
 def host_drifts(host: str | None, root: str | Path | None = None) -> dict:
     """Per mode ("0", "1", ...), the host's between-run model (``ringlab.stats.replication.Drift``)
-    from drift.json, its source naming the measurement; {} when the host has none."""
-    from ringlab.stats.replication import Drift
+    from drift.json, its source naming the measurement, and under "*" the widest of them for the
+    modes it did not measure (``widest_drift``); {} when the host has none."""
+    from ringlab.stats.replication import Drift, widest_drift
     from ringlab.stats.summary import StatsError
     doc = find_drift(host, root)
     if doc is None:
@@ -125,6 +126,8 @@ def host_drifts(host: str | None, root: str | Path | None = None) -> dict:
             out[str(mode)] = Drift.from_dict(d, source=src)
         except StatsError:
             continue
+    if out and "*" not in out:
+        out["*"] = widest_drift(out)
     return out
 
 

@@ -156,6 +156,26 @@ class Drift:
                    notes=tuple(d.get("notes") or ()))
 
 
+#: the source of a mode's drift taken from the host's other modes (``widest_drift``)
+WIDEST = "not calibrated for this row: the widest drift of this host's calibrated modes"
+
+
+def widest_drift(drifts: dict) -> Drift | None:
+    """For a mode the host's drift calibration did not measure: the largest absolute and
+    proportional parts of the modes it did, at their fewest degrees of freedom.  The drift is the
+    host's own (its state over hours moves every mode), and the two runs' noise alone misses a
+    drifting host; the widest measured part errs on the side of a wider interval, and its source
+    says so.  None without a calibrated mode."""
+    ds = {m: d for m, d in drifts.items() if m != "*" and isinstance(d, Drift)}
+    if not ds:
+        return None
+    modes = sorted(ds)
+    srcs = "; ".join(dict.fromkeys(d.source for d in ds.values() if d.source))
+    return Drift(tau=max(d.tau for d in ds.values()), rel=max(d.rel for d in ds.values()),
+                 df=min(d.df for d in ds.values()), source=f"{WIDEST} {', '.join(modes)}" + (f" ({srcs})" if srcs else ""),
+                 runs=min(d.runs for d in ds.values()))
+
+
 def drift_of(aa: RandomEffects | None, ab: RandomEffects | None, source: str) -> Drift:
     """The between-run model from the runs of an A/A (``aa``: tau) and of a known A/B (``ab``: the
     part of its tau^2 above the A/A's, per unit of its effect squared, is rel^2).  Either may be
