@@ -352,7 +352,8 @@ def _interval_lines(info: dict, width: int) -> list[str]:
         return []
     # the mail's short form of "no drift measured": a first run on a host must fit one screen too
     short = "no drift measured in this mode: the two runs' own noise only"
-    srcs = list(dict.fromkeys(_short_source(str(r.get("next_source")), short) for r, _ in rows if r.get("next_source")))
+    srcs = list(dict.fromkeys(_short_source(str(r.get("next_source")), short)
+                              for r, _ in rows if r.get("next_source")))
     flip = any(r.get("sign_reproducible") is False for r, _ in rows)
     out = wrap_para("[95% CI]: this run, the verdicts'. next: another run here, 95%"
                     + (f" ({'; '.join(srcs)})" if srcs else "") + "."

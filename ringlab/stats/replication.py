@@ -171,9 +171,9 @@ def widest_drift(drifts: dict) -> Drift | None:
         return None
     modes = sorted(ds)
     srcs = "; ".join(dict.fromkeys(d.source for d in ds.values() if d.source))
+    source = f"{WIDEST} {', '.join(modes)}" + (f" ({srcs})" if srcs else "")
     return Drift(tau=max(d.tau for d in ds.values()), rel=max(d.rel for d in ds.values()),
-                 df=min(d.df for d in ds.values()), source=f"{WIDEST} {', '.join(modes)}" + (f" ({srcs})" if srcs else ""),
-                 runs=min(d.runs for d in ds.values()))
+                 df=min(d.df for d in ds.values()), source=source, runs=min(d.runs for d in ds.values()))
 
 
 def drift_of(aa: RandomEffects | None, ab: RandomEffects | None, source: str) -> Drift:
@@ -204,10 +204,15 @@ def drift_of_runs(re: RandomEffects, source: str) -> Drift:
     return Drift(tau=re.tau, rel=0.0, df=max(1.0, float(re.k - 1)), source=source, runs=re.k)
 
 
+def quantile(level: float, df: float = math.inf) -> float:
+    """The two-sided ``level`` quantile: Student's t at ``df`` degrees of freedom (inf: normal)."""
+    return float(sps.norm.ppf(0.5 + level / 2) if math.isinf(df) else sps.t.ppf(0.5 + level / 2, df))
+
+
 def se_of_ci(lo: float, hi: float, level: float, df: float = math.inf) -> float:
     """The standard error a CI [lo, hi] (log scale) at ``level`` implies: a t interval with ``df``
     degrees of freedom (inf: a normal one)."""
-    q = sps.norm.ppf(0.5 + level / 2) if math.isinf(df) else sps.t.ppf(0.5 + level / 2, df)
+    q = quantile(level, df)
     return (hi - lo) / (2 * q) if all(map(math.isfinite, (lo, hi))) and hi >= lo else math.nan
 
 
@@ -236,7 +241,7 @@ def row_se_sides(r) -> tuple[float, float]:
         return math.nan, math.nan
     d, lo, hi = log_ratio(r.get("delta_pct")), log_ratio(r.get("ci_low_pct")), log_ratio(r.get("ci_high_pct"))
     df = row_df(r)
-    q = sps.norm.ppf(0.5 + float(lvl) / 2) if math.isinf(df) else sps.t.ppf(0.5 + float(lvl) / 2, df)
+    q = quantile(float(lvl), df)
     if not all(map(math.isfinite, (d, lo, hi))) or not lo <= d <= hi:
         return math.nan, math.nan
     return (d - lo) / q, (hi - d) / q
@@ -256,7 +261,7 @@ def next_run(delta: float, se: float, drift: Drift | None, level: float = 0.95,
         return math.nan, math.nan
     var_run = drift.variance(delta) if drift is not None else 0.0
     df = min(df_within, drift.df if drift is not None else math.inf)
-    q = sps.norm.ppf(0.5 + level / 2) if math.isinf(df) else sps.t.ppf(0.5 + level / 2, df)
+    q = quantile(level, df)
     return (delta - q * math.sqrt(2 * se ** 2 + 2 * var_run), delta + q * math.sqrt(2 * se_high ** 2 + 2 * var_run))
 
 
@@ -273,7 +278,7 @@ def state_effects(r) -> list[tuple[float, float, float]]:
             or not isinstance(n_states, (int, float)) or n_states != 2):
         return []
     df = row_df(r)
-    q = sps.norm.ppf(0.5 + float(lvl) / 2) if math.isinf(df) else sps.t.ppf(0.5 + float(lvl) / 2, df)
+    q = quantile(float(lvl), df)
     out = []
     for cols in STATE_COLUMNS.values():
         e, lo, hi = (log_ratio(r.get(c)) for c in cols)
@@ -295,7 +300,7 @@ def next_run_of_states(delta: float, se: float, drift: Drift | None, level: floa
         return lo, hi
     se_high = se if se_high is None else se_high
     df = min(df_within, drift.df if drift is not None else math.inf)
-    q = sps.norm.ppf(0.5 + level / 2) if math.isinf(df) else sps.t.ppf(0.5 + level / 2, df)
+    q = quantile(level, df)
     for e, s_lo, s_hi in states:
         var_run = drift.variance(e) if drift is not None else 0.0
         lo = min(lo, e - q * math.sqrt(s_lo ** 2 + se ** 2 + 2 * var_run))
@@ -308,9 +313,10 @@ def with_next_run(cmp, drifts: dict, level: float = 0.95):
     ``next_low_pct``, ``next_high_pct`` (in delta's sign), ``next_level``, ``drift_pct`` (the run
     effect's SD at this effect), ``next_source`` and ``sign_reproducible`` (a called row whose
     next-run interval lies on the same side of 0).  A row measured in two machine states gets
-    ``next_run_of_states``' interval: it also holds a next run that finds one state only.  ``drifts`` maps a mode ("0", "1", ...; "*":
-    any) to its ``Drift``; a mode without one gets the two runs' noise only and says so.  Exact
-    rows have none.  A new frame; ``cmp`` is not changed."""
+    ``next_run_of_states``' interval: it also holds a next run that finds one state only.
+    ``drifts`` maps a mode ("0", "1", ...; "*": any other) to its ``Drift``; a mode without one
+    gets the two runs' noise only and says so.  Exact rows have none.  A new frame; ``cmp`` is
+    not changed."""
     from ringlab.stats.contract import NEXT_FIELDS, SIGNIFICANT, ci_side
     out = cmp.copy()
     out.attrs.update(cmp.attrs)

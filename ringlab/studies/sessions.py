@@ -172,8 +172,9 @@ def combined(rows: pd.DataFrame, by=("baseline", "candidate", "config"), level: 
 def hit_rates(rows: pd.DataFrame, drift=None, level: float = 0.95) -> pd.DataFrame:
     """Per comparison and consecutive pair of runs (in ``rows``' order): whether run i's 95% CI,
     and its next-run interval (``next_run_of_states`` with ``drift``, a ``Drift`` or None: the
-    interval the run's own reports print), held run i+1's estimate.  Columns: the comparison, ``run``, ``next``, ``next_delta_pct``, ``ci_held``,
-    ``next_low_pct``, ``next_high_pct``, ``pi_held``."""
+    interval the run's own reports print), held run i+1's estimate.  Columns: the comparison,
+    ``run``, ``next``, ``next_delta_pct``, ``ci_held``, ``next_low_pct``, ``next_high_pct``,
+    ``pi_held``."""
     out = []
     for key, grp in rows.groupby(["baseline", "candidate", "config"], sort=False):
         recs = grp.to_dict("records")
