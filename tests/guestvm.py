@@ -131,11 +131,12 @@ class GuestRun:
 
 
 def _run_qemu(argv: list[str], started: Path, timeout: float) -> tuple[int, str | None]:
-    """Run QEMU; (exit code, why the boot never reached the plan or None).  -1: killed here."""
+    """Run QEMU; (exit code, why the boot never reached the plan or None).  -1: killed here.
+    QEMU's stderr goes to a file beside ``started`` (a pipe left unread could fill and stall it)."""
     t0 = time.monotonic()
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         text=True)
-    try:
+    err_file = started.parent / "qemu.stderr"
+    with open(err_file, "w") as err:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         while True:
             try:
                 p.wait(timeout=1)
@@ -151,14 +152,11 @@ def _run_qemu(argv: list[str], started: Path, timeout: float) -> tuple[int, str 
                 p.kill()
                 p.wait()
                 return -1, f"the guest had not reached the plan after {BOOT_DEADLINE_S} s"
-    finally:
-        err = p.stderr.read() if p.stderr else ""
-        if p.stderr:
-            p.stderr.close()
     if started.exists():
         return p.returncode, None
+    text = err_file.read_text(errors="replace").strip()
     why = (f"QEMU died of signal {-p.returncode}" if p.returncode < 0 else f"QEMU exited {p.returncode}")
-    return p.returncode, f"{why} before the plan began{': ' + err.strip()[-300:] if err.strip() else ''}"
+    return p.returncode, f"{why} before the plan began{': ' + text[-300:] if text else ''}"
 
 
 def boot(shape: Shape, out: Path, steps: list[dict], work: Path, timeout: float = 900) -> GuestRun:
