@@ -5,17 +5,26 @@ PYTHON  ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 PROFILE ?= quick
+# 1: the set-up installs the system packages the notebooks use where it can (root and apt-get);
+# 0: it only says what is missing and how to get it (an environment variable of the same name works too)
+RINGLAB_INSTALL ?= 1
+export RINGLAB_INSTALL
 # pip extras installed into the venv (.ci/run adds 'browser' where Chromium can be installed)
 EXTRAS  ?= test
 comma   := ,
 STAMP   := $(VENV)/.ringlab-installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: all venv build test reproduce lab clean
+.PHONY: all setup venv build test reproduce lab clean
 
 all: build
 
-# The venv is (re)installed when pyproject.toml changes.
-$(STAMP): pyproject.toml
+# The system packages the notebooks use (kernel headers and source, valgrind, perf, python3's venv
+# and headers): installed where RINGLAB_INSTALL and the machine allow, else listed with the remedy.
+setup:
+	$(PYTHON) -m ringlab.lab.machine_setup
+
+# The venv is (re)installed when pyproject.toml changes (after the set-up, which it needs).
+$(STAMP): pyproject.toml | setup
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
@@ -27,7 +36,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-build: $(STAMP)
+build: setup $(STAMP)
 	$(BIN)/ringlab build
 
 # The suite runs on every CPU (at most 4 workers, pytest-xdist), one test file per worker at a time:
