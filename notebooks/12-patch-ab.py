@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -82,8 +82,9 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 # %% [markdown]
 # Parameters are validated before anything runs: a bad value stops here with the parameter's
 # name and the allowed values.  A built-in patch is generated against the base header now
-# (into `build/patches/`, and copied into the run folder after the run); an empty `base`
-# without a distro headers package stops with a message that says what to pass.
+# (into `build/patches/`, and copied into the run folder after the run).  An empty `base` on a
+# machine without a distro headers package is not an error of the user's: the run folder is
+# recorded as skipped, with the reason and how to get the package, and every later cell says so.
 
 # %%
 from ringlab.sources import patches
@@ -92,13 +93,16 @@ from ringlab.lab import notebook as rn
 from ringlab.report import patch_ab
 from ringlab.report import vs_published as vp
 
+RUN = rn.run_dir(out_dir, "patch-ab", host)
+rn.skip_rest_if(patches.missing_default_base(base), "ptr_ring", RUN)
+
+# %%
 AB = patches.plan_ab(base, patch, control=control)
 P = rn.params("ptr_ring", profile=profile, variants=AB.variants, modes=modes, sizes=sizes,
               count=count or None, trials=trials or None,
               target_ci=target_ci or None, budget=budget or None, cpus=cpus, kernel_headers=AB.kernel_headers,
               cflags=cflags, icount=icount, seed=seed, baseline=AB.baseline,
               interleave=interleave)
-RUN = rn.run_dir(out_dir, "patch-ab", host)
 print("run folder:", RUN)
 print("base:      ", AB.base)
 print("patch:     ", AB.patch, f"({AB.patch_file})" if AB.patch_file else "")

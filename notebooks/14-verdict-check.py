@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -71,7 +71,8 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 # %% [markdown]
 # The arms are generated against the base now (patches into `build/patches/`).  d2's and
 # d8's N come from callgrind counts of the base and of the two probe builds (mode 0, ring of
-# 1000).
+# 1000).  An empty `base` on a machine without a kernel header tree records the run folder as
+# skipped, with the reason and how to get the headers, and every later cell says so.
 
 # %%
 from ringlab.lab import notebook as rn
@@ -79,8 +80,11 @@ from ringlab.report.figures import forest, host_noise_floor
 from ringlab.rundir import Run
 from ringlab.studies import verdict_check as vc
 
-CHECK = vc.plan(base)
 RUN = rn.run_dir(out_dir, "verdict-check", host)
+rn.skip_rest_if(vc.missing_default_base(base), "ptr_ring", RUN)
+
+# %%
+CHECK = vc.plan(base)
 ALIGNED = RUN / "aligned"
 common = dict(profile=profile, modes="0", icount=True, seed=seed, layouts=layouts or None)
 common["trials"] = vc.rounds(rn.params("ptr_ring", **common)["layouts"], rounds_per_layout, profile)

@@ -25,6 +25,7 @@ from ringlab.lab.reproduce import run_dir_for
 from ringlab.report import report as _report
 from ringlab.rundir import Run
 from ringlab.run import run_experiment
+from ringlab.run.skipped import record_skipped
 from ringlab.rundir import annotate
 
 
@@ -156,6 +157,27 @@ def show_file(paths, name: str, why: str, width: int = 640):
         figures(found, width=width)
     else:
         not_available(name, why)
+
+
+# -- a notebook that cannot measure here -------------------------------------------------------
+def skip_rest_if(reason: str | None, experiment: str, run_dir: Path) -> bool:
+    """Where ``reason`` is given (an input this notebook needs is not on the machine): record
+    ``run_dir`` as a skipped run of ``experiment`` (env.json status ``skipped`` with the reason,
+    summary.md), say so here, and have every later code cell print one line naming the reason
+    instead of running, so that each section of the executed notebook says why it is empty and
+    ``ringlab reproduce`` reports the notebook skipped, not failed.  False (nothing done) when
+    ``reason`` is None or empty."""
+    if not reason:
+        return False
+    record_skipped(experiment, run_dir, reason)
+    markdown(f"**Not run here:** {reason}")
+    # IPython comes with ipykernel: imported only where a notebook runs
+    from IPython import get_ipython
+    shell = get_ipython()
+    if shell is not None:
+        line = f"print({('not run here: ' + reason)!r})\n"
+        shell.input_transformers_post.append(lambda _lines: [line])
+    return True
 
 
 # -- the steps every experiment notebook takes ------------------------------------------------

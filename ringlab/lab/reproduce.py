@@ -26,6 +26,7 @@ from pathlib import Path
 from ringlab import paths
 from ringlab.errors import ParamError
 from ringlab.names import check_name
+from ringlab.rundir import Run
 from ringlab.lab.results_index import LOCAL_INDEX, has_published_runs, is_complete, is_local, mark_local, write_index
 from ringlab.run import host_id, new_run_id
 from ringlab.system.envinfo import HOST_ENV
@@ -67,11 +68,37 @@ def run_dir_for(experiment: str, host: str | None = None, run_id: str | None = N
 
 @dataclass
 class Outcome:
+    """One notebook's execution: ``ok`` (it ran to its end), ``error`` (why not), and
+    ``skipped`` (the reason, where it ran to its end but its run folder says it measured
+    nothing here: an input it needs is not on this machine)."""
     notebook: str
     run_dir: Path
     ok: bool
     error: str = ""
     seconds: float = 0.0
+    skipped: str = ""
+
+    @property
+    def state(self) -> str:
+        """"ok", "skipped" or "failed"."""
+        return "failed" if not self.ok else "skipped" if self.skipped else "ok"
+
+    def line(self) -> str:
+        """``NAME: ok|skipped (reason)|FAILED (error) in S s -> RUN_DIR``."""
+        what = {"ok": "ok", "skipped": f"skipped ({self.skipped})", "failed": f"FAILED ({self.error})"}[self.state]
+        return f"{self.notebook}: {what} in {self.seconds:.0f} s -> {self.run_dir}"
+
+
+def skipped_reason(run_dir: Path) -> str:
+    """The reason a run folder gives for having measured nothing (env.json status ``skipped``),
+    else ""."""
+    try:
+        run = Run(run_dir)
+        if run.status != "skipped":
+            return ""
+        return " ".join(str(run.env_file.skipped_reason or run.status_line or "skipped").split())
+    except Exception:   # noqa: BLE001 - a folder without a readable env.json is not a skipped run
+        return ""
 
 
 def resolve_only(only: list[str] | None) -> list[str]:
@@ -139,7 +166,7 @@ def execute(notebook: str, profile: str = "quick", host: str | None = None,
         if staging.exists():
             run_dir.mkdir(parents=True, exist_ok=True)
             shutil.move(str(staging), str(run_dir / f"{notebook}.ipynb"))
-    return Outcome(notebook, run_dir, ok, err, time.monotonic() - t0)
+    return Outcome(notebook, run_dir, ok, err, time.monotonic() - t0, skipped_reason(run_dir) if ok else "")
 
 
 def reproduce(profile: str = "quick", only: list[str] | None = None, host: str | None = None,
@@ -154,8 +181,7 @@ def reproduce(profile: str = "quick", only: list[str] | None = None, host: str |
     for nb in names:
         log(f"[reproduce] {nb} (profile={profile}) ...")
         o = execute(nb, profile, host, parameters, results_root)
-        log(f"[reproduce] {nb}: {'ok' if o.ok else 'FAILED'} in {o.seconds:.0f} s -> {o.run_dir}"
-            + ("" if o.ok else f"\n    {o.error}"))
+        log(f"[reproduce] {o.line()}")
         outcomes.append(o)
     root = results_root or paths.results_dir()
     if any(o.ok and is_complete(o.run_dir) for o in outcomes):
@@ -169,9 +195,23 @@ def reproduce(profile: str = "quick", only: list[str] | None = None, host: str |
     return outcomes
 
 
-def main_summary(outcomes: list[Outcome]) -> tuple[str, int]:
-    failed = [o for o in outcomes if not o.ok]
-    lines = [f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ok"]
+def main_summary(outcomes: list[Outcome], seconds: float | None = None) -> tuple[str, int]:
+    """The closing lines (every notebook: ok, skipped with the reason, or failed, with its run
+    folder; the counts and the wall time) and the exit code: 1 when a notebook failed, else 0
+    (a notebook skipped for want of an input on this machine is not a failure)."""
+    failed = [o for o in outcomes if o.state == "failed"]
+    skipped = [o for o in outcomes if o.state == "skipped"]
+    wall = seconds if seconds is not None else sum(o.seconds for o in outcomes)
+    head = f"{len(outcomes) - len(failed) - len(skipped)} of {len(outcomes)} notebooks ok"
+    if skipped:
+        head += f", {len(skipped)} skipped"
+    if failed:
+        head += f", {len(failed)} failed"
+    lines = [f"{head} in {wall:.0f} s"]
+    lines += [f"  {o.line()}" for o in outcomes]
     for o in failed:
         lines.append(f"FAILED {o.notebook}: {o.error} (notebook kept at {o.run_dir / (o.notebook + '.ipynb')})")
+    if skipped:
+        lines.append("Skipped here, and how to get what they need: see each reason above "
+                     "(`make reproduce` installs the system packages as root unless RINGLAB_INSTALL=0).")
     return "\n".join(lines), (1 if failed else 0)

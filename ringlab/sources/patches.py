@@ -54,6 +54,17 @@ class ABPlan:
         return self.names[1]
 
 
+def missing_default_base(base: str) -> str | None:
+    """Why the default base cannot be had here (``base`` empty and no distro kernel headers
+    package), with how to get it; None when ``base`` is given or the package is installed."""
+    if base.strip() or kh.debian_header() is not None:
+        return None
+    return ("no distro kernel headers package is installed for the default base (the real "
+            "include/linux/ptr_ring.h under /usr/src/linux-headers-*-common): on Debian, `apt-get install "
+            "linux-headers-<version>-common` (what `make reproduce` installs as root unless RINGLAB_INSTALL=0), "
+            "or pass base=PATH to a ptr_ring.h or kernel tree")
+
+
 def default_base() -> str:
     """The distro kernel headers package root (Debian ``linux-headers-*-common``), or PatchError."""
     h = kh.debian_header()

@@ -123,6 +123,16 @@ class CheckPlan:
         return pd.DataFrame(rows)
 
 
+def missing_default_base(base: str) -> str | None:
+    """Why the default base cannot be had here (``base`` empty and no kernel header tree under
+    /usr/src), with how to get it; None when ``base`` is given or a tree is installed."""
+    if base.strip() or kh.header_trees():
+        return None
+    return (f"no kernel header tree under {kh.USR_SRC} for the default base (the real include/linux/ptr_ring.h): "
+            "on Debian, `apt-get install linux-headers-<version>-common` (what `make reproduce` installs as root "
+            "unless RINGLAB_INSTALL=0), or pass base=PATH to a ptr_ring.h or kernel tree")
+
+
 def default_base() -> str:
     """The newest kernel header tree on this machine (``kernel_header.header_trees``), or ParamError."""
     trees = kh.header_trees()

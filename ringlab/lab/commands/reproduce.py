@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 
@@ -20,8 +21,9 @@ def command(**params) -> int:
 
 
 def run(args) -> int:
+    t0 = time.monotonic()
     outcomes = reproduce(args.profile, args.only or None, args.host,
                          log=lambda m: print(m, file=sys.stderr, flush=True))
-    text, code = main_summary(outcomes)
+    text, code = main_summary(outcomes, time.monotonic() - t0)
     print(text)
     return code

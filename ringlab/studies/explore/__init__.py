@@ -162,7 +162,7 @@ def open_all(path=None, warmup: bool = False, failed: bool = False) -> pd.DataFr
     if kind == "run":
         runs = Runs(p.parent, [Run(p)])
     elif kind == "experiment":
-        runs = Runs(p, [Run(d, (p.name, d.parent.name, d.name)) for d in run_dirs(p, 2)])
+        runs = Runs.measured(p, [Run(d, (p.name, d.parent.name, d.name)) for d in run_dirs(p, 2)])
     else:
         runs = Runs.under(p)
     return runs.trials(warmup=warmup, failed=failed)

@@ -24,16 +24,27 @@ class Runs(Sequence):
     ``table()`` (one line per run); ``skipped`` ({run: reason} for unreadable raw.csv files).
     """
 
-    def __init__(self, root, runs: Iterable[Run]):
+    def __init__(self, root, runs: Iterable[Run], left_out: dict[str, str] | None = None):
         self.root = Path(root)
         self._runs = list(runs)
         self.skipped: dict[str, str] = {}
+        #: {run: reason} of the runs that measured nothing here (status ``skipped``): not opened
+        self.left_out: dict[str, str] = dict(left_out or {})
 
     @classmethod
     def under(cls, root) -> "Runs":
+        """Every run folder three levels under ``root``, less those whose status is ``skipped``
+        (a run that could not measure here holds no trial to compare; ``left_out`` names them)."""
         root = Path(root)
-        found = [Run(d, (d.parent.parent.name, d.parent.name, d.name)) for d in run_dirs(root, 3)]
-        return cls(root, sorted(found, key=lambda r: (r.run_id, r.host, r.experiment)))
+        return cls.measured(root, [Run(d, (d.parent.parent.name, d.parent.name, d.name)) for d in run_dirs(root, 3)])
+
+    @classmethod
+    def measured(cls, root, found: Iterable[Run]) -> "Runs":
+        """The runs of ``found`` that measured (oldest first); the skipped ones in ``left_out``."""
+        found = list(found)
+        left_out = {r.name: r.env.skipped_reason or r.status_line or "skipped" for r in found if r.status == "skipped"}
+        kept = [r for r in found if r.name not in left_out]
+        return cls(root, sorted(kept, key=lambda r: (r.run_id, r.host, r.experiment)), left_out)
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -120,12 +131,16 @@ class Runs(Sequence):
 
     def describe(self) -> str:
         """One sentence: how many runs of which experiments, or that there are none yet."""
+        left = ""
+        if self.left_out:
+            left = (f" Left out {len(self.left_out)} run(s) that measured nothing here (skipped): "
+                    + "; ".join(f"`{name}` ({why})" for name, why in sorted(self.left_out.items())) + ".")
         if not self._runs:
             return (f"No runs under {self.shown_root()} yet: `make reproduce` (or `ringlab reproduce`) writes them, "
-                    "or point `open()` at a folder of runs.")
+                    "or point `open()` at a folder of runs." + left)
         done = sum(r.status == "complete" for r in self._runs)
         return (f"{len(self)} runs under {self.shown_root()} ({done} complete) of {len(self.experiments)} experiments: "
-                + ", ".join(self.experiments) + ".")
+                + ", ".join(self.experiments) + "." + left)
 
     def _repr_html_(self) -> str:
         if not self._runs:
