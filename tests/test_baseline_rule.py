@@ -15,9 +15,10 @@ from ringlab.report import mail
 from ringlab.errors import ParamError
 from ringlab.report import write_report
 from ringlab.rundir.baseline import pick_baseline
+from tests.committed import committed
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMITTED = sorted((ROOT / "results" / "ptr-ring-reorder").glob("*/*/raw.csv"))
+COMMITTED = committed(sorted((ROOT / "results" / "ptr-ring-reorder").glob("*/*/raw.csv")))
 
 
 def _df(*variants):

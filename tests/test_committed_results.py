@@ -21,6 +21,7 @@ import pytest
 from ringlab import paths
 from ringlab.report import write_report
 from ringlab.rundir import read_env
+from tests.committed import committed
 
 #: results/ folders whose runs are not summaries of trials
 NOT_TRIALS = ("environment", "compare-runs", "explore")
@@ -30,7 +31,8 @@ RESULTS = paths.ROOT / "results"
 def committed_runs() -> list[Path]:
     runs = []
     for exp in sorted(d.name for d in RESULTS.iterdir() if d.is_dir() and d.name not in NOT_TRIALS):
-        runs += [p.parent for p in sorted((RESULTS / exp).rglob("raw.csv")) if (p.parent / "summary.md").is_file()]
+        runs += [p.parent for p in committed(sorted((RESULTS / exp).rglob("raw.csv")))
+                 if (p.parent / "summary.md").is_file()]
     return runs
 
 
@@ -71,7 +73,7 @@ def test_committed_summary_is_what_todays_code_renders(run, tmp_path):
 
 
 def _env_files() -> list[Path]:
-    return sorted(RESULTS.glob("*/*/*/env.json"))
+    return committed(sorted(RESULTS.glob("*/*/*/env.json")))
 
 
 @pytest.mark.parametrize("env_file", _env_files(), ids=lambda p: str(p.parent.relative_to(RESULTS)))

@@ -24,6 +24,7 @@ from ringlab.report import mail
 from ringlab.report.mailfmt import path_lines
 from ringlab.lab.cli import main as cli_main
 from ringlab.experiments import get
+from tests.committed import committed
 
 DATA = Path(__file__).resolve().parent / "data" / "mail"
 GOLDEN = DATA / "expected.txt"
@@ -129,7 +130,7 @@ def _committed_ab_runs() -> list[Path]:
     root = Path(__file__).resolve().parent.parent / "results"
     out = []
     for exp in ("ptr-ring-reorder", "ptr-ring-batch-zeroing", "patch-ab", "page-frag", "perf-ring-buffer"):
-        out += sorted(p for p in (root / exp).glob("*/*") if (p / "raw.csv").is_file())
+        out += committed(sorted(p for p in (root / exp).glob("*/*") if (p / "raw.csv").is_file()))
     return out
 
 
@@ -327,8 +328,8 @@ def test_hot_loop_is_the_for_loop_not_the_cold_paths():
     assert trimmed(text, 2, 2) == text[:2] + ["... 6 instructions left out ..."] + text[-2:]
 
 
-@pytest.mark.parametrize("run", sorted((Path(__file__).resolve().parent.parent / "results" / "kernel-tests")
-                                       .glob("*/*/ringlab-spsc")), ids=lambda p: p.parent.parent.name)
+@pytest.mark.parametrize("run", committed(sorted((Path(__file__).resolve().parent.parent / "results" / "kernel-tests")
+                                                 .glob("*/*/ringlab-spsc"))), ids=lambda p: p.parent.parent.name)
 def test_kernel_tests_reply_sets_ringtest_beside_the_spsc(run, capsys):
     assert cli_main(["mail", str(run.parent)]) == 0
     rendered = capsys.readouterr().out

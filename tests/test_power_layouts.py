@@ -12,6 +12,7 @@ import pytest
 
 from ringlab.simulate import layoutsim
 from ringlab.stats import power
+from tests.committed import committed
 
 REPS = 120
 SIGMA = 0.02
@@ -63,7 +64,7 @@ def test_bench_power_prints_layout_section(capsys):
     spec = importlib.util.spec_from_file_location("stats_power", paths.ROOT / "benchmarks" / "stats_power.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    files = sorted((paths.ROOT / "results").glob("*/*/*/raw.csv"))
+    files = committed(sorted((paths.ROOT / "results").glob("*/*/*/raw.csv")))
     a = SimpleNamespace(layout_reps=40, seed=0, sigma_layout=2.0)
     assert mod.layout_section(a, files) in (True, False)
     out = capsys.readouterr().out

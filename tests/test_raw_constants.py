@@ -28,6 +28,7 @@ sys.path.insert(0, str(FAKES))
 
 from fakes.cli_runs import KEY, N_TRIALS, PARAMS  # noqa: E402
 from fakes.raw_versions import as_version_3  # noqa: E402
+from tests.committed import committed
 
 MOVED = set(schema.RUN_CONSTANT_COLUMNS) | set(schema.REF_COLUMNS)
 #: committed version-3 runs (the hosts' sets made before version 4): ptr_ring with two
@@ -37,7 +38,7 @@ MOVED = set(schema.RUN_CONSTANT_COLUMNS) | set(schema.REF_COLUMNS)
 def _version_3(pattern: str) -> list[str]:
     """The first committed raw.csv matching ``pattern`` that is version 3 (its run constants on
     every row), as a path relative to results/."""
-    for p in sorted(RESULTS.glob(pattern)):
+    for p in committed(sorted(RESULTS.glob(pattern))):
         with open(p, newline="", encoding="utf-8") as f:
             if "run_id" in next(csv.reader(f)):
                 return [str(p.parent.relative_to(RESULTS))]
