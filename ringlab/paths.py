@@ -25,9 +25,43 @@ CSRC = ROOT / "csrc"
 NOTEBOOKS = ROOT / "notebooks"
 
 
+#: where the build folder of a checkout that others cannot reach goes under root
+PRIVATE_CHECKOUT_BUILDS = Path("/var/cache/ringlab")
+
+
+def others_can_reach(path: str | os.PathLike) -> bool:
+    """Whether a user with no claim on ``path`` (neither its owner nor in its group, as the
+    unprivileged user of compiles and trials is) can reach it: every folder from / down to it
+    searchable by others (``o+x``)."""
+    p = Path(path).absolute()
+    for d in (*reversed(p.parents), p):
+        try:
+            st = os.stat(d)
+        except OSError:
+            return False
+        if _stat.S_ISDIR(st.st_mode) and not st.st_mode & 0o001:
+            return False
+    return True
+
+
+def private_checkout() -> bool:
+    """True when ringlab runs as root and will hand compiles and trials to an unprivileged user
+    (``RINGLAB_RUN_USER`` is not ``root``: ringlab.system.privilege) while that user cannot reach
+    the checkout (a clone in /root, a home folder of mode 0700)."""
+    return os.geteuid() == 0 and os.environ.get("RINGLAB_RUN_USER") != "root" and not others_can_reach(ROOT)
+
+
 def build_dir() -> Path:
-    """Build output folder (git-ignored).  RINGLAB_BUILD overrides it."""
-    return Path(os.environ.get("RINGLAB_BUILD", ROOT / "build"))
+    """Build output folder (git-ignored): RINGLAB_BUILD, else ``build/`` in the checkout; in a
+    private checkout under root (:func:`private_checkout`) a root-owned folder of its own under
+    :data:`PRIVATE_CHECKOUT_BUILDS` that the unprivileged user can reach (it runs the binaries)."""
+    if os.environ.get("RINGLAB_BUILD"):
+        return Path(os.environ["RINGLAB_BUILD"])
+    if private_checkout():
+        import hashlib
+        tag = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
+        return PRIVATE_CHECKOUT_BUILDS / f"{ROOT.name}-{tag}" / "build"
+    return ROOT / "build"
 
 
 def bin_dir() -> Path:

@@ -115,6 +115,7 @@ def _compile_link(job: BuildJob, cc: str, flags: list[str], sources: list[Path],
     tmpdir = obj_dir / ".tmp"
     tmpdir.mkdir(exist_ok=True)
     staged: dict[str, str] = {}          # staged copy -> the header it stands for
+    moved: dict[str, str] = {}           # a readable copy of csrc/ -> csrc/ (a private checkout)
     if work is not None:
         privilege.give(tmpdir)
         if job.header is not None:
@@ -129,7 +130,14 @@ def _compile_link(job: BuildJob, cc: str, flags: list[str], sources: list[Path],
             staged[str(copy.resolve())] = orig
             flags = [f.replace(orig, str(copy)) if f.startswith("-DRINGLAB_KERNEL_HEADER=") else f
                      for f in flags]
-        privilege.check_readable([*sources, *_include_dirs(flags)], job.what)
+        if not paths.others_can_reach(paths.CSRC):
+            # ringlab's own sources in a checkout the user cannot reach (a clone in /root): a
+            # root-owned copy it can read, named back to csrc/ inside the binary (the same bytes)
+            here, there = str(paths.CSRC), str(privilege.readable_copy(paths.CSRC, "csrc"))
+            moved[there] = here
+            flags = [f.replace(here, there) for f in flags] + [f"-ffile-prefix-map={there}={here}"]
+        privilege.check_readable([Path(_moved_to(str(s), moved)) for s in sources]
+                                 + _include_dirs(flags), job.what)
     cwd = work if work is not None else Path.cwd()
     if work is not None:
         # the work folder's random name must not reach the binary (debug info, __FILE__): the
@@ -142,7 +150,7 @@ def _compile_link(job: BuildJob, cc: str, flags: list[str], sources: list[Path],
     def compile_one(src: Path, obj: Path, argv_flags: list[str]) -> None:
         nonlocal first_cmd
         dep, asdep = obj.with_suffix(".d"), obj.with_suffix(".as.d")
-        argv = [cc, *argv_flags, "-c", str(src), "-o", str(obj), "-MMD", "-MF", str(dep),
+        argv = [cc, *argv_flags, "-c", _moved_to(str(src), moved), "-o", str(obj), "-MMD", "-MF", str(dep),
                 *([f"-Wa,--MD,{asdep}"] if asm_md else [])]
         first_cmd = first_cmd or argv
         key = None
@@ -160,14 +168,18 @@ def _compile_link(job: BuildJob, cc: str, flags: list[str], sources: list[Path],
                 return
         proc = subprocess.run(privilege.wrap(argv), capture_output=True, text=True, cwd=cwd, env=env)
         if proc.returncode != 0:
-            raise BuildError(f"{job.what}: compiling {src} failed: {first_error(proc.stderr)}")
+            raise BuildError(f"{job.what}: the compile step failed on {src}: {compiler_lines(proc.stderr)}")
+        if not os.path.isfile(obj):
+            raise BuildError(f"{job.what}: the compile step wrote no object file {obj.name} for {src} "
+                             "(an option stopped the compiler early)"
+                             + (f": {compiler_lines(proc.stderr)}" if proc.stderr.strip() else ""))
         found = _dep_inputs(read(dep).decode(errors="replace"), cwd, None, src)
         try:
             as_text = read(asdep).decode(errors="replace")
         except FileNotFoundError:       # an assembler without --MD writes none
             as_text = ""
         found.update(_dep_inputs(as_text, cwd, tmpdir, src))
-        mapped = {staged.get(f, f): h for f, h in found.items()}
+        mapped = {_moved_from(staged.get(f, f), moved): h for f, h in found.items()}
         inputs.update(mapped)
         if key is not None:
             objects.put(key, read(obj), mapped)
@@ -189,6 +201,22 @@ def _compile_link(job: BuildJob, cc: str, flags: list[str], sources: list[Path],
     else:
         os.replace(tmp, out)          # atomic: a concurrent run never sees half a binary
     return inputs, first_cmd
+
+
+def _moved_to(path: str, moved: dict[str, str]) -> str:
+    """``path`` inside the readable copy of the folder it lies in (``moved``: copy -> folder)."""
+    for there, here in moved.items():
+        if path == here or path.startswith(here + os.sep):
+            return there + path[len(here):]
+    return path
+
+
+def _moved_from(path: str, moved: dict[str, str]) -> str:
+    """``path`` named by the folder its readable copy stands for (the inverse of ``_moved_to``)."""
+    for there, here in moved.items():
+        if path == there or path.startswith(there + os.sep):
+            return here + path[len(there):]
+    return path
 
 
 def _copy_flags(lay: Layout) -> list[str]:

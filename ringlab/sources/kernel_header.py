@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ringlab.paths import expand_user
 from ringlab.names import NAME_RULE, name_problem
+from ringlab import paths
 from ringlab.paths import CSRC
 from ringlab.sources.header_files import IN_TREE, KernelHeaderError, read_header_bytes
 from ringlab.sources.header_source import resolve_source
@@ -192,6 +193,10 @@ def check_compiles(header, cc: str = "gcc", extra_flags: list[str] | None = None
         flags = compile_flags("check", header)
         flags = [f.replace(str(Path(header).resolve()), str(compiled)) if f.startswith("-DRINGLAB_KERNEL_HEADER=") else f
                  for f in flags]
+        if work is not None and not paths.others_can_reach(paths.CSRC):
+            # the shim in a checkout the user cannot reach (a clone in /root): its readable copy
+            here, there = str(paths.CSRC), str(privilege.readable_copy(paths.CSRC, "csrc"))
+            flags = [f.replace(here, there) for f in flags]
         # implicit declarations are errors so that a header lacking part of the API
         # is reported here, not as a link error deep in the harness build.
         argv = [cc, "-std=gnu11", "-fsyntax-only", "-Werror=implicit-function-declaration",

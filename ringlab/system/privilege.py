@@ -31,6 +31,7 @@ When ringlab does not run as root nothing changes: no prefix, no user, no stagin
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import pwd
 import shutil
@@ -230,8 +231,68 @@ def check_readable(files: list[Path], what: str) -> None:
         raise PrivilegeError(f"{what}: {bad[0]} is not readable by {acc.name!r} (uid {acc.uid}), the "
                              "unprivileged user ringlab compiles and runs code it did not write as "
                              "when run as root; make it and the folders above it readable by others "
-                             "(chmod o+rX), or move the checkout out of a private folder such as /root")
+                             "(chmod o+rX), or put it in a folder others can read")
     _readable.update(todo)
+
+
+def _root_folder(d: Path) -> None:
+    """``d`` made (if need be) a root-owned folder that only root writes and others may search."""
+    d.mkdir(parents=True, exist_ok=True)
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        raise PrivilegeError(f"{d}: not a root-owned folder that only root can write; remove it")
+    os.chmod(d, 0o755)
+
+
+def _work_top() -> Path:
+    """``<build>/unprivileged``, root's and searchable by others.  In a checkout the user cannot
+    reach (``paths.private_checkout``) the build folder lies under PRIVATE_CHECKOUT_BUILDS: every
+    folder from there down is made so too, and so is its bin/ (the user runs what it holds)."""
+    build = paths.build_dir().resolve()
+    if paths.private_checkout() and build.is_relative_to(paths.PRIVATE_CHECKOUT_BUILDS):
+        base = paths.PRIVATE_CHECKOUT_BUILDS
+        rel = build.relative_to(base).parts
+        for d in [base, *(base.joinpath(*rel[:i + 1]) for i in range(len(rel))), build / "bin"]:
+            _root_folder(d)
+    top = build / WORK_SUBDIR
+    _root_folder(top)
+    return top
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            h.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def readable_copy(folder: Path, label: str) -> Path:
+    """A root-owned copy of ``folder`` (ringlab's own sources) that the unprivileged user can
+    read but not change, for a checkout it cannot reach (a clone in /root): made once per
+    content (the digest is in its name), atomically, under the build's work folder.  Compiles
+    name it with ``-ffile-prefix-map`` back to ``folder``, so the binaries are the same bytes."""
+    folder = Path(folder).resolve()
+    dest = _work_top() / f"{label}-{_digest(folder)}"
+    if dest.is_dir():
+        return dest
+    tmp = Path(tempfile.mkdtemp(prefix=f".{label}-", dir=dest.parent))
+    try:
+        copy = tmp / "copy"
+        shutil.copytree(folder, copy, symlinks=False)
+        for d, dirs, files in os.walk(copy):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o644)
+        os.chmod(tmp, 0o755)
+        try:
+            os.rename(copy, dest)
+        except OSError:
+            if not dest.is_dir():       # another build made it first: theirs is the same content
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
 
 
 @contextlib.contextmanager
@@ -241,12 +302,7 @@ def workdir(label: str):
         yield None
         return
     acc = account()
-    top = paths.build_dir().resolve() / WORK_SUBDIR
-    top.mkdir(parents=True, exist_ok=True)
-    st = os.lstat(top)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
-        raise PrivilegeError(f"{top}: not a root-owned folder that only root can write; remove it")
-    os.chmod(top, 0o755)
+    top = _work_top()
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:80]
     d = Path(tempfile.mkdtemp(prefix=f"{safe}-", dir=top)).resolve()
     try:
