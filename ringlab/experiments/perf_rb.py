@@ -81,7 +81,8 @@ class PerfRb(Experiment):
               choices=PLACEMENTS),
         Param("count", "int", 3_000_000, "close(-1) calls per timed loop (the seed: 3,000,000)",
               min=1, max=10**12),
-        Param("perf", "str", "perf", "perf executable (name on PATH or a path)", column=False),
+        Param("perf", "str", "perf", "perf executable (name on PATH or a path); as root, a root-owned one "
+              "only root can change", column=False),
     ]
     profiles = {
         "smoke": {"count": 20_000, "trials": 2, "warmup": 0, "timeout": 60.0},
@@ -98,6 +99,12 @@ class PerfRb(Experiment):
     @classmethod
     def param_columns(cls) -> list[str]:
         return ["placement", "count"]
+
+    @classmethod
+    def check(cls, values: dict[str, Any]) -> None:
+        # perf runs as root: a perf another user could change is refused (exit 2)
+        if any(v in PERF_VARIANTS for v in values["variants"]):
+            perfrecord.check_perf(str(values["perf"]))
 
     # -- availability ---------------------------------------------------------------
     def skipped(self, values: dict[str, Any], ctx: Any = None) -> dict[str, str]:

@@ -1,17 +1,29 @@
 """Every git command ringlab runs, hardened against the repository it runs in.
 
-ringlab often runs as root and reads repositories that users name (``git:TREE@REV``)
-and its own checkout.  A repository's own configuration can name programs that git
-runs on its behalf: hooks, ``core.fsmonitor``, ``core.pager``, ``diff.external``,
-textconv drivers, smudge/clean filters (``filter.X.smudge`` with ``* filter=X`` in
-``.git/info/attributes``), ``core.sshCommand``.  So every call here:
+ringlab often runs as root and reads repositories that users name (``git:TREE@REV``,
+``ringlab bisect -p tree``) and its own checkout.  A repository's own configuration can
+name programs that git runs on its behalf: hooks, ``core.fsmonitor``, ``core.pager``,
+``diff.external``, textconv and merge drivers, smudge/clean filters (``filter.X.smudge``
+with ``* filter=X`` in ``.git/info/attributes``), ``core.sshCommand``, signature
+verification (``log.showSignature`` with ``gpg.program``), credential helpers, editors.
+So every call here:
 
 * runs with a clean environment: no inherited ``GIT_*`` variables (``GIT_DIR``,
-  ``GIT_SSH_COMMAND``, ``GIT_EXTERNAL_DIFF``...), no system or global config
-  (``GIT_CONFIG_NOSYSTEM=1``, ``GIT_CONFIG_GLOBAL=/dev/null``, ``GIT_ATTR_NOSYSTEM=1``),
-  no prompts and no pager, literal pathspecs, no optional index writes;
-* overrides the repository's settings that name programs (``core.hooksPath=/dev/null``,
-  ``core.fsmonitor=false``, ``core.pager=cat``, ``diff.external=``, ``protocol.allow=never``);
+  ``GIT_SSH_COMMAND``, ``GIT_EXTERNAL_DIFF``, ``GIT_CONFIG_PARAMETERS``, ``GIT_CONFIG_COUNT``...),
+  no ``PAGER``/``EDITOR``/``VISUAL``/``SSH_ASKPASS``, no system or global config
+  (``GIT_CONFIG_NOSYSTEM=1``, ``GIT_CONFIG_GLOBAL=/dev/null``, ``GIT_ATTR_NOSYSTEM=1``);
+  editors are ``:`` (git runs none), askpass and the git:// proxy are empty, no
+  transport is allowed (``GIT_ALLOW_PROTOCOL`` empty), no prompts and no pager
+  (``--no-pager``), literal pathspecs, no optional index writes;
+* overrides every setting git documents as running a program (HARDENING: hooks,
+  fsmonitor, pager, editors, askpass, ssh, proxy, alternate refs, credential helpers,
+  external diff, every gpg program, signature display, upload-pack hook, attributes
+  file, submodule recursion), and, read from the repository's config before each call,
+  every per-driver or per-name setting it defines (``filter.X.*``, ``diff.X.command``,
+  ``diff.X.textconv``, ``merge.X.driver``, ``pager.X``, ``credential.URL.helper``,
+  ``remote.X.uploadpack``, ``protocol.X.allow``... see PROGRAM_KEYS);
+* passes ``--no-textconv``, ``--no-ext-diff``, ``--no-show-signature`` and
+  ``--ignore-submodules=all`` to the subcommands that take them;
 * reads files at a revision as blobs (``ls-tree`` then ``cat-file``), never through
   ``git archive``, ``git show`` or a checkout, so no filter or textconv ever runs; only
   regular files are written out, never symlinks or submodules.
@@ -26,6 +38,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -34,26 +47,74 @@ from pathlib import Path, PurePosixPath
 from ringlab.errors import ParamError
 
 TIMEOUT_S = 300
-#: Repository settings overridden on every call (each one names a program or a transport).
+#: Settings overridden on every call: each names a program git would run (or a transport,
+#: a signature check, a recursion into a submodule whose config is not read here), and
+#: each value runs nothing.  ``:`` is the editor git itself treats as "do not edit".
 HARDENING = (
     "-c", "core.hooksPath=/dev/null",
     "-c", "core.fsmonitor=false",
     "-c", "protocol.allow=never",
+    "-c", "protocol.ext.allow=never",
     "-c", "core.pager=cat",
-    "-c", "diff.external=",
+    "-c", "core.editor=:",
+    "-c", "sequence.editor=:",
+    "-c", "core.askPass=",
     "-c", "core.sshCommand=",
+    "-c", "core.gitProxy=none",
+    "-c", "core.alternateRefsCommand=",
+    "-c", "core.attributesFile=/dev/null",
+    "-c", "credential.helper=",
+    "-c", "diff.external=",
+    "-c", "gpg.program=",
+    "-c", "gpg.openpgp.program=",
+    "-c", "gpg.x509.program=",
+    "-c", "gpg.ssh.program=",
+    "-c", "gpg.ssh.defaultKeyCommand=",
+    "-c", "gpg.ssh.allowedSignersFile=/dev/null",
+    "-c", "log.showSignature=false",
+    "-c", "commit.gpgSign=false",
+    "-c", "tag.gpgSign=false",
+    "-c", "uploadpack.packObjectsHook=",
+    "-c", "interactive.diffFilter=",
+    "-c", "web.browser=",
+    "-c", "man.viewer=",
+    "-c", "submodule.recurse=false",
+    "-c", "status.submoduleSummary=false",
+    "-c", "diff.ignoreSubmodules=all",
     "-c", "gc.auto=0",
     "-c", "maintenance.auto=false",
 )
-#: Subcommands that take --no-textconv / --no-ext-diff.
+#: Per-driver and per-name settings that run a program (or allow a transport): each one
+#: the repository's config defines is overridden with the value beside it.  Keys as
+#: ``git config --list`` prints them (section and name lower case, subsection as written).
+PROGRAM_KEYS = (
+    (re.compile(r"filter\..+\.(clean|smudge|process)"), ""),
+    (re.compile(r"filter\..+\.required"), "false"),
+    (re.compile(r"diff\..+\.(command|textconv)"), ""),
+    (re.compile(r"merge\..+\.driver"), ""),
+    (re.compile(r"(difftool|mergetool|browser|man)\..+\.(cmd|path)"), ""),
+    (re.compile(r"credential\.(.+\.)?helper"), ""),
+    (re.compile(r"gpg\.(.+\.)?program"), ""),
+    (re.compile(r"gpg\.ssh\.defaultkeycommand"), ""),
+    (re.compile(r"pager\..+"), "false"),
+    (re.compile(r"remote\..+\.(uploadpack|receivepack)"), ""),
+    (re.compile(r"protocol\.(.+\.)?allow"), "never"),
+    (re.compile(r"submodule\..+\.update"), "none"),
+    (re.compile(r"sendemail\.(.+\.)?(smtpserver|tocmd|cccmd|headercmd|sendmailcmd)"), ""),
+    (re.compile(r"hook\..+\.command"), ""),
+    (re.compile(r"instaweb\.(httpd|browser)"), ""),
+)
+#: Subcommands that take --no-textconv / --no-ext-diff / --no-show-signature /
+#: --ignore-submodules.
 _NO_TEXTCONV = {"diff", "log", "show", "grep", "blame"}
 _NO_EXT_DIFF = {"diff", "log", "show"}
+_NO_SHOW_SIGNATURE = {"log", "show", "whatchanged"}
+_NO_SUBMODULES = {"status", "diff", "diff-index", "diff-files"}
 _KEEP_ENV = ("PATH", "HOME", "TMPDIR")
-#: Subcommands that may read worktree files through a repository's clean/smudge filters
-#: (a racily-clean file is re-hashed through its clean filter): every filter driver the
-#: repository configures is emptied for them.
-_WORKTREE = {"status", "diff", "diff-index", "diff-files", "update-index", "add", "checkout",
-             "stash", "describe"}
+#: Variables environment() sets that a caller's ``env`` may not change.
+_HARDENED_ENV = {"GIT_PAGER", "PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND",
+                 "GIT_ALLOW_PROTOCOL", "GIT_ATTR_NOSYSTEM", "GIT_NO_LAZY_FETCH", "GIT_EXTERNAL_DIFF",
+                 "GIT_SSH", "GIT_SSH_COMMAND", "GIT_DIR", "GIT_WORK_TREE", "GIT_EXEC_PATH", "PATH"}
 REGULAR_MODES = ("100644", "100755")
 
 
@@ -67,13 +128,19 @@ class GitRefused(GitError):
 
 
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of every git call: a few inherited variables, no GIT_*, no pager."""
+    """The environment of every git call: PATH, HOME and TMPDIR inherited, nothing else (no
+    GIT_*, PAGER, EDITOR, VISUAL, SSH_ASKPASS); no pager, editor, askpass, proxy or transport."""
     env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
     env.setdefault("PATH", os.defpath)
     env.update({
         "LC_ALL": "C", "LANG": "C",
         "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
         "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "PAGER": "cat",
+        "GIT_EDITOR": ":", "GIT_SEQUENCE_EDITOR": ":",
+        # set and empty: git then ignores core.askPass, SSH_ASKPASS and core.gitProxy
+        "GIT_ASKPASS": "", "GIT_PROXY_COMMAND": "",
+        # set and empty: no transport at all (ext::, ssh, a promisor remote's lazy fetch)
+        "GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1",
         "GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1",
         "GIT_PROTOCOL_FROM_USER": "0",
     })
@@ -83,18 +150,17 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def argv(args: list[str] | tuple[str, ...], repo: str | Path | None = None,
-         filters: tuple[str, ...] = ()) -> list[str]:
-    """``git [-C repo] <hardening> SUBCOMMAND [--no-textconv] [--no-ext-diff] ARGS``;
-    each driver in ``filters`` gets empty clean, smudge and process commands."""
+         overrides: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """``git --no-pager [-C repo] <hardening> <overrides> SUBCOMMAND [--no-textconv]
+    [--no-ext-diff] [--no-show-signature] [--ignore-submodules=all] ARGS``; ``overrides``
+    are (key, value) pairs, those ``program_overrides`` gives for the repository."""
     args = list(args)
-    out = ["git"]
+    out = ["git", "--no-pager"]
     if repo is not None:
         out += ["-C", str(repo)]
     out += list(HARDENING)
-    for name in filters:
-        for key in ("clean", "smudge", "process"):
-            out += ["-c", f"filter.{name}.{key}="]
-        out += ["-c", f"filter.{name}.required=false"]
+    for key, value in overrides:
+        out += ["-c", f"{key}={value}"]
     if args:
         sub, rest = args[0], args[1:]
         extra = []
@@ -102,8 +168,41 @@ def argv(args: list[str] | tuple[str, ...], repo: str | Path | None = None,
             extra.append("--no-textconv")
         if sub in _NO_EXT_DIFF:
             extra.append("--no-ext-diff")
+        if sub in _NO_SHOW_SIGNATURE:
+            extra.append("--no-show-signature")
+        if sub in _NO_SUBMODULES:
+            extra.append("--ignore-submodules=all")
         out += [sub, *extra, *rest]
     return out
+
+
+def program_overrides(keys, where: str | Path = "") -> tuple[tuple[str, str], ...]:
+    """(key, harmless value) for each key in ``keys`` (as ``git config --list --name-only``
+    prints them) that PROGRAM_KEYS names; every filter driver also gets empty clean, smudge
+    and process commands and required=false.  GitError for a key ``-c`` cannot carry (a
+    driver name holding '=')."""
+    out: list[tuple[str, str]] = []
+    seen = set()
+
+    def add(key: str, value: str) -> None:
+        if "=" in key:
+            raise GitError(f"{where}: its git config defines {key!r}, a setting that runs a program, "
+                           "under a name holding '=', which ringlab cannot override; allowed: driver "
+                           "and section names without '='")
+        if key not in seen:
+            seen.add(key)
+            out.append((key, value))
+    for key in keys:
+        if key.startswith("filter.") and key.count(".") >= 2:
+            name = key[len("filter."):].rpartition(".")[0]
+            for sub, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+                add(f"filter.{name}.{sub}", value)
+            continue
+        for rx, value in PROGRAM_KEYS:
+            if rx.fullmatch(key):
+                add(key, value)
+                break
+    return tuple(out)
 
 
 def is_refusal(stderr: str) -> bool:
@@ -128,18 +227,23 @@ def refusal_message(repo: str | Path) -> str:
 
 def run(args, repo: str | Path | None = None, *, input: bytes | None = None, cwd=None,
         timeout: float = TIMEOUT_S, check: bool = True, ceiling: str | Path | None = None,
-        what: str = "") -> subprocess.CompletedProcess:
+        what: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run one hardened git command (bytes in, bytes out).
 
     ``check``: a non-zero exit raises GitError with git's last lines (a refused
     repository raises GitRefused, without git's advice).  ``ceiling``: git does not look
-    for a repository above this folder (GIT_CEILING_DIRECTORIES)."""
-    extra = {"GIT_CEILING_DIRECTORIES": str(ceiling)} if ceiling is not None else None
-    filters = _filter_drivers(repo, cwd, extra, timeout) if args and args[0] in _WORKTREE else ()
-    cmd = argv(args, repo, filters)
+    for a repository above this folder (GIT_CEILING_DIRECTORIES).  ``env``: variables
+    added to the hardened environment (an author's name and date, never a GIT_CONFIG_*)."""
+    extra = dict(env or {})
+    if any(k.startswith("GIT_CONFIG") or k in _HARDENED_ENV for k in extra):
+        raise ValueError(f"git.run: env may not set {sorted(extra)}")
+    if ceiling is not None:
+        extra["GIT_CEILING_DIRECTORIES"] = str(ceiling)
     label = what or f"git {args[0] if args else ''}".strip()
     if shutil.which("git", path=environment().get("PATH")) is None:
         raise GitError(f"{label}: git is not installed")
+    overrides = _repo_overrides(repo, cwd, extra, timeout, label)
+    cmd = argv(args, repo, overrides)
     try:
         proc = subprocess.run(cmd, input=input, capture_output=True, timeout=timeout, cwd=cwd,
                               env=environment(extra), stdin=None if input is not None else subprocess.DEVNULL)
@@ -155,21 +259,20 @@ def run(args, repo: str | Path | None = None, *, input: bytes | None = None, cwd
     return proc
 
 
-def _filter_drivers(repo, cwd, extra, timeout) -> tuple[str, ...]:
-    """Names of the filter drivers the repository's config defines (reading config runs nothing)."""
-    cmd = argv(["config", "--get-regexp", r"^filter\."], repo)
+def _repo_overrides(repo, cwd, extra, timeout, label) -> tuple[tuple[str, str], ...]:
+    """program_overrides for the config git will read in repo (or cwd): the names of its keys,
+    includes followed, listed by a hardened ``git config`` (reading config runs nothing)."""
+    cmd = argv(["config", "--null", "--name-only", "--list"], repo)
     try:
         proc = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=cwd, env=environment(extra),
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return ()
-    names = []
-    for line in proc.stdout.decode(errors="replace").splitlines():
-        key = line.split(" ", 1)[0]
-        name = key[len("filter."):].rpartition(".")[0]
-        if name and name not in names:
-            names.append(name)
-    return tuple(names)
+    keys = [k.decode(errors="surrogateescape") for k in proc.stdout.split(b"\0") if k]
+    try:
+        return program_overrides(keys, repo if repo is not None else (cwd or "."))
+    except GitError as e:
+        raise GitError(f"{label}: {e}") from None
 
 
 def last_lines(stderr: str | bytes, n: int = 3) -> str:
@@ -302,4 +405,4 @@ def apply(patch: Path, cwd: Path, *, include: str | None = None, **kw) -> subpro
 
 __all__ = ["GitError", "GitRefused", "Entry", "run", "text", "argv", "environment", "rev_parse_commit",
            "ls_tree", "read_file", "cat_blob", "export", "apply", "safe_relpath", "refusal_message",
-           "REGULAR_MODES", "HARDENING"]
+           "program_overrides", "REGULAR_MODES", "HARDENING", "PROGRAM_KEYS"]

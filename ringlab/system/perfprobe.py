@@ -183,6 +183,10 @@ def perf_tool() -> dict:
     path = shutil.which("perf")
     if path is None:
         return {"path": None, "version": None, "reason": "perf not found in PATH (apt install linux-perf)"}
+    from ringlab.tools.perfrecord import perf_root_refusal
+    refusal = perf_root_refusal(path)     # as root, a perf another user could change is never run
+    if refusal:
+        return {"path": path, "version": None, "reason": refusal}
     try:
         r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as e:

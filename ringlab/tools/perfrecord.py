@@ -21,6 +21,10 @@ the ``perf`` process; ``ringlab.experiments.perf_rb`` only plans trials.
 * ``unavailable_reason()`` says why tracepoint recording cannot work here
   (perf missing, not privileged, no tracefs / raw_syscalls events, perf itself
   refusing), or None.  It never guesses numbers.
+* ``check_perf()``: perf runs as root, so when ringlab is root a perf that another
+  user could change (not a root-owned regular executable, writable by group or
+  others, or in a folder such a user can write) is refused: ParamError naming
+  the parameter 'perf' (``root_unsafe_reason`` walks the path).
 * ``run_group()`` runs a command in its own session and kills and reaps the
   whole process group on timeout and on KeyboardInterrupt, so no perf (or
   perf's workload child) is ever left behind.
@@ -35,6 +39,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -43,6 +48,7 @@ from pathlib import Path
 
 import click
 
+from ringlab.errors import ParamError
 from ringlab.system.sysfs import procfs_root, sysfs_root
 from ringlab.tools.argv import python_module, run_command
 
@@ -112,6 +118,96 @@ def parse_stderr(text: str) -> RecordSummary:
 
 
 # -- argv -----------------------------------------------------------------------------
+#: What a perf executable run as root must be (the end of refusal messages).
+ROOT_SAFE = ("allowed: a regular executable file owned by root and not writable by group or others, "
+             "reached only through folders owned by root that group and others cannot write (or, "
+             "like /tmp, sticky), e.g. /usr/bin/perf")
+
+
+def root_unsafe_reason(path: str | os.PathLike) -> str | None:
+    """Why a program at ``path`` is unsafe to run as root, or None when it is safe.
+
+    Safe: every folder walked to reach it, symlinks followed one by one, is owned by root and
+    not writable by group or others unless sticky (then only root may replace the root-owned
+    entries checked next); the file is a regular executable owned by root and not writable by
+    group or others.  So no user but root can change what runs."""
+    todo = list(Path(os.path.abspath(path)).parts[1:])
+    cur, hops = "/", 0
+    why = _unsafe_dir(cur, os.stat(cur))
+    if why:
+        return why
+    while todo:
+        name = todo.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            cur = os.path.dirname(cur)      # an ancestor already checked
+            continue
+        nxt = os.path.join(cur, name)
+        try:
+            st = os.lstat(nxt)
+        except OSError as e:
+            return f"cannot be examined ({nxt}: {e.strerror})"
+        if stat.S_ISLNK(st.st_mode):
+            hops += 1
+            if hops > 40:
+                return f"has too many levels of symbolic links ({nxt})"
+            target = os.readlink(nxt)
+            if target.startswith("/"):
+                cur = "/"
+            todo[:0] = list(Path(target).parts[1:] if target.startswith("/") else Path(target).parts)
+            continue
+        if todo:
+            why = _unsafe_dir(nxt, st)
+            if why:
+                return why
+            cur = nxt
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            return f"is not a regular file ({nxt})"
+        if st.st_uid != 0:
+            return f"is owned by uid {st.st_uid}, not root ({nxt})"
+        if st.st_mode & 0o022:
+            return f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}, {nxt})"
+        if not st.st_mode & 0o111:
+            return f"is not executable (mode {stat.S_IMODE(st.st_mode):04o}, {nxt})"
+    return None
+
+
+def _unsafe_dir(path: str, st: os.stat_result) -> str | None:
+    if not stat.S_ISDIR(st.st_mode):
+        return f"is not reached through folders ({path} is not one)"
+    if st.st_uid != 0:
+        return f"is in a folder owned by uid {st.st_uid}, not root ({path})"
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        return (f"is in a folder writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}, "
+                f"{path})")
+    return None
+
+
+def perf_root_refusal(perf: str = "perf") -> str | None:
+    """When this process is root: why the perf executable ``perf`` (a name on PATH or a path)
+    may not run, naming the parameter 'perf', the path, why and what is allowed; else None.
+    None too when no such executable exists (``unavailable_reason`` says so)."""
+    if os.geteuid() != 0:
+        return None
+    path = perf if os.sep in perf else shutil.which(perf)
+    if path is None or not os.path.lexists(path):
+        return None
+    why = root_unsafe_reason(path)
+    if why is None:
+        return None
+    shown = repr(perf) if path == perf else f"{perf!r} ({path})"
+    return f"parameter 'perf': {shown} {why}; perf runs as root, so {ROOT_SAFE}"
+
+
+def check_perf(perf: str = "perf") -> None:
+    """ParamError (exit 2) when running as root and ``perf`` is unsafe to run as root."""
+    why = perf_root_refusal(perf)
+    if why:
+        raise ParamError(why, input="perf")
+
+
 def find_perf(perf: str = "perf") -> str | None:
     """Absolute path of the perf executable, or None.  ``perf`` may be a name or a path."""
     if os.sep in perf:
@@ -313,6 +409,8 @@ def unavailable_reason(perf: str = "perf", probe: bool = True, timeout: float = 
     if path is None:
         reason = (f"perf executable '{perf}' not found (install linux-perf, "
                   "or pass -p perf /path/to/perf)")
+    if reason is None:
+        reason = perf_root_refusal(perf)       # never probed: the probe would run it as root
     if reason is None:
         reason = privilege_reason()
     if reason is None:

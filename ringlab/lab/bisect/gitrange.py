@@ -2,7 +2,8 @@
 what the experiment measures, and describe a commit (subject, author, date).
 
 Every git call goes through ``ringlab.system.git`` (the hardened runner: clean environment, no
-hooks, no pager, no external diff, literal pathspecs).
+hook, pager, external diff, signature check or other program the tree's config names, literal
+pathspecs).
 """
 from __future__ import annotations
 

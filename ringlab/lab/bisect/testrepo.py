@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -167,9 +166,7 @@ def code_tokens(text: str) -> list[str]:
 # -- the repository ---------------------------------------------------------------------------
 def _git(repo: Path, *args: str, n: int = 0) -> str:
     date = f"2024-01-01T00:{n:02d}:00+00:00"
-    env = hgit.environment(dict(_IDENTITY, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date))
-    proc = subprocess.run(hgit.argv(list(args), repo), env=env, capture_output=True,
-                          timeout=hgit.TIMEOUT_S, stdin=subprocess.DEVNULL)
+    proc = hgit.run(list(args), repo, check=False, env=dict(_IDENTITY, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date))
     if proc.returncode != 0:
         raise TestRepoError(f"{repo}: git {args[0]} failed: {hgit.last_lines(proc.stderr)}")
     return proc.stdout.decode(errors="replace").strip()
