@@ -325,7 +325,78 @@ def _param_cases() -> list[Case]:
     return out
 
 
-CORPUS = _file_cases() + _param_cases()
+def _cflags_refusal(opt: str, why: str) -> str:
+    from ringlab.build.cflags import cflags_allowed
+    return f"parameter 'cflags': option {opt!r} {why}; allowed: {cflags_allowed()}"
+
+
+#: refusals whose whole error line is the contract: (label, experiment, -p words, the line after
+#: "ringlab run: error: "); each is also a corpus case (exit 2, one line, nothing written)
+EXACT = [
+    # parameters that cannot work together, refused before any build or trial
+    ("batch-over-size", "ptr_ring", ["-p", "variants", "batch,reorder", "-p", "sizes", "512", "-p", "batch", "1000000"],
+     "parameter 'batch': 1000000 exceeds the ring size 'sizes' 512 (ptr_ring_test refuses -b above -s: every trial "
+     "of variant batch would fail); allowed: 0 (the ring's default) or 1..size (here 1..512)"),
+    ("batch-over-smallest-size", "ptr_ring", ["-p", "variants", "batch", "-p", "sizes", "1000,64", "-p", "batch", "100"],
+     "parameter 'batch': 100 exceeds the ring size 'sizes' 64 (ptr_ring_test refuses -b above -s: every trial of "
+     "variant batch would fail); allowed: 0 (the ring's default) or 1..size (here 1..64, the smallest of sizes)"),
+    # one rule for every list parameter: a value given twice is refused
+    ("modes-twice", "ptr_ring", ["-p", "modes", "0,0"],
+     "parameter 'modes': listed twice: 0 in '0,0'; allowed: each value once, one of 0, 1, 2 (comma-separated list)"),
+    ("sizes-twice", "ptr_ring", ["-p", "sizes", "64,1000,64"],
+     "parameter 'sizes': listed twice: 64 in '64,1000,64'; allowed: each value once, a comma-separated list of "
+     "integers in [2, 10000000]"),
+    ("variants-twice", "ptr_ring", ["-p", "variants", "batch,reorder,batch"],
+     "parameter 'variants': listed twice: batch in 'batch,reorder,batch'; allowed: each value once, a "
+     "comma-separated list"),
+    ("alloc-lens-twice", "page_frag", ["-p", "alloc_lens", "12,12"],
+     "parameter 'alloc_lens': listed twice: 12 in '12,12'; allowed: each value once, a comma-separated list of "
+     "integers in [1, 4096]"),
+    ("placements-twice", "perf_rb", ["-p", "placements", "none,none"],
+     "parameter 'placements': listed twice: none in 'none,none'; allowed: each value once, one of none, same-core, "
+     "split, smt-sibling, same-llc, cross-llc, cross-numa, auto (comma-separated list)"),
+    # plain decimal integers and ',' only
+    ("trials-underscore", "ptr_ring", ["-p", "trials", "1_0"],
+     "parameter 'trials': not an integer in plain decimal digits: '1_0'; allowed: an integer in [1, 100000]"),
+    ("seed-hex", "ptr_ring", ["-p", "seed", "0x10"],
+     "parameter 'seed': not an integer in plain decimal digits: '0x10'; allowed: an integer in [0, 4294967295]"),
+    ("count-exponent", "ptr_ring", ["-p", "count", "1e8"],
+     "parameter 'count': not an integer in plain decimal digits: '1e8'; allowed: an integer in [1, 1000000000000]"),
+    ("trials-plus", "ptr_ring", ["-p", "trials", "+5"],
+     "parameter 'trials': not an integer in plain decimal digits: '+5'; allowed: an integer in [1, 100000]"),
+    ("timeout-underscore", "ptr_ring", ["-p", "timeout", "1_0"],
+     "parameter 'timeout': not a number in plain decimal notation: '1_0'; allowed: a number in [0.1, 86400]"),
+    ("sizes-semicolon", "ptr_ring", ["-p", "sizes", "64;128"],
+     "parameter 'sizes': ';' in '64;128' is not a list separator; allowed: a comma-separated list of integers "
+     "in [2, 10000000] (',' only between the values)"),
+    ("modes-semicolon", "ptr_ring", ["-p", "modes", "0;1"],
+     "parameter 'modes': ';' in '0;1' is not a list separator; allowed: one of 0, 1, 2 (comma-separated list) "
+     "(',' only between the values)"),
+]
+
+
+def _exact_cases() -> list[Case]:
+    base_argv = ["--no-build", "--no-progress", "--out", "OUT"]
+    out = [Case(f"run-{exp}-{label}", ["run", exp, "-p", "profile", "smoke", *params, *base_argv], msg)
+           for label, exp, params, msg in EXACT]
+    # compiler options that stop before an object file or change the link model
+    for opt, why in (("-fsyntax-only", "stops the compiler after checking syntax, before it writes an object file"),
+                     ("-flto", "changes the link model (link-time optimization: the objects hold compiler "
+                               "bytecode, which the build's layout copies and link step do not handle)"),
+                     ("-flto=auto", "changes the link model (link-time optimization: the objects hold compiler "
+                                    "bytecode, which the build's layout copies and link step do not handle)"),
+                     ("-fwhole-program", "changes the link model (each object is compiled as if it were the whole "
+                                         "program)"),
+                     ("-S", "stops the compiler at assembly, before it writes an object file"),
+                     ("-E", "stops the compiler after preprocessing, before it writes an object file"),
+                     ("-c", "stops before linking; the build passes -c itself and then links"),
+                     ("-shared", "changes the link model (a shared library, not an executable)")):
+        out.append(Case(f"run-ptr_ring-cflags{opt}", ["run", "ptr_ring", "-p", "cflags", opt, *base_argv],
+                        _cflags_refusal(opt, why)))
+    return out
+
+
+CORPUS = _file_cases() + _param_cases() + _exact_cases()
 
 
 def test_corpus_is_large_and_distinct():
@@ -346,6 +417,24 @@ def git_before():
 @pytest.mark.parametrize("case", CORPUS, ids=[c.id for c in CORPUS])
 def test_bad_input_exits_2_with_one_line(good_run, git_before, tmp_path, monkeypatch, capsys, case):
     check_refused(case, good_run, tmp_path, monkeypatch, capsys, git_before)
+
+
+@pytest.mark.parametrize("label,exp,params,msg", EXACT, ids=[e[0] for e in EXACT])
+def test_refusal_is_the_exact_line(fakebin, tmp_path, capsys, label, exp, params, msg):
+    """The whole error line, not only the parameter's name: what and why and the allowed values."""
+    from ringlab.lab import cli
+    rc = cli.main(["run", exp, "-p", "profile", "smoke", *params, "--no-build", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err == f"ringlab run: error: {msg}\n", err
+    assert not (tmp_path / "out").exists()
+
+
+def test_list_params_shows_that_a_run_draws_a_fresh_seed(capsys):
+    from ringlab.lab import cli
+    assert cli.main(["run", "ptr_ring", "--list-params"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("seed "))
+    assert line.split()[1:9] == "fresh random seed per run (recorded in env.json)".split()
+    assert " 1 " not in line.split("seed", 1)[1][:30]
 
 
 # -- ringlab.open ----------------------------------------------------------------------------------

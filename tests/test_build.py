@@ -207,7 +207,7 @@ def test_writing_options_are_refused_by_the_one_rule(opt):
 
 
 @pytest.mark.parametrize("opt", ["-fcompare-elim", "-fsplit-stack", "-ftracer", "-fvisibility=hidden", "-fPIC",
-                                 "-fcf-protection=full", "-flto=auto", "-ffunction-sections", "-march=native",
+                                 "-fcf-protection=full", "-ffunction-sections", "-march=native",
                                  "-gdwarf-4", "-fno-omit-frame-pointer", "-fstack-protector-strong"])
 def test_codegen_options_are_not_taken_for_writing_ones(opt):
     assert cflags.writes_files(opt) is None and cflags.validate_cflags(opt) == [opt]

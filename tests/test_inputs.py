@@ -30,9 +30,10 @@ def header(tmp_path):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["ptr_ring", "-p", "count", "1e30"], ["parameter 'count'", "too large", f"in [1, {MAX_OPS}]"]),
+    (["ptr_ring", "-p", "count", str(10**30)], ["parameter 'count'", "too large", f"in [1, {MAX_OPS}]"]),
     (["ptr_ring", "-p", "count", str(MAX_OPS + 1)], ["parameter 'count'", f"in [1, {MAX_OPS}]"]),
-    (["page_frag", "-p", "nr_test", "1e13"], ["parameter 'nr_test'", f"in [1, {MAX_OPS}]"]),
+    (["page_frag", "-p", "nr_test", str(10**13)], ["parameter 'nr_test'", f"in [1, {MAX_OPS}]"]),
+    (["ptr_ring", "-p", "count", "1e8"], ["parameter 'count'", "not an integer in plain decimal digits", "'1e8'"]),
     (["ptr_ring", "-p", "sizes", "16,,64"],
      ["parameter 'sizes'", "empty element", "'16,,64'", "comma-separated list of integers in [2, 10000000]"]),
     (["ptr_ring", "-p", "sizes", "16,64,"], ["parameter 'sizes'", "empty element", "comma-separated list"]),
@@ -139,7 +140,9 @@ def test_empty_list_elements_are_refused(kind, raw):
 
 
 def test_lists_still_parse():
-    assert Param("x", "int_list", None, "").parse(" 16 , 64;128 ") == [16, 64, 128]
+    assert Param("x", "int_list", None, "").parse(" 16 , 64,128 ") == [16, 64, 128]
+    with pytest.raises(ParamError, match="';' in ' 16 , 64;128 ' is not a list separator"):   # ',' only
+        Param("x", "int_list", None, "").parse(" 16 , 64;128 ")
     assert Param("x", "int_list", None, "").parse(16) == [16]
     with pytest.raises(ParamError, match="empty list"):
         Param("x", "int_list", None, "").parse("")

@@ -404,11 +404,54 @@ def test_runner_perf_missing_runs_base_and_says_why(runner_env):
     assert set(df.variant) == {"base"} and set(df.status) == {"ok"}
     env = json.loads(r.env_json.read_text())
     assert any("forward, backward skipped: perf executable" in w for w in env["warnings"])
+    # an arm missing is never a complete run: failed, naming the arms and why
+    assert r.status == env["status"] == "failed" and r.exit_code == 1
+    assert env["status_reason"].startswith("arm 'forward' could not run: perf executable ")
+    assert "arm 'backward' could not run: perf executable " in env["status_reason"]
+    assert set(env["plan"]["arms_unavailable"]) == {"forward", "backward"}
     r2 = runner.run_experiment("perf_rb", {"profile": "smoke", "governor": False, "variants": "forward",
                                            "perf": str(tmp / "no-such-perf")},
                                tmp / "run2", build=False, progress=False)
     env2 = json.loads(r2.env_json.read_text())
     assert env2["status"] == "skipped" and "not found" in env2["skipped_reason"]
+
+
+def test_runner_perf_probe_failing_fails_the_run_naming_the_arm(runner_env, monkeypatch, capsys):
+    """A perf whose probe fails (the fake perf refusing the tracepoint): the forward arm is
+    recorded as unable to run with the probe's reason, base still runs, and the run ends failed
+    (exit 1), never complete with an arm missing."""
+    from ringlab.lab import cli
+    runner, fake, marker, tmp = runner_env
+    monkeypatch.setenv("FAKE_PERF_MODE", "permission")
+    for check in ("perf_root_refusal", "privilege_reason", "tracefs_reason"):   # only the probe decides
+        monkeypatch.setattr(perfrecord, check, lambda *a, **k: None)
+    out = tmp / "run"
+    rc = cli.main(["run", "perf_rb", "-p", "profile", "smoke", "-p", "governor", "false", "-p", "count", "1000",
+                   "-p", "variants", "base,forward", "-p", "placements", "none", "-p", "perf", str(fake),
+                   "--no-build", "--no-progress", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 1
+    env = json.loads((out / "env.json").read_text())
+    assert env["status"] == "failed"
+    assert env["status_reason"].startswith("arm 'forward' could not run: perf record probe failed (exit 255): ")
+    assert "No permission to enable raw_syscalls" in env["status_reason"]
+    assert env["plan"]["arms_unavailable"] == {"forward": env["status_reason"].split(": ", 1)[1]}
+    assert "status:     failed (2 ok, 0 failed, 0 timeout): arm 'forward' could not run" in printed
+    assert set(_read_csv(out / "raw.csv").variant) == {"base"}
+
+
+def test_runner_no_arm_can_run_is_skipped_with_the_reason(runner_env, monkeypatch):
+    runner, fake, marker, tmp = runner_env
+    monkeypatch.setenv("FAKE_PERF_MODE", "permission")
+    for check in ("perf_root_refusal", "privilege_reason", "tracefs_reason"):
+        monkeypatch.setattr(perfrecord, check, lambda *a, **k: None)
+    r = runner.run_experiment("perf_rb", {"profile": "smoke", "governor": False, "variants": "forward,backward",
+                                          "placements": "none", "perf": str(fake)},
+                              tmp / "run", build=False, progress=False)
+    env = json.loads(r.env_json.read_text())
+    assert r.status == env["status"] == "skipped" and r.exit_code == 0
+    assert env["skipped_reason"].startswith("perf record probe failed (exit 255): ")
+    assert env["status_reason"] == env["skipped_reason"]
 
 
 def test_runner_timeout_leaves_no_perf_behind(runner_env, monkeypatch):

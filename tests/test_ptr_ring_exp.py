@@ -32,7 +32,7 @@ def test_profiles_and_defaults():
         v = PtrRing.resolve({"profile": prof})
         assert v["variants"] == ["prebatch", "batch", "reorder", "spsc"] and v["trials"] >= 1
     assert PtrRing.resolve({"profile": "smoke"})["trials"] == 2
-    v = PtrRing.resolve({"sizes": "16,1000", "modes": "0,2", "count": "1e6", "lock": "yes", "cpus": " 1:2, 3:4"})
+    v = PtrRing.resolve({"sizes": "16,1000", "modes": "0,2", "count": "1000000", "lock": "yes", "cpus": " 1:2, 3:4"})
     assert (v["sizes"], v["modes"], v["count"], v["lock"], v["cpus"]) == ([16, 1000], [0, 2], 10**6, True, "1:2,3:4")
 
 

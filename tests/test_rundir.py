@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.committed import committed
+
 from fakes import add_cpufreq, write_topology
 from ringlab import rundir
 from ringlab.lab import cli
@@ -108,15 +110,28 @@ def test_more_failures_than_the_threshold_fail_the_run(fakebin, tmp_path, monkey
     assert cli.main(["run", "ptr_ring", *PARAMS, "--no-build", "--no-progress", "--out", str(out)]) == 1
     env = json.loads((out / "env.json").read_text())
     assert env["status"] == "failed" and "8 of 12 trials failed" in env["status_reason"]
-    monkeypatch.setenv("FAKE_CRASH", "spsc")            # 4 of 12: under the threshold
-    assert cli.main(["run", "ptr_ring", *PARAMS, "--no-build", "--no-progress", "--out", str(tmp_path / "s")]) == 0
-    assert json.loads((tmp_path / "s" / "env.json").read_text())["status"] == "complete"
+    monkeypatch.setenv("FAKE_CRASH", "spsc")            # 4 of 12: under the threshold, but an arm has no trial
+    assert cli.main(["run", "ptr_ring", *PARAMS, "--no-build", "--no-progress", "--out", str(tmp_path / "s")]) == 1
+    env = json.loads((tmp_path / "s" / "env.json").read_text())
+    assert env["status"] == "failed"
+    assert env["status_reason"] == "arm 'spsc' has no successful trial (3 failed, 0 timed out, 0 skipped)"
 
 
 def test_judge():
     assert rundir.judge({"ok": 0, "failed": 3, "timeout": 0})[0] == "failed"
     assert rundir.judge({"ok": 1, "failed": 1, "timeout": 0})[0] == "complete"
     assert rundir.judge({"ok": 1, "failed": 1, "timeout": 1})[0] == "failed"
+    # per arm: an arm with no successful trial fails the run, under the threshold too
+    ok, bad = {"ok": 3, "failed": 0, "timeout": 0}, {"ok": 0, "failed": 2, "timeout": 1}
+    assert rundir.judge({"ok": 3, "failed": 2, "timeout": 1}, {"batch": ok, "reorder": bad}) == (
+        "failed", "arm 'reorder' has no successful trial (2 failed, 1 timed out, 0 skipped)")
+    assert rundir.judge({"ok": 3, "failed": 1, "timeout": 0}, {"batch": ok, "reorder": dict(ok, ok=1)}) == (
+        "complete", "")
+    assert rundir.judge({"ok": 3, "failed": 0, "timeout": 0}, {"base": ok}, {"forward": "perf not found"}) == (
+        "failed", "arm 'forward' could not run: perf not found")
+    # nothing ran: skipped for a run; a folder with no arms (compare-runs) keeps complete
+    assert rundir.judge({"ok": 0, "failed": 0, "timeout": 0}, {}) == ("skipped", "no trial to run")
+    assert rundir.judge({"ok": 0, "failed": 0, "timeout": 0}) == ("complete", "no trial to run")
 
 
 def test_killed_run_reads_as_interrupted_and_summarize_says_so(fakebin, tmp_path, capsys):
@@ -207,7 +222,7 @@ def test_raw_csv_round_column_holds_blocks(fakebin, tmp_path):
 
 # -- env.json layouts ------------------------------------------------------------------------------
 def test_read_env_reads_every_committed_layout():
-    envs = sorted((ROOT / "results").glob("*/*/*/env.json"))
+    envs = committed(sorted((ROOT / "results").glob("*/*/*/env.json")))
     assert envs, "no committed env.json under results/"
     kinds = set()
     for p in envs:

@@ -365,3 +365,32 @@ def test_runner_records_c2c_per_pair(fakebin, tmp_path, c2c_exe):
     assert df[df["mode"] == 0]["c2c_latency_ns"].isna().all()
     env = json.loads(res.env_json.read_text())
     assert len(env["c2c_latency_ns"]) == 1
+
+
+# -- how a run is judged: per arm, and nothing run --------------------------------------------------
+def test_an_arm_without_a_successful_trial_fails_the_run(fakebin, tmp_path, monkeypatch, capsys):
+    """Half the trials crash (every trial of one arm): under the failure threshold, but an arm has
+    nothing to compare, so the run fails naming it, and `ringlab run` exits 1."""
+    monkeypatch.setenv("FAKE_CRASH", "batch")
+    out = tmp_path / "r"
+    rc = cli.main(["run", "ptr_ring", "-p", "profile", "smoke", "-p", "cpus", "none", "-p", "governor", "false",
+                   "-p", "variants", "batch,reorder", "-p", "modes", "0", "--no-build", "--no-progress",
+                   "--out", str(out)])
+    assert rc == 1
+    env = json.loads((out / "env.json").read_text())
+    assert env["status"] == "failed"
+    assert env["status_reason"] == "arm 'batch' has no successful trial (2 failed, 0 timed out, 0 skipped)"
+    assert "status:     failed (3 ok, 3 failed, 0 timeout): arm 'batch' has no successful trial" in capsys.readouterr().out
+
+
+def test_a_run_that_ran_no_trial_is_skipped(fakebin, tmp_path, monkeypatch):
+    """Every trial skipped (nothing to measure): the run is skipped with the reason, exit code 0."""
+    real = runner.execute
+
+    def skipped(exp, spec, order, ctx):
+        return [dict(r, status="skipped") for r in real(exp, spec, order, ctx)]
+    monkeypatch.setattr(runner, "execute", skipped)
+    res = run({"variants": "batch,reorder", "modes": "0", "trials": "1", "warmup": "0"}, tmp_path / "r")
+    env = json.loads(res.env_json.read_text())
+    assert (res.status, res.status_reason, res.exit_code) == ("skipped", "no trial to run", 0)
+    assert (env["status"], env["status_reason"]) == ("skipped", "no trial to run")

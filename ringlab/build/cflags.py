@@ -78,12 +78,49 @@ def writes_files(option: str) -> str | None:
     return None
 
 
+#: Options that stop the compiler before it writes an object file, or that change the link model:
+#: the build compiles each source to an object itself (``-c``, ``-o``), links the objects into an
+#: executable, and makes layout copies from ordinary objects with objcopy, so each of these breaks
+#: a step after the compile (a missing .o, a link of LTO bytecode).  Refused with why; a name
+#: ending in ``*`` is a family (every option that begins so).
+STOPS_OR_RELINKS = {
+    "-fsyntax-only": "stops the compiler after checking syntax, before it writes an object file",
+    "-E": "stops the compiler after preprocessing, before it writes an object file",
+    "-S": "stops the compiler at assembly, before it writes an object file",
+    "-c": "stops before linking; the build passes -c itself and then links",
+    "-M": "makes the compiler write dependencies instead of an object file",
+    "-MM": "makes the compiler write dependencies instead of an object file",
+    "-o*": "names the output file; the build names its objects and binaries itself",
+    "-flto*": "changes the link model (link-time optimization: the objects hold compiler bytecode, "
+              "which the build's layout copies and link step do not handle)",
+    "-ffat-lto-objects": "changes the link model (link-time optimization)",
+    "-fuse-linker-plugin": "changes the link model (link-time optimization)",
+    "-fwhole-program": "changes the link model (each object is compiled as if it were the whole program)",
+    "-shared": "changes the link model (a shared library, not an executable)",
+    "-static*": "changes the link model (static linking)",
+    "-r": "changes the link model (a relocatable object, not an executable)",
+    "-nostdlib": "changes the link model (no C library)",
+    "-nostartfiles": "changes the link model (no startup files)",
+}
+
+
+def stops_or_relinks(option: str) -> str | None:
+    """Why ``option`` stops the compile before an object file or changes the link model
+    (:data:`STOPS_OR_RELINKS`); None when it does neither."""
+    for name, why in STOPS_OR_RELINKS.items():
+        if option == name or (name.endswith("*") and option.startswith(name[:-1])):
+            return why
+    return None
+
+
 def cflags_allowed() -> str:
     """The 'allowed:' text of a refused compiler option."""
     return (f"compiler options shaped {', '.join(CFLAG_SHAPES)}, made of {CFLAG_CHARS} "
             f"(no option that writes or reads a file or runs a program: no -o, -M..., -save-temps, "
             f"-fdump-*, -fopt-info*, -fstack-usage, -fprofile-*, -wrapper, -B, -specs, @file, -fplugin, "
-            f"-Wl,/-Wp,/-Wa, pass-through, -x, -I or -include, and no path)")
+            f"-Wl,/-Wp,/-Wa, pass-through, -x, -I or -include, and no path; no option that stops the compile "
+            f"before an object file or changes the link model: -fsyntax-only, -E, -S, -c, -M, -MM, -o, -flto*, "
+            f"-fwhole-program, -shared, -static, -r)")
 
 
 def validate_cflags(cflags: str | list[str] | None, name: str = "cflags") -> list[str]:
@@ -117,7 +154,7 @@ def validate_cflags(cflags: str | list[str] | None, name: str = "cflags") -> lis
         if bad is not None:
             raise ParamError(f"{label}: character {bad!r} in {w!r} is not allowed; allowed: {cflags_allowed()}",
                              input=label)
-        why = writes_files(w)
+        why = stops_or_relinks(w) or writes_files(w)
         if why is None and not _CFLAG_RE.fullmatch(w):
             why = "runs a program around the compiler" if "-wrapper" in w else "is not of an allowed shape"
         if why is not None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -44,6 +45,21 @@ from ringlab.sources.kernel_header import first_error
 from ringlab.system import privilege
 
 LDLIBS = ["-lm"]
+
+#: compiler and linker lines that only say that a step failed, not why
+_NOISE_RE = re.compile(r"collect2: error: ld returned \d+ exit status|linker command failed with exit code"
+                       r"|^compilation terminated\.$|^In file included from|^\s*\|")
+
+
+def compiler_lines(stderr: str, n: int = 3) -> str:
+    """The compiler's last meaningful lines, joined by " | ": its first ``n`` error lines when it
+    marks any, else its last ``n`` lines that are not only "ld returned 1" (an undefined
+    reference and the function it is in)."""
+    lines = [ln.strip() for ln in (stderr or "").splitlines() if ln.strip()]
+    meaningful = [ln for ln in lines if not _NOISE_RE.search(ln)]
+    errors = [ln for ln in meaningful if re.search(r"\b(fatal )?error:", ln, re.I)]
+    picked = errors[:n] if errors else meaningful[-n:] or lines[-n:]
+    return " | ".join(picked) if picked else "(no compiler output)"
 
 #: the name the unprivileged user's work folder has inside a binary
 WORK_PREFIX = "/ringlab-unprivileged-build"
@@ -195,7 +211,7 @@ def _compile_link(job: BuildJob, cc: str, flags: list[str], sources: list[Path],
     argv = [cc, *flags, *objs, "-o", str(tmp), *LDLIBS]
     proc = subprocess.run(privilege.wrap(argv), capture_output=True, text=True, cwd=cwd, env=env)
     if proc.returncode != 0:
-        raise BuildError(f"{job.what}: linking {out.name} failed: {first_error(proc.stderr)}")
+        raise BuildError(f"{job.what}: the link step failed for {out.name}: {compiler_lines(proc.stderr)}")
     if work is not None:
         privilege.copy_out(tmp, out)  # atomic, links not followed
     else:

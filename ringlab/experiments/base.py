@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ringlab.errors import ParamError
 from ringlab.experiments.params import COMMON_PARAMS, Param
@@ -44,6 +44,47 @@ class TrialSpec:
         return key if self.kind == "timing" else key + (("kind", self.kind),)
 
 
+@dataclass(frozen=True)
+class AtMost:
+    """A constraint between two parameters that the trial binaries enforce: every value of
+    ``name`` is at most the smallest value of ``limit`` (a number or a list parameter).
+
+    Each experiment declares its constraints in ``Experiment.constraints``; ``resolve`` checks
+    them all, so a parameter set the binaries would refuse in every trial is refused before
+    anything is built or run, with one error naming both parameters and the allowed range.
+    ``what`` names the limit as a reader knows it ("the ring size"), ``unit`` as the binary does
+    ("size"); ``zero`` says what 0 means when 0 is exempt (None: 0 is bound too); ``applies``
+    (values -> bool) restricts the check to the parameter sets whose trials pass the value to
+    the binary (None: always); ``why`` says who refuses it."""
+    name: str
+    limit: str
+    what: str
+    unit: str
+    zero: str | None = None
+    applies: Callable[[dict[str, Any]], bool] | None = None
+    why: str = ""
+
+    def check(self, values: dict[str, Any]) -> None:
+        """Raise ParamError when ``values`` break the constraint."""
+        got, lim = values.get(self.name), values.get(self.limit)
+        if got is None or lim is None or (self.applies is not None and not self.applies(values)):
+            return
+        got = got if isinstance(got, list) else [got]
+        lims = lim if isinstance(lim, list) else [lim]
+        if not lims:
+            return
+        low = min(lims)
+        for v in got:
+            if (self.zero is not None and v == 0) or v <= low:
+                continue
+            lowest = f", the smallest of {self.limit}" if len(lims) > 1 else ""
+            allowed = (f"0 ({self.zero}) or " if self.zero is not None else "") + \
+                f"1..{self.unit} (here 1..{low}{lowest})"
+            raise ParamError(f"parameter '{self.name}': {v} exceeds {self.what} '{self.limit}' {low}"
+                             + (f" ({self.why})" if self.why else "") + f"; allowed: {allowed}",
+                             input=self.name)
+
+
 class Experiment:
     """Base class.  Subclasses fill in the class attributes and the three methods."""
 
@@ -66,6 +107,9 @@ class Experiment:
     #: keeps root for perf tracepoints and starts the code under test as the user itself) or
     #: "root" (the trial loads a kernel module: insmod and rmmod need root)
     trial_privilege: str = "user"
+    #: constraints between parameters that the trial binaries enforce (:class:`AtMost`), checked
+    #: by ``resolve`` before anything is built or run
+    constraints: list[AtMost] = []
 
     # -- parameters -----------------------------------------------------------------
     @classmethod
@@ -116,6 +160,8 @@ class Experiment:
                                  f"{base!r}; allowed: " + ", ".join(str(a) for a in arms if a != base),
                                  input="target_arms")
         cls.check(values)
+        for constraint in cls.constraints:
+            constraint.check(values)
         return values
 
     @classmethod
@@ -157,6 +203,12 @@ class Experiment:
     def unavailable(self, values: dict[str, Any], ctx: "Any") -> str | None:
         """Return a reason string when this experiment cannot run on this machine (skipped, not failed)."""
         return None
+
+    def unavailable_arms(self, values: dict[str, Any], ctx: "Any") -> dict[str, str]:
+        """Arms (variants) that cannot run on this machine -> why, when others can: they are left
+        out of the plan, and the run ends ``failed`` naming them (never ``complete`` with an arm
+        missing).  When no arm can run, ``unavailable`` says why and the run is skipped."""
+        return {}
 
     def cleanup(self, spec: TrialSpec, ctx: "Any") -> None:
         """Called after a trial that timed out or was interrupted, once its process group is

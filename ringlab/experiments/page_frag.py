@@ -83,9 +83,6 @@ class PageFrag(Experiment):
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
-        for name in ("variants", "aligns", "alloc_lens"):
-            if len(set(values[name])) != len(values[name]):
-                raise ParamError(f"parameter '{name}': duplicate in {values[name]}; allowed: each value once")
         if values.get("repeats", 1) != 1:
             raise ParamError(f"parameter 'repeats': page_frag_test times one loop per process, got "
                              f"{values['repeats']}; allowed: 1 (use trials for more samples)")

@@ -8,6 +8,7 @@ allowed values.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,15 @@ MAX_SEED = 2**32 - 1
 MAX_PLAN_TRIALS = 1_000_000
 
 
+#: The only spelling of an integer a string may have: plain decimal digits, a '-' in front where
+#: the parameter allows negative values (no '+', '_', 0x/0o/0b, exponent or other scripts' digits).
+_INT_RE = re.compile(r"-?[0-9]+")
+#: The only spelling of a number a string may have: decimal, an optional fraction and exponent.
+_FLOAT_RE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+#: The one list separator of a list parameter given as text.
+LIST_SEPARATOR = ","
+
+
 def _num_text(x: float) -> str:
     """A bound as users type it: 10000000, not 1e+07."""
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
@@ -48,6 +58,9 @@ class Param:
     max: float | None = None
     column: bool = True            # recorded as a raw.csv parameter column per trial
     names: bool = False            # each value is a name (ringlab.names), e.g. a variant: refused otherwise
+    #: what ``--list-params`` shows as the default when it is not the value itself (the seed: a
+    #: fresh one per run)
+    default_text: str | None = None
 
     def allowed(self) -> str:
         if self.choices is not None:
@@ -71,13 +84,18 @@ class Param:
                           input=self.name)
 
     def _parse_list(self, raw: Any) -> list[Any]:
-        """A comma/semicolon separated string or a sequence, each element parsed as the element kind."""
+        """A comma-separated string or a sequence, each element parsed as the element kind; a value
+        given twice is refused (one rule for every list parameter)."""
         elem = Param(self.name, self.kind[:-5], None, self.help, self.choices, self.min, self.max,
                      names=self.names)
         # a name keeps its tabs and newlines, so that the name rule refuses them
         strip = (lambda s: s.strip(" ")) if self.names else (lambda s: s.strip())
         if isinstance(raw, str):
-            parts = [strip(p) for p in raw.replace(";", ",").split(",")]
+            other = ";" if ";" in raw else None
+            if other is not None:
+                raise ParamError(f"parameter '{self.name}': {other!r} in {raw!r} is not a list separator; "
+                                 f"allowed: {self.allowed()} (',' only between the values)", input=self.name)
+            parts = [strip(p) for p in raw.split(LIST_SEPARATOR)]
             if parts == [""]:
                 raise self._fail(raw, "empty list")
         elif isinstance(raw, (list, tuple)):
@@ -92,7 +110,12 @@ class Param:
             raise self._fail(raw, f"empty element (number {parts.index('') + 1}) in")
         out = []
         for p in parts:
-            out.append(elem.parse(p))
+            v = elem.parse(p)
+            if v in out:
+                shown = raw if isinstance(raw, str) else self.format(list(raw))
+                raise ParamError(f"parameter '{self.name}': listed twice: {self.format(v)} in {shown!r}; "
+                                 f"allowed: each value once, {self.allowed()}", input=self.name)
+            out.append(v)
         return out
 
     def _parse_bool(self, raw: Any) -> bool:
@@ -105,7 +128,8 @@ class Param:
         raise self._fail(raw, "not a boolean:")
 
     def _parse_int(self, raw: Any) -> int:
-        """An int, an integral float, or a string in decimal, 0x/0o/0b, with _ or as 1e8."""
+        """An int, an integral float (papermill, YAML), or a string of plain decimal digits with a
+        leading '-' where negative values are allowed; nothing else (no '_', 0x, 1e8 or '+')."""
         if isinstance(raw, bool):
             raise self._fail(raw, "not an integer:")
         if isinstance(raw, int):
@@ -114,27 +138,24 @@ class Param:
             return int(raw)
         if not isinstance(raw, str):
             raise self._fail(raw, "not an integer:")
-        s = raw.strip().replace("_", "")
-        if not s.isascii():   # int() reads other scripts' digits too
-            raise self._fail(raw, "not an integer in ASCII digits:")
-        try:
-            return int(s, 0) if s.lower().startswith(("0x", "0o", "0b")) else int(s)
-        except ValueError:
-            try:
-                f = float(s)  # accept 1e8
-            except ValueError:
-                raise self._fail(raw, "not an integer:") from None
-            if not math.isfinite(f):
-                raise self._fail(raw, "not a finite number:")
-            if not f.is_integer():
-                raise self._fail(raw, "not an integer:") from None
-            return int(f)
+        s = raw.strip()
+        if not _INT_RE.fullmatch(s):
+            raise self._fail(raw, "not an integer in plain decimal digits:")
+        if s.startswith("-") and self.min is not None and self.min >= 0:
+            raise self._fail(raw, "too small:")
+        return int(s)
 
     def _parse_float(self, raw: Any) -> float:
         if isinstance(raw, bool):
             raise self._fail(raw, "not a number:")
-        if isinstance(raw, str) and not raw.isascii():   # float() reads other scripts' digits too
-            raise self._fail(raw, "not a number in ASCII digits:")
+        if isinstance(raw, str) and not _FLOAT_RE.fullmatch(raw.strip()):
+            # float() reads '1_0', 'infinity' and other scripts' digits too
+            finite = True
+            try:
+                finite = math.isfinite(float(raw)) if raw.isascii() else True
+            except ValueError:
+                pass
+            raise self._fail(raw, "not a finite number:" if not finite else "not a number in plain decimal notation:")
         try:
             val = float(raw)
         except (TypeError, ValueError):
@@ -226,7 +247,8 @@ COMMON_PARAMS = [
     # a run given no seed draws one (ringlab.run.prepare.draw_seed): the default is only what
     # resolve() fills in outside a run
     Param("seed", "int", 1, "seed of the randomized interleaved trial order and of the code and data layouts "
-          "(a run given none draws one, recorded in env.json)", min=0, max=MAX_SEED, column=False),
+          "(a run given none draws one, recorded in env.json)", min=0, max=MAX_SEED, column=False,
+          default_text="fresh random seed per run (recorded in env.json)"),
     Param("counters", "bool", True, "read perf_event_open counters inside the measured region", column=False),
     Param("governor", "bool", True, "set the performance governor on the CPUs in use, restore afterwards",
           column=False),

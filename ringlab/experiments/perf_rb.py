@@ -32,9 +32,11 @@ seed's unit), ``perf_wakeups``, ``perf_captured_mb``, ``perf_samples``,
 
 When perf tracepoints are unavailable (perf missing, not privileged, no
 tracefs, perf refusing), forward and backward are left out of the plan and
-``skipped()`` / ``ctx.warn()`` (env.json "warnings") say why; base still runs.
-``unavailable()`` returns the reason only when no requested variant can run; the
-runner then records the run as skipped (env.json "skipped_reason").
+``unavailable_arms()`` / ``ctx.warn()`` (env.json "warnings") say why; base still runs,
+and the run ends ``failed`` naming the arms that could not run and why (never
+``complete`` with an arm missing).  ``unavailable()`` returns the reason only when no
+requested variant can run; the runner then records the run as skipped (env.json
+"skipped_reason").
 """
 from __future__ import annotations
 
@@ -115,6 +117,10 @@ class PerfRb(Experiment):
         reason = perfrecord.unavailable_reason(values["perf"])
         return {v: reason for v in wanted} if reason else {}
 
+    def unavailable_arms(self, values: dict[str, Any], ctx: Any = None) -> dict[str, str]:
+        skipped = self.skipped(values, ctx)
+        return {} if all(v in skipped for v in values["variants"]) else skipped
+
     def unavailable(self, values: dict[str, Any], ctx: Any = None) -> str | None:
         skipped = self.skipped(values, ctx)
         if skipped and all(v in skipped for v in values["variants"]):
@@ -130,7 +136,8 @@ class PerfRb(Experiment):
             skipped = {}
         elif skipped:
             # Reported, not failed: ctx.warn() lands in env.json and on the console.
-            ctx.warn(f"perf_rb: variants {', '.join(skipped)} skipped: {next(iter(skipped.values()))}")
+            ctx.warn(f"perf_rb: variants {', '.join(skipped)} skipped: {next(iter(skipped.values()))} "
+                     "(the run ends failed: an arm is missing)")
         variants = [v for v in values["variants"] if v not in skipped]
         placements = resolve_placements(values["placements"], _topology(ctx))
         perf = perfrecord.find_perf(values["perf"]) or values["perf"]

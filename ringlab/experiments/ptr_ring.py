@@ -26,7 +26,7 @@ from typing import Any
 
 from ringlab.build.layouts import MAX_LAYOUTS, Layout, LayoutCopies, arm_layouts, copy_groups
 from ringlab.errors import ParamError
-from ringlab.experiments.base import (Experiment, TrialSpec, harness_rows, last_json_object,
+from ringlab.experiments.base import (AtMost, Experiment, TrialSpec, harness_rows, last_json_object,
                                       parse_harness_json)
 from ringlab.experiments.params import MAX_OPS, Param, parse_mode_targets
 from ringlab.build.driver import validate_cflags
@@ -148,6 +148,15 @@ class PtrRing(Experiment):
     }
     binaries = [f"ptr_ring_test-{v}" for v in BUILTIN_VARIANTS]
     code_params = ("kernel_headers",)
+    # ptr_ring_test refuses -b BATCH above -s SIZE (csrc/harness/ptr_ring_bench.c); -b reaches only
+    # the variants that set their batch (SETS_BATCH, ``command``).  Its other cross-option checks
+    # (-c only with a consumer thread, --with only with --json, at most 7 --with) ``command`` and
+    # ``check`` (interleave) keep.
+    constraints = [
+        AtMost("batch", "sizes", "the ring size", "size", zero="the ring's default",
+               applies=lambda v: any(a in SETS_BATCH for a in v.get("variants") or ()),
+               why="ptr_ring_test refuses -b above -s: every trial of variant batch would fail"),
+    ]
 
     # raw.csv parameter columns: variant, mode, size, count, batch, lock.
     @classmethod
@@ -163,8 +172,6 @@ class PtrRing(Experiment):
             if v not in allowed:
                 raise ParamError(f"parameter 'variants': unknown variant {v!r}; allowed: {', '.join(allowed)}"
                                  + ("" if headers else " (or a NAME given through kernel_headers=NAME=PATH)"))
-        if len(set(values["variants"])) != len(values["variants"]):
-            raise ParamError(f"parameter 'variants': listed twice in {values['variants']}; allowed: each once")
         # A header that no variant uses would be built and never measured: say so instead.
         unused = [n for n in headers if n not in values["variants"]]
         if unused:

@@ -116,8 +116,6 @@ class Ringtest(Experiment):
             if not re.fullmatch(r"[A-Za-z0-9_]+", r):
                 raise ParamError(f"parameter 'rings': invalid program name {r!r}; allowed: "
                                  + ", ".join(kernel_tests.KNOWN_PROGRAMS))
-        if len(set(values["rings"])) != len(values["rings"]):
-            raise ParamError(f"parameter 'rings': listed twice in {values['rings']}; allowed: each once")
         for s in values["ring_sizes"]:
             if s & (s - 1):
                 raise ParamError(f"parameter 'ring_sizes': {s} is not a power of two; allowed: 1, 2, 4, ... "

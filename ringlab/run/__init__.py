@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from tqdm import tqdm
 
-from ringlab.rundir import RunFolder
+from ringlab.rundir import RunFolder, count_trials, judge
 from ringlab.run import launcher, machine
 from ringlab.run.context import RunContext
 from ringlab.errors import RunInterrupted
@@ -203,6 +203,35 @@ def _note_rounds_run(f: RunFolder) -> None:
         pass
 
 
+def arm_trials(df, arms: list[str]) -> dict[str, dict[str, int]]:
+    """Each arm's (variant's) counts of its measured timing trials in raw.csv ``df`` (the first
+    row of each trial; warm-ups and callgrind counts left out), every arm of ``arms`` included."""
+    import pandas as pd
+    from ringlab import schema
+    out = {a: count_trials(()) for a in arms}
+    if df is None or not len(df) or not {"variant", "status"} <= set(df.columns):
+        return out
+    keep = ~schema.warmup_mask(df)
+    if "iteration" in df.columns:
+        keep &= pd.to_numeric(df["iteration"], errors="coerce").fillna(0) == 0
+    if "icount_source" in df.columns:
+        keep &= df["icount_source"].astype(str) != "callgrind"
+    for arm, sts in df[keep].groupby(df[keep]["variant"].astype(str))["status"]:
+        out[arm] = count_trials(sts)
+    return out
+
+
+def _judged(f: RunFolder, p) -> tuple[str, str]:
+    """The run's (status, reason), judged from its trial counts and each arm's (``judge``)."""
+    arms = list(dict.fromkeys([*(str(s.config.get("variant")) for s in p.specs), *p.arms_unavailable]))
+    try:
+        df = f.read_raw()
+    except Exception:   # noqa: BLE001 - a raw.csv that cannot be read back: the totals judge alone
+        df = None
+    counts = arm_trials(df, arms) if df is not None else None
+    return judge(f.trials, counts if counts is not None else {}, p.arms_unavailable)
+
+
 def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resume: bool = False,
                    progress: bool | None = None, build: bool = True,
                    log: Callable[[str], None] | None = None, argv: list[str] | None = None) -> RunResult:
@@ -257,6 +286,7 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
             f.update_env(governor=gov.report, warnings=ctx.warnings)   # after the restore
             for line in gov.messages[shown:]:
                 log(line)
+            f.finish(*_judged(f, p))
     res.status, res.status_reason = f.final_status, f.fields.status_reason or ""
     res.trials, res.warnings = dict(f.trials), list(ctx.warnings)
     return res

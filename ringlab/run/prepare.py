@@ -97,6 +97,8 @@ class Prepared:
     specs: list[TrialSpec]        # the experiment's plan, in its canonical order
     stopping: Stopping | None = None  # env.json "stopping" (target_ci > 0), else None
     build: bool = True            # build binaries (False: --no-build, check them)
+    #: arms that cannot run here (Experiment.unavailable_arms) -> why; the run ends failed naming them
+    arms_unavailable: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def out_dir(self) -> Path:
@@ -381,4 +383,8 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
                              if isinstance(v, list)}
     if stop is not None:   # the report compares against the arm the stopping rule planned for
         env.update(stopping=stop.to_json(), baseline=stop.baseline)
-    return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop, build)
+    missing = {} if reason is not None else dict(exp.unavailable_arms(values, ctx) or {})
+    if missing:
+        env["plan"]["arms_unavailable"] = missing
+    return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop, build,
+                    missing)

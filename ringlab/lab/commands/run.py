@@ -37,7 +37,7 @@ def _list_params(name: str) -> int:
     cls = get(name)
     print(f"{cls.name}: {cls.description}")
     for n, p in cls.all_params().items():
-        shown = "unset" if p.default is None else p.format(p.default)
+        shown = p.default_text or ("unset" if p.default is None else p.format(p.default))
         print(f"  {n:15s} {shown:24s} {p.help}  [{p.allowed()}]")
     for prof, vals in cls.profiles.items():
         print(f"  profile {prof}: " + ", ".join(f"{k}={v}" for k, v in vals.items()))
