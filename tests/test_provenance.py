@@ -271,3 +271,76 @@ def test_rebuild_of_one_ring_is_still_flagged(tmp_path):
     c = provenance.check(_ringtest_run(tmp_path, rebuilt=True))
     flagged = [p for p in c["problems"] if "rebuilt mid-run" in p]
     assert flagged == ["variant new (ptr_ring): 2 different binaries during one run (rebuilt mid-run?)"]
+
+
+# -- multi-layout runs: one layout from several copy-group binaries; runs differing by layout seeds --
+
+ROOT = Path(__file__).resolve().parent.parent
+EPYC_LAYOUTS_RUN = ROOT / "results/ptr-ring-reorder/epyc-kvm-2vcpu/20261206T231146Z-95902d"
+BETWEEN = ROOT / "results/calibration/epyc-kvm-2vcpu/between/20261204T133052Z-fc1726"
+
+
+def _copy_run(src: Path, dst: Path) -> Path:
+    """raw.csv and env.json of a committed run in a scratch folder (the committed one stays as it is)."""
+    dst.mkdir()
+    for name in ("raw.csv", "env.json"):
+        shutil.copy(src / name, dst / name)
+    return dst
+
+
+def test_committed_multi_layout_run_is_not_a_mid_run_rebuild(capsys):
+    c = provenance.check(EPYC_LAYOUTS_RUN)
+    assert not [p for p in c["problems"] if "rebuilt mid-run" in p], c["problems"][:3]
+    # the staged run's second stage rebuilt the partial copy group c96-110 as c96-127
+    assert c["variants"]["batch"]["regrouped"] == [str(k) for k in range(96, 111)]
+    assert cli.main(["provenance", str(EPYC_LAYOUTS_RUN)]) == 0
+    out = capsys.readouterr().out
+    assert "rebuilt mid-run" not in out
+    assert "batch: layouts 96, 97" in out and "a later stage rebuilt the last, partial group" in out
+
+
+def test_planted_second_binary_for_one_variant_and_layout_still_warns(tmp_path):
+    import pandas as pd
+    run = _copy_run(EPYC_LAYOUTS_RUN, tmp_path / "run")
+    env = json.loads((run / "env.json").read_text())
+    shas = env["raw_values"]["binary_sha256"]
+    shas.append("ee" * 32)                         # a binary the build never recorded
+    (run / "env.json").write_text(json.dumps(env))
+    raw = pd.read_csv(run / "raw.csv", keep_default_na=False, dtype=str)
+    rows = raw.index[(raw["variant"] == "batch") & (raw["layout"] == "5")]
+    raw.loc[rows[-1], "binary_sha256_ref"] = str(len(shas) - 1)   # its last trial ran another binary
+    raw.to_csv(run / "raw.csv", index=False)
+    c = provenance.check(run)
+    rebuilt = [p for p in c["problems"] if "rebuilt mid-run" in p]
+    assert rebuilt == ["variant batch (5): 2 different binaries during one run (rebuilt mid-run?)"]
+
+
+def test_regrouped_layout_from_other_sources_still_warns(tmp_path):
+    run = _copy_run(EPYC_LAYOUTS_RUN, tmp_path / "run")
+    env = json.loads((run / "env.json").read_text())
+    name = next(n for n in env["build"]["binaries"] if n.startswith("ptr_ring_test-batch@c96-127-"))
+    env["build"]["binaries"][name]["source_sha256"] = "dd" * 32   # the later stage built other code
+    (run / "env.json").write_text(json.dumps(env))
+    c = provenance.check(run)
+    rebuilt = sorted(p for p in c["problems"] if "rebuilt mid-run" in p)
+    assert len(rebuilt) == 15 and all(p.startswith("variant batch (") for p in rebuilt)
+    assert "variant batch (108): 2 different binaries during one run (rebuilt mid-run?)" in rebuilt
+
+
+def test_against_runs_differing_only_in_layout_seeds_says_so(capsys):
+    a, b = BETWEEN / "session-1", BETWEEN / "session-2"
+    c = provenance.compare_runs(a, b)
+    assert c["problems"] and all("only the layout seeds differ" in p for p in c["problems"]), c["problems"]
+    assert not [p for p in c["problems"] if "flags/compiler" in p]
+    assert all(v["only_layout_seeds_differ"] for v in c["variants"].values())
+    cli.main(["provenance", str(a), "--against", str(b)])
+    assert "only the layout seeds differ" in capsys.readouterr().out
+
+
+def test_against_with_other_flags_still_blames_flags(tmp_path):
+    a = _copy_run(BETWEEN / "session-1", tmp_path / "a")
+    env = json.loads((a / "env.json").read_text())
+    env["build"]["cflags"] = env["build"]["cflags"] + ["-O3"]
+    (a / "env.json").write_text(json.dumps(env))
+    c = provenance.compare_runs(a, BETWEEN / "session-2")
+    assert c["problems"] and all("only flags/compiler changed" in p for p in c["problems"]), c["problems"]

@@ -27,6 +27,10 @@ from ringlab.report import provenance_record as record
 #: ring, and only two binaries for the same ring mean a rebuild during the run; a run with code
 #: layouts measures one binary per layout pair (``layout``, ringlab.build.layouts).
 PROGRAM_COLUMNS = ("ring", "layout")
+#: the PROGRAM_COLUMNS column holding the layout index; its seed is in the build record of each
+#: binary (env.json build.binaries[NAME].layout: ``{"index", "seed", ...}`` or, for a binary of
+#: layout copies, ``{"copies": [{"index", "seed", ..., "copy"}, ...]}``)
+LAYOUT_COLUMN = "layout"
 
 
 def _measured(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[tuple, set]]]:
@@ -40,7 +44,7 @@ def _measured(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], di
         if sha and sha not in v["sha256"]:
             v["sha256"].append(sha)
         if sha:
-            arm = tuple(record.text(r.get(c)) for c in PROGRAM_COLUMNS if record.text(r.get(c)))
+            arm = tuple((c, record.text(r.get(c))) for c in PROGRAM_COLUMNS if record.text(r.get(c)))
             per_arm.setdefault(r["variant"], {}).setdefault(arm, set()).add(sha)
         ts = record.text(r.get("timestamp"))
         if ts:
@@ -65,22 +69,64 @@ def _describe(name: str, v: dict[str, Any], env: RunEnv, by_sha: dict, shapes: d
     v["source_how"] = ids[0][1] if ids else "no binary hash recorded"
     headers = env.build.header_sources
     v["header"] = headers.get(name) or next((e.get("header") for e in entries if e and e.get("header")), None)
+    v["layout_seeds"] = sorted({str(lay["seed"]) for e in entries for lay in _layout_records(e).values()
+                                if lay.get("seed") is not None})
+    v["source_flags"] = sorted({" ".join(map(str, e["source_flags"])) for e in entries
+                                if e and isinstance(e.get("source_flags"), list)})
     v["command"] = next(iter(shapes.values()), None)
     v["command_source"] = cmd_from if shapes else None
     v["_shapes"] = shapes
 
 
+def _layout_records(entry: dict | None) -> dict[str, dict]:
+    """{layout index: its build record without the copy position} of one binary's build record."""
+    lay = (entry or {}).get("layout")
+    if not isinstance(lay, dict):
+        return {}
+    copies = lay.get("copies") if isinstance(lay.get("copies"), list) else [lay]
+    return {record.text(c.get("index")): {k: x for k, x in c.items() if k != "copy"}
+            for c in copies if isinstance(c, dict) and c.get("index") is not None}
+
+
+def _layout_regrouped(arm: tuple, shas: set, by_sha: dict) -> bool:
+    """Whether the binaries of one variant's layout are that same layout in different copy groups.
+
+    A staged run with layout copies (ringlab.build.layouts.copy_groups) rebuilds its last, partial
+    block when a stage adds layouts: layout 108 runs from ``@c96-110-...`` in one stage and from
+    ``@c96-127-...`` in the next, two binaries by design.  True only when every binary is one the
+    build recorded, holds this layout with the same seed, pad and flags, comes from the same
+    source set, and no two hold the same set of layouts (that would be one program built twice)."""
+    index = dict(arm).get(LAYOUT_COLUMN)
+    entries = [by_sha.get(s) for s in shas]
+    if index is None or any(e is None for e in entries):
+        return False
+    layouts = [_layout_records(e) for e in entries]
+    here = [lay.get(index) for lay in layouts]
+    if any(h is None for h in here) or any(h != here[0] for h in here):
+        return False
+    sources = {record.source_id(e)[0] for e in entries}
+    if None in sources or len(sources) > 1:
+        return False
+    groups = [tuple(sorted(lay)) for lay in layouts]
+    return len(set(groups)) == len(groups)
+
+
 def _binary_problems(name: str, v: dict[str, Any], arms: dict[tuple, set], by_sha: dict,
                      recorded: bool) -> list[str]:
     """A variant rebuilt during the run, without a binary hash, or with a binary the build did
-    not record.  Several program arms (ringtest's rings, layouts) are listed under ``programs``."""
+    not record.  Several program arms (ringtest's rings, layouts) are listed under ``programs``;
+    a layout measured from several copy groups (``_layout_regrouped``) under ``regrouped``."""
     problems = []
     if len(arms) > 1:
-        # one program per arm by design (ringtest's rings): different binaries are expected
-        v["programs"] = {" ".join(arm) or "-": sorted(shas) for arm, shas in arms.items()}
+        # one program per arm by design (ringtest's rings, layouts): different binaries are expected
+        v["programs"] = {" ".join(x for _, x in arm) or "-": sorted(shas) for arm, shas in arms.items()}
     for arm, shas in arms.items():
         if len(shas) > 1:
-            where = f" ({', '.join(arm)})" if len(arms) > 1 else ""
+            if _layout_regrouped(arm, shas, by_sha):
+                v.setdefault("regrouped", []).append(dict(arm).get(LAYOUT_COLUMN))
+                v["regrouped"].sort(key=lambda x: (len(x), x))
+                continue
+            where = f" ({', '.join(x for _, x in arm)})" if len(arms) > 1 else ""
             problems.append(f"variant {name}{where}: {len(shas)} different binaries during one run "
                             "(rebuilt mid-run?)")
     if not v["sha256"]:
@@ -128,7 +174,7 @@ def check(run_dir: str | Path) -> dict[str, Any]:
     return {"run_dir": str(run_dir), "run_id": env.run_id, "experiment": env.experiment,
             "host": env.host, "status": env.status, "started_utc": env.started_utc,
             "ended_utc": env.ended_utc, "git": git.doc, "compiler": build.compiler,
-            "flags": build.flags or build.cflags, "variants": variants, "pairs": pairs,
+            "compiler_version": build.doc.get("compiler_version"), "flags": build.flags or build.cflags, "variants": variants, "pairs": pairs,
             "command_source": cmd_from or None, "command_error": cmd_why, "problems": problems}
 
 
@@ -235,6 +281,17 @@ def _metric(run_dir: Path, variant: str) -> list[str]:
             if r["variant"] == variant and r.get("status") == "ok"]
 
 
+def _only_layout_seeds(ca: dict, va: dict, cb: dict, vb: dict) -> bool:
+    """Whether one variant's binaries in two runs differ by their layout seeds alone: the same
+    compiler (path and version), the same run-wide and per-binary flags, different layout seeds
+    (each run draws its layouts from its own seed, ringlab.build.layouts, so its binaries differ
+    by design)."""
+    return (ca.get("compiler") == cb.get("compiler") and ca.get("compiler_version") == cb.get("compiler_version")
+            and ca.get("flags") == cb.get("flags") and va.get("source_flags") == vb.get("source_flags")
+            and bool(va.get("layout_seeds")) and bool(vb.get("layout_seeds"))
+            and va.get("layout_seeds") != vb.get("layout_seeds"))
+
+
 def compare_runs(dir_a: str | Path, dir_b: str | Path) -> dict[str, Any]:
     """Across two runs: for each variant in both, were binaries/sources/numbers identical?
 
@@ -257,6 +314,10 @@ def compare_runs(dir_a: str | Path, dir_b: str | Path) -> dict[str, Any]:
             out["problems"].append(f"{v}: identical ns_per_op values in both runs: stale (copied) data")
         if same_bin:
             out["problems"].append(f"{v}: the same binary in both runs: no code change between them")
+        elif same_src and _only_layout_seeds(ca, va, cb, vb):
+            out["variants"][v]["only_layout_seeds_differ"] = True
+            out["problems"].append(f"{v}: the same sources, flags and compiler in both runs (only the layout "
+                                   "seeds differ): no code change between them")
         elif same_src:
             out["problems"].append(f"{v}: the same sources in both runs (only flags/compiler changed)")
     ga, gb = (ca.get("git") or {}).get("commit"), (cb.get("git") or {}).get("commit")

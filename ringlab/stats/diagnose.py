@@ -95,6 +95,10 @@ def _derived(df: pd.DataFrame) -> pd.DataFrame:
     return d
 
 
+#: a Mann-Whitney test of more pairs (odd x other trials) never takes scipy's exact path
+EXACT_MWU_PAIRS = 20_000
+
+
 def _cause_tests(d: pd.DataFrame, is_odd: np.ndarray) -> list[dict]:
     """One test per candidate column that varies: Fisher/chi2 for categories, Mann-Whitney for numbers."""
     tests = []
@@ -127,7 +131,12 @@ def _cause_tests(d: pd.DataFrame, is_odd: np.ndarray) -> list[dict]:
         a, b = v[ok & is_odd], v[ok & ~is_odd]
         if len(a) < 2 or len(b) < 2 or np.all(v[ok] == v[ok][0]):
             continue
-        p = float(sst.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+        # scipy's exact null distribution (its choice when a group has <= 8 values and no ties)
+        # costs about (n_a n_b)^2 / 8 operations: hours for a few odd trials among 10^6 rows.
+        # Above EXACT_MWU_PAIRS pairs the normal approximation, scipy's own choice once both
+        # groups have more than 8 values
+        method = "auto" if len(a) * len(b) <= EXACT_MWU_PAIRS else "asymptotic"
+        p = float(sst.mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
         tests.append({"column": col, "kind": "numeric", "p": p, "median_odd": float(np.median(a)),
                       "median_rest": float(np.median(b))})
     return tests

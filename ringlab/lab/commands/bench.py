@@ -33,8 +33,8 @@ BENCHMARKS = {
                           "turns loop by loop, batch vs reorder, interleaved in one run"),
     "builds": ("layout_builds.py", "cost of a layout design's builds: separate binaries, layout copies, a "
                                    "cache hit, builds beside measuring"),
-    "size": ("compare_size.py", "peak memory and time of `ringlab compare` on a 10^6-row raw.csv "
-                                "(targets 4 GiB, 60 s)"),
+    "size": ("compare_size.py", "peak memory and time of compare, summarize and mail on a long run's 10^6-row "
+                                "raw.csv, one configuration (limits 2 GB, 60 s each)"),
 }
 
 

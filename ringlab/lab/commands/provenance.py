@@ -43,6 +43,10 @@ def format_check(c: dict) -> str:
         src = ", ".join(s[:12] for s in d.get("source_sha256") or []) or "-"
         out.append(f"  {v:12s} binary {shas:14s} source set {src:14s} measured {d['first'] or '-'} .. "
                    f"{d['last'] or '-'}  ({d['ok_rows']}/{d['rows']} rows ok)")
+    for v, d in sorted(c["variants"].items()):
+        if d.get("regrouped"):
+            out.append(f"  {v}: layouts {', '.join(d['regrouped'])} each ran from more than one copy-group "
+                       "binary (same layout seed and sources: a later stage rebuilt the last, partial group)")
     if c.get("command_error"):
         out.append(f"measured commands: not compared ({c['command_error']})")
     elif c.get("command_source"):
