@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ringlab import schema
 from ringlab.errors import DataError
+from ringlab.rundir.inputs import clean, read_input
 
 STATE_FILE = "bisect.json"
 
@@ -21,10 +22,13 @@ def is_bisect_folder(path) -> bool:
 
 def _read(path) -> dict:
     f = Path(path) / STATE_FILE
-    try:
-        state = json.loads(f.read_text())
+    try:   # never through a link (rundir.inputs): a DataError naming the file
+        state = json.loads(read_input(f, "a bisect.json written by ringlab bisect"))
+    except DataError:
+        raise
     except (OSError, ValueError) as e:
-        raise DataError(f"{f}: cannot read ({e}); allowed: a bisect.json written by ringlab bisect") from None
+        raise DataError(f"{f}: cannot read ({clean(e, 80)}); allowed: a bisect.json written by ringlab "
+                        "bisect") from None
     if not isinstance(state, dict) or state.get("kind") != "bisect":
         raise DataError(f"{f}: not a bisect state (kind != 'bisect')")
     return state

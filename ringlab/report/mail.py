@@ -216,7 +216,8 @@ def _sub_runs(run_dir: Path) -> list[Path]:
         return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.name)]
     if not Path(run_dir).is_dir():
         return []
-    return sorted((p for p in Path(run_dir).iterdir() if p.is_dir() and (p / "raw.csv").is_file()), key=natural)
+    return sorted((p for p in Path(run_dir).iterdir()   # a linked folder is not one of the run's sub-runs
+                   if p.is_dir() and not p.is_symlink() and (p / "raw.csv").is_file()), key=natural)
 
 
 def _sub_analysis(a: Analysis, sub: Path) -> Analysis:

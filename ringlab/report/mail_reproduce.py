@@ -6,10 +6,11 @@ import shlex
 from pathlib import Path
 
 from ringlab import paths
-from ringlab.errors import ParamError
+from ringlab.errors import DataError, ParamError
 from ringlab.experiments import get as get_experiment
 from ringlab.report.mailfmt import wrap_para, short_sha
 from ringlab.rundir import Run, RunEnv
+from ringlab.rundir.inputs import read_input
 
 
 def _executed_notebook(run_dir: Path) -> tuple[str, dict] | None:
@@ -64,8 +65,14 @@ def _patch_copies(kernel_headers: str, run_dir: Path) -> list[str]:
             return hashlib.sha256(p.read_bytes()).hexdigest()
         except OSError:
             return None
-    kept = {sha(f): f.name for f in sorted(run_dir.iterdir())
-            if f.is_file() and f.suffix in (".patch", ".mbox", ".diff", ".eml")}
+
+    def kept_sha(p: Path) -> str | None:   # a file of the run folder: never through a link
+        try:
+            return hashlib.sha256(read_input(p, "a patch file")).hexdigest()
+        except (OSError, DataError):
+            return None
+    kept = {kept_sha(f): f.name for f in sorted(run_dir.iterdir())
+            if f.is_file() and not f.is_symlink() and f.suffix in (".patch", ".mbox", ".diff", ".eml")}
     notes = []
     for part in kernel_headers.split(","):
         if "+" not in part:

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab.errors import DataError
 from ringlab.report.mailfmt import short_sha
 from ringlab.rundir import RunEnv
+from ringlab.rundir.inputs import read_input
 
 INSTR = "instructions_per_op"
 
@@ -98,10 +100,11 @@ _OWN_CODE = {"ptr_ring": "csrc/rings/ptr_ring_{}.h", "page_frag": "csrc/page_fra
 def _patch_subject(run_dir: Path) -> str | None:
     for f in sorted(Path(run_dir).glob("*.patch")):
         try:
-            for ln in f.read_text(errors="replace").splitlines()[:80]:
+            text = read_input(f, "a patch file").decode("utf-8", errors="replace")   # never through a link
+            for ln in text.splitlines()[:80]:
                 if ln.lower().startswith("subject:"):
                     return ln.split(":", 1)[1].strip()
-        except OSError:
+        except (OSError, DataError):
             continue
         return f.name
     return None

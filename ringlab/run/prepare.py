@@ -352,8 +352,8 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     plan = stopping.staged_plan(exp, values, specs, stop, ctx) if target else full_plan(exp, values, specs, ctx)
     config_keys = list(dict.fromkeys(list(specs[0].config)))
     columns = schema.ordered_columns(exp_cls.param_columns(), list(exp_cls.extra_columns))
-    if resume:   # a corrupt or foreign raw.csv is refused now, before the folder is touched
-        rundir.Run(out_dir).resume_keys(config_keys, columns)
+    if resume:   # a corrupt or foreign raw.csv, or a row not of the plan, is refused before the folder is touched
+        rundir.Run(out_dir).resume_keys(config_keys, columns, plan=plan)
 
     # Build and check binaries before anything is written.
     started = time.monotonic()

@@ -13,6 +13,7 @@ from typing import Any
 
 from ringlab.errors import DISK_FULL_ERRNOS, DataError, disk_full
 from ringlab.names import check_data_name
+from ringlab.rundir.inputs import clean, quote, read_input
 from ringlab.rundir.rawcsv import decode_utf8
 
 #: version of env.json's layout (see ringlab/rundir/__init__.py)
@@ -365,20 +366,20 @@ def check_env_doc(p: Path, doc: Any, experiment: str | None = None) -> None:
         if v is None:
             continue
         if isinstance(v, bool) or not isinstance(v, types):
-            raise DataError(f"{p}: field '{key}' is a JSON {_json_type(v)} ({str(v)[:40]!r}); expected "
+            raise DataError(f"{p}: field '{key}' is a JSON {_json_type(v)} ({quote(v)}); expected "
                             f"{_JSON_NAMES[types[0]]} or null", input=p)
     for key, known in (("env_version", KNOWN_ENV_VERSIONS), ("schema_version", KNOWN_SCHEMA_VERSIONS)):
         if doc.get(key) is not None and doc[key] not in known:
             raise DataError(f"{p}: field '{key}' is {doc[key]}; expected one of "
                             f"{', '.join(map(str, known))} (written by another ringlab version?)", input=p)
     if doc.get("kind") is not None and doc["kind"] not in ENV_KINDS:
-        raise DataError(f"{p}: field 'kind' is {doc['kind'][:40]!r}; expected one of {', '.join(ENV_KINDS)}", input=p)
+        raise DataError(f"{p}: field 'kind' is {quote(doc['kind'])}; expected one of {', '.join(ENV_KINDS)}", input=p)
     st = doc.get("status")
     if st is not None and st not in _RUN_STATUSES and not st.startswith("failed"):
-        raise DataError(f"{p}: field 'status' is {st[:40]!r}; expected one of {', '.join(_RUN_STATUSES)}", input=p)
+        raise DataError(f"{p}: field 'status' is {quote(st)}; expected one of {', '.join(_RUN_STATUSES)}", input=p)
     check_env_names(p, doc)
     if experiment is not None and doc.get("experiment") not in (None, experiment):
-        raise DataError(f"{p}: field 'experiment' is {doc['experiment'][:40]!r}; expected '{experiment}' "
+        raise DataError(f"{p}: field 'experiment' is {quote(doc['experiment'])}; expected '{experiment}' "
                         "(the experiment of this run's raw.csv)", input=p)
 
 
@@ -412,7 +413,7 @@ def _no_duplicates(p: Path):
         doc: dict[str, Any] = {}
         for k, v in pairs:
             if k in doc:
-                raise DataError(f"{p}: key {k[:40]!r} appears twice in one object; expected each key once", input=p)
+                raise DataError(f"{p}: key {quote(k)} appears twice in one object; expected each key once", input=p)
             doc[k] = v
         return doc
     return hook
@@ -431,7 +432,7 @@ def _finite_float(p: Path):
     def hook(text: str) -> float:
         f = float(text)
         if not math.isfinite(f):
-            raise DataError(f"{p}: the number {text[:40]} is out of range; expected finite numbers as "
+            raise DataError(f"{p}: the number {clean(text)} is out of range; expected finite numbers as "
                             "`ringlab run` writes them", input=p)
         return f
     return hook
@@ -443,15 +444,10 @@ def read_env(run_dir: str | os.PathLike, experiment: str | None = None) -> RunEn
     ``MAX_ENV_DEPTH``, an unknown env/schema version, a field of the wrong type
     (``FIELD_TYPES``), or another experiment than ``experiment`` (when given)."""
     p = Path(run_dir)
-    if p.is_dir() or not p.name.endswith(".json"):
+    if not p.name.endswith(".json"):   # a run folder; an env.json that is a folder or a link is refused
         p = p / "env.json"
-    try:
-        if p.is_dir():
-            raise DataError(f"{p}: a directory; expected the env.json file of a run folder", input=p)
-        if p.exists() and not p.is_file():
-            raise DataError(f"{p}: not a regular file; expected the env.json of a run folder", input=p)
-        with open(p, "rb") as f:
-            text = f.read(MAX_ENV_BYTES + 1)
+    try:   # never through a link, only a regular file (rundir.inputs)
+        text = read_input(p, "the env.json of a run folder written by `ringlab run`", MAX_ENV_BYTES)
     except FileNotFoundError:
         raise DataError(f"{p}: no such file; expected the env.json of a run folder written by "
                         "`ringlab run`", input=p) from None
@@ -467,7 +463,7 @@ def read_env(run_dir: str | os.PathLike, experiment: str | None = None) -> RunEn
     except json.JSONDecodeError as e:
         raise DataError(f"{p}: line {e.lineno}, column {e.colno}: {e.msg}; expected a JSON object", input=p) from None
     except ValueError as e:   # an integer of more digits than Python converts
-        raise DataError(f"{p}: {str(e)[:80]}; expected the env.json of a run folder written by "
+        raise DataError(f"{p}: {clean(e, 80)}; expected the env.json of a run folder written by "
                         "`ringlab run`", input=p) from None
     except RecursionError:
         raise DataError(f"{p}: nested deeper than {MAX_ENV_DEPTH} levels; expected the env.json of a run "

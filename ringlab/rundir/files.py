@@ -9,6 +9,14 @@ and figures.  Every write into a run folder goes through this module (or ``RunFo
   SVG ids salted with the figure's name, so the same data gives the same bytes.
 * ``append_line(run_dir, name, line)``: one line at the end of a log (``LOG_FILES``).
 
+The tables of recomputed statistics (``STABLE_TABLES``: compare.csv, summary.csv) hold floats at
+full precision (``repr``).  numpy's log and exp give results that differ in the last bits from
+one CPU to another (their SIMD code paths: AVX-512 or not), so the same raw.csv summarized on
+another machine gives the same table up to those bits.  Such a table is not written again: when
+the file in the folder has the same cells, every number within a relative ``TABLE_REL_TOL``
+(10^-9) of the new one and every other cell identical, it is kept as it is, byte for byte, and
+``ringlab summarize`` on an unchanged run leaves it alone.  Any other change rewrites it.
+
 Names are plain file names, never paths: ``../x``, ``a/b``, absolute paths and unknown names
 are refused with ``DataError``.  So is a symlink in the way (the folder's ``figures/`` or the
 file itself): files are opened relative to the folder's descriptor with ``O_NOFOLLOW``, so a
@@ -16,8 +24,10 @@ link planted in a committed run folder cannot redirect a write elsewhere.
 """
 from __future__ import annotations
 
+import csv
 import errno
 import io
+import math
 import os
 import re
 import stat
@@ -37,6 +47,10 @@ TEXT_FILES = (
     "combined.csv",        # ringlab sessions: a comparison's runs combined by random effects
     "bisect.json", "build_error.txt",   # ringlab bisect (ringlab.lab.bisect)
 )
+#: CSV tables kept as they are when only float rounding noise differs (module docstring)
+STABLE_TABLES = ("compare.csv", "summary.csv")
+#: the relative difference of two numbers of a ``STABLE_TABLES`` file taken as rounding noise
+TABLE_REL_TOL = 1e-9
 #: append-only logs of a run folder
 LOG_FILES = ("kmod-unload.log",)
 #: other files a run folder may hold, by pattern: the patch under test (notebook 12), under the
@@ -119,12 +133,63 @@ def _atomic(dir_fd: int, shown: Path, name: str, data: bytes) -> Path:
     return shown / name
 
 
+def _number(cell: str) -> float | None:
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
+def same_table(old: bytes, new: bytes, rel_tol: float = TABLE_REL_TOL) -> bool:
+    """Whether CSV texts ``old`` and ``new`` hold the same table: the same rows and cells, the
+    numbers within ``rel_tol`` of each other (NaN equal to NaN), every other cell identical."""
+    if old == new:
+        return True
+    try:
+        a = list(csv.reader(io.StringIO(old.decode("utf-8"))))
+        b = list(csv.reader(io.StringIO(new.decode("utf-8"))))
+    except (UnicodeDecodeError, csv.Error):
+        return False
+    if len(a) != len(b):
+        return False
+    for ra, rb in zip(a, b):
+        if len(ra) != len(rb):
+            return False
+        for x, y in zip(ra, rb):
+            if x == y:
+                continue
+            fx, fy = _number(x), _number(y)
+            if fx is None or fy is None:
+                return False
+            if math.isnan(fx) and math.isnan(fy):
+                continue
+            if not math.isclose(fx, fy, rel_tol=rel_tol, abs_tol=0.0):
+                return False
+    return True
+
+
+def _unchanged(dir_fd: int, name: str, data: bytes) -> bool:
+    """Whether the regular file ``name`` of the folder holds the table ``data`` (``same_table``)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 4 * len(data) + 4096:
+            return False
+        return same_table(f.read(), data)
+
+
 def write_bytes(run_dir, name: str, data: bytes) -> Path:
-    """``data`` as file ``name`` of ``run_dir`` (a ``TEXT_FILES`` name or a ``*.patch``), atomically."""
+    """``data`` as file ``name`` of ``run_dir`` (a ``TEXT_FILES`` name or a ``*.patch``), atomically;
+    a ``STABLE_TABLES`` file that holds the same table already is left as it is."""
     _check_name(name, TEXT_FILES, FILE_PATTERNS)
     run_dir = Path(run_dir)
     fd = _open_dir(run_dir)
     try:
+        if name in STABLE_TABLES and _unchanged(fd, name, bytes(data)):
+            return run_dir / name
         return _atomic(fd, run_dir, name, bytes(data))
     finally:
         os.close(fd)
@@ -206,5 +271,6 @@ def write_figure(run_dir, name: str, fig, formats=("png", "svg"), folder: str = 
     return out
 
 
-__all__ = ["TEXT_FILES", "LOG_FILES", "FILE_PATTERNS", "FIGURE_FORMATS", "write_text", "write_bytes",
+__all__ = ["TEXT_FILES", "LOG_FILES", "STABLE_TABLES", "TABLE_REL_TOL", "same_table", "FILE_PATTERNS",
+           "FIGURE_FORMATS", "write_text", "write_bytes",
            "write_csv", "append_line", "write_figure", "render_figure"]

@@ -5,12 +5,20 @@ A command's output file or folder (``-o``, ``--csv``, ``--out``) that lies insid
 command's own output file of that folder (``mail.txt`` for ``ringlab mail``): ``ringlab mail RUN
 -o RUN/env.json`` would otherwise destroy the run.  The target is resolved first, so a symbolic
 link to a run's file counts as that file.  :func:`check_output` is the one check.
+
+A run's folder (``ringlab run --out``, with or without ``--resume``) is also refused inside
+results/ (``paths.results_dir()``, and the checkout's own results/), directly or through a
+link (:func:`check_run_out`): results/ holds the committed runs, written only by ``ringlab
+reproduce`` (through the library, not ``--out``), and by the jobs of ``ringlab fleet submit``,
+whose fleet record (``results/fleet/<id>/fleet.json``) names the very folder the job runs in.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+from ringlab import paths
 from ringlab.errors import ParamError
 
 #: the files that make a folder a run folder (its inputs)
@@ -52,4 +60,36 @@ def check_output(target: str | os.PathLike, option: str, own: tuple[str, ...] = 
                      f"run's inputs; allowed: a path outside run folders ({what})")
 
 
-__all__ = ["RUN_MARKERS", "check_output", "run_folder_of"]
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _fleet_run(resolved: Path, results: Path) -> bool:
+    """Whether a fleet record under ``results`` names ``resolved`` as a node's run folder."""
+    for record in sorted((results / "fleet").glob("*/fleet.json")):
+        try:
+            nodes = json.loads(record.read_text(encoding="utf-8")).get("nodes")
+        except (OSError, ValueError, AttributeError):
+            continue
+        for entry in (nodes.values() if isinstance(nodes, dict) else ()):
+            run_dir = entry.get("run_dir") if isinstance(entry, dict) else None
+            if isinstance(run_dir, str) and Path(os.path.realpath(run_dir)) == resolved:
+                return True
+    return False
+
+
+def check_run_out(target: str | os.PathLike, option: str = "--out") -> None:
+    """Refuse a run folder ``target`` (given as ``option``) that ``check_output(folder=True)``
+    refuses, or that lies inside results/ once resolved (module docstring); ``ParamError``
+    (exit 2) names the option and says where a run goes instead."""
+    check_output(target, option, folder=True)
+    resolved = Path(os.path.realpath(os.path.abspath(target)))
+    for results in dict.fromkeys(Path(os.path.realpath(p)) for p in (paths.results_dir(), paths.ROOT / "results")):
+        if _inside(resolved, results) and not _fleet_run(resolved, results):
+            raise ParamError(f"parameter '{option}': {os.fspath(target)} is inside {results}, the results/ folder, "
+                             "which only `ringlab reproduce` writes (the committed runs); allowed: a folder "
+                             "outside results/, such as scratch/EXPERIMENT/NAME (--out left out writes under "
+                             "scratch/) or any other folder", input=option)
+
+
+__all__ = ["RUN_MARKERS", "check_output", "check_run_out", "run_folder_of"]

@@ -26,6 +26,7 @@ import pandas as pd
 
 from ringlab import schema
 from ringlab.errors import DataError
+from ringlab.rundir.inputs import quote
 
 #: env.json's fields that hold the constants
 CONSTANTS_FIELD, VALUES_FIELD = "run_constants", "raw_values"
@@ -81,8 +82,8 @@ class RawConstants:
                     self.constants[c] = cells[i]
                     changed = True
                 elif cells[i] != self.constants[c]:
-                    raise ValueError(f"raw.csv: column '{c}' is {cells[i][:40]!r}; expected "
-                                     f"{self.constants[c][:40]!r}, the run's (one run per raw.csv)")
+                    raise ValueError(f"raw.csv: column '{c}' is {quote(cells[i])}; expected "
+                                     f"{quote(self.constants[c])}, the run's (one run per raw.csv)")
             stored = list(cells)
             for i, c in self._ref_at.items():
                 index = self._index.setdefault(c, {})
@@ -134,7 +135,7 @@ def _decoded(path: Path, df: pd.DataFrame, column: str, table: Any) -> pd.Series
     bad = ~codes.isin(np.arange(len(table)))
     if bad.any():
         row = int(bad.to_numpy().argmax())
-        raise DataError(f"{path}: line {row + 2}: column '{ref}' is {str(df[ref].iloc[row])[:40]!r}; expected "
+        raise DataError(f"{path}: line {row + 2}: column '{ref}' is {quote(df[ref].iloc[row])}; expected "
                         f"an index into {where}['{column}'] (0 to {len(table) - 1})", input=path)
     codes = codes.astype(np.int64).to_numpy()
     used = np.unique(codes)

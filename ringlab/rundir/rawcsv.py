@@ -22,6 +22,7 @@ import errno
 import io
 import math
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,14 @@ from ringlab.rundir.rawrows import (INT_COLUMNS, LEGACY_COLUMNS, METRIC_COLUMNS,
                                    check_rows, known_columns)
 from ringlab.rundir.rawconstants import fill_constants, is_stored_layout, stored_columns, stored_constants
 from ringlab.names import check_data_name, name_problem
+from ringlab.rundir.inputs import clean, open_input, quote, read_input
+from ringlab.rundir.planrows import PlanRows, duplicate
+
+RAW_CSV_NAME = "raw.csv"
+#: what a raw.csv must be (the end of every refusal of one)
+RAW_EXPECTED = "a raw.csv written by `ringlab run`"
+#: what the raw.csv a --resume continues must be
+RESUME_EXPECTED = "the raw.csv of the interrupted run"
 
 # -- raw.csv: writing ----------------------------------------------------------------------------
 def _cell(v: Any) -> str:
@@ -54,6 +63,22 @@ def cells(rows: list[dict[str, Any]], columns: list[str]) -> list[list[str]]:
     return [[_cell(r.get(c)) for c in columns] for r in rows]
 
 
+def _open_own(path: Path, flags: int) -> int:
+    """A descriptor of raw.csv for writing (``flags``), never through a symbolic link and only a
+    regular file: DataError otherwise (a link planted in a run folder redirects no write)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise DataError(f"{path}: a symbolic link; ringlab writes no file through a link; expected "
+                            f"{RAW_EXPECTED}", input=path) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise DataError(f"{path}: not a regular file; expected {RAW_EXPECTED}", input=path)
+    return fd
+
+
 #: the longest a written row waits for fsync (seconds); close() syncs the rest
 FSYNC_INTERVAL_S = 1.0
 
@@ -65,8 +90,8 @@ class CsvSink:
     def __init__(self, path: Path, columns: list[str]):
         self.path, self.columns = path, columns
         self._synced = -math.inf       # time.monotonic() of the last fsync
-        new = not path.exists() or path.stat().st_size == 0
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.fd = _open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        new = os.fstat(self.fd).st_size == 0
         if new:
             try:
                 self._write([columns])
@@ -125,13 +150,16 @@ class CsvSink:
 
 
 def repair_csv(path: Path) -> int:
-    """Truncate a torn last line (a SIGKILL during a write); return bytes removed."""
-    if not path.exists():
+    """Truncate a torn last line (a SIGKILL during a write); return bytes removed.  raw.csv is
+    opened without following a link (``DataError`` for a link or a file that is not regular)."""
+    try:
+        fd = _open_own(path, os.O_RDWR)
+    except FileNotFoundError:
         return 0
-    size = path.stat().st_size
-    if size == 0:
-        return 0
-    with open(path, "rb+") as f:
+    with os.fdopen(fd, "rb+") as f:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return 0
         f.seek(-1, os.SEEK_END)
         if f.read(1) == b"\n":
             return 0
@@ -188,31 +216,33 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
     file, so a read holds the frame and the parser's buffers, never a copy of the text.
     """
     path = Path(path)
-    if path.is_dir():
-        path = path / "raw.csv"
+    if path.is_dir() and path.name != RAW_CSV_NAME:   # a run folder; a raw.csv that is a folder is refused
+        path = path / RAW_CSV_NAME
     try:
-        if path.is_dir():
-            raise DataError(f"{path}: a directory; expected a raw.csv file written by `ringlab run`", input=path)
-        if path.exists() and not path.is_file():
-            raise DataError(f"{path}: not a regular file; expected a raw.csv written by `ringlab run`", input=path)
-        size = path.stat().st_size
-        if size > MAX_RAW_BYTES:
-            raise DataError(f"{path}: {size / 2**30:.1f} GiB, larger than the {MAX_RAW_BYTES >> 30} GiB a raw.csv "
-                            "may hold; expected a raw.csv written by `ringlab run` (split the run)", input=path)
-        with open(path, "rb") as f:
+        f = open_input(path, RAW_EXPECTED)
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file; expected {RAW_EXPECTED}", input=path) from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv", input=path) from None
+    with f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_RAW_BYTES:
+                raise DataError(f"{path}: {size / 2**30:.1f} GiB, larger than the {MAX_RAW_BYTES >> 30} GiB a "
+                                "raw.csv may hold; expected a raw.csv written by `ringlab run` (split the run)",
+                                input=path)
             stored = is_stored_layout(next(csv.reader([decode_utf8(path, f.readline())]), []))
             consts, values = stored_constants(path) if stored else ({}, {})
             f.seek(0)
             header, n_rows, torn = check_rows(path, f, required, torn_ok, strict, consts.get("experiment"))
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file; expected a raw.csv written by `ringlab run`", input=path) from None
-    except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv", input=path) from None
-    try:
-        df = pd.read_csv(path, low_memory=False, nrows=n_rows, encoding="utf-8",
-                         keep_default_na=True)
-    except (ValueError, pd.errors.ParserError, OSError) as e:
-        raise DataError(f"{path}: {e}; expected a raw.csv written by `ringlab run`", input=path) from None
+            f.seek(0)
+        except OSError as e:
+            raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv", input=path) from None
+        try:   # parsed from the file checked, not from the path again
+            df = pd.read_csv(f, low_memory=False, nrows=n_rows, encoding="utf-8", keep_default_na=True)
+        except (ValueError, pd.errors.ParserError, OSError) as e:
+            raise DataError(f"{path}: {clean(e, 120)}; expected a raw.csv written by `ringlab run`",
+                            input=path) from None
     if stored:
         df = fill_constants(path, df, consts, values)
     check_raw_names(path, df)
@@ -263,23 +293,23 @@ def _done_key(row: list[str], idx: dict[str, int], config_keys: list[str]) -> tu
     return key
 
 
-def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None]:
-    """Keys (as TrialSpec.key()) of the trials already in raw.csv, and its header."""
+def read_done(path: Path, config_keys: list[str], plan=None) -> tuple[set, list[str] | None]:
+    """Keys (as TrialSpec.key()) of the trials already in raw.csv, and its header.
+
+    raw.csv is opened without following a link (``open_input``).  Each row is one trial once:
+    a second row of the same key and ``iteration`` is refused (``planrows.duplicate``); with
+    ``plan`` (the run's ``TrialSpec``s) a row whose key the plan does not hold is refused too,
+    naming the line and the column (``planrows.PlanRows``)."""
     done: set = set()
-    if path.is_symlink() and not path.exists():
-        raise DataError(f"{path}: a dangling or looping symlink; expected the raw.csv of the interrupted run",
-                        input=path)
-    if not path.exists():
-        return done, None
-    if not path.is_file():
-        raise DataError(f"{path}: not a regular file; expected the raw.csv of the interrupted run", input=path)
-    if path.stat().st_size == 0:
-        return done, None
     try:
-        text = decode_utf8(path, path.read_bytes())
+        data = read_input(path, RESUME_EXPECTED)
+    except FileNotFoundError:
+        return done, None
     except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror}); expected the raw.csv of the interrupted run",
-                        input=path) from None
+        raise DataError(f"{path}: cannot read ({e.strerror}); expected {RESUME_EXPECTED}", input=path) from None
+    if not data:
+        return done, None
+    text = decode_utf8(path, data)
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None:
@@ -287,29 +317,41 @@ def read_done(path: Path, config_keys: list[str]) -> tuple[set, list[str] | None
     idx = {c: i for i, c in enumerate(header)}
     missing = [c for c in config_keys + ["cpu_req_producer", "cpu_req_consumer", "trial"] if c not in idx]
     if missing:
-        raise DataError(f"{path}: line 1: cannot resume, the header has no column {missing}; "
-                        "expected the raw.csv of the interrupted run", input=path)
+        raise DataError(f"{path}: line 1: cannot resume, the header has no column "
+                        f"{', '.join(quote(m) for m in missing[:5])}; expected {RESUME_EXPECTED}", input=path)
+    check = PlanRows(plan) if plan is not None else None
+    it = idx.get("iteration")
+    seen: dict[tuple, int] = {}
     torn_at = text.count("\n") + 1 if not text.endswith("\n") else None   # repair_csv removes it
     for row in reader:
+        lineno = reader.line_num
         if len(row) != len(header):
-            if reader.line_num == torn_at:
+            if lineno == torn_at:
                 break
-            raise DataError(f"{path}: line {reader.line_num}: {len(row)} fields; expected {len(header)} "
+            raise DataError(f"{path}: line {lineno}: {len(row)} fields; expected {len(header)} "
                             "(one per header column)", input=path)
         try:
-            done.add(_done_key(row, idx, config_keys))
+            key = _done_key(row, idx, config_keys)
         except ValueError:
-            raise DataError(f"{path}: line {reader.line_num}: column 'trial' is {row[idx['trial']]!r}; "
+            raise DataError(f"{path}: line {lineno}: column 'trial' is {quote(row[idx['trial']])}; "
                             "expected an integer", input=path) from None
+        if check is not None:
+            check.refuse(path, lineno, row, idx, key)
+        one = (key, (row[it].strip() or "0") if it is not None else "")
+        if one in seen:
+            raise duplicate(path, lineno, seen[one], row, idx, config_keys)
+        seen[one] = lineno
+        done.add(key)
     return done, header
 
 
-def resume_keys(path: Path, config_keys: list[str], columns: list[str]) -> tuple[set, list[str] | None]:
-    """``read_done`` of the raw.csv a run resumes into, refused (``RunnerError``) when its header is
+def resume_keys(path: Path, config_keys: list[str], columns: list[str], plan=None) -> tuple[set, list[str] | None]:
+    """``read_done`` of the raw.csv a run resumes into (its rows checked against ``plan``, the
+    run's ``TrialSpec``s, when given), refused (``RunnerError``) when its header is
     neither ``columns`` (the full layout, schema version 3) nor their version-4 layout
     (``rawconstants.stored_columns``): the one header check of a resume.  A resumed run keeps
     writing the layout its header has."""
-    done, header = read_done(path, config_keys)
+    done, header = read_done(path, config_keys, plan)
     if header is not None and header not in (columns, stored_columns(columns)):
         raise RunnerError(f"{path}: its columns differ from this ringlab's raw.csv layout "
                           f"(schema version {schema.SCHEMA_VERSION}, or 3); cannot resume into it",
@@ -327,9 +369,10 @@ def count_trials(statuses) -> dict[str, int]:
 
 
 def count_file(raw_csv: Path) -> dict[str, int]:
-    """Trial counts of a raw.csv (first row of each trial), tolerant of a torn last line."""
+    """Trial counts of a raw.csv (first row of each trial), tolerant of a torn last line; none when
+    it cannot be read (a link or not a regular file included: ``open_input``)."""
     try:
-        text = decode_utf8(raw_csv, raw_csv.read_bytes())
+        text = decode_utf8(raw_csv, read_input(raw_csv, RAW_EXPECTED))
     except (OSError, DataError):
         return count_trials(())
     reader = csv.reader(io.StringIO(text))

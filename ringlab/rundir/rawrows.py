@@ -5,18 +5,24 @@
 * indexes (``trial``, ``round``, ``iteration``, ``order``) are integers in [0, ``MAX_INDEX``];
 * integer parameter columns of an experiment (``INT_PARAM_COLUMNS``) hold integers in their bounds;
 * metrics of an ok trial lie in ``METRIC_BOUNDS``: 10^-3 ns to 10^12 ns (16 minutes) per
-  operation; a denormal such as 1e-320 ns is a corrupt file, not a speed-up.
+  operation; a denormal such as 1e-320 ns is a corrupt file, not a speed-up;
+* ``timestamp`` is empty or an ISO-8601 UTC time as ringlab writes it (``TIMESTAMP_RE``:
+  ``2026-12-07T14:41:31.790851Z``; ``+00:00`` for ``Z`` and up to 6 decimals, or none, are read too)
+  that names a real date and time.
 
 Bounds are documented in docs/results.md ("What a raw.csv may hold").
 """
 from __future__ import annotations
 
 import csv
+import datetime as _dt
 import math
+import re
 from pathlib import Path
 
 from ringlab import schema
 from ringlab.errors import DataError
+from ringlab.rundir.inputs import clean, quote
 from ringlab.rundir.rawconstants import has_column
 
 #: integer columns that every reader relies on
@@ -60,6 +66,24 @@ METRIC_BOUNDS: dict[str, tuple[float, float]] = {
 }
 
 
+#: a raw.csv ``timestamp``: ISO-8601 in UTC, as ``ringlab.rundir.utc_now`` writes it
+TIMESTAMP_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|\+00:00)")
+TIMESTAMP_EXPECTED = "an ISO-8601 UTC time as `ringlab run` writes it (2026-12-07T14:41:31.790851Z) or empty"
+
+
+def timestamp_problem(v: str) -> bool:
+    """True when ``v`` is neither empty nor a real ISO-8601 UTC time (``TIMESTAMP_RE``)."""
+    if v == "":
+        return False
+    if not TIMESTAMP_RE.fullmatch(v):
+        return True
+    try:
+        _dt.datetime.fromisoformat(v[:-1] + "+00:00" if v.endswith("Z") else v)
+    except ValueError:   # 2026-13-40T25:61:00Z
+        return True
+    return False
+
+
 def _bound_text(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e6 else f"{x:g}"
 
@@ -73,6 +97,7 @@ class RowChecks:
         self.first: dict[str, str] = {}
         self.index_idx = {c: header.index(c) for c in ("trial", "round", "iteration", "order") if c in header}
         self.metric_idx = {c: header.index(c) for c in METRIC_BOUNDS if c in header}
+        self.ts_idx = header.index("timestamp") if "timestamp" in header else None
         self.param_idx: dict[str, tuple[int, tuple[int, int]]] = {}
         self.header = header
         if experiment is not None:   # a file that keeps its experiment in env.json (schema version 4)
@@ -83,7 +108,7 @@ class RowChecks:
         self.param_idx = {p: (self.header.index(p), b) for p, b in bounds.items() if p in self.header}
 
     def _fail(self, lineno: int, col: str, value: str, expected: str) -> DataError:
-        return DataError(f"{self.path}: line {lineno}: column '{col}' is {value[:40]!r}; expected {expected}",
+        return DataError(f"{self.path}: line {lineno}: column '{col}' is {quote(value)}; expected {expected}",
                          input=self.path)
 
     def check(self, lineno: int, row: list[str], ok: bool) -> None:
@@ -91,9 +116,11 @@ class RowChecks:
             v = row[i]
             first = self.first.setdefault(c, v)
             if v != first:
-                raise self._fail(lineno, c, v, f"{first[:40]!r} as in the first row (one run per raw.csv)")
+                raise self._fail(lineno, c, v, f"{quote(first)} as in the first row (one run per raw.csv)")
             if c == "experiment" and not self.param_idx:
                 self._set_params(v)
+        if self.ts_idx is not None and timestamp_problem(row[self.ts_idx]):
+            raise self._fail(lineno, "timestamp", row[self.ts_idx], TIMESTAMP_EXPECTED)
         for c, i in self.index_idx.items():
             v = row[i].strip()
             if v and not 0 <= int(v) <= MAX_INDEX:   # integerness is checked before
@@ -146,25 +173,24 @@ def _check_header(path: Path, reader, required: tuple[str, ...], strict: bool) -
     except StopIteration:
         header = []
     except csv.Error as e:
-        raise DataError(f"{path}: line 1: {e}; expected the raw.csv header", input=path) from None
+        raise DataError(f"{path}: line 1: {clean(e, 80)}; expected the raw.csv header", input=path) from None
     if not header or not any(h.strip() for h in header):
         raise DataError(f"{path}: line 1: empty file; expected a header naming the raw.csv columns "
                         f"({', '.join(schema.ID_COLUMNS)}, ...) and one row per trial", input=path)
     seen: set[str] = set()
     dup = sorted({c for c in header if c in seen or seen.add(c)})
     if dup:
-        raise DataError(f"{path}: line 1: column {', '.join(repr(c[:40]) for c in dup[:5])} appears more than "
+        raise DataError(f"{path}: line 1: column {', '.join(quote(c) for c in dup[:5])} appears more than "
                         "once in the header; expected each raw.csv column once", input=path)
     missing = [c for c in required if not has_column(header, c)]
     if missing:
         raise DataError(f"{path}: line 1: the header has no column {', '.join(repr(m) for m in missing)}; "
-                        f"expected a raw.csv written by `ringlab run` (got: {', '.join(header[:8])}"
-                        f"{' ...' if len(header) > 8 else ''})", input=path)
+                        f"expected a raw.csv written by `ringlab run` (got: {quote(', '.join(header))})", input=path)
     if strict and "trial" in header:
         known = known_columns()
         unknown = [c for c in header[header.index("trial"):] if c not in known]
         if unknown:
-            raise DataError(f"{path}: line 1: unknown column {', '.join(repr(c) for c in unknown[:5])}; "
+            raise DataError(f"{path}: line 1: unknown column {', '.join(quote(c) for c in unknown[:5])}; "
                             "expected the columns of ringlab.schema (schema version "
                             f"{schema.SCHEMA_VERSION}) and the experiment's own", input=path)
     return header
@@ -179,7 +205,7 @@ def _check_int_cells(path: Path, lineno: int, row: list[str], idx: dict[str, int
         try:
             int(v)
         except ValueError:
-            raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i]!r}; expected an integer",
+            raise DataError(f"{path}: line {lineno}: column '{c}' is {quote(row[i])}; expected an integer",
                             input=path) from None
 
 
@@ -193,7 +219,7 @@ def _check_metric_cells(path: Path, lineno: int, row: list[str], metrics: dict[s
         elif why == "empty (NaN)":
             first_nan.setdefault(c, (lineno, row[i]))
         else:
-            raise DataError(f"{path}: line {lineno}: column '{c}' is {row[i][:40]!r} ({why}); "
+            raise DataError(f"{path}: line {lineno}: column '{c}' is {quote(row[i])} ({why}); "
                             "expected a finite number > 0 in an ok trial", input=path)
 
 
@@ -268,13 +294,14 @@ def check_rows(path: Path, f, required: tuple[str, ...], torn_ok: bool = False,
             if rows_check is not None:
                 rows_check.check(lineno, row, ok)
     except csv.Error as e:
-        raise DataError(f"{path}: line {reader.line_num}: {e}; expected one CSV row per line", input=path) from None
+        raise DataError(f"{path}: line {reader.line_num}: {clean(e, 80)}; expected one CSV row per line",
+                        input=path) from None
     if n_rows == 0:
         raise DataError(f"{path}: line 1: a header and no rows; expected at least one trial row "
                         "(the run recorded no trial)", input=path)
     for c in metrics:   # a column no ok trial fills is one this experiment does not measure
         if c in measured and c in first_nan:
             lineno, v = first_nan[c]
-            raise DataError(f"{path}: line {lineno}: column '{c}' is {v[:40]!r} (empty (NaN)); "
+            raise DataError(f"{path}: line {lineno}: column '{c}' is {quote(v)} (empty (NaN)); "
                             "expected a finite number > 0 in an ok trial", input=path)
     return header, n_rows, torn

@@ -15,7 +15,8 @@ bisect, the fleet, the results index, the runner resuming) goes through a ``Run`
     run.summary_md     # the text of summary.md (None without one); summary_csv, compare_csv
 
 Reading is lazy: a file is read on first use, once.  Nothing here writes (``RunFolder`` and
-``files.py`` do).
+``files.py`` do).  Every file is opened through ``inputs.open_input``: never through a symbolic
+link, only a regular file (a step folder that is a link is not one of the run's steps).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import pandas as pd
 from ringlab.errors import DataError
 from ringlab.rundir.baseline import pick_baseline, run_variants
 from ringlab.rundir.envjson import RunEnv, read_env
+from ringlab.rundir.inputs import open_input, read_input
 from ringlab.rundir.rawcsv import read_raw, resume_keys
 
 #: the files of a run folder a reader asks for by name
@@ -103,10 +105,11 @@ class Run:
             return self._raw, None
         return self._raw, self._read_env(raw_experiment(self._raw))
 
-    def resume_keys(self, config_keys: list[str], columns: list[str]) -> tuple[set, list[str] | None]:
+    def resume_keys(self, config_keys: list[str], columns: list[str], plan=None) -> tuple[set, list[str] | None]:
         """The trial keys already in raw.csv and its header, for ``--resume``; RunnerError when the
-        header is not ``columns`` (the one header check)."""
-        return resume_keys(self.raw_csv, config_keys, columns)
+        header is not ``columns`` (the one header check), DataError naming the line of a row that
+        is not a trial of ``plan`` (the run's ``TrialSpec``s, when given) or repeats one."""
+        return resume_keys(self.raw_csv, config_keys, columns, plan)
 
     @property
     def variants(self) -> list[str]:
@@ -211,7 +214,7 @@ class Run:
         p = self.path / name
         if not p.is_file():
             return None
-        return p.read_text(encoding="utf-8", errors="replace")
+        return read_input(p, f"the {name} ringlab writes").decode("utf-8", errors="replace")
 
     @property
     def summary_md(self) -> str | None:
@@ -223,7 +226,10 @@ class Run:
         if name not in (SUMMARY_CSV, COMPARE_CSV):
             raise ValueError(f"name: {name!r}; allowed: {SUMMARY_CSV}, {COMPARE_CSV}")
         p = self.path / name
-        return pd.read_csv(p) if p.is_file() else None
+        if not p.is_file():
+            return None
+        with open_input(p, f"the {name} ringlab writes") as f:
+            return pd.read_csv(f)
 
     @property
     def summary_csv(self) -> pd.DataFrame | None:
@@ -248,8 +254,8 @@ class Run:
     def papermill(notebook: Path) -> dict[str, Any] | None:
         """The papermill metadata of an executed notebook ({} without any), None when the file
         cannot be read as a notebook."""
-        try:
-            doc = json.loads(Path(notebook).read_text(encoding="utf-8"))
+        try:   # a DataError (a link, not a regular file) is a ValueError
+            doc = json.loads(read_input(notebook, "an executed notebook").decode("utf-8"))
         except (OSError, ValueError):
             return None
         meta = doc.get("metadata", {}) if isinstance(doc, dict) else {}
@@ -259,7 +265,8 @@ class Run:
     # -- a folder of runs (bisect steps) --------------------------------------------------------------------
     def steps(self) -> list["Run"]:
         """The run folders of a bisection's steps (``steps/*/`` holding an env.json), in order."""
-        return [Run(p.parent) for p in sorted(self.path.glob(f"steps/*/{ENV_JSON}"))]
+        return [Run(p.parent) for p in sorted(self.path.glob(f"steps/*/{ENV_JSON}"))
+                if not p.parent.is_symlink() and not (self.path / "steps").is_symlink()]
 
 
 __all__ = ["Run", "raw_experiment", "RAW_CSV", "ENV_JSON", "SUMMARY_MD", "SUMMARY_CSV", "COMPARE_CSV"]

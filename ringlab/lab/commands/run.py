@@ -14,7 +14,7 @@ from ringlab.errors import ParamError
 from ringlab.experiments.base import get
 from ringlab.lab.commands import options
 from ringlab.run import run_experiment
-from ringlab.rundir.outputs import check_output
+from ringlab.rundir.outputs import check_run_out
 
 
 @click.command(cls=options.Command)
@@ -52,8 +52,8 @@ def run(args) -> int:
         if name in params:
             raise ParamError(f"parameter '{name}' given twice; allowed: each parameter once")
         params[name] = value
-    if args.out:
-        check_output(args.out, "--out", folder=True)
+    if args.out:   # never inside another run folder, never inside results/ (only `ringlab reproduce`)
+        check_run_out(args.out, "--out")
     res = run_experiment(args.experiment, params, args.out, resume=args.resume, progress=args.progress,
                          build=not args.no_build, argv=list(sys.argv))
     print(f"run {res.run_id}: {res}")
