@@ -18,7 +18,7 @@ import shutil
 import subprocess
 
 from ringlab.schema import COUNTER_EVENTS
-from ringlab.system import sysfs
+from ringlab.system import privilege, sysfs
 
 #: perf_event_open syscall numbers (asm/unistd.h of each architecture).
 SYSCALL_NR = {"x86_64": 298, "aarch64": 241, "arm64": 241, "i386": 336, "i686": 336, "ppc64le": 319,
@@ -183,10 +183,10 @@ def perf_tool() -> dict:
     path = shutil.which("perf")
     if path is None:
         return {"path": None, "version": None, "reason": "perf not found in PATH (apt install linux-perf)"}
-    from ringlab.tools.perfrecord import perf_root_refusal
-    refusal = perf_root_refusal(path)     # as root, a perf another user could change is never run
-    if refusal:
-        return {"path": path, "version": None, "reason": refusal}
+    unsafe = privilege.root_unsafe_reason(path) if os.geteuid() == 0 else None
+    if unsafe:      # as root, a perf another user could change is never run
+        return {"path": path, "version": None,
+                "reason": f"{path} {unsafe}; perf runs as root, so {privilege.ROOT_SAFE}"}
     try:
         r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as e:

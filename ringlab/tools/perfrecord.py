@@ -49,6 +49,7 @@ from pathlib import Path
 import click
 
 from ringlab.errors import ParamError
+from ringlab.system.privilege import ROOT_SAFE, root_unsafe_reason
 from ringlab.system.sysfs import procfs_root, sysfs_root
 from ringlab.tools.argv import python_module, run_command
 
@@ -118,73 +119,6 @@ def parse_stderr(text: str) -> RecordSummary:
 
 
 # -- argv -----------------------------------------------------------------------------
-#: What a perf executable run as root must be (the end of refusal messages).
-ROOT_SAFE = ("allowed: a regular executable file owned by root and not writable by group or others, "
-             "reached only through folders owned by root that group and others cannot write (or, "
-             "like /tmp, sticky), e.g. /usr/bin/perf")
-
-
-def root_unsafe_reason(path: str | os.PathLike) -> str | None:
-    """Why a program at ``path`` is unsafe to run as root, or None when it is safe.
-
-    Safe: every folder walked to reach it, symlinks followed one by one, is owned by root and
-    not writable by group or others unless sticky (then only root may replace the root-owned
-    entries checked next); the file is a regular executable owned by root and not writable by
-    group or others.  So no user but root can change what runs."""
-    todo = list(Path(os.path.abspath(path)).parts[1:])
-    cur, hops = "/", 0
-    why = _unsafe_dir(cur, os.stat(cur))
-    if why:
-        return why
-    while todo:
-        name = todo.pop(0)
-        if name in ("", "."):
-            continue
-        if name == "..":
-            cur = os.path.dirname(cur)      # an ancestor already checked
-            continue
-        nxt = os.path.join(cur, name)
-        try:
-            st = os.lstat(nxt)
-        except OSError as e:
-            return f"cannot be examined ({nxt}: {e.strerror})"
-        if stat.S_ISLNK(st.st_mode):
-            hops += 1
-            if hops > 40:
-                return f"has too many levels of symbolic links ({nxt})"
-            target = os.readlink(nxt)
-            if target.startswith("/"):
-                cur = "/"
-            todo[:0] = list(Path(target).parts[1:] if target.startswith("/") else Path(target).parts)
-            continue
-        if todo:
-            why = _unsafe_dir(nxt, st)
-            if why:
-                return why
-            cur = nxt
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            return f"is not a regular file ({nxt})"
-        if st.st_uid != 0:
-            return f"is owned by uid {st.st_uid}, not root ({nxt})"
-        if st.st_mode & 0o022:
-            return f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}, {nxt})"
-        if not st.st_mode & 0o111:
-            return f"is not executable (mode {stat.S_IMODE(st.st_mode):04o}, {nxt})"
-    return None
-
-
-def _unsafe_dir(path: str, st: os.stat_result) -> str | None:
-    if not stat.S_ISDIR(st.st_mode):
-        return f"is not reached through folders ({path} is not one)"
-    if st.st_uid != 0:
-        return f"is in a folder owned by uid {st.st_uid}, not root ({path})"
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        return (f"is in a folder writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}, "
-                f"{path})")
-    return None
-
-
 def perf_root_refusal(perf: str = "perf") -> str | None:
     """When this process is root: why the perf executable ``perf`` (a name on PATH or a path)
     may not run, naming the parameter 'perf', the path, why and what is allowed; else None.
