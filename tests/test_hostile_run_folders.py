@@ -232,6 +232,19 @@ def test_run_out_into_results_through_a_link_is_refused(tmp_path, monkeypatch, c
     assert not (results / "mine").exists()
 
 
+@pytest.mark.parametrize("argv", [["sessions", "ptr_ring", "-n", "2", "-p", "profile", "smoke"],
+                                  ["bisect", "ptr_ring", "-p", "tree", "/nonexistent", "-p", "good", "a", "-p", "bad", "b"]],
+                         ids=["sessions", "bisect"])
+def test_sessions_and_bisect_out_inside_results_are_refused(tmp_path, monkeypatch, capsys, argv):
+    results = tmp_path / "results"
+    results.mkdir()
+    monkeypatch.setenv("RINGLAB_RESULTS", str(results))
+    out = results / "mine"
+    line = one_error(capsys, [*argv, "--out", str(out)])
+    assert f"parameter '--out': {out} is inside {results.resolve()}, the results/ folder" in line
+    assert not out.exists()
+
+
 def test_the_checkouts_results_folder_is_refused_too(tmp_path, monkeypatch):
     from ringlab.rundir.outputs import check_run_out
     monkeypatch.setenv("RINGLAB_RESULTS", str(tmp_path / "results"))

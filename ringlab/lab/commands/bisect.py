@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ringlab.errors import ParamError
 from ringlab.names import check_name
-from ringlab.rundir.outputs import check_output
+from ringlab.rundir.outputs import check_run_out
 from ringlab.lab.bisect import Config, start
 from ringlab.lab.bisect.report import write_outputs
 from ringlab.lab.commands import options
@@ -75,7 +75,7 @@ def config(args):
     cmd = ["ringlab", "bisect", args.experiment]
     for name, value in args.parameter:
         cmd += ["-p", name, value]
-    check_output(out, "--out", folder=True)
+    check_run_out(out, "--out")
     cmd += ["--out", str(out)]
     return Config(experiment=args.experiment, tree=params["tree"], good=params["good"], bad=params["bad"],
                   out=out, metric=params.get("metric", "ns_per_op"),

@@ -15,7 +15,7 @@ import click
 
 from ringlab.errors import ParamError
 from ringlab.lab.commands import options
-from ringlab.rundir.outputs import check_output
+from ringlab.rundir.outputs import check_run_out
 from ringlab.studies import sessions as study
 
 
@@ -52,7 +52,7 @@ def run(args) -> int:
                              "or --combine RUN_DIR RUN_DIR ...")
         if not args.out:
             raise ParamError("--out: required: the series folder that holds session-1 .. session-N")
-        check_output(args.out, "--out", folder=True)
+        check_run_out(args.out, "--out")
         params: dict[str, str] = {}
         for name, value in args.parameter:
             if name in params:
