@@ -6,7 +6,9 @@ neighbours, its frequency): not only the noise but the size of an effect moves. 
 models that level and the interval it gives, on the log scale of the ratio candidate/baseline:
 
 * ``combine`` pools the estimates of several runs of one comparison with a random-effects model
-  (statsmodels' ``combine_effects``, Paule-Mandel's iterated tau^2): the pooled estimate, tau
+  (statsmodels' ``combine_effects``, Paule-Mandel's iterated tau^2): the pooled estimate with its
+  Hartung-Knapp-Sidik-Jonkman CI (the same result's WLS-scale variance, Student's t with k-1
+  degrees of freedom: a normal quantile covers 84-93% at k = 3 to 5 runs), tau
   (the SD of the run effects), I^2, Cochran's Q p, and a prediction interval for the next run's
   estimate: mu +- t(k-2) * sqrt(tau^2 + se(mu)^2 + s^2), Higgins, Thompson & Spiegelhalter
   (2009), with s^2 the runs' median within-run variance (the next run is measured, not known);
@@ -110,12 +112,12 @@ def combine(effects, variances, level: float = 0.95) -> RandomEffects:
     res = combine_effects(eff, var, method_re=TAU_METHOD, alpha=1 - level)
     k = int(eff.size)
     mu, se, tau2 = float(res.mean_effect_re), float(res.sd_eff_w_re), max(0.0, float(res.tau2))
-    z = sps.norm.ppf(0.5 + level / 2)
+    ci_low, ci_high = (float(v) for v in res.conf_int(alpha=1 - level, use_t=True)[3])   # HKSJ
     within = float(np.median(var))
     # k - 2 degrees of freedom: with two runs there is none left for the spread of a third
     half = sps.t.ppf(0.5 + level / 2, k - 2) * math.sqrt(tau2 + se ** 2 + within) if k >= 3 else math.nan
     q_p = float(sps.chi2.sf(float(res.q), k - 1))
-    return RandomEffects(k=k, estimate=mu, se=se, ci_low=mu - z * se, ci_high=mu + z * se, tau2=tau2,
+    return RandomEffects(k=k, estimate=mu, se=se, ci_low=ci_low, ci_high=ci_high, tau2=tau2,
                          i2=max(0.0, float(res.i2)), q_p=q_p, pi_low=mu - half, pi_high=mu + half, level=level,
                          within_var=within, estimates=tuple(map(float, eff)), variances=tuple(map(float, var)))
 
