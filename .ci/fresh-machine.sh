@@ -10,6 +10,8 @@
 #                                                    # (a fresh clone each time) and run the commands there
 #   RINGLAB_INSTALL=0 bash .ci/fresh-machine.sh DIR -- 'make test'
 #                                                    # the same with the set-up's installing turned off
+#   bash .ci/fresh-machine.sh DIR --same-clone -- 'make test'
+#                                                    # in the clone an earlier call made (what it wrote kept)
 #
 # Needs root and debootstrap (apt-get install debootstrap).  The chroot gets the host's CA bundle
 # (a TLS-inspecting proxy would otherwise refuse pip and apt) and /proc, /sys, /dev mounted while
@@ -17,9 +19,11 @@
 # the commands'.
 set -euo pipefail
 
-usage() { echo "usage: $0 DIR [-- 'COMMANDS']" >&2; exit 2; }
+usage() { echo "usage: $0 DIR [--same-clone] [-- 'COMMANDS']" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 root=$(realpath -m "$1"); shift
+same=0
+if [ "${1:-}" = "--same-clone" ]; then same=1; shift; fi
 cmds=""
 if [ $# -gt 0 ]; then
   [ "$1" = "--" ] && [ $# -eq 2 ] || usage
@@ -61,9 +65,13 @@ for m in proc sys dev dev/pts; do
 done
 
 # a fresh clone of HEAD where root clones by default, as a new user would make it
-rm -rf "$root/root/ringlab"
-git clone -q --no-local "$repo" "$root/root/ringlab"
-git -C "$root/root/ringlab" checkout -q --detach "$(git -C "$repo" rev-parse HEAD)"
+if [ "$same" = 1 ] && [ -d "$root/root/ringlab/.git" ]; then
+  echo "fresh-machine: the same clone as before, at $(git -C "$root/root/ringlab" rev-parse --short HEAD)"
+else
+  rm -rf "$root/root/ringlab"
+  git clone -q --no-local "$repo" "$root/root/ringlab"
+  git -C "$root/root/ringlab" checkout -q --detach "$(git -C "$repo" rev-parse HEAD)"
+fi
 chmod 700 "$root/root"
 
 echo "fresh-machine: in $root as root, cd /root/ringlab && $cmds"
