@@ -1,7 +1,9 @@
 """No private names across modules: a module of ringlab uses another module's ``_name`` neither
 by importing it (``from ringlab.x import _name``) nor through the module (``x._name``).  What a
-module shares is public, so that its seams show where they are.  The last test plants a private
-import on purpose and must find it."""
+module shares is public, so that its seams show where they are.  Nor does ringlab (or a benchmark
+script) use another package's private names (``from click.parser import _OptionParser``,
+``click.parser._OptionParser``, ``import click._compat``): they change or go without notice in any
+release.  The planted tests put private uses in on purpose and must find them."""
 from __future__ import annotations
 
 import ast
@@ -36,6 +38,72 @@ def private_uses(pkg: Path) -> list[str]:
                     and n.value.id in modules):
                 out.append(f"{path.relative_to(pkg.parent)}:{n.lineno} {modules[n.value.id]}.{n.attr}")
     return out
+
+
+#: names that begin with "_" but are documented as public
+DOCUMENTED = {"os._exit", "sys._getframe"}
+
+
+def other_packages_private_uses(pkg: Path) -> list[str]:
+    """``file:line package.module._name`` for every private name of a package other than ringlab
+    (and benchmarks) that a module imports or reaches through an imported module."""
+    own = ("ringlab", "benchmarks")
+    out = []
+    for path in sorted(pkg.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        where = str(path.relative_to(pkg.parent))
+        bound: dict[str, str] = {}       # local name -> the other package's module or object it is bound to
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Import):
+                for a in n.names:
+                    if a.name.split(".")[0] in own:
+                        continue
+                    if any(_private(part) for part in a.name.split(".")):
+                        out.append(f"{where}:{n.lineno} {a.name}")
+                    local = a.asname or a.name.split(".")[0]
+                    bound[local] = a.name if a.asname else local
+            elif isinstance(n, ast.ImportFrom) and n.level == 0 and n.module and n.module.split(".")[0] not in own:
+                if any(_private(part) for part in n.module.split(".")):
+                    out.append(f"{where}:{n.lineno} {n.module}")
+                for a in n.names:
+                    if _private(a.name):
+                        out.append(f"{where}:{n.lineno} {n.module}.{a.name}")
+                    else:
+                        bound[a.asname or a.name] = f"{n.module}.{a.name}"
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and _private(n.attr):
+                chain, base = [n.attr], n.value
+                while isinstance(base, ast.Attribute):
+                    chain.insert(0, base.attr)
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in bound:
+                    name = ".".join([bound[base.id], *chain])
+                    if name not in DOCUMENTED:
+                        out.append(f"{where}:{n.lineno} {name}")
+    return out
+
+
+def test_no_module_uses_another_packages_private_names():
+    found = other_packages_private_uses(ROOT / "ringlab") + other_packages_private_uses(ROOT / "benchmarks")
+    assert not found, "use the package's public API instead:\n" + "\n".join(found)
+
+
+def test_planted_private_uses_of_other_packages_are_found(tmp_path):
+    pkg = tmp_path / "ringlab"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("from click.parser import _OptionParser\n")
+    (pkg / "b.py").write_text("import click\nimport click.parser as cp\n"
+                              "x = click.parser._OptionParser\ny = cp._Option\n")
+    (pkg / "c.py").write_text("import click._compat\nfrom click._compat import term_len\n")
+    (pkg / "d.py").write_text("import os\nimport click\nfrom ringlab.x import y\n"
+                              "os._exit(0)\nclick.Command.parse_args\n")
+    assert other_packages_private_uses(pkg) == [
+        "ringlab/a.py:1 click.parser._OptionParser",
+        "ringlab/b.py:3 click.parser._OptionParser",
+        "ringlab/b.py:4 click.parser._Option",
+        "ringlab/c.py:1 click._compat",
+        "ringlab/c.py:2 click._compat",
+    ]
 
 
 def test_no_module_uses_another_modules_private_names():
