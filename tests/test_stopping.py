@@ -62,6 +62,25 @@ def measured(df: pd.DataFrame) -> pd.DataFrame:
     return df[~df["warmup"].astype(bool)]
 
 
+@pytest.fixture
+def fake_clock(monkeypatch):
+    """The staged loop's clock (``stopping.clock``), advanced only by the trials: ``cost["trial"]``
+    fake seconds a measured trial, ``cost["warmup"]`` a warm-up trial; nothing sleeps."""
+    from ringlab.run import process
+    now = {"t": 1000.0}
+    cost = {"trial": 1.0, "warmup": 1.0}
+    monkeypatch.setattr(stopping, "clock", lambda: now["t"], raising=False)
+    real = process.execute
+
+    def timed(exp, spec, order, ctx):
+        rows = real(exp, spec, order, ctx)
+        now["t"] += cost["warmup" if spec.warmup else "trial"]
+        return rows
+    monkeypatch.setattr(process, "execute", timed)
+    monkeypatch.setattr(runner, "execute", timed)
+    return {"now": now, "cost": cost}
+
+
 def _interrupt_at_trial(monkeypatch, n: int):
     """Ctrl-C arrives as the run starts its n-th trial; returns the real executor."""
     calls = {"n": 0}
@@ -141,8 +160,9 @@ def test_one_variant_is_refused_before_anything_is_written(noisy):
     assert not (noisy / "r").exists()
 
 
-def test_pilot_is_the_level_planners_design_and_says_its_calibration(noisy):
-    res = run({"target_ci": "0.5", "budget": "0.001"}, noisy / "r")
+def test_pilot_is_the_level_planners_design_and_says_its_calibration(noisy, monkeypatch):
+    monkeypatch.delenv("FAKE_NOISE")   # identical rounds: the target is met after the pilot
+    res = run({"target_ci": "0.5", "budget": "60"}, noisy / "r")
     env = rundir.read_env(res.out_dir).doc
     st = env["stopping"]
     st0 = st["stages"][0]
@@ -158,18 +178,20 @@ def test_pilot_is_the_level_planners_design_and_says_its_calibration(noisy):
     assert "cautious defaults" in _text(st)
 
 
-def test_stops_when_the_budget_is_spent(noisy, monkeypatch):
+def test_stops_when_the_budget_is_spent(noisy, monkeypatch, fake_clock):
+    # a trial takes 1 s: the warm-up round 2 s, and the pilot is cut to the 2 x 2 rounds the
+    # 12 s budget pays for; what is left after it buys too little to review again
     monkeypatch.setenv("FAKE_NOISE", "0.5")   # nothing decided in the pilot
-    res = run({"target_ci": "0.5", "budget": "0.001"}, noisy / "r")
+    res = run({"target_ci": "0.5", "budget": "12"}, noisy / "r")
     st = rundir.read_env(res.out_dir).doc["stopping"]
-    assert st["stop_reason"] == "budget" and st["budget_s"] == 0.001
+    assert st["stop_reason"] == "budget" and st["budget_s"] == 12
     assert len(st["stages"]) == 1 and st["stages"][0]["stop_reason"] == "budget"
     assert st["stages"][0]["build_s"] is not None and st["stages"][0]["measure_s"] > 0   # builds are timed too
     assert st["spent_s"] == pytest.approx(st["stages"][0]["build_s"] + st["stages"][0]["measure_s"])
     assert st["rounds_run"] == st["rounds_planned"] == st["pilot_rounds"]
     assert st["target_met"] is False
     text = _text(st)
-    assert text.startswith(f"stopped: budget spent ({st['spent_s']:.0f} s of 0.001)")
+    assert text.startswith(f"stopped: budget spent ({st['spent_s']:.0f} s of 12)")
     from ringlab.report import write_report
     write_report(res.out_dir, figures=False)
     top = (res.out_dir / "summary.md").read_text().split("\n## ")[0]
@@ -302,12 +324,12 @@ def test_resume_in_a_later_stage_goes_on_from_env_json(noisy, monkeypatch):
     assert measured(df)["round"].nunique() == st["rounds_planned"]
 
 
-def test_resume_inside_the_pilot_reviews_after_it(noisy, monkeypatch):
+def test_resume_inside_the_pilot_reviews_after_it(noisy, monkeypatch, fake_clock):
     monkeypatch.setenv("FAKE_NOISE", "0.5")
     real = _interrupt_at_trial(monkeypatch, 5)
     out = noisy / "r"
     with pytest.raises(KeyboardInterrupt):
-        run({"target_ci": "0.5", "budget": "0.001"}, out)
+        run({"target_ci": "0.5", "budget": "12"}, out)
     assert rundir.read_env(out).doc["stopping"]["stop_reason"] is None
     monkeypatch.setattr(runner, "execute", real)
     assert cli.main(["run", "ptr_ring", "--no-build", "--no-progress", "--out", str(out), "--resume"]) == 0
@@ -576,3 +598,122 @@ def test_the_plan_is_sized_for_the_interval_the_verdict_printed():
 def _text(stopping: dict) -> str:
     """summary.md's sentence of env.json's ``stopping``, read through the record as the report reads it."""
     return stopping_text(Stopping.from_json(stopping))
+
+
+def _wide_pilot(monkeypatch, layouts: int, rounds_per_layout: int):
+    """The pilot planned at ``layouts`` x ``rounds_per_layout`` whatever the budget."""
+    real = stopping.pilot_design
+
+    def wide(values, levels, layout_s=None):
+        return dataclasses.replace(real(values, levels, layout_s), layouts=layouts, rounds_per_layout=rounds_per_layout)
+    monkeypatch.setattr(stopping, "pilot_design", wide)
+
+
+@pytest.mark.parametrize("build_s", [0.0, 14.0])
+def test_the_budget_is_a_deadline_within_one_round_whatever_the_plan(noisy, monkeypatch, fake_clock, build_s):
+    """A pilot of 16 x 4 rounds (2 s a round: 128 s) in a 20 s budget: the warm-up round looks
+    cheap, so the pilot keeps its size, and the run stops launching rounds at the deadline; the
+    builds' seconds (``build_s`` more of them here) count against it."""
+    monkeypatch.setenv("FAKE_NOISE", "0.5")
+    fake_clock["cost"].update(warmup=0.001, trial=1.0)
+    _wide_pilot(monkeypatch, 16, 4)
+    if build_s:
+        real_opening = stopping.opening
+        monkeypatch.setattr(stopping, "opening", lambda *a, **kw: stopping.add_time(real_opening(*a, **kw),
+                                                                                     build_s=build_s))
+    res = run({"target_ci": "0.5", "budget": "20"}, noisy / "r")
+    st = rundir.read_env(res.out_dir).doc["stopping"]
+    round_s = 2 * fake_clock["cost"]["trial"]
+    # the rounds the budget left after the builds pays for, and at most one more
+    assert st["rounds_run"] <= math.ceil((20 - build_s) / round_s) + 1, st
+    assert st["stop_reason"] == "budget" and st["stages"][-1]["stop_reason"] == "budget"
+    assert st["stages"][0]["layouts"] == 16 and st["rounds_planned"] == 64      # the plan stood
+    assert st["stages"][0]["build_s"] >= build_s
+    assert 20 - 0.5 <= st["spent_s"] <= 20 + round_s + 0.5                # at most one round past the budget
+    assert st["rounds_run"] < st["rounds_planned"]
+    assert measured(rundir.read_raw(res.raw_csv))["round"].nunique() == st["rounds_run"]
+    assert res.status == "complete"
+    assert _text(st).startswith("stopped: budget spent")
+
+
+def test_a_stages_builds_count_against_the_deadline(noisy, monkeypatch, fake_clock):
+    """A stage whose builds take what the budget had left runs none of its rounds."""
+    monkeypatch.setenv("FAKE_NOISE", "0.5")
+    fake_clock["cost"].update(warmup=0.25, trial=0.25)
+    import importlib
+    prepare = importlib.import_module("ringlab.run.prepare")
+    real_check = prepare.check_built
+
+    def slow_check(exp, values):
+        if int(values.get("layouts") or 0) > 4:         # a stage's new layouts, not the pilot's
+            fake_clock["now"]["t"] += 30.0
+        return real_check(exp, values)
+    monkeypatch.setattr(prepare, "check_built", slow_check)
+    _wide_pilot(monkeypatch, 4, 2)
+    res = run({"target_ci": "0.5", "budget": "20"}, noisy / "r")
+    st = rundir.read_env(res.out_dir).doc["stopping"]
+    assert len(st["stages"]) == 2 and st["stages"][1]["build_s"] >= 30.0, st
+    assert st["stop_reason"] == "budget" and st["rounds_run"] == st["pilot_rounds"]
+    assert st["stages"][1]["measure_s"] == pytest.approx(0.0, abs=0.01)
+
+
+def test_an_uncalibrated_hosts_pilot_fits_its_budget_at_the_round_time_measured(noisy, monkeypatch, fake_clock):
+    """This host has no calibration: the pilot comes from cautious defaults that know nothing of
+    this machine's trials (2 s each here).  The run times its warm-up round and cuts the pilot so
+    that its rounds fit the budget left."""
+    monkeypatch.setenv("FAKE_NOISE", "0.5")
+    fake_clock["cost"].update(warmup=2.0, trial=2.0)
+    res = run({"target_ci": "0.5", "budget": "30"}, noisy / "r")
+    st = rundir.read_env(res.out_dir).doc["stopping"]
+    st0 = st["stages"][0]
+    assert "cautious defaults" in st["calibration"]
+    round_s = 2 * 2.0
+    left = 30 - st0["build_s"] - round_s          # after the builds and the warm-up round
+    assert st0["new_rounds"] * round_s <= left, st0
+    assert st0["round_s_measured"] == pytest.approx(round_s, rel=0.01)
+    assert st0["new_rounds"] * round_s <= sequential.POLICY.pilot_share * left or \
+        st0["layouts"] * st0["rounds_per_layout"] <= sequential.POLICY.pilot_min_layouts * st0["rounds_per_layout"]
+    assert st["spent_s"] <= 30 + round_s
+    # the pilot's planned time is bounded by the budget left, for any round time and budget
+    for layouts, per in ((189, 2), (16, 4), (4, 2)):
+        for spr in (0.01, 0.3, 2.0, 9.0):
+            for left in (5.0, 40.0, 300.0):
+                k, p = sequential.pilot_for_round_time(layouts, per, spr, left)
+                assert k <= layouts and p <= per and k >= 2 and p >= 1
+                assert k * p * spr <= left or (k, p) == (2, 1), (layouts, per, spr, left, k, p)
+
+
+def test_what_would_reach_the_target_is_planned_at_the_seconds_per_round_measured(monkeypatch):
+    """A first run on a host without a calibration spent its 60 s on a 163 x 2 pilot and missed
+    its target: what the summary says would reach it is planned from the run's own components
+    and its measured seconds per round and per layout's builds, so it is a larger design than
+    the one that missed, and costs more than that one took."""
+    import re
+    from ringlab.experiments import get
+    v = get("ptr_ring").resolve({"variants": "batch,reorder", "modes": "0", "sizes": "1000", "target_ci": "0.5",
+                                 "budget": "60", "stop": "target"})
+    st = stopping.opening(v, stopping.load_levels(v, "no-such-host"), layout_s=0.05)
+    k0, p0 = st.layouts, st.rounds_per_layout
+    assert k0 * p0 > 100                          # the cautious pilot: many cheap layouts
+    build_s, measure_s = 10.0, 50.0
+    st = stopping.add_time(st, measure_s=measure_s, build_s=build_s)
+    rounds = k0 * p0 + st.warmup_rounds
+    df = pd.DataFrame({"round": range(rounds)})
+    up = {"layout": 0.03 ** 2, "process": 0.05 ** 2, "iteration": 0.0}
+    monkeypatch.setattr(sequential, "compare", lambda df, base, **kw: pd.DataFrame())
+    monkeypatch.setattr(sequential, "review_rows", lambda *a, **kw: [
+        RowRecord(group="mode=0,size=1000", candidate="reorder", half_width_pct=1.6, target_pct=0.5,
+                  target_met=False, decided=None, judged=True)])
+    monkeypatch.setattr(sequential, "observed_components", lambda df, base: {"rows": [], "upper": up})
+    out = sequential.review(df, st, 4096)
+    assert out.stop_reason == "budget"
+    text = _text(out.to_json())
+    m = re.search(r"What would reach it, planned from them: (?:mode \d+: )?(\d+) layout pairs x (\d+) "
+                  r"(?:processes|rounds)\b.*? in (?:about )?(\d+) s", text)
+    assert m, text
+    k, p, seconds = (int(x) for x in m.groups())
+    spr, per_layout = measure_s / rounds, build_s / k0
+    assert k >= k0 and p >= p0 and k * p > k0 * p0                       # more than the design that missed
+    assert seconds >= build_s + measure_s - 1                              # and more time than it took
+    assert seconds == pytest.approx(k * per_layout + k * p * spr, abs=1)   # at the costs measured
+    assert out.last_stage.design_planned == st.last_stage.planned          # the pilot's own plan is kept

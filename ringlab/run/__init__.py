@@ -112,9 +112,17 @@ class _NoTuning:
         return False
 
 
-def _run_trials(f: RunFolder, p, todo: list, res: "RunResult", stop, progress, name: str) -> None:
-    """Run ``todo`` ((order, spec) pairs) one by one, each trial's rows appended at once."""
+def _run_trials(f: RunFolder, p, todo: list, res: "RunResult", stop, progress, name: str,
+                deadline=None) -> bool:
+    """Run ``todo`` ((order, spec) pairs) one by one, each trial's rows appended at once.  With a
+    ``deadline`` (``stopping.Deadline``): no round is started once it has passed (the round under
+    way finishes; the run's first round always runs); True when it stopped the trials."""
+    current = None
     for order, spec in _progress(todo, progress, name):
+        if deadline is not None and spec.kind == "timing" and spec.trial != current:
+            if deadline.passed() and (current is not None or res.counts or res.already_done):
+                return True
+            current = spec.trial
         rows = execute(p.exp, spec, order, p.ctx)
         f.append(rows)
         if p.ctx.commands_changed:
@@ -122,6 +130,7 @@ def _run_trials(f: RunFolder, p, todo: list, res: "RunResult", stop, progress, n
             p.ctx.commands_changed = False
         stop.check()
         res.counts[rows[0]["status"]] = res.counts.get(rows[0]["status"], 0) + 1
+    return False
 
 
 def _extended(f: RunFolder, p, st: Stopping) -> list:
@@ -139,7 +148,7 @@ def _build_stage(f: RunFolder, p, st: Stopping) -> Stopping:
     from ringlab.run.prepare import build_for_run, check_built, merge_build
     from ringlab.digest import sha256_file
     from ringlab.run import stopping
-    started = time.monotonic()
+    started = stopping.clock()
     values = dict(p.ctx.values, layouts=int(st.layouts))
     if p.build:   # only the new layouts' binaries are compiled
         info = build_for_run(p.exp, values, f.fields.build.doc or None)
@@ -153,27 +162,31 @@ def _build_stage(f: RunFolder, p, st: Stopping) -> Stopping:
         if b not in used and path.is_file():
             used[b] = {"path": str(path), "sha256": sha256_file(path)}
     f.write_env(binaries_used=used)
-    return stopping.add_time(st, build_s=time.monotonic() - started)
+    return stopping.add_time(st, build_s=stopping.clock() - started)
 
 
 def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "RunResult", stop, progress,
-                    name: str, log) -> None:
-    """Run ``todo``; with a target, review after each stage and run the next until the run stops."""
+                    name: str, log, started: float | None = None) -> None:
+    """Run ``todo``; with a target, review after each stage and run the next until the run stops.
+    With a budget: the pilot is sized from its timed warm-up rounds (``_time_pilot``) and no round
+    starts once the budget is spent (``stopping.Deadline``).  ``started``: when this invocation
+    began (``time.monotonic``); the seconds since then that the record does not hold (the
+    environment probe, the quiet check, the latencies) count against the deadline too."""
     if p.stopping is None:
         _run_trials(f, p, todo, res, stop, progress, name)
         return
     # a run with a target only: the statistics it reviews its stages with load scipy
     from ringlab.run import stopping
     st = f.fields.stopping_record if f.fields.stopping else p.stopping
-    ran = {s.key() for _, s in todo} | set(done)
-    started = time.monotonic()
-    try:
-        _run_trials(f, p, todo, res, stop, progress, name)
-    finally:   # an interrupted stage keeps the time it spent
-        st = stopping.add_time(st, measure_s=time.monotonic() - started)
-        f.write_env(stopping=st.to_json())
+    counted = stopping.spent_s(p.stopping) if not p.resume and p.stopping is not None else 0.0
+    before = max(0.0, time.monotonic() - started - counted) if started is not None else 0.0
+    deadline = stopping.Deadline(st, before)
+    if stopping.times_pilot(st):
+        st, todo = _time_pilot(f, p, st, done, todo, res, stop, progress, name, deadline, log)
+    ran = {s.key() for _, s in todo} | set(done) | {s.key() for s in p.plan if s.kind == "timing" and s.warmup}
+    st, out_of_time = _run_stage(f, p, st, todo, res, stop, progress, name, deadline)
     while st.stop_reason is None:
-        st = stopping.review(f.read_raw(), st, log)
+        st = stopping.review(f.read_raw(), st, log, out_of_time=out_of_time or deadline.passed())
         f.write_env(stopping=st.to_json())
         if st.stop_reason is not None:
             break
@@ -182,15 +195,57 @@ def _run_and_extend(f: RunFolder, p, plan: list, done: set, todo: list, res: "Ru
         plan = _extended(f, p, st)
         more = [(i, s) for i, s in enumerate(plan) if s.key() not in ran]
         ran |= {s.key() for _, s in more}
-        started = time.monotonic()
-        try:
-            _run_trials(f, p, more, res, stop, progress, name)
-        finally:
-            st = stopping.add_time(st, measure_s=time.monotonic() - started)
-            f.write_env(stopping=st.to_json())
+        st, out_of_time = _run_stage(f, p, st, more, res, stop, progress, name, deadline)
+    if out_of_time:
+        log(f"target_ci: the budget of {float(st.budget_s or 0):g} s is spent: no more rounds started "
+            f"({stopping.rounds_run(f.read_raw())} of {st.rounds_planned} planned rounds run)")
     plan = _extended(f, p, st)   # stopped: the icount trials, if any
     _run_trials(f, p, [(i, s) for i, s in enumerate(plan) if s.key() not in ran], res, stop, progress, name)
     f.write_env(stopping=stopping.finish(f.read_raw(), st).to_json())
+
+
+def _run_stage(f: RunFolder, p, st: Stopping, todo: list, res: "RunResult", stop, progress, name: str,
+               deadline) -> tuple[Stopping, bool]:
+    """Run a stage's trials against the deadline: the record with their seconds added, and
+    whether the deadline stopped them."""
+    from ringlab.run import stopping
+    started = stopping.clock()
+    try:
+        out_of_time = _run_trials(f, p, todo, res, stop, progress, name, deadline)
+    finally:   # an interrupted stage keeps the time it spent
+        st = stopping.add_time(st, measure_s=stopping.clock() - started)
+        f.write_env(stopping=st.to_json())
+    return st, out_of_time
+
+
+def _time_pilot(f: RunFolder, p, st: Stopping, done: set, todo: list, res: "RunResult", stop, progress,
+                name: str, deadline, log) -> tuple[Stopping, list]:
+    """Run the pilot's warm-up rounds, timed, and cut the pilot to what its rounds cost here within
+    the budget left (``stopping.fit_pilot_to_rounds``): the record and the pilot's trials still to
+    run.  Without warm-up rounds to run (a resume past them) the pilot stands as planned."""
+    from ringlab.run import stopping
+    warm = [(i, s) for i, s in todo if s.kind == "timing" and s.warmup]
+    if not warm:
+        return st, todo
+    started = stopping.clock()
+    st, _ = _run_stage(f, p, st, warm, res, stop, progress, name, deadline)
+    took = stopping.clock() - started
+    before = (st.layouts, st.rounds_per_layout)
+    left = deadline.left_s()
+    st = stopping.fit_pilot_to_rounds(st, took, len({s.trial for _, s in warm}), left)
+    f.write_env(stopping=st.to_json())
+    warm_keys = {s.key() for _, s in warm}
+    if (st.layouts, st.rounds_per_layout) == before:
+        return st, [(i, s) for i, s in todo if s.key() not in warm_keys]
+    log(f"target_ci: pilot cut to {st.layouts} layouts x {st.rounds_per_layout} rounds: a round took "
+        f"{st.stages[0].round_s_measured:.2f} s here, {left:.0f} s of the budget are left")
+    p.specs = stopping.pilot_specs(p.specs, st)
+    p.ctx.values["trials"] = int(st.stages[0].new_rounds)
+    if isinstance(f.fields.parameters, dict) and "trials" in f.fields.parameters:
+        f.update_env(parameters=dict(f.fields.parameters, trials=int(st.stages[0].new_rounds),
+                                     layouts=int(st.layouts)))
+    plan = _extended(f, p, st)
+    return st, [(i, s) for i, s in enumerate(plan) if s.key() not in done and s.key() not in warm_keys]
 
 
 def _note_rounds_run(f: RunFolder) -> None:
@@ -245,6 +300,7 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
     interrupted when it can still be written; ``ringlab run`` exits 1).
     """
     log = log or _stderr_log
+    started = time.monotonic()   # a staged run's deadline counts from here
     p = prepare(name, dict(params or {}), out_dir, resume, build, log, argv)
     ctx, res = p.ctx, RunResult(p.out_dir, p.out_dir / "raw.csv", p.out_dir / "env.json", p.ctx.run_id)
     RunFolder(p.out_dir).check_free()   # a --resume into a folder in use fails before waiting for CPUs
@@ -276,7 +332,7 @@ def run_experiment(name: str, params: dict[str, Any] | None, out_dir=None, resum
                 if getattr(p.exp, "trial_privilege", "user") == "user":
                     ctx.launcher = launcher.start(log)
                 try:
-                    _run_and_extend(f, p, plan, done, todo, res, stop, progress, name, log)
+                    _run_and_extend(f, p, plan, done, todo, res, stop, progress, name, log, started)
                 finally:
                     if ctx.launcher is not None:
                         ctx.launcher.close()

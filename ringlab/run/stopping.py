@@ -10,7 +10,9 @@ the seconds the builds and trials took, the raw rows, and turns its designs into
    planner's then; ``count`` unset (profiles quick and full) is planned too and each mode's trials
    run at their own (``COUNT_BY_MODE``); a count given stays.  With a budget the first
    ``probe_layouts`` layouts are built and timed first and the pilot is cut to what its builds may
-   spend (``fit_pilot_to_builds``).
+   spend (``fit_pilot_to_builds``).  The run then times its warm-up rounds and cuts the pilot to
+   what its rounds cost here within the budget left (``fit_pilot_to_rounds``): a host without a
+   calibration plans from cautious defaults whose costs can be far from this machine's.
 2. **Review after each stage** (``review``): ``sequential.review`` stops the run or appends the
    next stage; a row's target is its mode's (``target_ci_by_mode``, else ``target_ci``) and only
    the rows of ``target_arms`` are judged where it names some.
@@ -19,6 +21,11 @@ the seconds the builds and trials took, the raw rows, and turns its designs into
    the last one and their layouts from ``sequential.stage_schedule`` (seeded by the run's seed), and
    the block order of all stages keeps the earlier stages' order as its prefix, so ``--resume``
    rebuilds the same plan from env.json.
+4. **The budget is a deadline** (``Deadline``): the runner launches no round once the run's wall
+   clock (builds included: the seconds the record holds when the loop starts, then ``clock``)
+   has passed the budget, whatever the stage planned; the round under way finishes, so the
+   overrun is at most one round.  The run is then reviewed as stopped on "budget"
+   (``review(..., out_of_time=True)``), its rounds run counted, and analysed as any other.
 
 The state is one record, ``ringlab.stats.stopping_record.Stopping`` (env.json ``stopping``, its keys
 listed there), written through ``RunFolder.write_env(stopping=record.to_json())`` and read back
@@ -28,6 +35,7 @@ sentence ("stopped: target reached", "stopped: all rows decided", "stopped: budg
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -48,6 +56,9 @@ from ringlab.stats.summary import StatsError
 
 #: the parameters of a run (``Experiment.resolve``), read only here
 Values = Mapping[str, Any]
+
+#: the clock the staged loop times its stages and keeps its deadline by (seconds, monotonic)
+clock: Callable[[], float] = time.monotonic
 
 
 def baseline_of(values: Values, specs: list[TrialSpec] | None = None) -> str:
@@ -160,6 +171,58 @@ def fit_pilot_to_builds(stopping: Stopping, built: int, seconds: float) -> Stopp
                                rounds_planned=k * p)
 
 
+class Deadline:
+    """A staged run's budget as a wall-clock deadline: what the record had not spent of its budget
+    when the loop started (its builds so far included), less ``other_s`` (the seconds this
+    invocation spent before the loop that the record does not hold: the environment probe, the
+    quiet check, the latencies), counted down on ``clock`` from then.  Everything after counts:
+    trials, builds, reviews.  ``passed()`` is never true without a budget."""
+
+    def __init__(self, stopping: Stopping, other_s: float = 0.0):
+        budget = stopping.budget_s
+        self.left_at_start = None if not budget else float(budget) - spent_s(stopping) - float(other_s)
+        self.started = clock()
+
+    def left_s(self) -> float | None:
+        """Seconds of the budget left now (negative once passed); None without a budget."""
+        return None if self.left_at_start is None else self.left_at_start - (clock() - self.started)
+
+    def passed(self) -> bool:
+        left = self.left_s()
+        return left is not None and left <= 0
+
+
+def times_pilot(stopping: Stopping) -> bool:
+    """Whether the pilot is still to be sized from the run's own round time: a budget, only the
+    pilot recorded, its rounds not timed yet and none of its measured rounds run."""
+    return (bool(stopping.budget_s) and stopping.stages is not None and len(stopping.stages) == 1
+            and stopping.stages[0].round_s_measured is None and stopping.stop_reason is None)
+
+
+def fit_pilot_to_rounds(stopping: Stopping, seconds: float, rounds: int, left_s: float) -> Stopping:
+    """``stopping`` with the pilot cut to what its rounds cost here: its warm-up ``rounds`` took
+    ``seconds`` and ``left_s`` of the budget is left (``sequential.pilot_for_round_time``).  The
+    pilot's seconds per round are recorded (``round_s_measured``) and its ``predicted_s``."""
+    s0 = stopping.stages[0]
+    spr = float(seconds) / max(1, int(rounds))
+    k, p = sequential.pilot_for_round_time(s0.layouts, s0.rounds_per_layout, spr, left_s, sequential.POLICY)
+    planned = s0.planned
+    if (k, p) != (s0.layouts, s0.rounds_per_layout):
+        planned = (f"{planned}; cut to {k} layouts x {p} rounds (about {k * p * spr:.0f} s) at the "
+                   f"{spr:.3g} s a round its warm-up took, within the {max(0.0, left_s):.0f} s of budget left")
+    s0 = dataclasses.replace(s0, layouts=k, rounds_per_layout=p, new_rounds=k * p, planned=planned,
+                             round_s_measured=spr, predicted_s=float(k * p * spr))
+    return dataclasses.replace(stopping, stages=(s0,), layouts=k, rounds_per_layout=p, pilot_rounds=k * p,
+                               rounds_planned=k * p)
+
+
+def pilot_specs(specs: list[TrialSpec], stopping: Stopping) -> list[TrialSpec]:
+    """The experiment's specs without the pilot's measured rounds past its (cut) ``new_rounds``."""
+    s0 = stopping.stages[0]
+    end = int(s0.first_round) + int(s0.new_rounds)
+    return [s for s in specs if s.kind != "timing" or s.warmup or s.trial < end]
+
+
 def check_variants(specs: list[TrialSpec]) -> None:
     """ParamError when the plan holds fewer than two arms (nothing to compare)."""
     variants = list(dict.fromkeys(str(s.config.get("variant")) for s in specs))
@@ -262,11 +325,12 @@ def _timing_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def review(df: pd.DataFrame, stopping: Stopping, log: Callable[[str], None]) -> Stopping:
+def review(df: pd.DataFrame, stopping: Stopping, log: Callable[[str], None], out_of_time: bool = False) -> Stopping:
     """After a stage: stop (``stop_reason`` set) or append the next stage, re-planned from the run's
-    own components and costs (``sequential.review``); the log says which."""
+    own components and costs (``sequential.review``); the log says which.  ``out_of_time``: the
+    deadline passed (``Deadline``), the run stops."""
     policy = sequential.POLICY
-    st = sequential.review(_timing_rows(df), stopping, MAX_LAYOUTS, policy)
+    st = sequential.review(_timing_rows(df), stopping, MAX_LAYOUTS, policy, out_of_time=out_of_time)
     if st.stop_reason == "no plan" and st.error is not None and stopping.error is None:
         log(f"target_ci: the data cannot be analysed ({st.error}); the run stops")
     elif st.stop_reason is None:

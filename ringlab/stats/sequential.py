@@ -12,7 +12,9 @@ Read top to bottom:
    where it has none), within ``pilot_share`` of the budget shared over the modes, configurations
    and arm pairs a round measures; the largest over the modes.  A trial length left unset is
    planned per mode (``planned_counts``); the pilot's layouts are cut to the builds the run timed
-   (``pilot_layouts_for_builds``).
+   (``pilot_layouts_for_builds``) and, once its warm-up rounds are timed, to what its rounds cost
+   here (``pilot_for_round_time``: within ``pilot_share`` of the budget left, whatever the
+   calibration, or its cautious defaults, predicted).
 3. **The review after each stage** (``review``): the run's own compare() rows (``review_rows``)
    and the stop (``stage_stop_reason``): every judged row reached its target half-width
    ("target"), every row decided ("decided": faster/slower, or its CI within +-X with X the
@@ -23,7 +25,9 @@ Read top to bottom:
    one with probability at most ``alpha``; the target and the budget do not depend on the sign of
    the estimate.  The verdict summary.md prints is the fixed-design verdict (at alpha) of the data
    that ran: after a stop on the target or the budget its A/A rate can exceed alpha by what the
-   earlier looks' strict tests spent (at most alpha again).
+   earlier looks' strict tests spent (at most alpha again).  A run whose wall clock passes its
+   budget mid-stage stops at the next round boundary and is reviewed as stopped on "budget"
+   (``out_of_time``); a stop short of the target says what would reach it (``reach_design``).
 4. **The next stage** (``next_design``): the variance components of the run's own paired log
    ratios (``observed_components``, ``ringlab.stats.components``), at their upper bounds, planned
    again (``allocation.allocate``) at the run's own costs, grown at most ``growth``-fold a level and
@@ -186,6 +190,31 @@ def pilot_layouts_for_builds(layouts: int, built: int, seconds: float, budget_s:
     return k
 
 
+def pilot_for_round_time(layouts: int, rounds_per_layout: int, seconds_per_round: float,
+                         budget_left_s: float | None, policy: Policy = POLICY) -> tuple[int, int]:
+    """The pilot's (layouts, rounds per layout) once the run has timed its own rounds (its warm-up
+    rounds, ``seconds_per_round`` each) with ``budget_left_s`` of its budget left: the planned
+    design where its rounds fit ``pilot_share`` of what is left, else its layouts cut (the rounds
+    per layout kept) to that share, at least ``pilot_min_layouts``; where even that does not fit
+    all that is left, as many rounds as the rest pays for (at least 2 layouts x 1 round).  Never
+    larger than planned: the pilot's planned time is bounded by the budget left whatever the
+    calibration (or its absence) predicted."""
+    k, p = int(layouts), int(rounds_per_layout)
+    if budget_left_s is None or not (math.isfinite(seconds_per_round) and seconds_per_round > 0):
+        return k, p
+    left = max(0.0, float(budget_left_s))
+    fit = int(policy.pilot_share * left // seconds_per_round)
+    if k * p <= fit:
+        return k, p
+    k = min(k, max(policy.pilot_min_layouts, fit // max(1, p)))
+    whole = int(left // seconds_per_round)
+    if k * p > whole:          # the smallest pilot costs more than the whole rest
+        k = min(k, max(2, whole // max(1, p)))
+        if k * p > whole:
+            p = max(1, min(p, whole // k))
+    return int(k), int(p)
+
+
 # --- 3. the review after each stage ---------------------------------------------------------------
 
 def ci_half_width_pct(row) -> float:
@@ -257,23 +286,32 @@ def stage_stop_reason(rows: list[RowRecord], spent_s: float, budget_s: float | N
     return None
 
 
-def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Policy = POLICY) -> Stopping:
+def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Policy = POLICY,
+           out_of_time: bool = False) -> Stopping:
     """After a stage (``df``: the run's timing rows so far): ``stopping`` stopped (``stop_reason``
     set on it and on its last stage; "no plan", with ``error``, where the data cannot be analysed)
-    or with the next stage appended, re-planned from the run's own components and costs."""
+    or with the next stage appended, re-planned from the run's own components and costs.
+    ``out_of_time``: the run's wall clock passed its budget (the runner stopped launching rounds):
+    it stops, on "budget" unless the data met the target or decided every row.  A stop with
+    judged rows short of their target records, as the last stage's ``planned`` (its own plan kept
+    as ``design_planned``), what would reach the target: ``reach_design`` from the components of
+    all the data and the seconds per round and per layout's builds the run measured."""
     st, target, budget = stopping, stopping.target_ci, stopping.budget_s
     by_mode, arms = st.target_ci_by_mode, list(st.target_arms)
     try:
         rows = review_rows(compare(df, st.baseline), target,
                            strict=compare(df, st.baseline, alpha=policy.alpha / policy.max_stages),
                            by_mode=by_mode, arms=arms)
-    except StatsError as e:
-        return dataclasses.replace(st, stop_reason="no plan", error=str(e), target_met=False
-                                   ).with_last_stage(stop_reason="no plan")
+    except StatsError as e:   # out of time: the budget stopped it, and the data say why no verdict
+        reason = "budget" if out_of_time else "no plan"
+        return dataclasses.replace(st, stop_reason=reason, error=str(e), target_met=False
+                                   ).with_last_stage(stop_reason=reason)
     spent = st.stages_spent_s()
     st = dataclasses.replace(st, rows=tuple(rows), spent_s=spent,
                              target_met=bool(rows) and all(r.target_met for r in rows))
     reason = stage_stop_reason(rows, spent, budget, len(st.stages), on_decided=st.stop == "decided", policy=policy)
+    if reason is None and out_of_time:
+        reason = "budget"
     if reason is None:
         last = st.last_stage
         comps = observed_components(df, st.baseline)
@@ -297,7 +335,116 @@ def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Polic
             return dataclasses.replace(st, stages=st.stages + (stage,), layouts=nxt.layouts,
                                        rounds_per_layout=nxt.rounds_per_layout,
                                        rounds_planned=int(st.rounds_planned) + nxt.new_rounds)
-    return dataclasses.replace(st, stop_reason=reason).with_last_stage(stop_reason=reason)
+    st = dataclasses.replace(st, stop_reason=reason).with_last_stage(stop_reason=reason)
+    short = [r for r in rows if r.judged and not r.target_met and not r.decided]
+    if reason in ("budget", "stages") and short:
+        st = _with_reach(df, st, short, max_layouts, policy)
+    return st
+
+
+def measured_costs(df: pd.DataFrame, stopping: Stopping) -> tuple[float, float]:
+    """(seconds per round, build seconds per layout) the run measured: every stage's trial
+    seconds over the rounds ``df`` holds (warm-ups included, as their seconds are; the rounds the
+    stages planned where ``df`` has no round column), and every stage's build seconds over the
+    layouts of the design."""
+    stages = stopping.stages or ()
+    rounds = 0
+    if df is not None and len(df) and "round" in df.columns:
+        rounds = int(pd.to_numeric(df["round"], errors="coerce").dropna().nunique())
+    if rounds <= 0:
+        rounds = sum(int(s.new_rounds) for s in stages) + int(stopping.warmup_rounds or 0)
+    measure = sum(float(s.measure_s or 0) for s in stages)
+    build = sum(float(s.build_s or 0) for s in stages)
+    return measure / max(1, rounds), build / max(1, int(stopping.layouts or 0))
+
+
+def _with_reach(df: pd.DataFrame, st: Stopping, short: list[RowRecord], max_layouts: int,
+                policy: Policy) -> Stopping:
+    """``st`` (stopped short of its target) with its last stage's ``planned`` saying what would
+    reach the target (``reach_design``), its components and its own plan kept beside it."""
+    target, by_mode, arms = st.target_ci, st.target_ci_by_mode, list(st.target_arms)
+    try:
+        comps = observed_components(df, st.baseline)
+    except Exception:   # noqa: BLE001 - data without components: the plan scales the interval alone
+        comps = {"rows": [], "upper": {}}
+    upper = scaled_upper(comps["rows"], target, by_mode, arms) or comps["upper"]
+    spr, cl = measured_costs(df, st)
+    reach = reach_design(upper, st.layouts, st.rounds_per_layout, target, spr, cl, max_layouts,
+                         observed_half_width_pct=widest_at_target(list(st.rows or ()), target), policy=policy)
+    own = {float(r.target_pct) for r in short}
+    if reach.predicted_half_width_pct is None:
+        shown = "the target"
+    elif len(own) == 1:
+        shown = f"{reach.predicted_half_width_pct * own.pop() / target:.2f}%"
+    else:
+        shown = f"{reach.predicted_half_width_pct / target:.2f} x each row's target"
+    text = (f"{reach.layouts} layout pairs x {reach.rounds_per_layout} rounds each for a t half-width of "
+            f"about {shown} in about {reach.predicted_s:.0f} s, builds included (at the {spr:.3g} s a round "
+            f"and {cl:.3g} s of builds a layout this run measured)")
+    if reach.planned:
+        text += f"; {reach.planned}"
+    last = st.last_stage
+    return st.with_last_stage(
+        planned=text, design_planned=last.design_planned if last.design_planned is not None else last.planned,
+        components_upper={k: json_number(v) for k, v in upper.items()})
+
+
+def reach_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct: float,
+                 seconds_per_round: float, build_s_per_layout: float, max_layouts: int,
+                 observed_half_width_pct: float | None = None, level: float | None = None,
+                 policy: Policy = POLICY) -> StageDesign:
+    """The whole design (layouts x rounds per layout, counted from the start) that would reach
+    ``target_ci_pct`` at the run's own measured costs, for the statement of a run that stopped
+    short: the allocation for the components' upper bounds (scaled up where the printed interval
+    is wider than they predict, as ``next_design`` does), never smaller than the design that ran
+    (``layouts`` x ``rounds_per_layout``), and where the bounds say that design suffices (the
+    data say it does not) the data grown by (observed / target)^2.  ``predicted_s``: its machine
+    time from the start at the measured costs (layouts x ``build_s_per_layout`` + layouts x
+    rounds x ``seconds_per_round``), so it is never less than what the design that ran cost;
+    ``new_rounds``: the rounds it adds; ``planned``: "" or why it falls short (the layout cap)."""
+    from ringlab.stats.allocation import Level, allocate
+    level = policy.level if level is None else level
+
+    def var(name, default):
+        v = upper.get(name, default)
+        return float(v) if isinstance(v, (int, float)) and not math.isnan(v) else default
+    s_l, s_p, s_i = var("layout", math.inf), var("process", math.inf), var("iteration", 0.0)
+    s_p = s_p + (s_i if math.isfinite(s_i) else 0.0)
+    k, p = max(1, int(layouts)), max(1, int(rounds_per_layout))
+    inflation = model_inflation(s_l, s_p, k, p, observed_half_width_pct, level)
+    s_l, s_p = s_l * inflation, s_p * inflation
+    spr = seconds_per_round if math.isfinite(seconds_per_round) and seconds_per_round > 0 else 1.0
+    cl = build_s_per_layout if math.isfinite(build_s_per_layout) and build_s_per_layout >= 0 else 0.0
+    target = math.log1p(target_ci_pct / 100)
+    finite = math.isfinite(s_l) and math.isfinite(s_p)
+
+    def half_width(kk, pp):
+        if not finite or kk < 2:
+            return math.nan
+        return sst.t.ppf(0.5 + level / 2, kk - 1) * math.sqrt((s_l + s_p / pp) / kk)
+    k2, p2 = k, p
+    if finite:
+        plan = allocate(Level("layout", s_l, cl), Level("process", s_p, spr), Level("iteration", 0.0, 0.0),
+                        target_half_width=target, level=level, min_layouts=k, max_layouts=max_layouts)
+        k2, p2 = max(k, plan.layouts), max(p, plan.rounds_per_layout)
+        while k2 > k and half_width(k2 - 1, p2) <= target:   # rounds kept at p: fewer layouts may do
+            k2 -= 1
+    obs = observed_half_width_pct
+    hw = half_width(k2, p2)
+    if (k2, p2) == (k, p):     # the bounds say the design that ran suffices; the data say it does not
+        factor = 2.0
+        if obs is not None and math.isfinite(obs) and target_ci_pct > 0:
+            factor = max(1.25, (float(obs) / float(target_ci_pct)) ** 2)
+        k2 = min(int(max_layouts), max(k + 1, math.ceil(k * factor))) if k < max_layouts else k
+        p2 = max(p, math.ceil(p * k * factor / k2))
+        hw = (math.log1p(float(obs) / 100) * math.sqrt(k * p / (k2 * p2))
+              if obs is not None and math.isfinite(obs) else half_width(k2, p2))
+    hw_pct = float(math.expm1(hw) * 100) if math.isfinite(hw) else None
+    note = ""
+    if hw_pct is not None and hw > target * (1 + 1e-9):
+        note = f"the narrowest this planner reaches at the cap of {int(max_layouts)} layouts"
+    return StageDesign(layouts=int(k2), rounds_per_layout=int(p2), new_rounds=int(k2 * p2 - k * p),
+                       predicted_s=float(k2 * cl + k2 * p2 * spr), predicted_half_width_pct=hw_pct, planned=note)
 
 
 def widest_at_target(rows: list[RowRecord], target: float) -> float | None:

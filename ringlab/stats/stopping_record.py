@@ -16,7 +16,10 @@ order env.json has always held::
                  "predicted_s", "predicted_half_width_pct", "build_s", "measure_s",
                  "stop_reason": why it stopped after this stage, "continue", or null,
                  "build_s_per_layout_measured" (the pilot's timed builds, where timed),
-                 "built" (the pilot's binaries built), "components_upper" (reviewed stages)}],
+                 "built" (the pilot's binaries built), "components_upper" (reviewed stages),
+                 "round_s_measured" (the pilot's seconds per round, timed on its warm-up rounds
+                 before its size was fixed), "design_planned" (the plan the stage ran by, where
+                 ``planned`` was replaced at a stop short of the target by what would reach it)}],
      "count": the longest planned ops per timed loop and "count_by_mode": {MODE: ops} (only where
      count was unset; each mode's trials run at its own),
      "rows": [{"group", "candidate", "half_width_pct", "target_pct", "target_met", "decided",
@@ -108,6 +111,11 @@ class StageRecord:
     built: bool | None = None
     #: per level, the upper bound of the variance the stage's review planned from (None: not reviewed)
     components_upper: dict[str, float | None] | None = None
+    #: the pilot's seconds per round, timed on its warm-up rounds before its size was fixed (None: not timed)
+    round_s_measured: float | None = None
+    #: the plan the stage ran by, kept where ``planned`` now says what would reach the target (a
+    #: stop short of it: planned from the run's own components and seconds per round)
+    design_planned: str | None = None
 
     def to_json(self) -> dict:
         out = {"stage": self.stage, "layouts": self.layouts, "rounds_per_layout": self.rounds_per_layout,
@@ -120,6 +128,10 @@ class StageRecord:
             out["built"] = self.built
         if self.components_upper is not None:
             out["components_upper"] = dict(self.components_upper)
+        if self.round_s_measured is not None:
+            out["round_s_measured"] = self.round_s_measured
+        if self.design_planned is not None:
+            out["design_planned"] = self.design_planned
         return out
 
     @classmethod
@@ -134,7 +146,9 @@ class StageRecord:
                    stop_reason=doc.get("stop_reason"),
                    build_s_per_layout_measured=_float(doc.get("build_s_per_layout_measured")),
                    built=doc.get("built"),
-                   components_upper={str(k): _float(v) for k, v in comps.items()} if isinstance(comps, dict) else None)
+                   components_upper={str(k): _float(v) for k, v in comps.items()} if isinstance(comps, dict) else None,
+                   round_s_measured=_float(doc.get("round_s_measured")),
+                   design_planned=None if doc.get("design_planned") is None else str(doc["design_planned"]))
 
     def spent_s(self) -> float:
         """The stage's machine time: its builds and its trials."""
