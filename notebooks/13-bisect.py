@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -62,9 +62,7 @@ RUN = rn.run_dir(out_dir, "bisect", host)
 B = nb.plan(RUN, tree=tree, good=good, bad=bad, threshold=threshold, profile=profile, layouts=layouts,
             modes=modes, trials=trials, count=count, icount=icount, seed=seed, spins=spins)
 print("bisect folder:", RUN)
-if B.config is None:
-    rn.markdown(f"**Not run here:** {B.why_not}")
-else:
+if not rn.skip_rest_if(None if B.config else B.why_not, "bisect", RUN):
     print("tree:", B.config.tree, f"\ngood: {B.config.good}\nbad:  {B.config.bad}")
     print("each step runs ptr_ring with", B.config.params)
 

@@ -179,11 +179,9 @@ def test_reproduce_continues_after_a_failing_notebook(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(reproduce.NOTEBOOKS))
 def test_notebook_smoke_run(name, tmp_path):
-    """Every notebook runs end to end with profile=smoke (the committed runs use full)."""
-    if name == "13-bisect":
-        from ringlab.lab.bisect import testrepo
-        if testrepo.source_header() is None:
-            pytest.skip("13-bisect builds its test repository from a kernel header tree under /usr/src")
+    """Every notebook runs end to end with profile=smoke (the committed runs use full); one whose
+    input is not on this machine (13 without a kernel header tree) is reported skipped, with the
+    reason in its run folder, and the test skips with that reason."""
     out = reproduce.execute(name, "smoke", host="ci", results_root=tmp_path / "results", timeout=900)
     nb = out.run_dir / f"{name}.ipynb"
     assert nb.exists()
