@@ -86,3 +86,41 @@ def test_format_value_units():
     assert format_value(25.3, "ns_per_op") == "25.3 ns"
     assert format_value(2562.0, "ns_per_op") == "2562 ns"
     assert format_value(float("nan"), "ns_per_op") == "n/a"
+
+
+def test_large_groups_get_t_and_order_statistic_intervals_without_resampling(monkeypatch):
+    from scipy import stats as sst
+
+    from ringlab.stats import summary as su
+    rng = np.random.default_rng(7)
+    v = rng.lognormal(0, 0.05, su.BOOTSTRAP_MAX_N + 1) * 10
+    ml, mh, dl, dh = bootstrap_mean_median(v)
+    t = sst.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=sst.sem(v))
+    assert (ml, mh) == pytest.approx(t, rel=1e-12)
+    s = np.sort(v)
+    # the median's interval is two order statistics with binomial coverage >= 95%, around the median
+    assert dl in s and dh in s and dl < np.median(v) < dh
+    k_lo, k_hi = np.searchsorted(s, dl), np.searchsorted(s, dh)
+    assert sst.binom.cdf(k_hi - 1, len(v), 0.5) - sst.binom.cdf(k_lo - 1, len(v), 0.5) >= 0.95
+    # and it is the width the percentile bootstrap gives, without its resamples x n cost
+    monkeypatch.setattr(su, "BOOTSTRAP_MAX_N", len(v))
+    bl, bh, bdl, bdh = bootstrap_mean_median(v, n_resamples=400)
+    assert (dh - dl) == pytest.approx(bdh - bdl, rel=0.3) and (mh - ml) == pytest.approx(bh - bl, rel=0.3)
+
+
+def test_ci_method_column_only_when_a_group_is_large(monkeypatch):
+    from ringlab.stats import summary as su
+    df = make_raw(trials=40, seed=4)
+    assert "ci_method" not in summarize(df).columns
+    monkeypatch.setattr(su, "BOOTSTRAP_MAX_N", 30)
+    s = summarize(df)
+    assert list(s.columns)[-1] == "ci_method"
+    assert (s["ci_method"] == su.CI_METHOD_LARGE_N).all()
+
+
+def test_measurements_share_the_frames_columns_and_leave_it_unchanged():
+    df = make_raw(trials=20, warmup=0, seed=5)
+    before = df.copy()
+    meas, _ = measurements(df)
+    meas.loc[meas.index[0], "order"] = -5
+    pd.testing.assert_frame_equal(df, before)

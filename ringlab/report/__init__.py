@@ -34,7 +34,7 @@ from ringlab.rundir import pick_baseline
 from ringlab.rundir.calibration import run_host
 from ringlab.report.method_text import method_text
 from ringlab.report.stopping_sentences import stopping_text
-from ringlab.stats.summary import StatsError, group_columns
+from ringlab.stats.summary import BOOTSTRAP_MAX_N, CI_METHOD_LARGE_N, StatsError, group_columns
 
 TABLES = ("ab", "summary", "variance", "counters")
 
@@ -174,6 +174,7 @@ def _render(c: Analysis) -> tuple[Report, list]:
     h, r = _tab.summary_rows(summ, metric)
     rep.tables["summary"] = _frame(h, r)
     md += ["## Summary", "", fmt.md_table(h, r), ""]
+    md += _ci_method_lines(summ)
     sections.append(("summary", h, r))
     md += _variance(rep, df, summ)
     h, r = _tab.counter_rows(meas, group_columns(df), icount=_ok_rows(df))
@@ -191,6 +192,16 @@ def _render(c: Analysis) -> tuple[Report, list]:
         md += ["## Instructions vs time", ""] + [f"- {a['text']}" for a in ab] + [""]
     rep.markdown = "\n".join(md)
     return rep, sections
+
+
+def _ci_method_lines(summ: pd.DataFrame) -> list[str]:
+    """The sentence under the Summary table that says how the CIs of groups above
+    ``BOOTSTRAP_MAX_N`` values were computed (none when every group was resampled)."""
+    if "ci_method" not in summ.columns or not (summ["ci_method"] == CI_METHOD_LARGE_N).any():
+        return []
+    return [f"CIs of groups with more than {BOOTSTRAP_MAX_N:,} measurements: Student's t interval of the mean and "
+            "the distribution-free binomial order-statistic interval of the median, not resampled; the other "
+            "groups' are percentile bootstraps.", ""]
 
 
 def _variance(rep: Report, df: pd.DataFrame, summ: pd.DataFrame) -> list[str]:

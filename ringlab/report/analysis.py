@@ -82,11 +82,13 @@ class Analysis:
     """The numbers of one run, each computed once (see the module docstring)."""
 
     def __init__(self, run_dir, metric: str | None = None, baseline: str | None = None,
-                 labels: dict | None = None, patched: str | None = None, frame: pd.DataFrame | None = None):
+                 labels: dict | None = None, patched: str | None = None, frame: pd.DataFrame | None = None,
+                 run: rundir.Run | None = None):
         """``frame``: a raw.csv frame read by the caller (``ringlab compare RAW.csv``): the run is
-        that frame alone, env.json is not read."""
+        that frame alone, env.json is not read.  ``run``: the :class:`ringlab.rundir.Run` of
+        ``run_dir`` the caller has read already (``ringlab summarize``), so raw.csv is read once."""
         self.path = Path(run_dir)
-        self.run = rundir.Run(run_dir)
+        self.run = run if run is not None else rundir.Run(run_dir)
         self._frame = frame
         self._metric_given, self._baseline_given = metric, baseline
         self._labels_given, self._patched_given = labels, patched

@@ -13,6 +13,8 @@ Figures (file stem = id):
             3 IQR, per variant and configuration) marked with a red x in every layout
   order     metric vs execution order, one panel per configuration, coloured by variant
             (drift, interleaving)
+            (above ``MAX_DRAWN`` trials both draw a seeded random subsample of the dots and say
+            so in the title; the boxes and fences are still those of every trial)
   cpu_pairs median metric per (producer CPU, consumer CPU) heatmap, when >= 4 pairs
   spsc      SPSC throughput (Mops/s = 1000 / ns_per_op) of two-thread trials on a CPU
             pair, against two references from the pair's one-way cache-line latency:
@@ -42,6 +44,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from scipy import stats as sst  # noqa: E402
 
 from ringlab import fmt, rundir  # noqa: E402
 from ringlab.report import tables  # noqa: E402
@@ -50,6 +53,12 @@ from ringlab.stats.outliers import flag_outliers  # noqa: E402
 from ringlab.stats import compare, summarize  # noqa: E402
 
 FIGSIZE = (7.0, 4.5)
+#: the most trials a figure draws one dot each for: above it (a long run) the box and order
+#: figures draw a seeded random subsample of this many trials (``_drawn``) and say so in their
+#: title, and the SPSC bars' median CI is the binomial order-statistic interval instead of
+#: seaborn's bootstrap.  Boxes, medians and outlier fences are computed from every trial.  The
+#: runs under results/ have at most 9,290 rows, so their figures draw every trial.
+MAX_DRAWN = 20_000
 #: 8-byte pointers per 64-byte cache line: a ring moving whole lines needs one transfer per 8 items
 SLOTS_PER_LINE = 8
 
@@ -69,6 +78,25 @@ def _save(fig, out_dir: Path, name: str) -> list[Path]:
     (``out_dir`` is a run folder's ``figures/``: the run folder is its parent)."""
     out_dir = Path(out_dir)
     return rundir.write_figure(out_dir.parent, name, fig, folder=out_dir.name)
+
+
+def _drawn(d: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
+    """``d`` itself when it has at most ``MAX_DRAWN`` rows, else a random ``MAX_DRAWN`` of them
+    (seeded by the figure's id, in their original order), with the words the title adds for it."""
+    limit = MAX_DRAWN
+    if len(d) <= limit:
+        return d, ""
+    keep = np.sort(np.random.default_rng(zlib.crc32(name.encode())).choice(len(d), limit, replace=False))
+    return d.iloc[keep], f"; dots: a seeded random {limit:,} of {len(d):,} trials"
+
+
+def _median_ci(v) -> tuple[float, float]:
+    """The 95% binomial order-statistic interval of the median (seaborn's errorbar callable)."""
+    v = np.asarray(v, dtype=float)
+    if len(v) < 2:
+        return math.nan, math.nan
+    ci = sst.quantile_test(v, q=float(np.median(v)), p=0.5).confidence_interval(0.95)
+    return float(ci.low), float(ci.high)
 
 
 def _variant_order(df):
@@ -120,19 +148,23 @@ def box(df, metric, params, out_dir):
     xorder = _config_order(d, params) if by_config else order
     common = dict(data=None, x=x, y=metric, hue="variant", hue_order=order, order=xorder, ax=ax)
     sns.boxplot(**dict(common, data=d), showfliers=False, legend=by_config)
+    dots, sampled = _drawn(d[flags != "severe"], "box")
     with _seeded("box"):
         # the trials' dots are drawn as an image inside the SVG: thousands of vector dots made a
         # full run's SVG megabytes long; boxes, axes and text stay vector
-        sns.stripplot(**dict(common, data=d[flags != "severe"]), dodge=by_config, size=2.5, alpha=0.5,
+        sns.stripplot(**dict(common, data=dots), dodge=by_config, size=2.5, alpha=0.5,
                       jitter=0.25, legend=False, palette="dark:black", rasterized=True)
-    sev = d[flags == "severe"]
+    sev, sev_sampled = _drawn(d[flags == "severe"], "box-severe")
+    if sev_sampled:
+        sampled += f"; x: a seeded random {len(sev):,} of {int((flags == 'severe').sum()):,} severe outliers"
     if len(sev):
         # the same dodge as the boxes, so each x sits over its own variant's box
         sns.stripplot(**dict(common, data=sev), dodge=by_config, jitter=0, marker="x", size=7,
                       linewidth=1.5, palette={v: "red" for v in order}, legend=False, zorder=5)
         ax.scatter([], [], marker="x", color="red", label="severe outlier (Tukey 3 IQR)")
         ax.legend(loc="best", fontsize=8)
-    ax.set_title(f"{metric} per variant (box: quartiles; dots: trials; x: severe outliers)")
+    ax.set_title(f"{metric} per variant (box: quartiles; dots: trials; x: severe outliers)" if not sampled else
+                 f"{metric} per variant (box: quartiles of all trials{sampled})", fontsize=9)
     if by_config:
         _config_ticks(ax, xorder)
     fig.tight_layout()
@@ -140,9 +172,11 @@ def box(df, metric, params, out_dir):
 
 
 def run_order(df, metric, params, out_dir):
-    d = df.assign(variant=df["variant"].astype(str), config=_config_label(df, params)).sort_values("order")
-    order = _variant_order(d)
-    configs = _config_order(d, params)
+    full = df.assign(variant=df["variant"].astype(str), config=_config_label(df, params))
+    order = _variant_order(full)
+    configs = _config_order(full, params)
+    d, sampled = _drawn(full, "order")
+    d = d.sort_values("order")
     ncol = min(len(configs), 3)
     nrow = -(-len(configs) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(FIGSIZE[0] if ncol == 1 else 3.6 * ncol, 3.2 * nrow + 0.8),
@@ -154,8 +188,8 @@ def run_order(df, metric, params, out_dir):
         ax.set_title(cfg if len(configs) > 1 else "", fontsize=8)
     for ax in list(axes.flat)[len(configs):]:
         ax.set_visible(False)
-    fig.suptitle(f"{metric} in execution order, one panel per configuration (drift, interleaving)",
-                 fontsize=10)
+    fig.suptitle(f"{metric} in execution order, one panel per configuration (drift, interleaving)"
+                 + (f"\n({sampled[2:]})" if sampled else ""), fontsize=10)
     fig.tight_layout()
     return _save(fig, out_dir, "order")
 
@@ -201,15 +235,17 @@ def spsc(df, metric, params, out_dir):
     xorder = _config_order(d, params) if by_config else order
     fig, ax = plt.subplots(figsize=_config_figsize(len(xorder) if by_config else 1))
     # bars: medians; whiskers: 95% bootstrap CI of the median (seeded, so the figure is reproducible)
+    # above MAX_DRAWN trials the median's CI is the binomial order-statistic interval (no resampling)
+    errorbar = ("ci", 95) if len(d) <= MAX_DRAWN else _median_ci
     sns.barplot(data=d, x=x, y="mops", hue="variant", hue_order=order, estimator="median", order=xorder,
-                errorbar=("ci", 95), n_boot=1000, seed=zlib.crc32(b"spsc"), capsize=0.1,
+                errorbar=errorbar, n_boot=1000, seed=zlib.crc32(b"spsc"), capsize=0.1,
                 err_kws={"linewidth": 1}, legend=by_config, ax=ax)
     ax.axhline(per_item, color="red", ls="--",
                label=f"reference: 1 item per round trip, 1/(2 x c2c) = {per_item:.3g} Mops/s")
     ax.axhline(per_line, color="purple", ls=":",
                label=f"reference: {SLOTS_PER_LINE} slots per line transfer, {SLOTS_PER_LINE}/c2c = "
                      f"{per_line:.3g} Mops/s")
-    ax.set_ylabel("throughput (Mops/s): median, 95% CI")
+    ax.set_ylabel("throughput (Mops/s): median, 95% CI" + ("" if len(d) <= MAX_DRAWN else " (order statistics)"))
     if by_config:
         _config_ticks(ax, xorder)
     # the legend sits below the axes, never over a bar

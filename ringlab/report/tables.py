@@ -362,7 +362,7 @@ def summary_rows(summ: pd.DataFrame, metric: str) -> tuple[list[str], list[list[
 
 SUMMARY_STAT_COLS = {"n_excluded", "n", "mean", "median", "std", "cv", "min", "max", "p5", "p95", "mad",
                      "mean_ci_low", "mean_ci_high", "median_ci_low", "median_ci_high", "n_mild",
-                     "n_severe", "clean_n_removed"}
+                     "n_severe", "clean_n_removed", "ci_method"}
 
 
 def is_callgrind(df: pd.DataFrame) -> pd.Series:

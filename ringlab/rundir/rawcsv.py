@@ -27,12 +27,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ringlab import schema
 from ringlab.errors import DISK_FULL_ERRNOS, DataError, RunnerError, disk_full
 from ringlab.rundir.rawrows import (INT_COLUMNS, LEGACY_COLUMNS, METRIC_COLUMNS, MAX_RAW_ROWS,  # noqa: F401
-                                   check_rows, known_columns)
+                                   check_rows, frame_passes, known_columns, scan_plain)
 from ringlab.rundir.rawconstants import fill_constants, is_stored_layout, stored_columns, stored_constants
 from ringlab.names import check_data_name, name_problem
 from ringlab.rundir.inputs import clean, open_input, quote, read_input
@@ -212,8 +213,14 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
     files of schema version 4 get the columns env.json keeps (``rawconstants``) back, from the
     env.json beside them, so every frame has the version-3 columns.
 
-    Memory: the file is checked one row at a time and then parsed by pandas straight from the
-    file, so a read holds the frame and the parser's buffers, never a copy of the text.
+    How: a file as ``ringlab run`` writes it (plain: ``rawrows.scan_plain``) is scanned in
+    blocks with numpy, parsed by pandas and its values checked column-wise
+    (``rawrows.frame_passes``); any other file, or one whose columns may hold a bad value, is
+    checked by ``check_rows`` one row at a time, which gives every refusal its words.
+
+    Memory: the file is scanned in blocks and parsed by pandas straight from the file, so a read
+    holds the frame and the parser's buffers, never a copy of the text; the cells of a text
+    column with few distinct values share one string object per value (``_share_strings``).
     """
     path = Path(path)
     if path.is_dir() and path.name != RAW_CSV_NAME:   # a run folder; a raw.csv that is a folder is refused
@@ -234,21 +241,200 @@ def read_raw(path: str | os.PathLike, required: tuple[str, ...] = ("variant",), 
             stored = is_stored_layout(next(csv.reader([decode_utf8(path, f.readline())]), []))
             consts, values = stored_constants(path) if stored else ({}, {})
             f.seek(0)
-            header, n_rows, torn = check_rows(path, f, required, torn_ok, strict, consts.get("experiment"))
+            scan = scan_plain(path, f, required, strict)
             f.seek(0)
+            if scan is None:
+                _, n_rows, _ = check_rows(path, f, required, torn_ok, strict, consts.get("experiment"))
+                f.seek(0)
+                df = _parse(path, f, n_rows)
+            else:
+                try:
+                    df = _parse(path, f, scan.n_rows)
+                except DataError:   # check_rows's refusal of the file comes first, as it did
+                    f.seek(0)
+                    check_rows(path, f, required, torn_ok, strict, consts.get("experiment"))
+                    raise
+                if not frame_passes(scan, df, strict, consts.get("experiment")):
+                    f.seek(0)   # names the first bad line, or finds none
+                    check_rows(path, f, required, torn_ok, strict, consts.get("experiment"))
         except OSError as e:
             raise DataError(f"{path}: cannot read ({e.strerror}); expected a readable raw.csv", input=path) from None
-        try:   # parsed from the file checked, not from the path again
-            df = pd.read_csv(f, low_memory=False, nrows=n_rows, encoding="utf-8", keep_default_na=True)
-        except (ValueError, pd.errors.ParserError, OSError) as e:
-            raise DataError(f"{path}: {clean(e, 120)}; expected a raw.csv written by `ringlab run`",
-                            input=path) from None
     if stored:
         df = fill_constants(path, df, consts, values)
     check_raw_names(path, df)
     if "round" not in df.columns and "trial" in df.columns:
         df.insert(df.columns.get_loc("trial") + 1, "round", df["trial"])
     return df
+
+
+#: above this many rows pandas parses raw.csv in chunks of this many (``_parse_chunks``): its
+#: tokenizer then holds one chunk's text, not the whole file's (the runs under results/ have at
+#: most 9,290 rows and are parsed whole)
+PARSE_CHUNK_ROWS = 100_000
+#: integers below this magnitude are exact as float64 (a column pandas reads as float64 in one
+#: chunk and int64 in another)
+_EXACT_INT = 2**53
+
+
+def _parse(path: Path, f, n_rows: int) -> pd.DataFrame:
+    """The first ``n_rows`` rows of the open raw.csv ``f`` as pandas reads them, the cells of a
+    text column with few distinct values sharing one string object per value."""
+    try:   # parsed from the file checked, not from the path again
+        if n_rows > PARSE_CHUNK_ROWS:
+            start = f.tell()
+            df = _parse_chunks(f, n_rows)
+            if df is not None:
+                return df
+            f.seek(start)
+        return _share_strings(pd.read_csv(f, low_memory=False, nrows=n_rows, encoding="utf-8",
+                                          keep_default_na=True))
+    except (ValueError, pd.errors.ParserError, OSError) as e:
+        raise DataError(f"{path}: {clean(e, 120)}; expected a raw.csv written by `ringlab run`",
+                        input=path) from None
+
+
+class _Column:
+    """One column filled chunk by chunk into an array of all ``n`` rows, its dtype the one
+    pandas infers for the whole file: int64 chunks with float64 ones make float64 (while every
+    integer is exact as a float), text chunks with all-empty (float64 NaN) ones make text, and
+    True/False chunks with chunks of True/False and empty cells (object) or all-empty ones make
+    object (Python bools and NaN)."""
+
+    def __init__(self, n: int):
+        self.n, self.values, self.dtype, self.filled, self.all_nan = n, None, None, 0, True
+        self.canon: dict[str, str] | None = {}     # one object per distinct text (few of them)
+
+    def _as_float(self) -> bool:
+        v = self.values[:self.filled]
+        if self.dtype == np.int64 and len(v) and int(np.abs(v).max()) >= _EXACT_INT:
+            return False
+        self.values, self.dtype = self.values.astype(np.float64), np.dtype(np.float64)
+        return True
+
+    def add(self, s: pd.Series) -> bool:
+        """Append chunk column ``s``; False when its dtype cannot join the earlier chunks'."""
+        text = isinstance(s.dtype, pd.StringDtype)
+        num = s.dtype in (np.int64, np.float64)
+        nan_chunk = s.dtype == np.float64 and bool(s.isna().all())
+        flags = s.dtype == np.bool_ or (s.dtype == object and _bools_or_nan(s))
+        if flags or (nan_chunk and self.dtype in (np.bool_, object)):
+            return self._add_flags(s, nan_chunk)
+        if self.values is None:
+            if not (text or num):
+                return False
+            self.dtype = s.dtype
+            self.values = np.empty(self.n, dtype=object if text else s.dtype)
+        elif text and not isinstance(self.dtype, pd.StringDtype):
+            if not (self.dtype == np.float64 and self.all_nan):
+                return False
+            self.dtype, self.values = s.dtype, np.full(self.n, s.dtype.na_value, dtype=object)
+        elif isinstance(self.dtype, pd.StringDtype):
+            if not (text and s.dtype == self.dtype) and not nan_chunk:
+                return False
+        elif num and self.dtype in (np.int64, np.float64):
+            if s.dtype != self.dtype:
+                if s.dtype == np.int64 and len(s) and int(s.abs().max()) >= _EXACT_INT:
+                    return False
+                if self.dtype == np.int64 and not self._as_float():
+                    return False
+        elif s.dtype != self.dtype:
+            return False
+        i, j = self.filled, self.filled + len(s)
+        if isinstance(self.dtype, pd.StringDtype):
+            self.values[i:j] = self._shared(s) if text else self.dtype.na_value
+        else:
+            self.values[i:j] = s.to_numpy(dtype=self.dtype)
+        self.all_nan &= nan_chunk
+        self.filled = j
+        return True
+
+    def _add_flags(self, s: pd.Series, nan_chunk: bool) -> bool:
+        """A chunk of True/False (bool), of True/False and empty cells (object) or all empty."""
+        if self.values is None:
+            if nan_chunk:
+                return False
+            self.dtype, self.values = s.dtype, np.empty(self.n, dtype=s.dtype)
+        elif self.dtype == np.float64 and self.all_nan:   # empty so far: object, NaN until here
+            self.dtype, self.values = np.dtype(object), np.full(self.n, np.nan, dtype=object)
+        elif self.dtype not in (np.bool_, object):
+            return False
+        if self.dtype == np.bool_ and s.dtype != np.bool_:
+            self.dtype, self.values = np.dtype(object), self.values.astype(object)
+            self.values[:self.filled] = [bool(x) for x in self.values[:self.filled]]
+        i, j = self.filled, self.filled + len(s)
+        if self.dtype == np.bool_:
+            self.values[i:j] = s.to_numpy(dtype=bool)
+        else:
+            self.values[i:j] = [np.nan if x is None or x != x else bool(x) for x in s.to_numpy(dtype=object)] \
+                if s.dtype != object else s.to_numpy(dtype=object)
+        self.all_nan &= nan_chunk
+        self.filled = j
+        return True
+
+    def _shared(self, s: pd.Series) -> np.ndarray:
+        """The chunk's texts, equal ones one object (kept across chunks while they are few)."""
+        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        if self.canon is None or 2 * len(uniques) > len(s):
+            self.canon = None
+            return s.to_numpy(dtype=object)
+        cells = np.array([self.canon.setdefault(u, u) for u in uniques] + [s.dtype.na_value], dtype=object)
+        return cells[codes]
+
+    def series(self, name: str) -> pd.Series:
+        if isinstance(self.dtype, pd.StringDtype):
+            return pd.Series(pd.array(self.values, dtype=self.dtype), name=name)
+        return pd.Series(self.values, name=name, copy=False)
+
+
+def _bools_or_nan(s: pd.Series) -> bool:
+    """Whether every cell of an object column is a Python bool or NaN (pandas' True/False
+    column with empty cells)."""
+    return all(isinstance(x, bool) or (isinstance(x, float) and x != x) for x in s.to_numpy(dtype=object))
+
+
+def _parse_chunks(f, n_rows: int) -> pd.DataFrame | None:
+    """The first ``n_rows`` rows of ``f`` parsed ``PARSE_CHUNK_ROWS`` at a time into one array
+    per column, the same frame as one ``pd.read_csv`` of the whole file: None (the caller parses
+    it whole) when a column's chunks have dtypes whose whole-file dtype is not certain."""
+    cols: dict[str, _Column] = {}
+    names: list[str] | None = None
+    with pd.read_csv(f, low_memory=False, nrows=n_rows, encoding="utf-8", keep_default_na=True,
+                     chunksize=PARSE_CHUNK_ROWS) as reader:
+        for chunk in reader:
+            if names is None:
+                names = list(chunk.columns)
+                cols = {c: _Column(n_rows) for c in names}
+            if list(chunk.columns) != names:
+                return None
+            for c in names:
+                if not cols[c].add(chunk[c]):
+                    return None
+    if names is None or any(col.filled != n_rows for col in cols.values()):
+        return None
+    return pd.DataFrame({c: cols[c].series(c) for c in names}, copy=False)
+
+
+def _share_strings(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every text column of few distinct values (at most half its rows) rebuilt so
+    that equal cells are one string object: pandas' parser makes a new object per cell (about
+    60 bytes each, 60 MB per column of 10^6 rows), the values and dtypes stay the same."""
+    out = {}
+    for c in df.columns:
+        s = df[c]
+        if not isinstance(s.dtype, pd.StringDtype) or s.dtype.storage != "python" or len(s) < 2:
+            continue
+        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        if 2 * len(uniques) > len(s):
+            continue
+        cells = np.asarray(uniques, dtype=object).take(np.maximum(codes, 0))
+        cells[codes < 0] = s.dtype.na_value
+        out[c] = pd.Series(pd.array(cells, dtype=s.dtype), index=s.index, name=c)
+    if not out:
+        return df
+    shared = df.copy(deep=False)
+    for c, col in out.items():
+        shared[c] = col
+    return shared
 
 
 #: raw.csv columns that hold a name (ringlab.names): they become paths, mail lines and table cells
@@ -277,9 +463,9 @@ def require_metric(df: pd.DataFrame, metric: str, path: str | os.PathLike) -> No
         num = [c for c in df.columns if c in METRIC_COLUMNS]
         raise DataError(f"{path}: no column '{metric}'; expected a metric column of this raw.csv "
                         f"({', '.join(num) or 'none'})", input=path)
-    rows = df[df["status"].astype(str) == "ok"] if "status" in df.columns else df
-    vals = pd.to_numeric(rows[metric], errors="coerce")
-    if not vals.map(lambda x: math.isfinite(x)).any():
+    col = df.loc[df["status"].astype(str) == "ok", metric] if "status" in df.columns else df[metric]
+    vals = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)   # the one column, not the rows
+    if not np.isfinite(vals).any():
         raise DataError(f"{path}: column '{metric}' has no finite value in an ok trial; expected the metric "
                         "measured by the run (pass another --metric)", input=path)
 

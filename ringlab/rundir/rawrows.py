@@ -11,6 +11,19 @@
   that names a real date and time.
 
 Bounds are documented in docs/results.md ("What a raw.csv may hold").
+
+Two ways to check, one verdict.  ``check_rows`` reads the file one row at a time through
+``csv.reader`` and raises on the first bad line; it is the definition.  A file as ``ringlab run``
+writes it is checked column-wise instead: ``scan_plain`` reads the bytes in blocks of
+``SCAN_BYTES`` and confirms with numpy that the file is *plain* (UTF-8 without NUL, no quote
+character, no carriage return, every line ending in a newline with exactly one field per header
+column, no line longer than ``csv.field_size_limit()``), so that the fields of each line are
+the text between its commas; ``frame_passes`` then checks the values of the frame pandas
+parsed from it, with pandas and numpy.  Either answers "every row passes" only when
+``check_rows`` would; whenever it is not sure (a file that is not plain, a column whose dtype
+does not tell its cells' text, a value within 10^-9 of a bound, any failing value), the caller
+runs ``check_rows``, so every refusal is ``check_rows``'s own, naming the same first bad line,
+column and value.
 """
 from __future__ import annotations
 
@@ -18,7 +31,11 @@ import csv
 import datetime as _dt
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 from ringlab import schema
 from ringlab.errors import DataError
@@ -305,3 +322,249 @@ def check_rows(path: Path, f, required: tuple[str, ...], torn_ok: bool = False,
             raise DataError(f"{path}: line {lineno}: column '{c}' is {quote(v)} (empty (NaN)); "
                             "expected a finite number > 0 in an ok trial", input=path)
     return header, n_rows, torn
+
+
+# -- the column-wise check of a plain file ---------------------------------------------------------
+#: bytes of raw.csv ``scan_plain`` reads at a time (then on to the end of the line)
+SCAN_BYTES = 16 << 20
+#: a value this close to a bound (relative) is left to ``check_rows`` (pandas' and Python's float
+#: parsing may differ in the last bit)
+_BOUND_MARGIN = 1e-9
+_DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
+
+
+@dataclass
+class PlainScan:
+    """What ``scan_plain`` saw of a plain raw.csv: the header, the number of rows, and per
+    checked column whether each row's cell is empty (``empty``) or "nan" in any case
+    (``nan_text``, metric columns)."""
+    header: list[str]
+    n_rows: int
+    empty: dict[str, np.ndarray] = field(default_factory=dict)
+    nan_text: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _checked_columns(header: list[str]) -> list[str]:
+    """The columns whose empty cells ``frame_passes`` must tell from other missing values."""
+    params = {p for b in INT_PARAM_COLUMNS.values() for p in b}
+    return [c for c in header if c in INT_COLUMNS or c in METRIC_COLUMNS or c in params or c == "timestamp"]
+
+
+def scan_plain(path: Path, f, required: tuple[str, ...], strict: bool = True) -> PlainScan | None:
+    """The header (checked as ``check_rows`` checks it: its errors are raised) and the layout of
+    the open binary file ``f`` when it is plain (module docstring); None when it is not, or has
+    no row or more than ``MAX_RAW_ROWS``: ``check_rows`` then reads it row by row."""
+    first = f.readline()
+    if not first.endswith(b"\n") or b'"' in first or b"\r" in first or b"\x00" in first:
+        return None
+    try:
+        text = first.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    header = _check_header(path, csv.reader([text]), required, strict)
+    k = len(header) - 1
+    if k < 1:
+        return None
+    checked = {c: header.index(c) for c in _checked_columns(header)}
+    metrics = [c for c in METRIC_COLUMNS if c in checked]
+    limit = csv.field_size_limit()
+    empty: dict[str, list] = {c: [] for c in checked}
+    nan_text: dict[str, list] = {c: [] for c in metrics}
+    n_rows = 0
+    while True:
+        block = f.read(SCAN_BYTES)
+        if not block:
+            break
+        if not block.endswith(b"\n"):
+            block += f.readline()
+            if not block.endswith(b"\n"):   # a last line without a newline (torn)
+                return None
+        if b'"' in block or b"\r" in block or b"\x00" in block:
+            return None
+        if not block.isascii():
+            try:
+                block.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        a = np.frombuffer(block, dtype=np.uint8)
+        nl = np.flatnonzero(a == 10)
+        commas = np.flatnonzero(a == 44)
+        n = len(nl)
+        if len(commas) != n * k:
+            return None
+        starts = np.empty(n, dtype=nl.dtype)
+        starts[0] = 0
+        starts[1:] = nl[:-1] + 1
+        cm = commas.reshape(n, k)
+        # sorted commas, n x k of them: each line holds exactly k when each row of cm lies in its line
+        if not ((cm[:, 0] >= starts).all() and (cm[:, -1] < nl).all()):
+            return None
+        if int((nl - starts).max()) > limit:
+            return None
+        n_rows += n
+        if n_rows > MAX_RAW_ROWS:
+            return None
+        for c, j in checked.items():
+            lo = starts if j == 0 else cm[:, j - 1] + 1
+            hi = cm[:, j] if j < k else nl
+            empty[c].append(lo == hi)
+            if c in nan_text:
+                three = (hi - lo) == 3
+                at = np.where(three, lo, 0)
+                word = np.ones(n, dtype=bool)
+                for off, ch in enumerate(b"nan"):
+                    word &= (a[np.minimum(at + off, len(a) - 1)] | 0x20) == ch
+                nan_text[c].append(three & word)
+    if n_rows == 0:
+        return None
+    return PlainScan(header, n_rows, {c: np.concatenate(v) for c, v in empty.items()},
+                     {c: np.concatenate(v) for c, v in nan_text.items()})
+
+
+def _is_str(s: pd.Series) -> bool:
+    return isinstance(s.dtype, pd.StringDtype)
+
+
+def _ints_pass(s: pd.Series, empty: np.ndarray, lo: int, hi: int, empty_ok: bool) -> bool:
+    """An integer column of a plain file: every cell an integer in [lo, hi] (or empty, when
+    ``empty_ok``).  int64 cells are the integers Python's int() reads from their text; a column
+    of another dtype passes only when every cell is empty."""
+    if s.dtype == np.int64:
+        v = s.to_numpy()
+        return bool(len(v) == 0 or (v.min() >= lo and v.max() <= hi))
+    return empty_ok and bool(s.isna().all()) and bool(empty.all())
+
+
+def _metric_values(s: pd.Series) -> np.ndarray | None:
+    if s.dtype == np.int64 or s.dtype == np.float64:
+        return s.to_numpy(dtype=float)
+    return None
+
+
+#: the longest timestamp ``TIMESTAMP_RE`` takes: 19 + 7 (".ffffff") + 6 ("+00:00") characters
+_TS_MAX = 32
+
+
+def _timestamp_shape(m: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Per row of ``m`` (ASCII bytes, zero-padded, ``length`` of them): whether it is
+    ``TIMESTAMP_RE`` with ASCII digits: YYYY-MM-DDTHH:MM:SS, then ".f" with 1 to 6 digits or
+    nothing, then "Z" or "+00:00"."""
+    digit = (m >= ord("0")) & (m <= ord("9"))
+    ok = (length >= 20) & (length <= _TS_MAX)
+    for i in (0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18):
+        ok &= digit[:, i]
+    for i, ch in ((4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":")):
+        ok &= m[:, i] == ord(ch)
+    last = np.maximum(length - 1, 0)
+    rows = np.arange(len(m))
+    zulu = m[rows, last] == ord("Z")
+    end = np.where(zulu, length - 1, length - 6)           # where the offset begins
+    offset = np.ones(len(m), dtype=bool)
+    for j, ch in enumerate(b"+00:00"):
+        offset &= m[rows, np.clip(end + j, 0, _TS_MAX)] == ch
+    ok &= zulu | offset
+    frac = end - 19                                        # "" or "." and 1 to 6 digits
+    ok &= (frac == 0) | ((frac >= 2) & (frac <= 7) & (m[:, 19] == ord(".")))
+    pos = np.arange(m.shape[1])
+    inside = (pos >= 20) & (pos < end[:, None])
+    ok &= ~(inside & ~digit).any(axis=1)
+    return ok
+
+
+def _timestamps_pass(s: pd.Series, empty: np.ndarray) -> bool:
+    """Every cell empty or accepted by ``timestamp_problem``: ``TIMESTAMP_RE`` on ASCII digits
+    (``_timestamp_shape``: stricter than the row check, never looser), then the date and time by
+    number (fromisoformat's ranges: year >= 1, the month's days, 23:59:59)."""
+    na = s.isna().to_numpy()
+    if (na & ~empty).any():
+        return False
+    if na.all():
+        return True
+    if not _is_str(s):
+        return False
+    try:
+        b = s[~na].to_numpy(dtype=object).astype(f"S{_TS_MAX + 1}")
+    except UnicodeEncodeError:
+        return False
+    m = np.frombuffer(b.tobytes(), dtype=np.uint8).reshape(-1, _TS_MAX + 1)
+    if not _timestamp_shape(m, (m != 0).sum(axis=1)).all():   # NUL is never in a plain file
+        return False
+    d = m[:, :19].astype(np.int64) - ord("0")
+
+    def num(i, j):
+        out = np.zeros(len(d), dtype=np.int64)
+        for c in range(i, j):
+            out = out * 10 + d[:, c]
+        return out
+    year, month, day = num(0, 4), num(5, 7), num(8, 10)
+    hour, minute, second = num(11, 13), num(14, 16), num(17, 19)
+    if not ((year >= 1).all() and ((month >= 1) & (month <= 12)).all()):
+        return False
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    days = _DAYS[month - 1] + ((month == 2) & leap)
+    return bool(((day >= 1) & (day <= days)).all() and (hour <= 23).all() and (minute <= 59).all()
+                and (second <= 59).all())
+
+
+def frame_passes(scan: PlainScan, df: pd.DataFrame, strict: bool = True, experiment: str | None = None) -> bool:
+    """True when every row of ``df`` (parsed by pandas from the plain file ``scan`` describes)
+    passes the value checks of ``check_rows``; False when one may not (``check_rows`` then
+    reads the file and names the first bad line, or finds none)."""
+    if list(df.columns) != scan.header or len(df) != scan.n_rows:
+        return False
+    for c in INT_COLUMNS:
+        if c in df.columns:
+            hi = MAX_INDEX if strict else np.iinfo(np.int64).max
+            lo = 0 if strict else np.iinfo(np.int64).min
+            if not _ints_pass(df[c], scan.empty[c], lo, hi, empty_ok=c in ("iteration", "round")):
+                return False
+    if not strict:
+        return True
+    for c in RUN_COLUMNS:
+        if c in df.columns:
+            s = df[c]
+            if not _is_str(s) or s.isna().any() or not (s == s.iloc[0]).all():
+                return False
+    if "timestamp" in df.columns and not _timestamps_pass(df["timestamp"], scan.empty["timestamp"]):
+        return False
+    bounds = INT_PARAM_COLUMNS.get(experiment, {}) if experiment is not None else {}
+    if not any(p in df.columns for p in bounds) and "experiment" in df.columns:
+        bounds = INT_PARAM_COLUMNS.get(str(df["experiment"].iloc[0]), {})
+    for p, (lo, hi) in bounds.items():
+        if p in df.columns and not _ints_pass(df[p], scan.empty[p], lo, hi, empty_ok=True):
+            return False
+    if "status" not in df.columns:
+        ok = np.ones(len(df), dtype=bool)
+    elif _is_str(df["status"]):   # each distinct value stripped once
+        codes, uniques = pd.factorize(df["status"], use_na_sentinel=True)
+        ok_value = np.array([str(u).strip() == "ok" for u in uniques] + [False])
+        ok = ok_value[codes]
+    elif df["status"].dtype == object:
+        return False
+    else:   # numbers or booleans: no cell reads "ok"
+        ok = np.zeros(len(df), dtype=bool)
+    timed = ok.copy()
+    if "icount_source" in df.columns:
+        timed &= ~df["icount_source"].eq("callgrind").fillna(False).to_numpy(dtype=bool)
+    for c in METRIC_COLUMNS:
+        if c not in df.columns or not ok.any():
+            continue
+        v = _metric_values(df[c])
+        if v is None:
+            return False
+        # the metric check of an ok, timed trial: a finite number > 0, or empty / "nan" while no
+        # trial of the column has a value
+        m = v[timed]
+        na = np.isnan(m)
+        good = ~na & np.isfinite(m) & (m > 0)
+        if (~na & ~good).any() or (good.any() and na.any()):
+            return False
+        if na.any() and not (scan.empty[c][timed][na] | scan.nan_text[c][timed][na]).all():
+            return False
+        # RowChecks' bounds, in every ok trial (callgrind's included)
+        lo, hi = METRIC_BOUNDS[c]
+        m = v[ok]
+        m = m[np.isfinite(m) & (m > 0)]
+        if len(m) and not (m.min() > lo * (1 + _BOUND_MARGIN) and m.max() < hi * (1 - _BOUND_MARGIN)):
+            return False
+    return True

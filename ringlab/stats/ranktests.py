@@ -30,6 +30,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats as sst
 
+from ringlab.stats.robust import walsh_sum_select
+
 EXACT_SIGNED_RANK_MAX = 400   # pairs; M = 80,200 states, a few ms to build, cached
 EXACT_MWU_MAX = 2500          # n_x * n_y
 DIRECT_MAX = 3_000_000        # Walsh averages / differences materialised at most
@@ -144,6 +146,20 @@ def _count_le(kind: str, a: np.ndarray, b: np.ndarray | None, theta: float) -> i
     return int(np.searchsorted(b, a + theta, side="right").sum())  # y_j - x_i <= theta
 
 
+def _walsh_bracket(a: np.ndarray, k: int, lo: float, hi: float) -> tuple[float, float]:
+    """A few floats around the k-th Walsh average of sorted ``a`` that keep ``order_stats``'
+    invariant (count(<= hi) >= k > count(<= lo)), else (lo, hi) unchanged.  The k-th Walsh sum
+    by exact selection (``robust.walsh_sum_select``, O(n log n)) halved lies within rounding of
+    the bisection's answer, the least float with count(<= x) >= k; the bisection from this
+    bracket ends at that same float after a few counts instead of about 55."""
+    guess = walsh_sum_select(a, k) / 2
+    pad = 4 * float(np.spacing(max(abs(a[0]), abs(a[-1]), abs(guess))))
+    g_lo, g_hi = max(lo, guess - pad), min(hi, guess + pad)
+    if _count_le("walsh", a, None, g_lo) < k <= _count_le("walsh", a, None, g_hi):
+        return g_lo, g_hi
+    return lo, hi
+
+
 def order_stats(kind: str, a: np.ndarray, b: np.ndarray | None, ks) -> np.ndarray:
     """k-th smallest (1-based) Walsh averages of a / differences b - a, for each k."""
     ks = [int(k) for k in ks]
@@ -164,6 +180,8 @@ def order_stats(kind: str, a: np.ndarray, b: np.ndarray | None, ks) -> np.ndarra
         if _count_le(kind, a, b, lo) >= k:
             out.append(lo)
             continue
+        if kind == "walsh":
+            lo, hi = _walsh_bracket(a, k, lo, hi)
         for _ in range(200):
             mid = (lo + hi) / 2
             if mid <= lo or mid >= hi:

@@ -16,7 +16,7 @@ def hodges_lehmann(d) -> float:
 
     Up to ``HL_DIRECT_MAX`` values the averages are formed and ``np.median`` taken (faster
     there); above, the middle one or two are selected without forming them
-    (``_walsh_sum_select``).  Neither scipy nor statsmodels provides an O(n log n) Hodges-Lehmann
+    (``walsh_sum_select``).  Neither scipy nor statsmodels provides an O(n log n) Hodges-Lehmann
     estimate, hence our own selection.  (Only the sign of a zero may differ from np.median's
     pick among equal averages, as between two np.partition orders.)"""
     d = np.asarray(d, dtype=float).ravel()
@@ -29,7 +29,7 @@ def hodges_lehmann(d) -> float:
     a = np.sort(d)
     m = n * (n + 1) // 2
     k = (m + 1) // 2             # 1-based rank of the (lower) middle average
-    s1 = _walsh_sum_select(a, k)
+    s1 = walsh_sum_select(a, k)
     if m % 2:
         mids = [s1 / 2]
     else:
@@ -78,7 +78,7 @@ def _row_boundary(a, L, R, t, strict: bool):
     return g
 
 
-def _walsh_sum_select(a, k: int) -> float:
+def walsh_sum_select(a, k: int) -> float:
     """The k-th smallest (1-based) of the sums a_i + a_j, i <= j, of sorted ``a``, as computed in
     floating point (so k-th smallest Walsh average = this / 2, exactly).
 

@@ -11,6 +11,17 @@ mean and median from the same resamples, with a ``numpy.random.Generator`` seede
 The percentile method is used: BCa needs a jackknife (O(n^2) per group), too
 slow for 10^5 rows, and for sample sizes >= 10 the two agree to well within
 the CI's own uncertainty for benchmark-like distributions.
+
+Above ``BOOTSTRAP_MAX_N`` values in a group (a long run: 500,000 rounds of one configuration)
+the resamples' cost (resamples x n) is not paid: the mean's CI is Student's t interval
+(``scipy.stats.ttest_1samp(...).confidence_interval``), the median's the distribution-free
+interval between two order statistics whose binomial coverage is at least the level
+(``scipy.stats.quantile_test(...).confidence_interval``), both O(n log n) at most and without
+resampling.  At such sizes the percentile bootstrap of the mean is the t interval to within its
+Monte Carlo error, and the order-statistic interval is the exact form of what the bootstrap of
+the median estimates.  The frame ``summarize`` returns then has a ``ci_method`` column
+(``CI_METHOD_BOOTSTRAP`` or ``CI_METHOD_LARGE_N`` per row); below the threshold it has none, so
+the summaries of smaller runs are unchanged.
 """
 from __future__ import annotations
 
@@ -105,7 +116,9 @@ def measurements(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC) -> tuple
     vals = pd.to_numeric(df[metric], errors="coerce")
     excluded["metric_missing"] = int((vals.isna() & keep).sum())
     keep &= vals.notna()
-    out = df.loc[keep].copy()
+    # pandas' copy-on-write: the rows kept are a new frame and the metric a new column, so the
+    # caller's frame never changes; every row kept shares its columns instead of copying them
+    out = df.copy(deep=False) if keep.all() else df.loc[keep]
     out[metric] = vals[keep].astype(float)
     excluded["total"] = int(len(df) - len(out))
     return out, excluded
@@ -113,6 +126,12 @@ def measurements(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC) -> tuple
 
 #: values per batch of resamples (b x n) handed to scipy.stats.bootstrap
 BATCH_VALUES = 4_000_000
+#: above this many values in a group the CIs are computed without resampling (module docstring);
+#: the runs under results/ have at most 9,290 rows in all
+BOOTSTRAP_MAX_N = 20_000
+#: ``ci_method`` of a row: resampled, or the t / order-statistic intervals of a large group
+CI_METHOD_BOOTSTRAP = "percentile bootstrap"
+CI_METHOD_LARGE_N = "t interval (mean), binomial order statistics (median)"
 
 
 _CACHE: dict = {}
@@ -132,18 +151,34 @@ def _mean_median(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.stack([np.mean(x, axis=axis), np.median(x, axis=axis)])
 
 
+def ci_method(n: int) -> str:
+    """How the CIs of a group of ``n`` values are computed (``CI_METHOD_*``)."""
+    return CI_METHOD_LARGE_N if n > BOOTSTRAP_MAX_N else CI_METHOD_BOOTSTRAP
+
+
+def large_n_mean_median(v: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float, float]:
+    """(mean_low, mean_high, median_low, median_high) without resampling: Student's t interval
+    of the mean and the distribution-free binomial order-statistic interval of the median."""
+    mean = sst.ttest_1samp(v, 0.0).confidence_interval(confidence)
+    median = sst.quantile_test(v, q=float(np.median(v)), p=0.5).confidence_interval(confidence)
+    return float(mean.low), float(mean.high), float(median.low), float(median.high)
+
+
 def bootstrap_mean_median(values: np.ndarray, n_resamples: int = DEFAULT_RESAMPLES,
                           seed=DEFAULT_SEED, confidence: float = 0.95) -> tuple[float, float, float, float]:
     """(mean_low, mean_high, median_low, median_high): percentile-bootstrap CI
     (``scipy.stats.bootstrap`` of the sorted sample, mean and median from the same resamples).
 
     NaN when there are fewer than 2 values; a sample without spread gets the value itself.
+    Above ``BOOTSTRAP_MAX_N`` values: ``large_n_mean_median`` (no resampling).
     Results are cached by (data, n_resamples, seed, confidence)."""
     v = np.asarray(values, dtype=float)
     if len(v) < 2:
         return (math.nan,) * 4
     if np.all(v == v[0]):
         return (v[0], v[0], v[0], v[0])
+    if len(v) > BOOTSTRAP_MAX_N:
+        return large_n_mean_median(v, confidence)
     key = None
     if not isinstance(seed, np.random.Generator):
         key = (hashlib.blake2b(v.tobytes(), digest_size=16).digest(), int(n_resamples), int(seed), float(confidence))
@@ -212,7 +247,9 @@ def summarize(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, by=None,
     n, mean, median, std, cv, min, max, p5, p95, mad, mean_ci_low/high, median_ci_low/high,
     n_mild, n_severe, then the same statistics with a ``clean_`` prefix (severe outliers
     removed; ``clean_n_removed`` says how many) and, when ``iteration`` has more than one
-    value, the variance components ``var_process``, ``var_iteration``, ``process_share``.
+    value, the variance components ``var_process``, ``var_iteration``, ``process_share``; last,
+    when a group holds more than ``BOOTSTRAP_MAX_N`` values, ``ci_method`` (how each row's CIs
+    were computed, see the module docstring).
     """
     meas, _ = measurements(df, metric)
     cols = group_columns(df, by)
@@ -221,6 +258,7 @@ def summarize(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, by=None,
     all_rows = df.groupby(cols, sort=True, dropna=False).size() if cols else pd.Series([len(df)])
     has_iter = "iteration" in meas.columns and meas["iteration"].nunique() > 1
     rows = []
+    large = False
     grouped = meas.groupby(cols, sort=True, dropna=False) if cols else [((), meas)]
     for key, sub in grouped:
         key = key if isinstance(key, tuple) else (key,)
@@ -250,7 +288,11 @@ def summarize(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, by=None,
             row["var_process"] = vc.get("var_process", math.nan)
             row["var_iteration"] = vc.get("var_iteration", math.nan)
             row["process_share"] = vc.get("process_share", math.nan)
+        large |= len(v) > BOOTSTRAP_MAX_N
+        row["ci_method"] = ci_method(len(v))
         rows.append(row)
     out = pd.DataFrame(rows)
+    if not large and "ci_method" in out.columns:   # every group resampled: the frame as before
+        out = out.drop(columns="ci_method")
     out.attrs["metric"] = metric
     return out

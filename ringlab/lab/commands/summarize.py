@@ -7,7 +7,7 @@ import click
 
 from ringlab.errors import DataError
 from ringlab.lab.commands import options
-from ringlab.report import pick_metric, write_report
+from ringlab.report import Analysis, pick_metric, write_report
 from ringlab.rundir import Run, RunFolder, require_metric
 from ringlab.stats import StatsError
 from ringlab.errors import ParamError
@@ -41,8 +41,9 @@ def run(args) -> int:
                              "characters without control characters, '<', '>' or '&'")
         labels[k] = v
     folder = RunFolder(args.dir)
-    # corrupt files: DataError (exit 2) naming the file and line
-    df, env = Run(folder.path).read()
+    # corrupt files: DataError (exit 2) naming the file and line; the report reads this Run's frame
+    run = Run(folder.path)
+    df, env = run.read()
     try:
         metric = pick_metric(df, args.metric)
     except StatsError as e:
@@ -54,7 +55,7 @@ def run(args) -> int:
     if status:
         print(status)
     try:
-        paths = write_report(args.dir, metric=args.metric, baseline=args.baseline, labels=labels or None,
+        paths = write_report(Analysis(args.dir, args.metric, args.baseline, labels or None, run=run),
                              figures=not args.no_figures)
     except FileNotFoundError as e:
         print(f"ringlab summarize: error: {e}", file=sys.stderr)
