@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -90,6 +90,7 @@ else:
 # %%
 if status == "skipped":
     hc.write_skipped_summary(RUN, f"ringtest: {reason}")
+    rn.not_available("the side-by-side table", f"ringtest did not run here ({reason})")
 else:
     rn.table(hc.side_by_side(RUN, SPSC), floatfmt=".3g")
     rn.figures(hc.figure(RUN, SPSC, RUN / "figures"))
