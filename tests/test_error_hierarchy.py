@@ -23,7 +23,8 @@ ROOT_CLASS = ("ringlab.errors", "RinglabError")
 #: and must pass every ``except Exception`` (a trial's, a cleanup's) on their way to the code that
 #: ends the run or unloads the module, as Ctrl-C's KeyboardInterrupt does; a RinglabError (an
 #: Exception) would be caught there.
-SIGNAL_CLASSES = {("ringlab.errors", "RunInterrupted"), ("ringlab.tools.kmod", "_Stop")}
+SIGNAL_CLASSES = {("ringlab.errors", "RunInterrupted"), ("ringlab.tools.kmod", "_Stop"),
+                  ("ringlab.lab.commands.options", "_HandOver")}
 
 _BUILTIN_EXCEPTIONS = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
 

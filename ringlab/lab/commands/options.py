@@ -142,7 +142,7 @@ def _takes_value(param: click.Option) -> bool:
     return not (param.is_flag or param.count)
 
 
-class _HandOver(Exception):
+class _HandOver(BaseException):
     """Click itself refuses this word (an unknown option, a flag given a value, a missing value
     click asks for): it goes to click as it stands, so that click's own error names it."""
 
