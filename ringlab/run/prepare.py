@@ -361,6 +361,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     if stop is not None and not stop.stages[0].built:   # the budget counts builds
         stop = stopping.add_time(stop, build_s=time.monotonic() - started)
         stop = dataclasses.replace(stop, stages=(dataclasses.replace(stop.stages[0], built=True),) + stop.stages[1:])
+    missing = {} if reason is not None else dict(exp.unavailable_arms(values, ctx) or {})
     env = {} if prev else {"schema_version": schema.SCHEMA_VERSION, "run_id": run_id, "experiment": name,
                            "host": host}
     env.update(
@@ -372,7 +373,8 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
               "order": ORDER_DESCRIPTION,
               "layouts": layouts, **({"layout_order": LAYOUT_DESCRIPTION,
                                       "common_layouts": bool(values.get("common_layouts", False))}
-                                     if layouts > 1 else {})},
+                                     if layouts > 1 else {}),
+              **({"arms_unavailable": missing} if missing else {})},
         environment=envinfo.collect(),
         privilege=privilege.record(getattr(exp, "trial_privilege", "user")),
         # What will actually run, hashed here whatever the build step said.
@@ -383,8 +385,5 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
                              if isinstance(v, list)}
     if stop is not None:   # the report compares against the arm the stopping rule planned for
         env.update(stopping=stop.to_json(), baseline=stop.baseline)
-    missing = {} if reason is not None else dict(exp.unavailable_arms(values, ctx) or {})
-    if missing:
-        env["plan"]["arms_unavailable"] = missing
     return Prepared(exp, ctx, plan, columns, config_keys, env, reason, resume, list(specs), stop, build,
                     missing)
