@@ -66,7 +66,8 @@ def _rewrite(src: Path, dst: Path, split: int | None = None) -> list[str]:
         with rundir.RunFolder(dst, mode="create" if i == 0 else "resume") as f:
             if i == 0:
                 f.write_env(**{k: env[k] for k in ("run_id", "experiment", "host") if k in env})
-            f.open_csv(header, ["variant"])
+            # the configuration columns, as the experiment writes them: between host and trial
+            f.open_csv(header, header[header.index("host") + 1:header.index("trial")])
             for r in part:
                 f.append([r])
     return header
