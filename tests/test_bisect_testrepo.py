@@ -1,6 +1,8 @@
 """The test repository of notebook 13-bisect: its series, and the notebook's tables on it."""
 from __future__ import annotations
 
+import json
+
 import shutil
 import subprocess
 
@@ -145,7 +147,7 @@ def test_bad_parameters_name_themselves(tmp_path, bad):
     assert name in bad or (name == "bad" and "tree" in bad)
 
 
-def test_notebook_without_a_header_tree_says_so_and_writes_nothing(tmp_path, monkeypatch):
+def test_notebook_without_a_header_tree_says_so_and_records_only_that_it_skipped(tmp_path, monkeypatch):
     import jupytext
 
     from ringlab.lab import notebook as rn
@@ -159,7 +161,11 @@ def test_notebook_without_a_header_tree_says_so_and_writes_nothing(tmp_path, mon
     ns.update(profile="smoke", out_dir=str(tmp_path / "run"))
     for src in cells[1:]:
         exec(src, ns)
-    assert ns["state"] is None and not (tmp_path / "run").exists()
+    assert ns["state"] is None
+    run = tmp_path / "run"
+    env = json.loads((run / "env.json").read_text())
+    assert env["status"] == "skipped" and "no kernel header tree" in env["skipped_reason"]
+    assert sorted(p.name for p in run.iterdir()) == ["env.json", "figures", "summary.md"]
     assert "Not run here" in shown[0] and "no kernel header tree" in shown[0]
     assert len(shown) == 6 and all("no kernel header tree" in t for t in shown)
 

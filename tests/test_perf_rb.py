@@ -342,17 +342,18 @@ def test_real_perf_forward_backward(syscall_loop):
     if reason:
         pytest.skip(f"perf tracepoints unavailable: {reason}")
     ctx = Ctx(syscall_loop)
-    exp, values, specs = _plan({"count": 200_000, "placements": "same-core", "trials": 1}, ctx)
-    rows = {}
-    for spec in specs:
+    exp, values, specs = _plan({"count": 200_000, "placements": "same-core", "trials": 3}, ctx)
+    rows: dict[str, list[dict]] = {}
+    for spec in sorted(specs, key=lambda s: s.trial):     # the arms interleaved, trial by trial
         r, out = _run_spec(exp, spec, ctx, timeout=120)
         assert r.returncode == 0, r.stderr[-500:]
-        rows[spec.config["variant"]] = out[0]
-    assert rows["forward"]["perf_wakeups"] >= 1 and rows["backward"]["perf_wakeups"] >= 1
-    assert not math.isnan(rows["forward"]["perf_captured_mb"])
-    # Two trace records per syscall cost far more than the noise of a shared VM.
-    assert rows["forward"]["elapsed_us"] > rows["base"]["elapsed_us"]
-    assert rows["backward"]["elapsed_us"] > rows["base"]["elapsed_us"]
+        rows.setdefault(spec.config["variant"], []).append(out[0])
+    assert all(t["perf_wakeups"] >= 1 for arm in ("forward", "backward") for t in rows[arm])
+    assert not any(math.isnan(t["perf_captured_mb"]) for t in rows["forward"])
+    # Two trace records per syscall cost far more than the noise of a shared VM; each arm's
+    # fastest of three trials, so that one trial slowed by the machine's load decides nothing.
+    fastest = {arm: min(t["elapsed_us"] for t in ts) for arm, ts in rows.items()}
+    assert fastest["forward"] > fastest["base"] and fastest["backward"] > fastest["base"]
 
 
 # -- through the runner (ringlab.runner) ---------------------------------------------
