@@ -253,7 +253,9 @@ def test_no_change_larger_than_x_is_an_equivalence_statement():
     assert row_decision(dict(row, verdict="slower", ci_low_pct=0.2), 0.5) == "slower"
 
 
-def test_stages_add_layouts_and_rounds_and_keep_the_earlier_ones(noisy, monkeypatch):
+def test_stages_add_layouts_and_rounds_and_keep_the_earlier_ones(noisy, monkeypatch, fake_clock):
+    # the budget is a deadline: on the fake clock a trial costs 0.01 s whatever the machine's load
+    fake_clock["cost"].update(trial=0.01, warmup=0.01)
     monkeypatch.setenv("FAKE_NOISE", "0.3")
     res = run(STAGED, noisy / "r")
     env = rundir.read_env(res.out_dir).doc
@@ -297,7 +299,8 @@ def test_stages_add_layouts_and_rounds_and_keep_the_earlier_ones(noisy, monkeypa
     json.dumps(st)
 
 
-def test_resume_in_a_later_stage_goes_on_from_env_json(noisy, monkeypatch):
+def test_resume_in_a_later_stage_goes_on_from_env_json(noisy, monkeypatch, fake_clock):
+    fake_clock["cost"].update(trial=0.01, warmup=0.01)      # the deadline, whatever the machine's load
     monkeypatch.setenv("FAKE_NOISE", "0.3")
     out = noisy / "r"
     first = run(STAGED, noisy / "whole")
