@@ -273,6 +273,9 @@ COMMON_PARAMS = [
     Param("target_arms", "str", "", "the arms whose rows a run with target_ci judges, comma-separated "
           "(empty: every arm but the baseline); the others are measured alongside and reported at the "
           "half-width they reach", column=False),
+    Param("margin", "float", 1.0, "the equivalence margin in percent: a row whose CI includes 0 and lies "
+          "within +-margin reads 'no significant difference' (the note states the margin); beyond it, "
+          "inconclusive; reports of the run test this margin", min=0.0, max=99.0, column=False),
     Param("budget", "float", 0.0, "seconds of builds and trials target_ci may spend at most (0: no limit)",
           min=0.0, max=MAX_BUDGET_S, column=False),
     Param("quiet_timeout", "float", 60.0, "seconds to wait for quiet CPUs (quiet=wait) or for another "

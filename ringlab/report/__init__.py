@@ -123,7 +123,7 @@ def _method(cmp: pd.DataFrame) -> str:
     """How the effect was estimated (``method_text``), worded for the + = better %change."""
     text = method_text(cmp)
     # the CI levels are stated once: in the table's heading and Holm's footnote
-    return text.split("; p Holm-corrected per candidate")[0].rstrip(".") + "."
+    return text.split("; p Holm-corrected over the run")[0].rstrip(".") + "."
 
 
 def _head(c: Analysis) -> list[str]:

@@ -34,6 +34,7 @@ from ringlab.report.mailfmt import as_float
 from ringlab.rundir import pick_baseline
 from ringlab.rundir.calibration import results_root_of, run_host, run_noise_floor, with_host_drift
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
+from ringlab.stats.decide import EQUIVALENCE_MARGIN
 from ringlab.stats.summary import StatsError, group_columns
 
 INSTR = "instructions_per_op"
@@ -142,11 +143,22 @@ class Analysis:
             self._kept[key] = make()
         return self._kept[key]
 
-    def comparison(self, baseline: str, metric: str | None = None, by=None, noise: float = 0.01,
+    @cached_property
+    def margin(self) -> float:
+        """The equivalence margin the run's comparisons test, a fraction: the run's ``-p margin``
+        (percent, env.json ``parameters.margin``), else ``EQUIVALENCE_MARGIN``."""
+        pct = self.env.parameters.get("margin")
+        if isinstance(pct, (int, float)) and not isinstance(pct, bool) and 0 <= pct < 100:
+            return float(pct) / 100
+        return EQUIVALENCE_MARGIN
+
+    def comparison(self, baseline: str, metric: str | None = None, by=None, noise: float | None = None,
                    alpha: float = 0.05) -> pd.DataFrame:
         """compare()'s frame of every other variant against ``baseline`` with each row's next-run
-        interval (the host's drift), made once per set of arguments; callers do not change it."""
+        interval (the host's drift), made once per set of arguments; callers do not change it.
+        ``noise``: the equivalence margin (a fraction), the run's own (``margin``) when None."""
         metric = metric or self.metric
+        noise = self.margin if noise is None else noise
         key = ("compare", str(baseline), metric, tuple(by) if isinstance(by, (list, tuple)) else by, noise, alpha)
         return self.kept(key, lambda: with_host_drift(
             compare(self.df, baseline, metric, by=by, noise=noise, alpha=alpha), self.host,

@@ -245,14 +245,14 @@ def holm_footnote(cmp: pd.DataFrame) -> str:
     fam = int(pd.to_numeric(cmp.get("family_size"), errors="coerce").max()) if "family_size" in cmp else 0
     levels = ci_levels(cmp)
     if not all(abs(v - (1 - alpha)) < 1e-9 for v in levels):
-        return (f"{HOLM_MARK} Holm over each candidate's {fam} configuration(s): the family keeps a "
+        return (f"{HOLM_MARK} Holm over the run's {fam} comparison(s): the family keeps a "
                 f"{alpha:.0%} family-wise error rate, so each row's interval is printed at its Holm step's "
                 f"level ({_levels_text(levels)}) and a row is significant exactly when its interval excludes 0; "
                 "p is Holm-adjusted.")
     if "holm_ci_level" not in cmp.columns or fam <= 1:
         return ""
     holm = sorted(set(pd.to_numeric(cmp["holm_ci_level"], errors="coerce").dropna().round(6)))
-    text = (f"p (Holm): p adjusted by Holm over each candidate's {fam} configurations, so the verdicts keep a "
+    text = (f"p (Holm): p adjusted by Holm over the run's {fam} comparisons (every candidate in every configuration), so the verdicts keep a "
             f"{alpha:.0%} family-wise error rate: a row is called only when p (Holm) <= {alpha:g}, that is when "
             f"its CI at its Holm step's level ({_levels_text(holm)}) excludes 0.")
     excl_uncalled = [r for _, r in cmp.iterrows() if str(r.get("verdict")) not in SIGNIFICANT

@@ -2,7 +2,7 @@
 
 The pipeline, in the order the data flows: the measurement rows of two arms are paired by
 round once (``ringlab.stats.rounds.Rounds``, held with the design in ``Arms``); Holm is run
-over each candidate's family on the p-values; at the row's Holm level each design's estimator
+over the run's family (every row with a p); at the row's Holm level each design's estimator
 gives the ``Estimate`` the verdict rests on, and at 1 - alpha the printed one
 (``ringlab.stats.estimate``); ``decide`` turns the first into a ``Verdict``
 (``ringlab.stats.decide``); an inconclusive one gets a ``Plan`` (``ringlab.stats.power.plan_more``);
@@ -56,9 +56,9 @@ percent; ``ci_low_pct``/``ci_high_pct`` the CI bounds transformed the same way.
 ``ratio_medians_pct`` = (median_candidate / median_baseline - 1) * 100 stays as a descriptive
 column (the statistic earlier versions reported as delta_pct).
 
-Multiplicity: the **family** is one candidate against the baseline over the configurations of
-the frame (one run).  ``p_holm`` is Holm-adjusted within the family (``family_size`` rows with
-a p-value).  Every row's CI is printed at one level, ``ci_level`` = 1 - alpha (95%); the verdict
+Multiplicity: the family is the run: every candidate against the baseline in every
+configuration of the frame (one compare() call).  ``p_holm`` is Holm-adjusted within the family
+(``family_size`` rows with a p-value).  Every row's CI is printed at one level, ``ci_level`` = 1 - alpha (95%); the verdict
 is decided from the same estimator's CI at the row's Holm step level (``holm_ci_*``,
 ``ringlab.stats.holm``), so a row is significant exactly when Holm rejects it.  A row Holm does
 not reject whose printed CI excludes 0 says "not significant after Holm" (``NOT_AFTER_HOLM``),
@@ -69,9 +69,9 @@ Verdict (``LOWER_IS_BETTER`` decides the direction), decided from the Holm CI al
   faster / slower            the CI excludes 0 (note added when it also lies within +-noise)
   no significant difference  the CI includes 0 and lies within +-noise
   inconclusive               the CI includes 0 and reaches beyond +-noise (or no CI exists);
-                             ``trials_needed`` rounds (= trials per arm) would resolve an
-                             effect of the observed size (or 2% when the observed one is
-                             below the noise threshold), see ``ringlab.stats.power``.
+                             ``trials_needed`` rounds (= trials per arm) bring the CI
+                             half-width to +-noise at the variances measured, never from the
+                             observed effect (``ringlab.stats.power.plan_more``).
   depends on machine state   two states, per-state CIs on opposite sides of 0
   not significant after Holm the Holm CI includes 0 but the printed 95% CI excludes it (settled
                              as the Holm CI's verdict would be: within +-noise or not)
@@ -107,7 +107,7 @@ from ringlab.stats import estimate as _est
 from ringlab.stats import ranktests as _rt
 from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, NOT_AFTER_HOLM, SIGNIFICANT, STATE_DEPENDENT, Comparison,
                                     check_rule, to_frame)
-from ringlab.stats.decide import INSTRUCTION_METRICS, Verdict, decide
+from ringlab.stats.decide import EQUIVALENCE_MARGIN, INSTRUCTION_METRICS, Verdict, decide
 from ringlab.stats.holm import holm, holm_levels
 from ringlab.stats.layouts import LayoutRounds
 from ringlab.stats.power import plan_more
@@ -204,9 +204,9 @@ class Arms:
             if c.verdict.verdict not in SIGNIFICANT and c.verdict.verdict != STATE_DEPENDENT and (lo > 0 or hi < 0):
                 c.verdict = Verdict(NOT_AFTER_HOLM, (
                     f"its {printed_level * 100:.4g}% CI excludes 0; p (Holm) = {c.p_holm:.2g} over the "
-                    f"{c.family_size} configurations"), settled=c.verdict.settled)
+                    f"{c.family_size} rows of the run"), settled=c.verdict.settled)
         if not c.verdict.settled:
-            c.plan = plan_more(c.estimate, noise, alpha_planning, seed, d=self.d, x=self.x, y=self.y,
+            c.plan = plan_more(c.estimate, noise, alpha_planning, d=self.d, x=self.x, y=self.y,
                                layout_rounds=self.layout_rounds)
         return c
 
@@ -249,7 +249,7 @@ def pair_arms(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, paired: bool 
     return Arms.of(rounds, describe(rounds, b_all, c_all, metric, **labels), b_all, c_all, exact_source)
 
 
-def compare_arrays(base, cand, metric: str = schema.PRIMARY_METRIC, noise: float = 0.01,
+def compare_arrays(base, cand, metric: str = schema.PRIMARY_METRIC, noise: float = EQUIVALENCE_MARGIN,
                    alpha: float = 0.05, seed=DEFAULT_SEED, paired: bool = False) -> dict:
     """One comparison of two samples (``paired``: base[i] and cand[i] share round i), no
     multiplicity correction (``p_holm`` = ``p_value``, CI at 1 - alpha); the row's fields."""
@@ -304,7 +304,7 @@ def _group_arms(sub: pd.DataFrame, cols: list[str], key: tuple, baseline: str, v
 
 
 def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC, by=None,
-            noise: float = 0.01, alpha: float = 0.05, seed=DEFAULT_SEED) -> pd.DataFrame:
+            noise: float = EQUIVALENCE_MARGIN, alpha: float = 0.05, seed=DEFAULT_SEED) -> pd.DataFrame:
     """Every other variant against ``baseline`` within each configuration.
 
     Returns a frame whose first columns are ``JSON_FIELDS``, followed by the group's
@@ -312,8 +312,10 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     descriptive), note, delta_abs, ratio_medians_pct, gain_pct (+ = better: -delta for
     lower-is-better metrics, delta else), lower_is_better, metric, center_baseline,
     center_candidate, gain_low_pct, gain_high_pct (``ringlab.stats.contract.EXTRA_FIELDS``).  ``attrs``: metric, group_columns,
-    alpha.  The CIs are exact rank-test inversions (or t intervals across layouts); ``seed``
-    seeds the trials_needed check.
+    alpha.  The CIs are exact rank-test inversions (or t intervals across layouts); ``seed`` is
+    accepted for callers (nothing here draws at random).  ``noise``: the equivalence margin
+    (``ringlab.stats.decide.EQUIVALENCE_MARGIN`` by default), which "no significant difference"
+    is tested against and ``trials_needed`` plans the CI half-width for.
 
     A ``layout`` column with more than one value in a configuration makes the design
     ``layouts``: per layout pair the paired Hodges-Lehmann estimate of the per-round log
@@ -350,17 +352,17 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
 
 
 def _finish_family(arms: list[Arms], noise: float, alpha: float, seed) -> list[Comparison]:
-    """Holm per candidate: each row's verdict from its CI at its Holm level (``ringlab.stats.holm``),
-    its printed CI at 1 - alpha."""
-    for cand in sorted({a.comparison.candidate for a in arms}):
-        fam = [a for a in arms if a.comparison.candidate == cand]
-        p = [a.p for a in fam]
-        m = int(np.isfinite(p).sum())
-        for a, pa, lev in zip(fam, holm(p), holm_levels(p, alpha)):
-            a.comparison.p_holm = float(pa)
-            a.comparison.family_size = m
-            a.finish(lev if math.isfinite(lev) else 1 - alpha, noise, alpha / max(m, 1), seed,
-                     printed_level=1 - alpha)
+    """Holm over the run: one family of every row with a p (every candidate in every
+    configuration), each row's verdict from its CI at its Holm level (``ringlab.stats.holm``),
+    its printed CI at 1 - alpha.  A family per candidate would let the run's error rate grow with
+    its candidates (three candidates at 5% each: about 14% that some row is called by chance)."""
+    p = [a.p for a in arms]
+    m = int(np.isfinite(p).sum())
+    for a, pa, lev in zip(arms, holm(p), holm_levels(p, alpha)):
+        a.comparison.p_holm = float(pa)
+        a.comparison.family_size = m
+        a.finish(lev if math.isfinite(lev) else 1 - alpha, noise, alpha / max(m, 1), seed,
+                 printed_level=1 - alpha)
     return [a.comparison for a in arms]
 
 

@@ -1,10 +1,16 @@
 """The verdict of one comparison from its ``Estimate`` and the thresholds, decided from the
 printed CI alone (``LOWER_IS_BETTER`` gives the direction):
 
-  faster / slower            the CI excludes 0 (note added when it also lies within +-noise)
-  no significant difference  the CI includes 0 and lies within +-noise
-  inconclusive               the CI includes 0 and reaches beyond +-noise, or there is no CI
+  faster / slower            the CI excludes 0 (note added when it also lies within +-margin)
+  no significant difference  the CI includes 0 and lies within +-margin: an equivalence test
+                             against the margin, whose note states the margin tested
+  inconclusive               the CI includes 0 and reaches beyond +-margin, or there is no CI
                              (``Verdict.settled`` False: the planner says how many more)
+
+The margin is the equivalence margin (``EQUIVALENCE_MARGIN``, a fraction: 0.01 = +-1%, the
+default of compare()'s ``noise``, ``ringlab compare --noise`` and a run's ``-p margin``): the
+largest change a row may call "no significant difference".  The verdict's note names it
+(``margin_text``), so every table that prints the note says what was tested.
   depends on machine state   two states, per-state CIs on opposite sides of 0
 
 Instruction counts say "fewer instructions" / "more instructions"; an exact comparison of
@@ -20,6 +26,14 @@ from ringlab.stats.contract import SIGNIFICANT, STATE_DEPENDENT, verdict_ci
 from ringlab.stats.estimate import Estimate
 
 INSTRUCTION_METRICS = {"instructions_per_op", "instructions"}
+
+#: the equivalence margin "no significant difference" is tested against, a fraction (0.01 = +-1%)
+EQUIVALENCE_MARGIN = 0.01
+
+
+def margin_text(margin: float) -> str:
+    """The margin as the notes state it: "+-1% (the equivalence margin)" for 0.01."""
+    return f"±{margin * 100:g}% (the equivalence margin)"
 
 
 @dataclass(frozen=True)
@@ -45,8 +59,8 @@ def _state_note(est: Estimate, metric: str) -> str:
             f"slow state ({slow:+.1f}%)")
 
 
-def decide(est: Estimate, metric: str, noise: float) -> Verdict:
-    """The verdict of ``est`` at the noise threshold ``noise`` (a fraction: 0.01 = 1%)."""
+def decide(est: Estimate, metric: str, noise: float = EQUIVALENCE_MARGIN) -> Verdict:
+    """The verdict of ``est`` at the equivalence margin ``noise`` (a fraction: 0.01 = +-1%)."""
     if est.design == "exact":
         if est.estimate == 0:
             return Verdict("same instructions" if metric in INSTRUCTION_METRICS else "no significant difference")
@@ -59,10 +73,10 @@ def decide(est: Estimate, metric: str, noise: float) -> Verdict:
     if lo > 0 or hi < 0:
         within = -nz <= lo and hi <= nz
         return Verdict(direction(lo if lo > 0 else hi, metric),
-                       f"significant but within the +-{nz:g}% noise threshold" if within else "")
+                       f"significant but within {margin_text(noise)}" if within else "")
     if -nz <= lo and hi <= nz:
-        return Verdict("no significant difference")
-    return Verdict("inconclusive", settled=False)
+        return Verdict("no significant difference", f"within {margin_text(noise)}")
+    return Verdict("inconclusive", f"the CI reaches beyond {margin_text(noise)}", settled=False)
 
 
 # What a finished compare() row has decided.  A staged run stops when every row is decided

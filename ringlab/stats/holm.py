@@ -1,6 +1,7 @@
 """Holm's step-down correction and the CI levels that agree with it.
 
-The family is one candidate against the baseline over the configurations of a run.  The CI a
+The family is the run: every candidate against the baseline in every configuration (the rows of
+one ``compare()`` call).  The CI a
 row's verdict rests on is at the Holm step's level, ``1 - alpha / (m - j + 1)``, where j is the
 row's rank among the family's p-values, or, for rows Holm does not reject, the rank of the first
 non-rejected row.  A row is then significant (``p_holm <= alpha``) exactly when that CI excludes

@@ -1,33 +1,42 @@
-"""How many trials per arm (rounds) resolve an effect.
+"""How many trials per arm (rounds) a comparison needs.
 
-``rounds_for_effect`` is what ``compare`` reports as ``trials_needed`` for inconclusive rows:
+``plan_more`` is what ``compare`` reports as ``trials_needed`` for a row that is not settled
+(inconclusive, or not significant after Holm): the rounds, or for the layouts design the layout
+pairs, that bring the CI half-width the verdict rests on to the run's target, at the variances
+the run measured.  The target is the equivalence margin (``ringlab.stats.decide``), or a staged
+run's ``target_ci`` when the caller gives it: a CI that narrow either excludes 0 or lies within
++-target, so the row is then decided.  The plan never reads the observed effect: planning from
+it is post-hoc power, which only restates the p-value (a row whose effect happens to be small
+would be sent after an ever larger run), and a plan that depends on the estimate is a look
+whose size depends on its sign.
 
-* paired design: the spread is that of the run's own per-round differences
-  d = ln(candidate/baseline) (1.4826 x MAD about their median, the sd for normal data but
-  not blown up by a few wild rounds); the signed-rank test then needs
-  n = (z_{1-a/2} + z_power)^2 sigma_d^2 / ln(1 + effect)^2 x pi/3 rounds
-  (pi/3: the Wilcoxon/Hodges-Lehmann efficiency relative to the t-test for normal data);
+* paired design: sigma the robust spread of the run's per-round differences
+  d = ln(candidate/baseline) (1.4826 x MAD about their median: it does not move with their
+  centre, the effect), and the signed-rank (Hodges-Lehmann) CI half-width
+  z_{1-a/2} sigma sqrt(pi / (3 n)), so n = z_{1-a/2}^2 sigma^2 / h^2 x pi/3 with
+  h = ln(1 + target) (pi/3: the Wilcoxon/Hodges-Lehmann efficiency relative to the t interval
+  for normal data);
 * unpaired design: the same with the pooled robust spread of each arm's log round values and
   a factor 2 (two independent samples);
-* a is the family's Bonferroni level alpha/m (Holm is at least as powerful);
-* the formula is then **checked by resampling the run's own rounds**: the centred differences
-  (or each arm's centred values) are drawn with replacement, the effect is added, and the
-  rank test is run ``n_resamples`` times; while the resampled power is below the target, n
-  grows by 25% (up to ``RESAMPLE_MAX_ROUNDS``; beyond, the normal approximation is accurate
-  and used as is).  Heavy-tailed round noise thus asks for more rounds than the formula;
-* ``compare`` never reports fewer rounds than the inconclusive run already had (+1).
+* layouts design: the variance of one layout pair's estimate as measured (layout spread plus
+  round noise at the run's rounds per layout), and the least K with
+  t_{1-a/2,K-1} sqrt(var / K) <= h (``least_layouts``), K pairs of the run's rounds per pair;
+* a is the family's Bonferroni level alpha/m (Holm's strictest step: the plan holds for every
+  row's Holm level);
+* ``plan_more`` never reports fewer rounds than the row already had (+1).
 
-``plan_more`` is the planner ``compare`` calls for an inconclusive row; it returns a ``Plan``
-(the layouts design asks for K layout pairs of the run's rounds per pair, through
-``least_layouts``, the one search for K that ``layout_plan`` and
-``ringlab.stats.stein.layouts_for_target`` use too).  A machine's calibration enters
-as a ``Calibration`` (the caller loads calibration.json; this module opens no file).
+No library plans a sample size for a CI half-width of a rank estimator (statsmodels'
+``stats.power`` plans for power against a given effect), hence the closed forms here.
 
-``trials_needed`` and ``recommended_trials`` plan without data, for two independent samples
-compared on the median (verified in tests/test_stats_truth.py): on the log scale, sigma the
-pooled robust SD of log(metric) over both arms, n = 2 (z_{1-alpha/2} + z_power)^2 sigma^2 /
-ln(1 + d)^2 per arm, times pi/2 (the sample median's efficiency 2/pi relative to the mean for
-normal data), rounded up and never below 5 per arm.
+``least_layouts`` is the one search for K that ``plan_more`` and ``layout_plan`` use.  A
+machine's calibration enters as a ``Calibration`` (the caller loads calibration.json; this
+module opens no file).
+
+``trials_needed`` and ``recommended_trials`` plan without data for a given effect, for two
+independent samples compared on the median (verified in tests/test_stats_truth.py): on the log
+scale, sigma the pooled robust SD of log(metric) over both arms, n = 2 (z_{1-alpha/2} +
+z_power)^2 sigma^2 / ln(1 + d)^2 per arm, times pi/2 (the sample median's efficiency 2/pi
+relative to the mean for normal data), rounded up and never below 5 per arm.
 """
 from __future__ import annotations
 
@@ -37,7 +46,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sst
 
-from ringlab.stats import ranktests as _rt
 from ringlab.stats.estimate import Estimate
 from ringlab.stats.layouts import LayoutRounds
 from ringlab.stats.robust import robust_sd
@@ -45,7 +53,6 @@ from ringlab.stats.robust import robust_sd
 MEDIAN_EFFICIENCY = 2 / math.pi
 RANK_EFFICIENCY = 3 / math.pi
 MIN_TRIALS = 5
-RESAMPLE_MAX_ROUNDS = 2000
 
 
 def _z(alpha: float, power: float) -> float:
@@ -87,75 +94,6 @@ def minimum_detectable_effect(n: int, sigma_log: float, alpha: float = 0.05, pow
         return math.nan
     shift = _z(alpha, power) * sigma_log * math.sqrt(2 / n / MEDIAN_EFFICIENCY)
     return math.expm1(shift) * 100
-
-
-def _min_rounds(alpha: float, paired: bool) -> int:
-    """Fewest rounds with which the exact rank test can reach p <= alpha at all."""
-    n = 1
-    while (2.0 / 2 ** n if paired else 2.0 / math.comb(2 * n, n)) > alpha:
-        n += 1
-    return n
-
-
-def rounds_for_effect(effect_pct: float, d=None, x=None, y=None, alpha: float = 0.05,
-                      power: float = 0.8, log_scale: bool = True, ref: float = 1.0, seed=0,
-                      n_resamples: int = 200) -> float:
-    """Rounds (= trials per arm) for ``power`` against a relative effect of ``effect_pct``.
-
-    ``d``: the run's paired differences (transformed scale); or ``x``/``y``: each arm's round
-    values (unpaired).  ``log_scale`` False: values are raw and ``ref`` converts percent.
-    See the module docstring; NaN when no spread can be estimated.
-    """
-    if not (0 < alpha < 1):
-        raise ValueError(f"alpha: {alpha!r} not allowed; allowed: a number in (0, 1)")
-    if not (0 < power < 1):
-        raise ValueError(f"power: {power!r} not allowed; allowed: a number in (0, 1)")
-    if not math.isfinite(effect_pct) or effect_pct == 0 or effect_pct <= -100:
-        return math.nan
-    shift = abs(math.log1p(effect_pct / 100.0)) if log_scale else abs(effect_pct / 100.0 * ref)
-    paired = d is not None
-    if paired:
-        d = np.asarray(d, dtype=float)
-        sigma, factor = robust_sd(d), 1.0
-    else:
-        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-        sigma = math.sqrt((robust_sd(x) ** 2 + robust_sd(y) ** 2) / 2)
-        factor = 2.0
-    if not math.isfinite(sigma) or shift == 0:
-        return math.nan
-    lo = _min_rounds(alpha, paired)
-    n = max(lo, normal_rounds(sigma, shift, alpha, power, factor, RANK_EFFICIENCY))
-    if n > RESAMPLE_MAX_ROUNDS:
-        return float(n)
-    data = d if paired else np.concatenate([x, y])
-    digest = int(np.abs(np.nan_to_num(data)).sum() * 1e6) % (2 ** 32)
-    rng = np.random.default_rng([int(seed) if not isinstance(seed, np.random.Generator) else 0, digest])
-    step = shift if effect_pct > 0 else -shift
-    # centre at the Hodges-Lehmann estimate: the resampled null then has no effect of its own
-    if paired:
-        resid = d - _rt.signed_rank(d, 0.5)["estimate"]
-    else:
-        rx, ry = x - np.median(x), y - np.median(y)
-        ry = ry - _rt.rank_sum(rx, ry, 0.5)["estimate"]
-    z_target = _z(alpha, power)
-    for _ in range(12):
-        if paired:
-            D = rng.choice(resid, size=(n_resamples, n)) + step
-            got = _rt.signed_rank_reject_batch(D, alpha).mean()
-        else:
-            X = rng.choice(rx, size=(n_resamples, n))
-            Y = rng.choice(ry, size=(n_resamples, n)) + step
-            got = _rt.rank_sum_reject_batch(X, Y, alpha).mean()
-        if got >= power:
-            return float(n)
-        # normal extrapolation from the resampled power: z grows with sqrt(n)
-        z_got = sst.norm.ppf(min(max(got, 1.0 / n_resamples), 1 - 1.0 / n_resamples)) + sst.norm.ppf(1 - alpha / 2)
-        ratio = (z_target / z_got) ** 2 if z_got > 0 else 4.0
-        nxt = math.ceil(n * min(max(ratio, 1.1), 4.0))
-        if nxt > RESAMPLE_MAX_ROUNDS:
-            return float(math.ceil(n * ratio)) if z_got > 0 else math.nan
-        n = nxt
-    return float(n)
 
 
 #: rounds per layout pair the layout design plans with (doubling it hardly changes K)
@@ -227,34 +165,40 @@ def least_layouts(var_estimate: float, shift: float, alpha: float = 0.05, power:
     return math.nan
 
 
-#: the effect planned for when the observed one is below the noise threshold
-TINY_EFFECT_PCT = 2.0
 #: layout pairs the compare planner searches up to
 PLAN_MAX_LAYOUTS = 200
 
 
-def plan_more(est: Estimate, noise: float, alpha: float, seed, d=None, x=None, y=None,
-              layout_rounds: LayoutRounds | None = None, power: float = 0.8) -> Plan:
-    """The rounds an inconclusive comparison needs for ``power`` against the observed effect (or
-    ``TINY_EFFECT_PCT`` when that is below the ``noise`` threshold), never fewer than were run
-    (+1).  ``d`` (paired) or ``x``/``y`` (unpaired): the run's values on the estimate's scale;
-    ``layout_rounds``: the layouts design's rounds (K is planned from the spread of the
-    per-layout-pair estimates)."""
-    effect, nz = est.pct(est.estimate), noise * 100
-    if not math.isfinite(effect) or abs(effect) < nz:
-        effect = TINY_EFFECT_PCT if not (math.isfinite(effect) and effect < 0) else -TINY_EFFECT_PCT
-        what = f"a {TINY_EFFECT_PCT:g}% effect (observed effect is tiny)"
-    else:
-        what = f"the observed {abs(effect):.2g}% effect"
-    k, per = math.nan, math.nan
+def plan_more(est: Estimate, target: float, alpha: float, d=None, x=None, y=None,
+              layout_rounds: LayoutRounds | None = None, target_name: str = "the equivalence margin") -> Plan:
+    """The rounds (or layout pairs) that bring the CI half-width at level 1 - ``alpha`` to
+    ``target`` (a fraction: 0.01 = +-1%) at the run's measured variances, never fewer rounds than
+    were run (+1); see the module docstring.  ``d`` (paired) or ``x``/``y`` (unpaired): the run's
+    values on the estimate's scale; ``layout_rounds``: the layouts design's rounds (K from the
+    spread of the per-layout-pair estimates).  ``est`` gives the design, its scale and, for the
+    layouts design, the spread; never its estimate.  ``target_name`` says what the target is."""
+    what = f"a CI half-width of ±{target * 100:g}% ({target_name}) at the measured "
+    h = math.log1p(target) if est.scale.log else target * est.scale.ref
+    k, per, trials = math.nan, math.nan, math.nan
     if layout_rounds is not None and layout_rounds.n_layouts > 1:
-        k = least_layouts(est.se ** 2 * est.n, math.log1p(effect / 100), alpha, power, PLAN_MAX_LAYOUTS)
+        what += "layout and round variance"
+        var = est.se ** 2 * est.n          # one layout pair's estimate: sigma_L^2 + s^2 / R as measured
+        k = least_layouts(var, h, alpha, None, PLAN_MAX_LAYOUTS) if h > 0 else math.nan
         per = layout_rounds.rounds_per_layout
         trials, n_run = k * per, len(layout_rounds.d)
         what += f" ({k:.0f} layout pairs of {per:.0f} rounds)" if math.isfinite(k) else ""
     else:
-        trials = rounds_for_effect(effect, d=d, x=x, y=y, alpha=alpha, power=power, log_scale=est.scale.log,
-                                   ref=est.scale.ref, seed=seed)
+        what += "round variance"
+        sigma, factor = math.nan, 1.0
+        if d is not None:
+            sigma = robust_sd(np.asarray(d, dtype=float))
+        elif x is not None and y is not None:
+            sigma = math.sqrt((robust_sd(np.asarray(x, dtype=float)) ** 2
+                               + robust_sd(np.asarray(y, dtype=float)) ** 2) / 2)
+            factor = 2.0
+        if math.isfinite(sigma) and h > 0:
+            # power 0.5 drops z_power: the CI half-width alone
+            trials = float(normal_rounds(sigma, h, alpha, 0.5, factor, RANK_EFFICIENCY))
         n_run = est.n
     return Plan(float(max(trials, n_run + 1)) if math.isfinite(trials) else math.nan,
                 f"trials_needed for {what}", k, per)

@@ -14,6 +14,7 @@ from ringlab.report.analysis import Analysis
 from ringlab.report.tables import comparison_rows, holm_footnote, interval_lines, md_table, sign_text
 from ringlab.rundir import read_raw, require_metric
 from ringlab.stats import to_records
+from ringlab.stats.decide import EQUIVALENCE_MARGIN
 from ringlab.report.method_text import method_text
 
 
@@ -23,8 +24,9 @@ from ringlab.report.method_text import method_text
 @click.option("--metric", default="ns_per_op", metavar="METRIC", help="metric column (default ns_per_op)")
 @click.option("--by", default=None, metavar="COLUMNS",
               help="comma-separated columns defining a configuration (default: every parameter)")
-@click.option("--noise", type=float, default=0.01, metavar="NOISE",
-              help="noise threshold as a fraction (default 0.01 = +-1%)")
+@click.option("--noise", type=float, default=EQUIVALENCE_MARGIN, metavar="MARGIN",
+              help="the equivalence margin as a fraction: 'no significant difference' when the CI includes 0 "
+                   "and lies within +-MARGIN, the note says which (default 0.01 = +-1%)")
 @click.option("--alpha", type=float, default=0.05, metavar="ALPHA", help="significance level (default 0.05)")
 @click.option("--json", is_flag=True, help="print a JSON list with exactly the documented fields")
 def command(**params) -> int:
