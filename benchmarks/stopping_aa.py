@@ -1,27 +1,35 @@
-"""A/A rate and power of the staged design, simulated through the run's own stopping code.
+"""A/A rate, coverage and next-run coverage of the staged design, simulated through the run's own stopping code.
 
-Usage: ringlab bench stopping [--runs 2000] [--power-runs 200] [--host HOST] [--mode 0]
-                              [--target 0.5] [--budget 60] [--jobs N]
+Usage: ringlab bench stopping [--runs 2000] [--scenarios 1,2,...] [--planner calibrated|cautious]
+                              [--host HOST] [--mode 0] [--target 0.5] [--budget 60] [--jobs N] [--seed 0]
+       ringlab bench stopping --gaussian [--runs 2000] [--power-runs 200] ...   (the two Gaussian designs)
        (or python benchmarks/stopping_aa.py ...)
 
-Each simulated run is a staged run of ``ringlab.run.stopping`` (opening, review after every
-stage, its re-planning and its stop on "target" or on "decided") over draws from a host's level
-calibration taken as the truth; the call is ``compare()``'s verdict of the data the run stopped
-with.  Method: ringlab.simulate.stoppingsim.
+Each simulated run is a staged run of ``ringlab.run.stopping`` (``opening``, ``review`` after every
+stage with compare() at every look, its re-planning and its stop), with only the measuring replaced
+by draws (``ringlab.simulate.noise.RunNoise``): a layout level per layout pair, rounds (processes),
+timed iterations (loops), and, per scenario, two machine states with a state-dependent effect,
+Student t (4 df) tails at the round level, a run-level drift of the effect, or a Holm family of 3
+candidates x 2 modes.  The size of every level is read from the committed runs' own fitted
+components (``ringlab.simulate.fitted``), and each figure is printed with where it came from.
+Method: ringlab.simulate.stoppingsim (``simulate_real_run``, ``scenario_summary``).
 
-Two designs, side by side:
+Scenarios: 1 no drift; 2 drift 0.5 point; 3 drift 1 point; 4 two states with a state-dependent
+effect; 5 t4 noise; 6 3 candidates x 2 modes.  The planner is the truth's own calibration
+(``--planner calibrated``) or the cautious defaults of a host without one (``cautious``).
 
-* ``calibrated, stop decided``: planned from the host's calibration; stops when every row is at
-  its target half-width *or decided* (significant at 5% / the policy's max_stages, or no change larger than
-  the target): the stop that looks at significance;
-* ``first run, stop target``: planned from the cautious defaults, as a first run on a host
-  without a calibration is (profile quick's stop: the half-width only).
+Per scenario it prints the A/A rate over all looks with its binomial 95% interval around 5% and
+whether it is inside, the 95% CI's coverage of the true effect, the next-run interval's coverage of
+a second simulated run of the same comparison (the between-run variance from the runs before, as
+``ringlab.stats.replication.between_of_runs`` measures it), each interval's mean width over the
+same interval at the true variances, the stops and the seconds per simulated run.  Exit status 1
+when a criterion misses (A/A outside that interval, CI coverage < 94%, next-run coverage outside
+93-98%, a width ratio > 1.5), naming which.
 
-Per design it prints the A/A rate over ``--runs`` runs with its Clopper-Pearson interval, the
-binomial 95% interval that a design with an exact 5% rate falls in over that many runs, whether
-the rate lies in it, the stop reasons, the mean stages and machine time, and the power for an
-effect of 1.43 target half-widths (what a 95% test finds 80% of the time at the target) over ``--power-runs`` runs.  Exit status 1 when an A/A rate
-lies above that interval.
+``--gaussian``: the two designs of a Gaussian noise without states (the host calibration's
+components as the truth): ``calibrated, stop decided`` and ``first run, stop target``, with their
+A/A rates, stops and power for an effect of 1.43 target half-widths over ``--power-runs`` runs;
+exit status 1 when an A/A rate lies above its interval.
 """
 from __future__ import annotations
 
@@ -47,10 +55,18 @@ from ringlab.lab.commands import options  # noqa: E402
 
 
 @click.command(cls=options.Command, help=__doc__.splitlines()[0])
-@click.option("--runs", type=int, default=2000, help="simulated A/A runs per design (default 2000)")
+@click.option("--runs", type=int, default=2000, help="simulated runs per scenario or design (default 2000)")
+@click.option("--scenarios", default="1,2,3,4,5,6", help="the scenarios, by number (default 1,2,3,4,5,6)")
+@click.option("--planner", type=click.Choice(["calibrated", "cautious"]), default="calibrated",
+              help="what the runs plan from: the committed calibration or the cautious defaults (default calibrated)")
+@click.option("--results", default=None, help="the committed results folder the noise sizes are read from "
+              "(default: the checkout's results/)")
+@click.option("--gaussian", is_flag=True, default=False,
+              help="the two Gaussian designs (calibrated / first run) instead of the scenarios")
 @click.option("--power-runs", type=int, default=200,
               help="simulated runs per design with an effect of 1.43 target half-widths (default 200; 0: skip)")
-@click.option("--host", default=None, help="whose calibration is the truth (default: this host's)")
+@click.option("--host", default=None, help="whose committed calibration gives the process, iteration, state and "
+              "cost figures (default: this host's, else the first complete one)")
 @click.option("--mode", default="0", help="the calibration's mode (default 0)")
 @click.option("--target", type=float, default=0.5, help="target half-width, percent (default 0.5)")
 @click.option("--budget", type=float, default=60.0, help="budget of each run, seconds (default 60)")
@@ -73,6 +89,77 @@ def _many(pool, jobs: int, truth, planner, target, budget, runs, stop, effect, s
 
 
 def run(a) -> int:
+    if not getattr(a, "gaussian", False):
+        return run_scenarios(a)
+    return run_gaussian(a)
+
+
+def _real_chunk(levels, sc, planner, target, budget, runs, seed):
+    t0 = time.process_time()
+    out = stoppingsim.simulate_real_runs(levels, sc, planner, target, budget, runs, "decided", seed)
+    return out, time.process_time() - t0
+
+
+def run_scenarios(a) -> int:
+    from ringlab.simulate import fitted
+    results = Path(a.results) if a.results else ROOT / "results"
+    here = a.host or host_id()
+    levels = fitted.committed_levels(results, here, a.mode)
+    print(f"noise sizes from the committed runs (host {levels.host}, mode {levels.mode}):")
+    for line in levels.lines():
+        print(f"  {line}")
+    if levels.missing():
+        print(f"cannot simulate: no committed figure for {', '.join(levels.missing())}")
+        return 2
+    if a.planner == "cautious":
+        planner = CAUTIOUS
+    else:
+        planner = level_calibration(levels.host, levels.mode, results)
+    print(f"planner: {'the cautious defaults (a host without a calibration)' if a.planner == 'cautious' else f'the committed calibration of {levels.host} (a calibrated host)'}; "
+          f"target +-{a.target:g}%, budget {a.budget:g} s, stop decided; {a.runs} runs per scenario, "
+          f"{max(1, a.jobs)} worker(s)")
+    api = stoppingsim.next_run_api()
+    if api is None:
+        print("next-run coverage: not available yet (ringlab.stats.replication has no between_of_runs / "
+              "next_run_interval); its lines are left out")
+    wanted = [int(x) for x in str(a.scenarios).split(",") if x.strip()]
+    all_sc = stoppingsim.scenarios(levels)
+    ok = True
+    t_all = time.monotonic()
+    with ProcessPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        for i in wanted:
+            sc = all_sc[i - 1]
+            t0 = time.monotonic()
+            per = math.ceil(a.runs / max(1, a.jobs * 4))
+            futs = [pool.submit(_real_chunk, levels, sc, planner, a.target, a.budget, min(per, a.runs - j),
+                                a.seed + j) for j in range(0, a.runs, per)]
+            got = [f.result() for f in futs]
+            runs = [r for rs, _ in got for r in rs]
+            cpu = sum(c for _, c in got)
+            s = stoppingsim.scenario_summary(runs, sc)
+            lo, hi = s["aa_interval"]
+            inside = lo <= s["aa_rate"] <= hi
+            print(f"{i}. {sc.name}: {len(runs[0].rows) if runs else 0} row(s) a run")
+            print(f"  A/A over all looks: {s['aa_rate']:.2%} ({s['aa']} of {s['runs']}; final verdict only "
+                  f"{s['aa_final']}); an exact 5% lands in [{lo:.2%}, {hi:.2%}]: {'inside' if inside else 'OUTSIDE'}")
+            print(f"  95% CI coverage of the true effect: {s['ci_coverage']:.1%} of {s['ci_rows']} rows; mean width "
+                  f"{s['ci_width_ratio']:.2f}x the interval at the true variances")
+            if s["next_coverage"] is not None:
+                print(f"  next-run coverage: {s['next_coverage']:.1%} of {s['next_pairs']} (run, next run) pairs; "
+                      f"mean width {s['next_width_ratio']:.2f}x the interval at the true variances")
+            elif api is not None:
+                print("  next-run coverage: no pair had an interval")
+            print(f"  stopped: " + ", ".join(f"{k} {n}" for k, n in sorted(s["stops"].items(), key=lambda x: -x[1]))
+                  + f"; mean {s['looks']:.2f} looks; {cpu / max(1, len(runs)):.2f} CPU s per simulated run, "
+                  f"{time.monotonic() - t0:.0f} s wall")
+            if s["failed"]:
+                ok = False
+                print(f"  MISSED: {'; '.join(s['failed'])}")
+    print(f"total {time.monotonic() - t_all:.0f} s wall")
+    return 0 if ok else 1
+
+
+def run_gaussian(a) -> int:
     host = a.host or host_id()
     truth = level_calibration(host, a.mode)
     if truth is CAUTIOUS:

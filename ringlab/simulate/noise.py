@@ -95,3 +95,78 @@ def paired_rounds(runs: int, n: int, effect: float = 0.0, rng: np.random.Generat
     b = np.where(base_first, first, second)
     c = np.where(base_first, second, first) + effect
     return b, c
+
+
+class RunNoise:
+    """The noise of one staged run, drawn trial by trial as the run's stages ask for them.
+
+    A trial is one process of one arm in one mode; its log time is the sum of
+
+    * a **layout** offset per (mode, arm, layout) drawn once, N(0, ``sigma_layout``^2 / 2), so a
+      layout pair's log ratio carries ``sigma_layout``^2;
+    * a **process (round)** term, N(0, ``sigma_process``^2 / 2), or Student t with ``process_df``
+      degrees of freedom scaled to that variance (heavy tails);
+    * per timed **iteration** (loop) N(0, ``sigma_iteration``^2 / 2);
+    * the **machine state**: a two-state Markov chain over the trials in the order they run,
+      persistent across stages, mean durations ``durations`` trials (fast, slow); the slow state
+      adds ``state_gap``;
+    * the candidate's **effect** in the state the trial ran in (``effects[(mode, arm)]`` = (fast,
+      slow), log scale) plus the run's own **drift**: a shift per (mode, arm) drawn once per run,
+      N(0, ``drift_sd``^2).
+
+    ``shift`` holds each row's drift, so the run's true effect is known to the harness.
+    """
+
+    def __init__(self, rng: np.random.Generator, sigma_layout: float, sigma_process: float, sigma_iteration: float,
+                 effects: dict, process_df: float = math.inf, state_gap: float = 0.0,
+                 durations=(math.inf, math.inf), drift_sd: float = 0.0):
+        self.rng = rng
+        self.sd = (sigma_layout / math.sqrt(2), sigma_process / math.sqrt(2), sigma_iteration / math.sqrt(2))
+        self.process_df = float(process_df)
+        self.effects = {k: (float(v[0]), float(v[1])) for k, v in effects.items()}
+        self.state_gap = float(state_gap)
+        self.leave = tuple(1.0 / d if d and math.isfinite(d) and d > 0 else 0.0 for d in durations)
+        self.states_on = bool(state_gap) and any(self.leave)
+        self.offsets: dict = {}
+        self.shift = {k: float(rng.normal(0.0, drift_sd)) if drift_sd > 0 else 0.0 for k in self.effects}
+        share_slow = durations[1] / (durations[0] + durations[1]) if self.states_on else 0.0
+        self.state = int(rng.random() < share_slow)
+
+    def _process(self, n: int) -> np.ndarray:
+        if math.isinf(self.process_df):
+            return self.rng.normal(0.0, self.sd[1], n)
+        nu = self.process_df
+        return self.rng.standard_t(nu, n) * self.sd[1] / math.sqrt(nu / (nu - 2))
+
+    def _states(self, n: int) -> np.ndarray:
+        s = np.empty(n, dtype=int)
+        if not self.states_on:
+            s[:] = 0
+            return s
+        u = self.rng.random(n)
+        cur = self.state
+        for t in range(n):
+            if u[t] < self.leave[cur]:
+                cur = 1 - cur
+            s[t] = cur
+        self.state = cur
+        return s
+
+    def trials(self, keys: list, layouts: np.ndarray, repeats: int) -> tuple[np.ndarray, np.ndarray]:
+        """(log time of each iteration, shape (trials, repeats); state of each trial) for trials
+        of (mode, arm) ``keys`` at ``layouts``, in the order given (the order they run)."""
+        n = len(keys)
+        off = np.empty(n)
+        eff = np.zeros((n, 2))
+        for i, (key, k) in enumerate(zip(keys, layouts)):
+            o = self.offsets.get((key, int(k)))
+            if o is None:
+                o = self.offsets[(key, int(k))] = float(self.rng.normal(0.0, self.sd[0]))
+            off[i] = o
+            if key in self.effects:
+                e = self.effects[key]
+                eff[i] = (e[0] + self.shift[key], e[1] + self.shift[key])
+        st = self._states(n)
+        base = off + self._process(n) + self.state_gap * st + eff[np.arange(n), st]
+        its = self.rng.normal(0.0, self.sd[2], (n, repeats))
+        return base[:, None] + its, st

@@ -21,10 +21,21 @@ with only the measuring replaced by draws:
 Stopping on "decided" looks at significance (at 5% / ``Policy.max_stages`` a look) as well as width, so
 that is where an A/A rate above 5% would come from; ``aa_interval`` gives the binomial interval
 the rate of a correct design lies in.
+
+Runs whose noise has what real runs have (``simulate_real_run``, ``ringlab bench stopping``'s
+scenarios): the same loop over the same stopping code, with the trials drawn by
+``ringlab.simulate.noise.RunNoise`` (layout, round and iteration levels, machine states with a
+state-dependent effect, t4 tails at the round level, a run-level drift of the effect) at sizes read
+from the committed runs (``ringlab.simulate.fitted``), one to 3 candidates x 2 modes (compare()'s
+Holm family); each look's strict decisions are kept, and ``scenario_summary`` turns a scenario's
+runs into its A/A rate over all looks, CI coverage, next-run coverage (``ringlab.stats.replication``'s
+``between_of_runs`` and ``next_run_interval``, as the kit measures the between-run variance) and
+the widths against the intervals at the true variances.
 """
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -149,3 +160,280 @@ def rate_interval(calls: int, runs: int, confidence: float = 0.95) -> tuple[floa
     from statsmodels.stats.proportion import proportion_confint
     lo, hi = proportion_confint(calls, runs, alpha=1 - confidence, method="beta")
     return float(lo), float(hi)
+
+
+# --- runs whose noise has what real runs have (``ringlab bench stopping``'s scenarios) -------------
+
+#: the candidates of a family scenario, in order (the first is the one-candidate scenarios')
+CANDIDATES = (CANDIDATE, "prebatch", "kernel")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What one scenario's runs measure: ``candidates`` x ``modes`` rows (a Holm family when more
+    than one), a run-level drift of each row's effect (SD ``drift_sd``, log), the process level's
+    tails (Student t with ``process_df`` df; inf: normal), and machine states (``states``) with a
+    state-dependent effect of ``state_effect`` (fast minus slow, log) around a long-run effect of 0."""
+    name: str
+    candidates: int = 1
+    modes: int = 1
+    drift_sd: float = 0.0
+    process_df: float = math.inf
+    states: bool = False
+    state_effect: float = 0.0
+
+
+def scenarios(levels) -> list[Scenario]:
+    """The scenarios ``ringlab bench stopping`` simulates, sized by ``levels``
+    (``ringlab.simulate.fitted.Levels``): no drift; drift of 0.5 and 1 point; two states with a
+    state-dependent effect; t4 noise at the round level; 3 candidates x 2 modes."""
+    return [Scenario("no drift"),
+            Scenario("drift 0.5 point", drift_sd=0.005),
+            Scenario("drift 1 point", drift_sd=0.01),
+            Scenario("two states, state-dependent effect", states=True, state_effect=float(levels.state_effect_diff)),
+            Scenario("t4 noise at the round level", process_df=4.0),
+            Scenario("3 candidates x 2 modes (Holm family of 6)", candidates=3, modes=2)]
+
+
+@dataclass(frozen=True)
+class RowOutcome:
+    """One compare() row of a simulated run when it stopped, log scale: its estimate, CI, standard
+    error and df (``replication.row_se``/``row_df``), what it claims in truth (``truth``: the run's own
+    effect, drift included; with two states found, the states weighted equally, else the mix of
+    states its candidate's trials ran in), the SD of its estimate at the true variances
+    (``true_se``), its verdict and the states it found."""
+    estimate: float
+    low: float
+    high: float
+    se: float
+    df: float
+    truth: float
+    true_se: float
+    verdict: str
+    states: int
+
+
+@dataclass(frozen=True)
+class RealRun:
+    """One simulated staged run of a ``Scenario``: its rows when it stopped, how many looks (stage
+    reviews) it made and at how many some row was decided faster or slower (at the look's strict
+    level), why it stopped, its design and the machine time it would have spent."""
+    rows: tuple
+    looks: int
+    looks_called: int
+    stop_reason: str
+    spent_s: float
+    layouts: int
+    rounds: int
+    repeats: int
+
+    @property
+    def final_called(self) -> bool:
+        return any(r.verdict in ("faster", "slower") for r in self.rows)
+
+    @property
+    def called_any_look(self) -> bool:
+        return self.looks_called > 0 or self.final_called
+
+
+def _family_values(sc: Scenario, target_pct: float, budget_s: float | None, stop: str) -> dict:
+    return {"variants": [BASELINE, *CANDIDATES[:sc.candidates]], "modes": list(range(sc.modes)),
+            "target_ci": float(target_pct), "budget": float(budget_s or 0), "stop": stop, "baseline": BASELINE,
+            "warmup": 0, "repeats": 1}
+
+
+def _true_var(levels, sc: Scenario, rounds: int, layouts: int, repeats: int, arms: int) -> float:
+    """Variance of a row's estimate at the true components: s_L^2 / K + s_P^2 / n + s_I^2 / (n I) for
+    n rounds over K layout pairs and I iterations a process, the process level with what a state
+    switch between a pair's two trials adds (the switch rate 2 / (d_fast + d_slow) per trial times
+    the mean distance (m + 1) / 3 between two of a round's m trials in random order).  The
+    normal-theory variance of the estimator; the medians and Hodges-Lehmann estimates the kit takes
+    are within a few percent of it at these tails."""
+    s_p2 = levels.sigma_process ** 2
+    if sc.states:
+        rate = 2.0 / (levels.durations[0] + levels.durations[1])
+        s_p2 += min(0.5, rate * (arms * sc.modes + 1) / 3) * levels.state_gap ** 2
+    n = max(1, rounds)
+    return levels.sigma_layout ** 2 / max(1, layouts) + s_p2 / n + levels.sigma_iteration ** 2 / (n * max(1, repeats))
+
+
+def _stage_frame(noise, st: Stopping, stage: StageRecord, seed: int, keys: list, repeats: int,
+                 state_log: dict) -> pd.DataFrame:
+    """The raw rows of one stage's new rounds: every (mode, arm) once a round, in a random order."""
+    lays = stopping.round_layouts(st, seed)
+    rounds = np.arange(stage.first_round, stage.first_round + stage.new_rounds)
+    m = len(keys)
+    order = np.stack([noise.rng.permutation(m) for _ in rounds]) if len(rounds) else np.empty((0, m), int)
+    seq_keys = [keys[j] for j in order.ravel()]
+    seq_round = np.repeat(rounds, m)
+    seq_layout = np.array([int(lays.get(int(r), 0)) for r in rounds], dtype=int).repeat(m)
+    logs, states = noise.trials(seq_keys, seq_layout, repeats)
+    for key, s in zip(seq_keys, states):
+        state_log.setdefault(key, []).append(int(s))
+    n = len(seq_keys)
+    pos = np.tile(np.arange(m), len(rounds))
+    return pd.DataFrame({
+        "variant": np.repeat([k[1] for k in seq_keys], repeats),
+        "mode": np.repeat([k[0] for k in seq_keys], repeats),
+        "size": 1000, "trial": np.repeat(seq_round, repeats), "round": np.repeat(seq_round, repeats),
+        "layout": np.repeat(seq_layout, repeats), "iteration": np.tile(np.arange(repeats), n),
+        "order": np.repeat(pos, repeats), "warmup": False, "status": "ok",
+        "ns_per_op": NS_PER_OP * np.exp(logs.ravel())})
+
+
+def simulate_real_run(levels, sc: Scenario, planner: LevelCalibration, target_pct: float,
+                      budget_s: float | None, stop: str = "decided", seed: int = 0) -> RealRun:
+    """One staged run of scenario ``sc``: planned from ``planner`` by ``stopping.opening``, each
+    stage's rounds drawn from ``noise.RunNoise`` at ``levels``' sizes and reviewed by
+    ``stopping.review`` (the run's own stop and re-planning, compare() at every look), the stage's
+    machine time at ``levels``' costs; its rows from compare() of the data it stopped with."""
+    from ringlab.simulate.noise import RunNoise
+    from ringlab.stats import replication
+
+    rng = np.random.default_rng(seed)
+    values = _family_values(sc, target_pct, budget_s, stop)
+    modes = [str(m) for m in values["modes"]]
+    cands = list(CANDIDATES[:sc.candidates])
+    keys = [(m, a) for m in modes for a in [BASELINE, *cands]]
+    half = sc.state_effect / 2
+    effects = {(m, c): (half, -half) for m in modes for c in cands}
+    noise = RunNoise(rng, levels.sigma_layout, levels.sigma_process, levels.sigma_iteration, effects,
+                     process_df=sc.process_df, state_gap=levels.state_gap if sc.states else 0.0,
+                     durations=levels.durations if sc.states else (math.inf, math.inf), drift_sd=sc.drift_sd)
+    st = stopping.opening(values, {m: planner for m in modes})
+    repeats = int(st.repeats or 1)
+    arms = len(values["variants"])
+    c = {k: float(x or 0) for k, x in levels.cost_s.items()}
+    per_round = sc.modes * arms / 2 * (c.get("process", 0.0) + repeats * c.get("iteration", 0.0))
+    frames, state_log = [], {}
+    layouts_before, looks, looks_called = 0, 0, 0
+    while True:
+        stage = st.last_stage
+        frames.append(_stage_frame(noise, st, stage, seed, keys, repeats, state_log))
+        build_s = max(0, stage.layouts - layouts_before) * c.get("layout", 0.0) * arms / 2
+        layouts_before = stage.layouts
+        st = stopping.add_time(st, measure_s=stage.new_rounds * per_round, build_s=build_s)
+        df = pd.concat(frames, ignore_index=True)
+        st = stopping.review(df, st, lambda _m: None)
+        looks += 1
+        looks_called += any(r.decided in ("faster", "slower") for r in st.rows if r.judged)
+        if st.stop_reason:
+            break
+    cmp = compare(df, BASELINE)
+    n_rounds = int(df["round"].nunique())
+    true_se = math.sqrt(_true_var(levels, sc, n_rounds, int(st.layouts), repeats, arms))
+    rows = []
+    for _, r in cmp.iterrows():
+        mode = str(r.get("mode")) if "mode" in cmp.columns else modes[0]
+        key = (str(int(float(mode))) if mode not in modes else mode, str(r["candidate"]))
+        shift = noise.shift.get(key, 0.0)
+        n_states = int(r.get("states") or 1) if pd.notna(r.get("states")) else 1
+        eff = effects.get(key, (0.0, 0.0))
+        if n_states == 2 or not sc.states:
+            truth = (eff[0] + eff[1]) / 2 + shift
+        else:
+            s = np.asarray(state_log.get(key, [0]), dtype=float)
+            truth = float(eff[0] * (1 - s.mean()) + eff[1] * s.mean()) + shift
+        rows.append(RowOutcome(estimate=replication.log_ratio(r["delta_pct"]),
+                               low=replication.log_ratio(r["ci_low_pct"]), high=replication.log_ratio(r["ci_high_pct"]),
+                               se=float(replication.row_se(r)), df=float(replication.row_df(r)), truth=truth,
+                               true_se=true_se, verdict=str(r["verdict"]), states=n_states))
+    return RealRun(rows=tuple(rows), looks=looks, looks_called=looks_called, stop_reason=str(st.stop_reason),
+                   spent_s=float(stopping.spent_s(st)), layouts=int(st.layouts), rounds=n_rounds, repeats=repeats)
+
+
+def simulate_real_runs(levels, sc: Scenario, planner: LevelCalibration, target_pct: float, budget_s: float | None,
+                       runs: int, stop: str = "decided", seed: int = 0) -> list[RealRun]:
+    """``runs`` independent runs of ``sc`` (seeds ``seed`` .. ``seed + runs - 1``)."""
+    return [simulate_real_run(levels, sc, planner, target_pct, budget_s, stop, seed + i) for i in range(runs)]
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """What a scenario must show: its A/A rate (every look) within the binomial interval of
+    ``aa_level`` over its runs, CI coverage of the true effect at least ``ci_coverage``, next-run
+    coverage within ``next_coverage``, each interval's mean width at most ``width_ratio`` times the
+    width of the same interval at the true variances."""
+    aa_level: float = 0.05
+    ci_coverage: float = 0.94
+    next_coverage: tuple = (0.93, 0.98)
+    width_ratio: float = 1.5
+
+
+#: the kit's between-run variance and next-run interval (``ringlab.stats.replication``)
+BETWEEN_RUNS = 5
+
+
+def next_run_api():
+    """(between_of_runs, NONE, next_run_interval) of ``ringlab.stats.replication``, or None where that
+    API is not available."""
+    from ringlab.stats import replication
+    names = ("between_of_runs", "NONE", "next_run_interval")
+    return tuple(getattr(replication, n) for n in names) if all(hasattr(replication, n) for n in names) else None
+
+
+def scenario_summary(runs: list[RealRun], sc: Scenario, level: float = 0.95,
+                     criteria: Criteria = Criteria()) -> dict:
+    """The figures ``ringlab bench stopping`` prints for one scenario's runs (in seed order):
+
+    * ``aa``: runs with a call at any look (a row decided faster/slower at a stage review, or the
+      final verdict), of ``runs``, its rate and ``aa_final`` (the final verdict only); the long-run
+      effect of every row is 0, so each such call is false for the family;
+    * ``ci_coverage``: share of rows whose CI holds the row's true effect (``RowOutcome.truth``);
+      ``ci_width_ratio``: mean CI width over the mean width of the normal interval at the true SD;
+    * ``next_coverage``: run i's next-run interval (``replication.next_run_interval`` of its row,
+      with ``between_of_runs`` of runs i - 4 .. i of the same row, as the kit measures it) holding
+      run i + 1's estimate of that row; ``next_width_ratio`` against the interval at the true
+      variances (both runs' true SD and the true drift); None where that API is not available;
+    * ``failed``: the criteria missed, one text each."""
+    n = len(runs)
+    aa = sum(r.called_any_look for r in runs)
+    lo, hi = aa_interval(n, criteria.aa_level)
+    z = float(sst.norm.ppf(0.5 + level / 2))
+    rows = [row for r in runs for row in r.rows if math.isfinite(row.low) and math.isfinite(row.high)]
+    cov = sum(row.low <= row.truth <= row.high for row in rows) / max(1, len(rows))
+    w = float(np.mean([row.high - row.low for row in rows])) if rows else math.nan
+    w_true = float(np.mean([2 * z * row.true_se for row in rows])) if rows else math.nan
+    out = {"runs": n, "aa": aa, "aa_rate": aa / max(1, n), "aa_final": sum(r.final_called for r in runs),
+           "aa_interval": (lo, hi), "ci_coverage": cov, "ci_rows": len(rows), "ci_width_ratio": w / w_true,
+           "next_coverage": None, "next_pairs": 0, "next_width_ratio": None,
+           "stops": {}, "looks": float(np.mean([r.looks for r in runs])) if runs else math.nan}
+    for r in runs:
+        out["stops"][r.stop_reason] = out["stops"].get(r.stop_reason, 0) + 1
+    api = next_run_api()
+    if api is not None:
+        between_of_runs, none, interval = api
+        hits, widths, true_w = 0, [], []
+        width = len(runs[0].rows) if runs else 0
+        for j in range(width):
+            for i in range(BETWEEN_RUNS - 1, n - 1):
+                past = [runs[k].rows[j] for k in range(i - BETWEEN_RUNS + 1, i + 1)]
+                with warnings.catch_warnings():     # statsmodels' I^2 of equal effects divides by 0
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    b = between_of_runs([p.estimate for p in past], [p.se ** 2 for p in past], level)
+                row, nxt = runs[i].rows[j], runs[i + 1].rows[j]
+                a, bhi = interval(row.estimate, row.se, row.df, none if b is None else b, level)
+                if not (math.isfinite(a) and math.isfinite(bhi) and math.isfinite(nxt.estimate)):
+                    continue
+                hits += a <= nxt.estimate <= bhi
+                widths.append(bhi - a)
+                true_w.append(2 * z * math.sqrt(row.true_se ** 2 + nxt.true_se ** 2 + 2 * sc.drift_sd ** 2))
+        out["next_pairs"] = len(widths)
+        if widths:
+            out["next_coverage"] = hits / len(widths)
+            out["next_width_ratio"] = float(np.mean(widths) / np.mean(true_w))
+    failed = []
+    if not lo <= out["aa_rate"] <= hi:
+        failed.append(f"A/A rate {out['aa_rate']:.2%} outside [{lo:.2%}, {hi:.2%}]")
+    if cov < criteria.ci_coverage:
+        failed.append(f"CI coverage {cov:.1%} < {criteria.ci_coverage:.0%}")
+    if not out["ci_width_ratio"] <= criteria.width_ratio:
+        failed.append(f"CI width ratio {out['ci_width_ratio']:.2f} > {criteria.width_ratio:g}")
+    if out["next_coverage"] is not None:
+        a, b = criteria.next_coverage
+        if not a <= out["next_coverage"] <= b:
+            failed.append(f"next-run coverage {out['next_coverage']:.1%} outside [{a:.0%}, {b:.0%}]")
+        if not out["next_width_ratio"] <= criteria.width_ratio:
+            failed.append(f"next-run width ratio {out['next_width_ratio']:.2f} > {criteria.width_ratio:g}")
+    out["failed"] = failed
+    return out
