@@ -15,9 +15,8 @@ import pytest
 from ringlab.lab import cli
 from ringlab.rundir import calibration as cal_files
 from ringlab.stats import calibration as cal
-from ringlab.stats.power import Calibration
 from ringlab.simulate import noise
-from ringlab.stats import power, stein
+from ringlab.stats import power
 
 TRUE_SIGMA = 0.03
 
@@ -142,28 +141,6 @@ def test_planning_more_layouts_for_larger_sigma_and_smaller_effect():
     if k > power.MIN_LAYOUTS:
         q = sst.t.ppf(0.975, k - 2) + sst.t.ppf(0.8, k - 2)
         assert k - 1 < q * q * var / math.log(1.05) ** 2
-
-
-def test_rounds_needed_uses_calibration(tmp_path, monkeypatch):
-    from tests.synth import make_raw
-    monkeypatch.setenv("RINGLAB_RESULTS", str(tmp_path))
-    df = make_raw(trials=10, warmup=0, rounds_col=True, cv=0.03, effects={"reorder": 0.0})
-    plain = stein.rounds_needed(df, "batch", 2.0)                  # no calibration.json here
-    assert plain["calibration"] is None and "no calibration" in plain["calibration_note"]
-    c = {"sigma_layout": 0.02, "round_sd": 0.03, "path": "p/calibration.json"}
-    got = stein.rounds_needed(df, "batch", 2.0, calibration=Calibration.from_doc(c))
-    assert got["rounds"] == plain["rounds"]                      # the one-build plan is unchanged
-    assert got["layouts_for_target"] >= power.MIN_LAYOUTS and "p/calibration.json" in got["calibration_note"]
-    wide = stein.rounds_needed(df, "batch", 2.0, calibration=Calibration.from_doc({**c, "sigma_layout": 0.05}))
-    assert wide["layouts_for_target"] > got["layouts_for_target"]
-    # the caller's loader: the raw.csv host's results/calibration/<host>/calibration.json
-    d = cal_files.calibration_dir(str(df["host"].iloc[0]))
-    d.mkdir(parents=True)
-    (d / "calibration.json").write_text(json.dumps(c))
-    assert stein.rounds_needed(df, "batch", 2.0)["calibration"] is None   # stats opens no file
-    auto = stein.rounds_needed(df, "batch", 2.0,
-                                    calibration=cal_files.load_calibration(str(df["host"].iloc[0])))
-    assert auto["layouts_for_target"] == got["layouts_for_target"] and str(d) in auto["calibration_note"]
 
 
 def test_real_calibration_run_smoke(tmp_path, monkeypatch):

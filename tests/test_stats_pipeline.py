@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ringlab.stats import JSON_FIELDS, Calibration, Estimate, Rounds, compare, compare_arrays, decide
+from ringlab.stats import JSON_FIELDS, Estimate, Rounds, compare, compare_arrays, decide
 from ringlab.stats.contract import EXTRA_FIELDS
 from ringlab.stats.power import Plan, least_layouts, plan_more
 from ringlab.stats.rounds import Scale
@@ -136,13 +136,10 @@ def test_planned_rounds_reach_the_target_half_width():
     assert 30 <= n <= 45 and 0.85 * math.log1p(0.01) < np.median(widths) <= 1.1 * math.log1p(0.01), (n, np.median(widths))
 
 
-def test_least_layouts_and_the_calibration_input():
+def test_least_layouts():
     k = least_layouts(0.02 ** 2, math.log1p(0.05))
     assert k >= 3 and least_layouts(0.05 ** 2, math.log1p(0.05)) > k
     assert math.isnan(least_layouts(math.nan, 0.05))
-    cal = Calibration.from_doc({"sigma_layout": 0.02, "round_sd": 0.03, "path": "x/calibration.json"})
-    assert cal == Calibration(0.02, 0.03, math.nan, "x/calibration.json")
-    assert Calibration.from_doc({"sigma_layout": None, "round_sd": 0.03}) is None
 
 
 def test_compare_frame_columns_are_serialized_in_one_order():

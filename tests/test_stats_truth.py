@@ -23,13 +23,11 @@ from ringlab.stats import compare
 from ringlab.stats import ranktests as rt
 from ringlab.stats import compare_arrays, recommended_trials
 from ringlab.stats.power import minimum_detectable_effect
-from ringlab.stats.stein import pilot_half_width, stein_rounds
 
 N_RUNS = 2000
 LEVEL = 0.01       # of the binomial tests on simulated rates
 
 
-STOPPING_SD = 0.08  # trial noise of the stopping-rule runs: enough spread for the rule to adapt
 
 
 def _rounds(rng, runs, n, effect=0.0, noise_sd=noise.NOISE_SD):
@@ -96,58 +94,6 @@ def test_pairing_beats_independent_arms_under_round_noise():
     # the paired CI is the narrower one in most runs (sign test at 1%), and on average
     assert sst.binomtest(narrower, 300, 0.5, alternative="greater").pvalue < LEVEL, narrower
     assert np.mean(uhi - ulo) > np.mean(phi - plo)
-
-
-def _stein_trial(rng, runs, n0, target_pct, effect=0.0, spread="rule"):
-    """A/A (or known effect) runs with the two-stage rule; returns the rejection rate and rounds.
-
-    spread "rule": ringlab's pilot spread; "ci": the pilot's own CI half-width (depends on the
-    signs of the pilot rounds, which the rule must avoid)."""
-    b, c = _rounds(rng, runs, n0, noise_sd=STOPPING_SD)
-    if spread == "rule":
-        w = pilot_half_width(c - b + math.log1p(effect), 0.95)
-    else:
-        lo, hi = rt.signed_rank_ci_batch(c - b, 0.95)
-        w = (hi - lo) / 2
-    N = stein_rounds(w, n0, target_pct, max_rounds=400)
-    rej = np.zeros(runs, dtype=bool)
-    for total in np.unique(N):
-        idx = np.flatnonzero(N == total)
-        b2, c2 = _rounds(rng, len(idx), total - n0, effect, noise_sd=STOPPING_SD)
-        d = np.concatenate([(c - b)[idx] + math.log1p(effect), c2 - b2], axis=1)
-        rej[idx] = rt.signed_rank_reject_batch(d, 0.05)
-    return rej.mean(), N
-
-
-def test_two_stage_stopping_keeps_the_false_positive_rate():
-    rng = np.random.default_rng(600)
-    for target in (2.0, 3.0, 5.0):
-        rate, N = _stein_trial(rng, 4000, 10, target)
-        assert N.max() > 2 * N.min() >= 20  # the rule really adapts the run length
-        assert _at_most(round(rate * 4000), 4000, 0.05), (target, rate)
-
-
-def test_pilot_spread_must_not_see_the_signs():
-    # control: the same simulation with N taken from the pilot's CI width finds the inflation
-    rng = np.random.default_rng(650)
-    rates = [_stein_trial(rng, 8000, 10, 5.0, spread="ci")[0] for _ in range(3)]
-    assert _inflated(round(np.mean(rates) * 24000), 24000), rates
-
-
-def test_two_stage_stopping_reaches_the_target_and_detects():
-    rng = np.random.default_rng(700)
-    rate, N = _stein_trial(rng, 500, 10, 2.0, effect=0.05)
-    assert _at_least(round(rate * 500), 500, 0.9), rate  # a 5% effect with a +-2% target width is found
-    # over many pilots, the planned runs' CI half-width is the target on average
-    b, c = _rounds(rng, 1000, 10, noise_sd=STOPPING_SD)
-    N = stein_rounds(pilot_half_width(c - b), 10, 2.0, max_rounds=2000)
-    hw = []
-    for total in np.unique(N):
-        idx = np.flatnonzero(N == total)
-        fb, fc = _rounds(rng, len(idx), total, noise_sd=STOPPING_SD)
-        lo, hi = rt.signed_rank_ci_batch(fc - fb, 0.95)
-        hw += list((np.expm1(hi) - np.expm1(lo)) / 2 * 100)
-    assert np.median(hw) <= 2.0 and np.mean(hw) <= 2.0 * 1.1, (np.median(hw), np.mean(hw))
 
 
 def test_simulation_can_see_an_inflated_rate():

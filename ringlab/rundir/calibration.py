@@ -1,8 +1,8 @@
 """Where a machine's calibration.json lives and how planning loads it.
 
 ``ringlab calibrate`` writes ``results/calibration/<host>/calibration.json``
-(``ringlab.studies.calibration``); the planners in ``ringlab.stats`` take it as data
-(``ringlab.stats.power.Calibration``) and open no file, so the callers load it here.
+(``ringlab.studies.calibration``); the planners in ``ringlab.stats`` take it as data and open
+no file, so the callers load it here.
 """
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import pandas as pd
 from ringlab import paths
 from ringlab.errors import DataError
 from ringlab.stats.levels import CAUTIOUS, LevelCalibration
-from ringlab.stats.power import Calibration
 
 FILE_NAME = "calibration.json"
 
@@ -43,11 +42,6 @@ def find_calibration(host: str | None, root: str | Path | None = None) -> dict |
 
 def _finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def load_calibration(host: str | None, root: str | Path | None = None) -> Calibration | None:
-    """``find_calibration`` as the planners' ``Calibration``."""
-    return Calibration.from_doc(find_calibration(host, root))
 
 
 def level_calibration(host: str | None, mode, root: str | Path | None = None) -> LevelCalibration:

@@ -1,10 +1,9 @@
 """Statistics of raw.csv frames.  Returns plain pandas frames / dataclasses; never prints and
-opens no file (a calibration is passed in as ``ringlab.stats.power.Calibration``).
+opens no file.
 
 * ``summarize``  per-group descriptive statistics, bootstrap CIs, outliers, variance components
 * ``compare``    A/B verdicts, the typed pipeline Rounds -> Estimate -> decide -> Plan -> Comparison
                  (``ringlab.stats.compare`` describes it)
-* ``rounds_needed``  the two-stage (Stein) design for a target CI (``ringlab.stats.stein``)
 * ``target_met``     whether every judged row's printed CI reached the target (``ringlab.stats.sequential``)
 * ``diagnose``   modality, outliers and the recorded column that explains them
 * ``diagnose_ab`` "same instructions, different time"
@@ -16,13 +15,12 @@ from ringlab.stats.diagnose import diagnose, diagnose_ab, find_cause
 from ringlab.stats.estimate import Estimate
 from ringlab.stats.holm import holm
 from ringlab.stats.outliers import modality, tukey_flags
-from ringlab.stats.power import Calibration, Plan, recommended_trials, trials_needed
+from ringlab.stats.power import Plan, recommended_trials, trials_needed
 from ringlab.stats.rounds import Rounds
 from ringlab.stats.sequential import target_met
-from ringlab.stats.stein import rounds_needed
 from ringlab.stats.summary import StatsError, format_value, measurements, summarize
 
-__all__ = ["Calibration", "Comparison", "Estimate", "JSON_FIELDS", "Plan", "Rounds", "StatsError", "VERDICTS",
+__all__ = ["Comparison", "Estimate", "JSON_FIELDS", "Plan", "Rounds", "StatsError", "VERDICTS",
            "Verdict", "check_rule", "compare", "compare_arrays", "decide", "diagnose", "diagnose_ab", "find_cause",
-           "format_value", "holm", "measurements", "modality", "recommended_trials", "rounds_needed", "summarize",
+           "format_value", "holm", "measurements", "modality", "recommended_trials", "summarize",
            "target_met", "to_records", "trials_needed", "tukey_flags"]

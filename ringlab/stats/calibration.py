@@ -17,9 +17,8 @@ code is the same, every difference between the arms is layout or noise:
 * seconds per round: the median over rounds of the rounds' summed ``wall_s``.
 
 calibration.json (``CALIBRATION_VERSION`` 1) lives in ``results/calibration/<host>/``; the
-callers load it (``ringlab.rundir.calibration``) and hand planning a
-``ringlab.stats.power.Calibration`` (``layout_plan``, ``stein.rounds_needed``).  This
-module only analyses a frame; it opens no file.
+callers load it (``ringlab.rundir.calibration``).  This module only analyses a frame; it opens
+no file.
 """
 from __future__ import annotations
 

@@ -28,9 +28,7 @@ whose size depends on its sign.
 No library plans a sample size for a CI half-width of a rank estimator (statsmodels'
 ``stats.power`` plans for power against a given effect), hence the closed forms here.
 
-``least_layouts`` is the one search for K that ``plan_more`` and ``layout_plan`` use.  A
-machine's calibration enters as a ``Calibration`` (the caller loads calibration.json; this
-module opens no file).
+``least_layouts`` is the one search for K that ``plan_more`` and ``layout_plan`` use.
 
 ``trials_needed`` and ``recommended_trials`` plan without data for a given effect, for two
 independent samples compared on the median (verified in tests/test_stats_truth.py): on the log
@@ -100,31 +98,6 @@ def minimum_detectable_effect(n: int, sigma_log: float, alpha: float = 0.05, pow
 ROUNDS_PER_LAYOUT = 20
 MIN_LAYOUTS = 3
 MAX_LAYOUTS = 1000
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """A machine's measured noise, the planner's input: the layout spread ``sigma_layout`` and
-    the round noise ``round_sd`` (log scale, 0.02 = 2 points), seconds per round, and where it
-    was measured (``source``: calibration.json's path or run id)."""
-    sigma_layout: float
-    round_sd: float
-    seconds_per_round: float = math.nan
-    source: str = ""
-
-    @classmethod
-    def from_doc(cls, doc: dict | None) -> "Calibration | None":
-        """From calibration.json's fields (None when ``doc`` is None or lacks a finite sigma_layout
-        and round_sd: planning then goes without a calibration)."""
-        if not isinstance(doc, dict):
-            return None
-        vals = [doc.get("sigma_layout"), doc.get("round_sd")]
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in vals):
-            return None
-        spr = doc.get("seconds_per_round")
-        return cls(float(vals[0]), float(vals[1]),
-                   float(spr) if isinstance(spr, (int, float)) and not isinstance(spr, bool) else math.nan,
-                   str(doc.get("path") or doc.get("run_id") or ""))
 
 
 @dataclass(frozen=True)

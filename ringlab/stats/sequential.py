@@ -35,8 +35,7 @@ Read top to bottom:
 5. **The schedule** (``stage_schedule``): which layout each new round measures; layout k is the
    same build in every stage, so a stage extends the design and never restarts it.
 
-The rule a finished run is judged by is ``target_met``.  The two-stage (Stein) design over rounds
-this replaced is ``ringlab.stats.stein``.
+The rule a finished run is judged by is ``target_met``.
 """
 from __future__ import annotations
 
