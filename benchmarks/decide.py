@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ringlab.rundir import read_env, read_raw  # noqa: E402
-from ringlab.rundir.calibration import with_host_drift  # noqa: E402
+from ringlab.rundir.calibration import with_host_next_run  # noqa: E402
 from ringlab.run import run_experiment  # noqa: E402
 from ringlab.sources import kernel_header  # noqa: E402
 from ringlab.stats import compare  # noqa: E402
@@ -74,7 +74,7 @@ def measure(work: Path, name: str, params: dict, baseline: str, mode: str) -> di
     took = time.monotonic() - t0
     df = read_raw(res.raw_csv)
     env = read_env(work / name).doc
-    rows = with_host_drift(compare(df, baseline), host_id())
+    rows = with_host_next_run(compare(df, baseline), host_id())
     rows = rows[rows["mode"].astype(str) == mode] if "mode" in rows.columns else rows
     row = rows.iloc[0] if len(rows) else None
     stop = Stopping.from_json(env.get("stopping")) or Stopping()

@@ -79,9 +79,9 @@ def test_each_compared_row_gives_its_ci_and_next_run_interval(text):
     """One line per compared row: this run's 95% CI and the next-run interval, both + = better,
     read from the Comparison fields; a header says what each interval means."""
     from ringlab.report.tables import gain_ci, next_gain_ci
-    from ringlab.rundir.calibration import with_host_drift
+    from ringlab.rundir.calibration import with_host_next_run
     from ringlab.stats import compare
-    cmp = with_host_drift(compare(pd.read_csv(DATA / "raw.csv"), "base"), "synthetic-test-host")
+    cmp = with_host_next_run(compare(pd.read_csv(DATA / "raw.csv"), "base"), "synthetic-test-host")
     nexts = _next_rows(text)
     words = " ".join(text.split())
     assert len(nexts) == len(cmp) and "[95% CI]: this run, the verdicts'" in words and "next: another run here, 95%" in words
@@ -520,9 +520,11 @@ def test_a_first_runs_own_noise_is_one_range_per_mode():
     assert _own_floor(env) == "95% CI half-width ±0.53-0.68% in mode 0, ±2.24% in mode 1 at 57 layouts x 3 rounds"
 
 
-def test_the_drift_source_of_a_row_is_said_in_a_few_words():
-    from ringlab.stats.replication import NO_DRIFT, WIDEST
-    assert mail._short_source(NO_DRIFT, "none") == "none"
-    assert mail._short_source(f"{WIDEST} 0, 1 (drift calibrated on this host)", "none") == \
-        "other rows: the host's widest calibrated drift"
-    assert mail._short_source("drift calibrated on this host", "none") == "drift calibrated on this host"
+def test_the_next_run_basis_of_a_row_is_said_in_a_few_words():
+    from ringlab.stats.replication import NO_BETWEEN_TEXT
+    assert mail._short_source({"next_basis": "none", "next_source": NO_BETWEEN_TEXT}) == \
+        "no between-run information: a rerun if nothing drifted"
+    assert mail._short_source({"next_basis": "host A/A", "next_source": "host A/A upper bound from 6 runs"}) == \
+        "host A/A upper bound"
+    assert mail._short_source({"next_basis": "runs", "next_source": "from 4 runs of this comparison"}) == \
+        "from 4 runs of this comparison"

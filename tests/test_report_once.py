@@ -24,7 +24,7 @@ def run(tmp_path) -> Path:
 
 @pytest.fixture
 def calls(monkeypatch) -> dict[str, Counter]:
-    """Every compare(), noise-floor and host-drift call, counted (compare by baseline and metric)."""
+    """Every compare(), noise-floor and next-run call, counted (compare by baseline and metric)."""
     seen = {"compare": Counter(), "floor": Counter(), "drift": Counter()}
 
     def counting(name, fn, key):
@@ -35,8 +35,8 @@ def calls(monkeypatch) -> dict[str, Counter]:
     monkeypatch.setattr(analysis, "compare", counting("compare", analysis.compare,
                                                       lambda df, base, metric="ns_per_op", **kw: (base, metric)))
     monkeypatch.setattr(analysis, "run_noise_floor", counting("floor", analysis.run_noise_floor, lambda *a: "floor"))
-    monkeypatch.setattr(analysis, "with_host_drift", counting("drift", analysis.with_host_drift,
-                                                              lambda cmp, *a: "drift"))
+    monkeypatch.setattr(analysis, "with_host_next_run", counting("drift", analysis.with_host_next_run,
+                                                                 lambda cmp, *a, **kw: "drift"))
     return seen
 
 

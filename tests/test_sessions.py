@@ -126,19 +126,30 @@ def test_compare_runs_says_which_comparisons_have_a_next_run_interval(tmp_path):
     assert line.startswith("0 of 1 have the three runs or more") and "drawn without one" in line
 
 
-def _rec(run, log_delta, se, **states):
-    base = {"baseline": "a", "candidate": "b", "config": "all", "run": run, "log_delta": log_delta, "se": se,
+def _rec(run, log_delta, se, config="mode=0"):
+    return {"baseline": "a", "candidate": "b", "config": config, "run": run, "log_delta": log_delta, "se": se,
             "df": math.inf, "delta_pct": math.expm1(log_delta) * 100,
             "ci_low_pct": math.expm1(log_delta - 1.96 * se) * 100, "ci_high_pct": math.expm1(log_delta + 1.96 * se) * 100}
-    return {**base, **{f: math.nan for f in sessions.STATE_FIELDS}, **states}
 
 
-def test_hit_rates_use_the_interval_of_a_run_that_found_two_states():
-    """Run 1 weighed a fast (+27.7%) and a slow (+59.6%) state equally; run 2 found the fast one
-    only.  The interval the reports print for run 1 holds run 2; the headline's alone does not."""
-    states = {"fast_log_delta": math.log(1.277), "fast_se_low": 0.008, "fast_se_high": 0.008,
-              "slow_log_delta": math.log(1.596), "slow_se_low": 0.008, "slow_se_high": 0.008}
-    two = pd.DataFrame([_rec("r1", math.log(1.428), 0.0065, **states), _rec("r2", math.log(1.287), 0.006)])
-    one = pd.DataFrame([_rec("r1", math.log(1.428), 0.0065), _rec("r2", math.log(1.287), 0.006)])
-    assert bool(sessions.hit_rates(two)["pi_held"].iloc[0])
-    assert not bool(sessions.hit_rates(one)["pi_held"].iloc[0])
+def test_hit_rates_take_each_runs_interval_from_the_runs_before_it_and_itself():
+    """Runs 1-3 of a comparison: the host's A/A of the row's mode (none in another mode); from run
+    MIN_RUNS on: the runs so far, never a later one."""
+    from ringlab.stats.replication import MIN_RUNS, Between, between_of_runs
+    effs = [0.020, 0.031, 0.012, 0.027, 0.018, 0.024]
+    rows = pd.DataFrame([_rec(f"r{i}", e, 0.004) for i, e in enumerate(effs)])
+    aa = Between(tau2=0.005 ** 2, df=math.inf, basis="host A/A", runs=6, text="host A/A upper bound from 6 runs")
+    hits = sessions.hit_rates(rows, {"0": aa})
+    assert list(hits["next_basis"]) == ["host A/A"] * (MIN_RUNS - 1) + ["runs"] * (len(effs) - MIN_RUNS)
+    own = between_of_runs(effs[:MIN_RUNS], [0.004 ** 2] * MIN_RUNS)
+    r = hits.iloc[MIN_RUNS - 1]
+    assert r["next_source"] == f"from {MIN_RUNS} runs of this comparison"
+    assert r["next_between_sd_pct"] == pytest.approx(own.tau * 100)
+    changed = rows.copy()
+    changed.loc[len(effs) - 1, "log_delta"] = 0.5          # a wild last run changes no earlier interval
+    again = sessions.hit_rates(changed, {"0": aa})
+    assert again["next_low_pct"].iloc[:-1].tolist() == pytest.approx(hits["next_low_pct"].iloc[:-1].tolist())
+    other = sessions.hit_rates(pd.DataFrame([_rec(f"r{i}", e, 0.004, "mode=1") for i, e in enumerate(effs)]),
+                               {"0": aa})
+    assert list(other["next_basis"][:MIN_RUNS - 1]) == ["none"] * (MIN_RUNS - 1), "no mode lends its A/A"
+    assert sessions.hit_rates(rows)["next_basis"].iloc[0] == "none"

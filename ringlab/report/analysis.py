@@ -8,7 +8,7 @@ use and kept:
 * ``host``, ``floor``: the run's host and its noise floor (``rundir.calibration.run_host`` and
   ``run_noise_floor``, the one rule every report of a run quotes);
 * ``comparison(baseline, metric, by, noise, alpha)``: compare()'s frame with the next-run
-  interval of the host's drift, one per set of arguments; ``cmp`` is the one of the run's own
+  interval (this comparison's earlier runs, else the host's A/A, else none), one per set of arguments; ``cmp`` is the one of the run's own
   baseline and metric (None for a run with a single variant);
 * ``meas`` / ``excluded``, ``params``, ``summ``, ``diags``, ``ab``: the statistics of summary.md;
 * ``spread(metric, cols)`` and ``instructions(baseline, cols)``: each arm's spread and the
@@ -32,7 +32,7 @@ import pandas as pd
 from ringlab import rundir, schema
 from ringlab.report.mailfmt import as_float
 from ringlab.rundir import pick_baseline
-from ringlab.rundir.calibration import results_root_of, run_host, run_noise_floor, with_host_drift
+from ringlab.rundir.calibration import results_root_of, run_host, run_noise_floor, with_host_next_run
 from ringlab.stats import compare, diagnose, diagnose_ab, measurements, summarize
 from ringlab.stats.decide import EQUIVALENCE_MARGIN
 from ringlab.stats.summary import StatsError, group_columns
@@ -155,14 +155,14 @@ class Analysis:
     def comparison(self, baseline: str, metric: str | None = None, by=None, noise: float | None = None,
                    alpha: float = 0.05) -> pd.DataFrame:
         """compare()'s frame of every other variant against ``baseline`` with each row's next-run
-        interval (the host's drift), made once per set of arguments; callers do not change it.
+        interval (``with_host_next_run``), made once per set of arguments; callers do not change it.
         ``noise``: the equivalence margin (a fraction), the run's own (``margin``) when None."""
         metric = metric or self.metric
         noise = self.margin if noise is None else noise
         key = ("compare", str(baseline), metric, tuple(by) if isinstance(by, (list, tuple)) else by, noise, alpha)
-        return self.kept(key, lambda: with_host_drift(
+        return self.kept(key, lambda: with_host_next_run(
             compare(self.df, baseline, metric, by=by, noise=noise, alpha=alpha), self.host,
-            results_root_of(self.path)))
+            results_root_of(self.path), run_dir=self.path, metric=metric, by=by))
 
     @cached_property
     def cmp(self) -> pd.DataFrame | None:

@@ -37,7 +37,7 @@ from ringlab.errors import ParamError
 from ringlab.stats import StatsError, measurements
 from ringlab.stats.rounds import comparison_columns
 from ringlab.stats.contract import SIGNIFICANT
-from ringlab.stats.replication import NO_DRIFT, WIDEST
+from ringlab.stats.replication import NO_BETWEEN_TEXT
 from ringlab.report.mail_objdump import loop_summary
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import (aa_controls, counters_line, machine_line, not_measured, tested_line)
@@ -335,26 +335,25 @@ def noise_floor_lines(host: str | None, nf: dict | None, env: dict, info: dict, 
     return wrap_para(txt, width)
 
 
-def _short_source(src: str, no_drift: str) -> str:
-    """A row's drift source as the mail says it: no drift, or another mode's, in a few words."""
-    if src == NO_DRIFT:
-        return no_drift
-    if src.startswith(WIDEST):
-        return "other rows: the host's widest calibrated drift"
+def _short_source(r) -> str:
+    """A row's next-run basis as the mail says it, in a few words."""
+    basis, src = str(r.get("next_basis") or ""), str(r.get("next_source") or "")
+    if basis == "none" or src == NO_BETWEEN_TEXT:
+        return "no between-run information: a rerun if nothing drifted"
+    if basis == "host A/A":
+        return "host A/A upper bound"
     return src
 
 
 def _interval_lines(info: dict, width: int) -> list[str]:
     """Each row's two intervals, + = better, one line per row: this run's 95% CI (the verdict's)
     and where another run on this host is expected (the next-run interval), under a header that
-    says what each means and where the drift between runs comes from."""
+    says what each means and the next-run interval's between-run basis."""
     rows = [(r, lab) for r, lab in info["gains"] if math.isfinite(as_float(r.get("next_low_pct")))]
     if not rows:
         return []
-    # the mail's short form of "no drift measured": a first run on a host must fit one screen too
-    short = "no drift measured in this mode: the two runs' own noise only"
-    srcs = list(dict.fromkeys(_short_source(str(r.get("next_source")), short)
-                              for r, _ in rows if r.get("next_source")))
+    # the mail's short form of each basis: a first run on a host must fit one screen too
+    srcs = list(dict.fromkeys(_short_source(r) for r, _ in rows if r.get("next_source")))
     flip = any(r.get("sign_reproducible") is False for r, _ in rows)
     out = wrap_para("[95% CI]: this run, the verdicts'. next: another run here, 95%"
                     + (f" ({'; '.join(srcs)})" if srcs else "") + "."

@@ -176,19 +176,21 @@ NEXT_HEADER = "next run here (95% PI)"
 
 
 def interval_lines(cmp: pd.DataFrame) -> list[str]:
-    """What the two intervals mean, one line each, and where the drift comes from (once per source)."""
+    """What the two intervals mean, one line each, and the between-run basis of the next-run
+    interval in words, once per basis (with its modes)."""
     if not has_next(cmp):
         return []
     alpha = float(cmp.attrs.get("alpha", 0.05) or 0.05)
     lines = [f"- {fmt.ci_header(1 - alpha)}: how sure this run is of its own effect; the verdict rests on it "
              "(at Holm's level where a family has several rows).",
              f"- {NEXT_HEADER}: where another run of the same command on this host is expected to put "
-             "%change, 95% of the time: this run's noise, the next run's and the host's between-run drift."]
+             "%change, 95% of the time: this run's noise, the next run's, and both runs' between-run shift "
+             "(its variance from the basis below)."]
     srcs = [s for s in dict.fromkeys(str(v) for v in cmp["next_source"].dropna()) if s]
     for src in srcs:
         modes = sorted({str(r["mode"]) for _, r in cmp.iterrows() if str(r.get("next_source")) == src}) \
             if "mode" in cmp.columns else []
-        lines.append(f"- Drift{' (mode ' + ', '.join(modes) + ')' if modes else ''}: {src}.")
+        lines.append(f"- next run here (95%, {src}){' (mode ' + ', '.join(modes) + ')' if modes else ''}.")
     moved = [r for _, r in cmp.iterrows() if r.get("sign_reproducible") is False]
     if moved:
         lines.append(f"- {len(moved)} called row(s) have a next-run interval that includes 0: another run "

@@ -82,7 +82,7 @@ def noise_floor(host: str | None, root: str | Path | None = None) -> dict | None
             "run_id": str(doc.get("run_id") or "?"), "path": doc.get("path")}
 
 
-#: a host's between-run drift, per mode (``ringlab calibrate --between``)
+#: a host's between-run drift, per mode (``ringlab calibrate --between``): its A/A part is read
 DRIFT_FILE = "drift.json"
 
 
@@ -101,12 +101,36 @@ def find_drift(host: str | None, root: str | Path | None = None) -> dict | None:
     return doc
 
 
-def host_drifts(host: str | None, root: str | Path | None = None) -> dict:
-    """Per mode ("0", "1", ...), the host's between-run model (``ringlab.stats.replication.Drift``)
-    from drift.json, its source naming the measurement, and under "*" the widest of them for the
-    modes it did not measure (``widest_drift``); {} when the host has none."""
-    from ringlab.stats.replication import Drift, widest_drift
+def aa_between(aa: dict, source: str = ""):
+    """The host A/A ``Between`` (``ringlab.stats.replication.between_of_host_aa``) of drift.json's
+    A/A block of one mode: from its runs' log effects and variances (``effects_log``,
+    ``variances_log``) where the file keeps them; else from its summary (k, Cochran's Q from
+    ``q_p``, and the runs' median within-run variance, which the combination's prediction
+    interval, mu +- t(k-2) sqrt(tau^2 + se^2 + v), and its HKSJ CI, mu +- t(k-1) se, give back).
+    None when neither can be read."""
+    from scipy import stats as sps
+    from ringlab.stats.replication import between_of_host_aa, log_ratio
     from ringlab.stats.summary import StatsError
+    if not isinstance(aa, dict):
+        return None
+    try:
+        if isinstance(aa.get("effects_log"), list) and isinstance(aa.get("variances_log"), list):
+            return between_of_host_aa(aa["effects_log"], aa["variances_log"], source=source)
+        k = int(aa["k"])
+        q = float(sps.chi2.isf(float(aa["q_p"]), k - 1))
+        level, tau = float(aa.get("level") or 0.95), float(aa["tau_pct"]) / 100
+        se = (log_ratio(aa["ci_high_pct"]) - log_ratio(aa["ci_low_pct"])) / (2 * sps.t.ppf(0.5 + level / 2, k - 1))
+        half = (log_ratio(aa["pi_high_pct"]) - log_ratio(aa["pi_low_pct"])) / 2
+        within = (half / sps.t.ppf(0.5 + level / 2, k - 2)) ** 2 - tau ** 2 - se ** 2
+        return between_of_host_aa(q=q, k=k, within_var=within, source=source)
+    except (KeyError, TypeError, ValueError, StatsError):
+        return None
+
+
+def host_between(host: str | None, root: str | Path | None = None) -> dict:
+    """Per mode ("0", "1", ...), the host's A/A between-run variance (``aa_between``) from
+    drift.json (``ringlab calibrate --between``), its text naming the calibration; {} when the
+    host has none.  Only the A/A part is read: a mode the file has no A/A for has none."""
     doc = find_drift(host, root)
     if doc is None:
         return {}
@@ -114,14 +138,9 @@ def host_drifts(host: str | None, root: str | Path | None = None) -> dict:
     for mode, d in doc["modes"].items():
         if not isinstance(d, dict) or "error" in d:
             continue
-        src = (f"drift calibrated on this host {doc.get('date_utc', '?')[:10]}: {d.get('runs', '?')} runs, "
-               f"{float(doc.get('span_min') or math.nan):.0f} min")
-        try:
-            out[str(mode)] = Drift.from_dict(d, source=src)
-        except StatsError:
-            continue
-    if out and "*" not in out:
-        out["*"] = widest_drift(out)
+        b = aa_between(d.get("aa"), source=f"ringlab calibrate --between, {str(doc.get('date_utc', '?'))[:10]}")
+        if b is not None:
+            out[str(mode)] = b
     return out
 
 
@@ -154,12 +173,35 @@ def run_noise_floor(host: str | None, run_dir=None) -> dict | None:
     return (noise_floor(host, root) if root is not None else None) or noise_floor(host)
 
 
-def with_host_drift(cmp, host: str | None, root: str | Path | None = None):
-    """A compare() frame with its next-run intervals from the host's drift (``with_next_run``)."""
-    from ringlab.stats.replication import with_next_run
+def with_host_next_run(cmp, host: str | None, root: str | Path | None = None, run_dir=None,
+                       metric: str | None = None, by=None):
+    """A compare() frame with each row's next-run interval (``ringlab.stats.replication.
+    with_next_run``), its between-run variance from, in this order: this comparison's own runs
+    (``run_dir``'s earlier runs, ``ringlab.rundir.earlier``, and this one) when there are
+    ``MIN_RUNS`` of them; the host's A/A upper bound in the row's mode (drift.json of ``root``,
+    else of the checkout's results/); else none, which the row says."""
+    from ringlab.rundir import earlier
+    from ringlab.stats.replication import NONE, between_of_runs, log_ratio, row_se, with_next_run
     if cmp is None or not len(cmp):
         return cmp
-    drifts = host_drifts(host, root)
-    if not drifts and root is not None:
-        drifts = host_drifts(host)
-    return with_next_run(cmp, drifts)
+    aa = host_between(host, root)
+    if not aa and root is not None:
+        aa = host_between(host)
+    runs = earlier.earlier_runs(run_dir) if run_dir is not None else []
+    past: dict = {}
+    if runs and "baseline" in cmp.columns:
+        base = str(cmp["baseline"].iloc[0])
+        met = metric or (str(cmp["metric"].iloc[0]) if "metric" in cmp.columns else "ns_per_op")
+        past = earlier.earlier_effects(runs, base, met, by)
+    cols = earlier.config_columns(cmp)
+
+    def between(r):
+        own = past.get(earlier.comparison_key(r, cols), [])
+        effects = [e for e, _ in own] + [log_ratio(r.get("delta_pct"))]
+        ses = [s for _, s in own] + [row_se(r)]
+        b = between_of_runs(effects, [s * s for s in ses]) if own else None
+        if b is not None:
+            return b
+        return aa.get(str(r["mode"])) if "mode" in cmp.columns and str(r.get("mode")) in aa else NONE
+
+    return with_next_run(cmp, between)

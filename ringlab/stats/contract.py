@@ -17,8 +17,8 @@ difference": both of those say the printed CI includes 0, and the note gives p (
 
 Both answer "how sure are we about this run?".  A third, the **next-run interval**
 (``next_low_pct``, ``next_high_pct``), answers "what will another run on this host show?": a
-prediction interval with the host's between-run drift (``ringlab.stats.replication``), filled in
-by the reports.  The verdict never rests on it; ``sign_reproducible`` says whether it keeps a
+prediction interval with the comparison's between-run variance (``ringlab.stats.replication``),
+filled in by the reports.  The verdict never rests on it; ``sign_reproducible`` says whether it keeps a
 called row's sign."""
 from __future__ import annotations
 
@@ -69,14 +69,15 @@ if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict na
 #:   holm_ci_low_pct, holm_ci_high_pct  the CI the verdict rests on, at ``holm_ci_level``
 #:   holm_ci_level     the row's Holm step level, 1 - alpha / (m - j + 1) (``ringlab.stats.holm``)
 #:   next_low_pct, next_high_pct  where another run of this comparison on this host is expected to
-#:                     put delta_pct, at ``next_level``: the prediction interval with the host's
-#:                     between-run drift (``ringlab.stats.replication.next_run``; null until a
-#:                     report fills it in, and for exact rows)
+#:                     put delta_pct, at ``next_level``: delta +- t * sqrt(2 se^2 + 2 tau^2)
+#:                     (``ringlab.stats.replication.next_run_interval``; null until a report fills
+#:                     it in, and for exact rows)
 #:   next_level        the level of that interval (0.95)
-#:   drift_pct         the SD of a run's own effect at this delta, in percent points (the between-run
-#:                     level); null when none was measured
-#:   next_source       where the drift comes from (the host's calibration, earlier runs), or that none
-#:                     was measured
+#:   next_basis        where tau^2 comes from: "runs" (this comparison's own runs on this host),
+#:                     "host A/A" (the upper bound of the host's A/A drift calibration) or "none"
+#:                     (the interval of a rerun if nothing drifted)
+#:   next_between_sd_pct  tau, the between-run SD of the effect, in log points x 100 (null for none)
+#:   next_source       the basis in words
 #:   sign_reproducible called rows: the next-run interval lies on the verdict's side of 0 (null
 #:                     for rows not called)
 JSON_FIELDS = ["group", "baseline", "candidate", "n_baseline", "n_candidate", "median_baseline",
@@ -86,7 +87,7 @@ JSON_FIELDS = ["group", "baseline", "candidate", "n_baseline", "n_candidate", "m
                "delta_fast_pct", "ci_fast_low_pct", "ci_fast_high_pct", "delta_slow_pct",
                "ci_slow_low_pct", "ci_slow_high_pct", "heterogeneity_p", "fixed_build",
                "holm_ci_low_pct", "holm_ci_high_pct", "holm_ci_level", "next_low_pct", "next_high_pct",
-               "next_level", "drift_pct", "next_source", "sign_reproducible"]
+               "next_level", "next_basis", "next_between_sd_pct", "next_source", "sign_reproducible"]
 #: the fields added by the layout and machine-state analysis (null / absent in older frames)
 LAYOUT_FIELDS = JSON_FIELDS[JSON_FIELDS.index("layouts"):JSON_FIELDS.index("fixed_build") + 1]
 #: the verdict's interval (absent in frames made when the printed CI was at the Holm level)
@@ -285,8 +286,8 @@ class Comparison:
                "design": self.estimate.design if self.estimate is not None else "unpaired",
                "n_pairs": self.n_pairs, "ci_level": level, "family_size": self.family_size,
                **self._layout_fields(), **self._holm_fields(),
-               "next_low_pct": math.nan, "next_high_pct": math.nan, "next_level": math.nan, "drift_pct": math.nan,
-               "next_source": "", "sign_reproducible": None}
+               "next_low_pct": math.nan, "next_high_pct": math.nan, "next_level": math.nan, "next_basis": "",
+               "next_between_sd_pct": math.nan, "next_source": "", "sign_reproducible": None}
         out.update(self.config)
         sign = -1.0 if self.lower_is_better else 1.0
         glo, ghi = (sign * lo, sign * hi) if sign > 0 else (-hi, -lo)

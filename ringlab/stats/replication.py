@@ -13,26 +13,29 @@ models that level and the interval it gives, on the log scale of the ratio candi
   estimate: mu +- t(k-2) * sqrt(tau^2 + se(mu)^2 + s^2), Higgins, Thompson & Spiegelhalter
   (2009), with s^2 the runs' median within-run variance (the next run is measured, not known);
   it needs k >= 3 runs (NaN with two);
-* ``Drift`` is a host's between-run model in one mode, var(run effect) = tau^2 + (rel * delta)^2:
-  an absolute part from A/A runs (identical arms) and a part proportional to the effect, from
-  runs of a known A/B (``drift_of``);
-* ``next_run`` is the interval another run's estimate is expected in, given this run's
-  estimate d and standard error s: d +- q * sqrt(2 s^2 + 2 var(run effect)), q Student's t at
-  the fewer of the CI's and the drift's degrees of freedom.  Both runs carry their own run effect
-  and their own noise; with no drift at all it is sqrt(2) times the CI's half-width, never
-  narrower than the CI;
-* ``next_run_of_states`` widens that interval for a row measured in two machine states: the
-  headline weighs the states equally, but another run may find one state only, and then lands
-  near that state's effect.  The interval is the hull of the headline's and each state's own
-  next-run interval (the state's effect with its standard error, the next run's noise and the
-  drift), so a run in either state, or in any mix of them, is inside.
+* ``Between`` is the between-run variance tau^2 of one comparison's effect and its basis:
+  ``between_of_runs`` (this comparison's own runs, this one included and none later:
+  ``combine``'s tau^2 with k - 1 degrees of freedom, from ``MIN_RUNS`` runs on),
+  ``between_of_host_aa`` (the host's A/A drift calibration: the one-sided ``AA_UCB_LEVEL`` upper
+  confidence bound of its tau^2 by the Q-profile method, taken as known) or ``NONE``;
+* ``next_run_interval`` is where another run's estimate is expected, at ``level``, given this
+  run's estimate d and standard error s: d +- t_nu * sqrt(2 s^2 + 2 tau^2), both runs' own noise
+  and both runs' own shift, nu by Welch-Satterthwaite from the CI's and tau^2's degrees of
+  freedom.  With ``NONE`` it is the interval of a rerun if nothing drifted, sqrt(2) times the
+  CI's half-width (t at the CI's degrees of freedom), and says so.  No part of tau^2 scales with
+  the effect, no mode or comparison lends its tau^2 to another, and a row of two machine states
+  gets the same interval about its headline.
+
+The simulation of tests/test_next_run_simulation.py chose ``MIN_RUNS`` and ``AA_UCB_LEVEL``: with
+them the interval held the next run 93-98% of the time at tau = 0, 0.5 and 1 point and within-run
+SEs of 0.3-1 point, at most 1.5 times as wide as the interval with the true variances.
 
 Pure: data in, data out.  The callers read calibration files and run folders (``ringlab.rundir``).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -42,8 +45,6 @@ from ringlab.stats.summary import StatsError
 
 #: the method of tau^2 (statsmodels' ``method_re``): Paule-Mandel, iterated to its fixed point
 TAU_METHOD = "iterated"
-#: no drift measured: the interval holds the two runs' own noise only, and says so
-NO_DRIFT = "no between-run drift measured for this host and mode: the interval holds the two runs' own noise only"
 
 
 def pct(v: float) -> float:
@@ -122,88 +123,116 @@ def combine(effects, variances, level: float = 0.95) -> RandomEffects:
                          within_var=within, estimates=tuple(map(float, eff)), variances=tuple(map(float, var)))
 
 
+#: the level of the one-sided upper confidence bound on a host A/A's between-run variance
+#: (``between_of_host_aa``); chosen by the simulation of tests/test_next_run_simulation.py
+AA_UCB_LEVEL = 0.70
+#: the fewest runs of this comparison (this one included) whose own between-run variance is used
+#: (``between_of_runs``); with fewer, the host's A/A bound, else none (the same simulation)
+MIN_RUNS = 4
+
+
 @dataclass(frozen=True)
-class Drift:
-    """A host's between-run model in one mode: var(run effect) = tau^2 + (rel * delta)^2."""
-    tau: float                              # SD of an A/A's run effect (log scale)
-    rel: float = 0.0                        # SD of an effect's run-to-run change, per unit of effect
-    df: float = math.inf                    # degrees of freedom of the estimate (runs - 1)
-    source: str = ""
-    runs: int = 0
-    notes: tuple[str, ...] = field(default_factory=tuple)
+class Between:
+    """The between-run variance of a comparison's effect, on the log scale, and where it comes from."""
+    tau2: float     # the variance the interval uses
+    df: float       # its degrees of freedom (math.inf when none is estimated)
+    basis: str      # "runs" (this comparison's own runs) | "host A/A" | "none"
+    runs: int       # runs it rests on (0 for "none")
+    text: str       # one sentence for tables and mails
 
-    def variance(self, delta: float) -> float:
-        """The run effect's variance for an effect ``delta`` (log scale)."""
-        d = delta if math.isfinite(delta) else 0.0
-        return self.tau ** 2 + (self.rel * d) ** 2
+    @property
+    def tau(self) -> float:
+        return math.sqrt(self.tau2) if self.tau2 > 0 else 0.0
 
-    def sd_pct(self, delta: float) -> float:
-        """The run effect's SD at ``delta``, in percent points."""
-        return math.sqrt(self.variance(delta)) * 100
-
-    def as_dict(self) -> dict:
-        return {"tau_pct": self.tau * 100, "rel": self.rel, "df": None if math.isinf(self.df) else self.df,
-                "source": self.source, "runs": self.runs, "notes": list(self.notes)}
-
-    @classmethod
-    def from_dict(cls, d: dict, source: str | None = None) -> "Drift":
-        try:
-            tau, rel = float(d["tau_pct"]) / 100, float(d.get("rel") or 0.0)
-            df = math.inf if d.get("df") is None else float(d["df"])
-        except (KeyError, TypeError, ValueError):
-            raise StatsError(f"drift: not a between-run model: {d!r}") from None
-        if not (math.isfinite(tau) and tau >= 0 and math.isfinite(rel) and rel >= 0 and df > 0):
-            raise StatsError(f"drift: tau {tau}, rel {rel}, df {df}; allowed: tau, rel >= 0 and df > 0")
-        return cls(tau=tau, rel=rel, df=df, source=source or str(d.get("source") or ""), runs=int(d.get("runs") or 0),
-                   notes=tuple(d.get("notes") or ()))
+    @property
+    def sd_pct(self) -> float:
+        """tau in log points x 100 (NaN for "none")."""
+        return math.nan if self.basis == "none" else self.tau * 100
 
 
-#: the source of a mode's drift taken from the host's other modes (``widest_drift``)
-WIDEST = "not calibrated for this row: the widest drift of this host's calibrated modes"
+#: the bases of a ``Between``
+BASES = ("runs", "host A/A", "none")
+#: no between-run information: the interval is a rerun's if nothing drifted, and says so
+NO_BETWEEN_TEXT = "no between-run information: the interval of a rerun if nothing drifted"
+NONE = Between(tau2=0.0, df=math.inf, basis="none", runs=0, text=NO_BETWEEN_TEXT)
 
 
-def widest_drift(drifts: dict) -> Drift | None:
-    """For a mode the host's drift calibration did not measure: the largest absolute and
-    proportional parts of the modes it did, at their fewest degrees of freedom.  The drift is the
-    host's own (its state over hours moves every mode), and the two runs' noise alone misses a
-    drifting host; the widest measured part errs on the side of a wider interval, and its source
-    says so.  None without a calibrated mode."""
-    ds = {m: d for m, d in drifts.items() if m != "*" and isinstance(d, Drift)}
-    if not ds:
+def between_of_runs(effects, variances, level: float = 0.95, min_runs: int = MIN_RUNS) -> Between | None:
+    """The between-run variance from this comparison's own ``effects`` (log ratios of k runs, this
+    one included, never later ones) with their within-run ``variances``: ``combine``'s tau^2
+    (Paule-Mandel) with k - 1 degrees of freedom.  None with fewer than ``min_runs`` runs with a
+    CI: with fewer, the estimate is too often 0 or the t quantile at k - 1 too wide (the caller
+    falls back to the host's A/A, else ``NONE``)."""
+    eff, var = np.asarray(effects, float), np.asarray(variances, float)
+    keep = np.isfinite(eff) & np.isfinite(var) & (var > 0)
+    k = int(keep.sum())
+    if k < max(2, min_runs):
         return None
-    modes = sorted(ds)
-    srcs = "; ".join(dict.fromkeys(d.source for d in ds.values() if d.source))
-    source = f"{WIDEST} {', '.join(modes)}" + (f" ({srcs})" if srcs else "")
-    return Drift(tau=max(d.tau for d in ds.values()), rel=max(d.rel for d in ds.values()),
-                 df=min(d.df for d in ds.values()), source=source, runs=min(d.runs for d in ds.values()))
+    re = combine(eff[keep], var[keep], level)
+    return Between(tau2=re.tau2, df=float(k - 1), basis="runs", runs=k,
+                   text=f"from {k} runs of this comparison")
 
 
-def drift_of(aa: RandomEffects | None, ab: RandomEffects | None, source: str) -> Drift:
-    """The between-run model from the runs of an A/A (``aa``: tau) and of a known A/B (``ab``: the
-    part of its tau^2 above the A/A's, per unit of its effect squared, is rel^2).  Either may be
-    None; with neither, StatsError."""
-    if aa is None and ab is None:
-        raise StatsError("drift: neither A/A nor A/B runs to measure it from")
-    notes = []
-    tau2 = aa.tau2 if aa is not None else 0.0
-    if aa is None:
-        notes.append("no A/A runs: the absolute part is taken as 0")
-    rel = 0.0
-    if ab is not None:
-        extra = max(0.0, ab.tau2 - tau2)
-        if abs(ab.estimate) > 0:
-            rel = math.sqrt(extra) / abs(ab.estimate)
-        if aa is None:
-            tau2, rel = ab.tau2, 0.0   # no way to split it: all of it absolute, the wider choice for small effects
-            notes[-1] = "no A/A runs: the A/B's run spread is taken as absolute"
-    ks = [r.k for r in (aa, ab) if r is not None]
-    return Drift(tau=math.sqrt(tau2), rel=rel, df=max(1.0, float(min(ks) - 1)), source=source, runs=max(ks),
-                 notes=tuple(notes))
+def q_profile_upper(effects, variances, level: float = AA_UCB_LEVEL) -> float:
+    """The one-sided ``level`` upper confidence bound of tau^2 by the Q-profile method
+    (Viechtbauer 2007): the tau^2 at which the generalised Q statistic, sum w_i (y_i - mu_w)^2
+    with w_i = 1 / (v_i + tau^2), equals chi2's 1 - ``level`` quantile with k - 1 degrees of
+    freedom (0 when Q at tau^2 = 0 is already below it).  Written here: neither statsmodels nor
+    scipy gives a confidence bound of tau^2; the root is scipy's brentq."""
+    from scipy.optimize import brentq
+    y, v = np.asarray(effects, float), np.asarray(variances, float)
+    k = y.size
+    if k < 2 or not 0 < level < 1:
+        raise StatsError(f"q_profile_upper: {k} runs at level {level}; allowed: 2 or more runs, level in (0, 1)")
+    target = float(sps.chi2.ppf(1 - level, k - 1))
+
+    def q_gen(t2: float) -> float:
+        w = 1 / (v + t2)
+        mu = float(np.sum(w * y) / np.sum(w))
+        return float(np.sum(w * (y - mu) ** 2)) - target
+
+    if q_gen(0.0) <= 0:
+        return 0.0
+    hi = max(float(np.var(y, ddof=1)), float(np.max(v)), 1e-12)
+    while q_gen(hi) > 0:
+        hi *= 4
+    return float(brentq(q_gen, 0.0, hi, xtol=1e-14, rtol=1e-10))
 
 
-def drift_of_runs(re: RandomEffects, source: str) -> Drift:
-    """The between-run model from earlier runs of the same comparison: their tau, all of it."""
-    return Drift(tau=re.tau, rel=0.0, df=max(1.0, float(re.k - 1)), source=source, runs=re.k)
+def q_profile_upper_equal(q: float, k: int, within_var: float, level: float = AA_UCB_LEVEL) -> float:
+    """``q_profile_upper`` for k runs of one within-run variance ``within_var`` whose Cochran's Q
+    is ``q``: then Q(tau^2) = q * v / (v + tau^2), and the bound is v * (q / chi2_(1-level) - 1)."""
+    target = float(sps.chi2.ppf(1 - level, k - 1))
+    return float(max(0.0, within_var * (q / target - 1)))
+
+
+def between_of_host_aa(effects=None, variances=None, *, q: float | None = None, k: int | None = None,
+                       within_var: float | None = None, level: float = AA_UCB_LEVEL,
+                       source: str = "") -> Between:
+    """The host's A/A between-run variance (``ringlab calibrate --between``: two arms built alike,
+    so every run-to-run move of their estimate is the host's): the one-sided ``level`` upper
+    confidence bound of tau^2 (``q_profile_upper``), so the interval keeps its level with few
+    calibration runs.  From the A/A runs' ``effects`` and ``variances``, or, for a calibration that
+    kept only its summary, their Cochran's ``q``, ``k`` and median ``within_var``
+    (``q_profile_upper_equal``).  The bound stands in for tau^2 as known (df inf): its own
+    uncertainty is paid by its level.  StatsError without two runs."""
+    if effects is not None:
+        y, v = np.asarray(effects, float), np.asarray(variances, float)
+        keep = np.isfinite(y) & np.isfinite(v) & (v > 0)
+        y, v = y[keep], v[keep]
+        n = int(y.size)
+        if n < 2:
+            raise StatsError(f"host A/A: {n} run(s) with a CI; allowed: 2 or more")
+        tau2 = q_profile_upper(y, v, level)
+    else:
+        if not (isinstance(k, int) and k >= 2 and q is not None and math.isfinite(q) and q >= 0
+                and within_var is not None and math.isfinite(within_var) and within_var > 0):
+            raise StatsError(f"host A/A: k {k}, Q {q}, within-run variance {within_var}; allowed: k >= 2, "
+                             "Q >= 0 and a positive variance")
+        n, tau2 = k, q_profile_upper_equal(q, k, within_var, level)
+    where = f" ({source})" if source else ""
+    return Between(tau2=tau2, df=math.inf, basis="host A/A", runs=n,
+                   text=f"host A/A upper bound from {n} runs{where}, {level:.0%} one-sided")
 
 
 def quantile(level: float, df: float = math.inf) -> float:
@@ -249,98 +278,63 @@ def row_se_sides(r) -> tuple[float, float]:
     return (d - lo) / q, (hi - d) / q
 
 
-def next_run(delta: float, se: float, drift: Drift | None, level: float = 0.95,
-             df_within: float = math.inf, se_high: float | None = None) -> tuple[float, float]:
-    """(low, high), log scale: where another run's estimate of this comparison on this host is
-    expected, at ``level``, given this run's ``delta`` and ``se`` (with ``df_within`` degrees of
-    freedom) and the host's ``drift`` (None: no drift, the two runs' noise only).  The quantile
-    is Student's t at the fewer of the two degrees of freedom (the drift's: its runs - 1): a
-    drift estimated from few runs is often estimated as none, and only the wider quantile keeps
-    the interval at its level then (the simulations of the tests show both).  ``se_high``: the
-    standard error above the estimate where it differs from the one below (``se``)."""
+def welch_df(a: float, df_a: float, b: float, df_b: float) -> float:
+    """Welch-Satterthwaite degrees of freedom of the sum of two variance estimates ``a`` and ``b``
+    with ``df_a`` and ``df_b`` (inf: known)."""
+    den = (a * a / df_a if math.isfinite(df_a) else 0.0) + (b * b / df_b if math.isfinite(df_b) else 0.0)
+    return (a + b) ** 2 / den if den > 0 else math.inf
+
+
+def next_run_interval(estimate: float, se: float, df_within: float, between: Between | None,
+                      level: float = 0.95, se_high: float | None = None) -> tuple[float, float]:
+    """(low, high), log scale: where another run of this comparison on this host puts its estimate,
+    at ``level``: estimate +- t_nu * sqrt(2 se^2 + 2 tau^2) (both runs' own noise, both runs' own
+    shift), nu by Welch-Satterthwaite from ``df_within`` and ``between.df``.  ``between`` None or
+    ``NONE``: tau^2 = 0 and t at ``df_within``, the interval of a rerun if nothing drifted.
+    ``se_high``: the standard error above the estimate where it differs from the one below."""
+    b = NONE if between is None else between
     se_high = se if se_high is None else se_high
-    if not (math.isfinite(delta) and math.isfinite(se) and math.isfinite(se_high)):
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (estimate, se, se_high)):
         return math.nan, math.nan
-    var_run = drift.variance(delta) if drift is not None else 0.0
-    df = min(df_within, drift.df if drift is not None else math.inf)
-    q = quantile(level, df)
-    return (delta - q * math.sqrt(2 * se ** 2 + 2 * var_run), delta + q * math.sqrt(2 * se_high ** 2 + 2 * var_run))
-
-
-#: the per-state columns of a compare() row (``ringlab.stats.contract``): effect and CI
-STATE_COLUMNS = {"fast": ("delta_fast_pct", "ci_fast_low_pct", "ci_fast_high_pct"),
-                 "slow": ("delta_slow_pct", "ci_slow_low_pct", "ci_slow_high_pct")}
-
-
-def state_effects(r) -> list[tuple[float, float, float]]:
-    """(effect, se below, se above), log scale, of each machine state of a compare() row that
-    found two; [] for a row with one state, an exact row, or per-state values missing."""
-    lvl, n_states = r.get("ci_level"), r.get("states")
-    if (str(r.get("design")) == "exact" or not isinstance(lvl, (int, float)) or not math.isfinite(lvl)
-            or not isinstance(n_states, (int, float)) or n_states != 2):
-        return []
-    df = row_df(r)
-    q = quantile(float(lvl), df)
+    tau2 = b.tau2 if b.basis != "none" else 0.0
     out = []
-    for cols in STATE_COLUMNS.values():
-        e, lo, hi = (log_ratio(r.get(c)) for c in cols)
-        if not all(map(math.isfinite, (e, lo, hi))) or not lo <= e <= hi:
-            return []
-        out.append((e, (e - lo) / q, (hi - e) / q))
-    return out
+    for s in (se, se_high):
+        nu = welch_df(2 * s * s, df_within, 2 * tau2, b.df)
+        out.append(quantile(level, nu) * math.sqrt(2 * s * s + 2 * tau2))
+    return estimate - out[0], estimate + out[1]
 
 
-def next_run_of_states(delta: float, se: float, drift: Drift | None, level: float = 0.95,
-                       df_within: float = math.inf, se_high: float | None = None,
-                       states: list[tuple[float, float, float]] = ()) -> tuple[float, float]:
-    """``next_run``'s interval, widened to hold a next run that finds one machine state only:
-    for each of ``states`` (``state_effects``), the state's effect e_s +- q * sqrt(se_s^2 + se^2
-    + 2 var(run effect at e_s)): what this run knows of that state, the next run's own noise (as
-    this run's) and both runs' drift.  The hull of these and the headline's interval."""
-    lo, hi = next_run(delta, se, drift, level, df_within, se_high)
-    if not states or not (math.isfinite(lo) and math.isfinite(hi)):
-        return lo, hi
-    se_high = se if se_high is None else se_high
-    df = min(df_within, drift.df if drift is not None else math.inf)
-    q = quantile(level, df)
-    for e, s_lo, s_hi in states:
-        var_run = drift.variance(e) if drift is not None else 0.0
-        lo = min(lo, e - q * math.sqrt(s_lo ** 2 + se ** 2 + 2 * var_run))
-        hi = max(hi, e + q * math.sqrt(s_hi ** 2 + se_high ** 2 + 2 * var_run))
-    return lo, hi
-
-
-def with_next_run(cmp, drifts: dict, level: float = 0.95):
+def with_next_run(cmp, between=None, level: float = 0.95):
     """``cmp`` (a compare() frame) with each row's interval for another run on this host filled in:
-    ``next_low_pct``, ``next_high_pct`` (in delta's sign), ``next_level``, ``drift_pct`` (the run
-    effect's SD at this effect), ``next_source`` and ``sign_reproducible`` (a called row whose
-    next-run interval lies on the same side of 0).  A row measured in two machine states gets
-    ``next_run_of_states``' interval: it also holds a next run that finds one state only.
-    ``drifts`` maps a mode ("0", "1", ...; "*": any other) to its ``Drift``; a mode without one
-    gets the two runs' noise only and says so.  Exact rows have none.  A new frame; ``cmp`` is
-    not changed."""
+    ``next_low_pct``, ``next_high_pct`` (in delta's sign), ``next_level``, ``next_basis``,
+    ``next_between_sd_pct`` (tau in log points x 100; NaN for "none"), ``next_source`` (the
+    basis in words) and ``sign_reproducible`` (a called row whose next-run interval lies on the
+    same side of 0).  ``between``: a ``Between`` for every row, or a function of the row giving
+    its ``Between`` (None: ``NONE``).  Exact rows have none.  A new frame; ``cmp`` is not changed."""
     from ringlab.stats.contract import NEXT_FIELDS, SIGNIFICANT, ci_side
     out = cmp.copy()
     out.attrs.update(cmp.attrs)
     vals = {f: [] for f in NEXT_FIELDS}
     for _, r in cmp.iterrows():
-        mode = str(r["mode"]) if "mode" in cmp.columns else "*"
-        drift = drifts.get(mode, drifts.get("*"))
+        b = between(r) if callable(between) else between
+        b = NONE if b is None else b
         d = log_ratio(r.get("delta_pct"))
         exact = str(r.get("design")) == "exact"
         se_lo, se_hi = row_se_sides(r)
-        lo, hi = next_run_of_states(d, se_lo, drift, level, row_df(r), se_high=se_hi, states=state_effects(r))
+        lo, hi = next_run_interval(d, se_lo, row_df(r), b, level, se_high=se_hi)
+        ok = math.isfinite(lo)
         vals["next_low_pct"].append(pct(lo))
         vals["next_high_pct"].append(pct(hi))
-        vals["next_level"].append(level if math.isfinite(lo) else math.nan)
-        vals["drift_pct"].append(drift.sd_pct(d) if drift is not None and math.isfinite(lo) else math.nan)
-        vals["next_source"].append((drift.source if drift is not None else NO_DRIFT) if math.isfinite(lo) else "")
+        vals["next_level"].append(level if ok else math.nan)
+        vals["next_basis"].append(b.basis if ok else "")
+        vals["next_between_sd_pct"].append(b.sd_pct if ok else math.nan)
+        vals["next_source"].append(b.text if ok else "")
         called = str(r.get("verdict")) in SIGNIFICANT and not exact
         side = ci_side(pct(lo), pct(hi))
-        vals["sign_reproducible"].append(None if not called or not math.isfinite(lo)
+        vals["sign_reproducible"].append(None if not called or not ok
                                          else bool(side != 0 and side == ci_side(r.get("ci_low_pct"),
                                                                                  r.get("ci_high_pct"))))
     for f in NEXT_FIELDS:
-        out[f] = pd.Series(vals[f], index=out.index, dtype=object if f in ("next_source", "sign_reproducible")
-                           else float)
+        out[f] = pd.Series(vals[f], index=out.index,
+                           dtype=object if f in ("next_basis", "next_source", "sign_reproducible") else float)
     return out

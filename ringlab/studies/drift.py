@@ -12,12 +12,14 @@ sessions``), ``gap`` seconds apart, each a full ptr_ring run of three arms built
   measures).
 
 Per mode the sessions' estimates of a/b and of a/d are combined by random effects
-(``ringlab.stats.replication.combine``), and ``drift_of`` splits the spread into an absolute
-part (the A/A's tau) and a part proportional to the effect (the A/B's tau beyond it, per unit
-of its effect).  ``results/calibration/<host>/drift.json`` (atomic) records both with the
-sessions, their span in minutes, the run folders, the host and the ringlab commit.  Each report
-of a run on this host reads it for its next-run intervals.  Sessions of one invocation span
-minutes, not hours: the file says so, and a longer ``--gap`` spreads them further.
+(``ringlab.stats.replication.combine``).  The next-run intervals of the host's runs use the A/A
+part only: its runs' log effects and variances are kept, and ``between_of_host_aa`` takes the
+one-sided upper confidence bound of its tau^2 (Q-profile).  The A/B's combination is kept beside
+it for reference (how far a known effect moved between runs); no interval scales with it.
+``results/calibration/<host>/drift.json`` (atomic) records both with the sessions, their span in
+minutes, the run folders, the host and the ringlab commit.  Each report of a run on this host
+reads it for its next-run intervals.  Sessions of one invocation span minutes, not hours: the
+file says so, and a longer ``--gap`` spreads them further.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from ringlab.rundir import atomic_write_json, utc_now
 from ringlab.rundir import calibration as _cal_files
 from ringlab.run.prepare import new_run_id
 from ringlab.sources import builtin_patches
-from ringlab.stats.replication import RandomEffects, combine, drift_of
+from ringlab.stats.replication import RandomEffects, between_of_host_aa, combine
 from ringlab.stats.summary import StatsError
 from ringlab.studies import sessions as _sessions
 from ringlab.system.checkout import git_info
@@ -87,9 +89,15 @@ def _re(rows, cand: str, mode: str) -> RandomEffects | None:
         return None
 
 
+def _aa_block(re: RandomEffects) -> dict:
+    """The A/A's combination with its runs' log effects and variances (what the upper bound of
+    ``between_of_host_aa`` is computed from)."""
+    return {**re.as_dict(), "effects_log": list(re.estimates), "variances_log": list(re.variances)}
+
+
 def analyse(run_dirs: list[Path]) -> dict:
-    """Per mode, the drift of the sessions in ``run_dirs``: the A/A's and the A/B's combination
-    and the between-run model (``drift_of``), or why there is none."""
+    """Per mode, the sessions in ``run_dirs``: the A/A's combination (its tau and the upper bound
+    the next-run intervals use) and the A/B's for reference, or why there is none."""
     rows = _sessions.run_rows(run_dirs, ARMS[0])
     modes: dict[str, dict] = {}
     if not len(rows):
@@ -97,13 +105,12 @@ def analyse(run_dirs: list[Path]) -> dict:
     found = sorted({part.split("=", 1)[1] for c in rows["config"] for part in c.split(",") if part.startswith("mode=")})
     for mode in found or ["0"]:
         aa, ab = _re(rows, "b", mode), _re(rows, "d", mode)
-        try:
-            drift = drift_of(aa, ab, "")
-        except StatsError as e:
-            modes[mode] = {"mode": mode, "error": str(e)}
+        if aa is None:
+            modes[mode] = {"mode": mode, "error": "fewer than two A/A runs with a CI"}
             continue
-        modes[mode] = {"mode": mode, **drift.as_dict(), "aa": aa.as_dict() if aa else None,
-                       "ab": ab.as_dict() if ab else None}
+        upper = between_of_host_aa(aa.estimates, aa.variances)
+        modes[mode] = {"mode": mode, "tau_pct": aa.tau * 100, "tau_upper_pct": upper.tau * 100,
+                       "runs": aa.k, "aa": _aa_block(aa), "ab": ab.as_dict() if ab else None}
     return {"modes": modes}
 
 
@@ -157,15 +164,19 @@ def _json_safe(v):
 
 
 def lines(doc: dict) -> list[str]:
-    """One line per mode: the drift's absolute part, its part per unit of effect, the sessions."""
+    """One line per mode: the A/A's tau and the upper bound the next-run intervals use; the A/B's
+    spread for reference."""
+    from ringlab.rundir.calibration import aa_between
     out = [f"drift over {doc.get('sessions')} sessions ({doc.get('span_min') or float('nan'):.0f} min):"]
     for mode, d in sorted((doc.get("modes") or {}).items()):
         if "error" in d:
             out.append(f"  mode {mode}: no drift ({d['error']})")
             continue
         aa, ab = d.get("aa") or {}, d.get("ab") or {}
-        ab_txt = (f"; A/B {ab.get('estimate_pct', math.nan):+.2f}%, tau {ab.get('tau_pct', math.nan):.2f} points, "
-                  f"I² {ab.get('i2', math.nan):.0%}") if ab else ""
-        out.append(f"  mode {mode}: A/A tau {d['tau_pct']:.2f} points (I² {aa.get('i2', math.nan):.0%}){ab_txt}; "
-                   f"an effect's SD across runs = sqrt({d['tau_pct']:.2f}² + ({d['rel']:.2f} x effect)²)")
+        b = aa_between(aa)
+        bound = f"{b.tau * 100:.2f} points ({b.text})" if b is not None else "none"
+        ab_txt = (f"; for reference, the known A/B {ab.get('estimate_pct', math.nan):+.2f}%: tau "
+                  f"{ab.get('tau_pct', math.nan):.2f} points, I² {ab.get('i2', math.nan):.0%}") if ab else ""
+        out.append(f"  mode {mode}: A/A tau {aa.get('tau_pct', math.nan):.2f} points (I² {aa.get('i2', math.nan):.0%}), "
+                   f"the next-run intervals' upper bound {bound}{ab_txt}")
     return out

@@ -9,7 +9,9 @@ one cut short is resumed, a failed one is recorded and the others still run.
 committed runs of every host) per candidate and configuration with a random-effects model
 (``ringlab.stats.replication.combine``): estimate, tau, I^2, Cochran's Q and the interval the
 next session is expected in.  ``hit_rates`` says how often one session's 95% CI, and its
-next-run interval, held the following session's estimate.
+next-run interval, held the following session's estimate: each session's interval from the
+sessions before it and itself (``ringlab.stats.replication.between_of_runs``), else the host's
+A/A, else none, as the session's own report prints it.
 """
 from __future__ import annotations
 
@@ -24,9 +26,10 @@ import pandas as pd
 from ringlab.errors import ParamError
 from ringlab import rundir
 from ringlab.rundir import Run
+from ringlab.rundir.earlier import config_columns
 from ringlab.stats.compare import compare
-from ringlab.stats.replication import (combine, log_ratio, next_run_of_states, pct, row_df, row_se,
-                                       state_effects)
+from ringlab.stats.replication import (NONE, between_of_runs, combine, log_ratio, next_run_interval, pct,
+                                       row_df, row_se)
 from ringlab.stats.summary import StatsError
 
 #: the columns a comparison is keyed by across runs (besides its configuration parameters)
@@ -85,39 +88,11 @@ def run_sessions(experiment: str, params: dict[str, Any], n: int, out: Path, gap
     return records
 
 
-#: configuration columns that name the CPUs a run was given, not what it measured: a comparison
-#: is the same across hosts whose CPU numbers differ
-CPU_COLUMNS = ("cpu_req_producer", "cpu_req_consumer", "cpu_producer", "cpu_consumer", "cpus")
-
-
-def _config_cols(cmp: pd.DataFrame) -> list[str]:
-    return [c for c in (cmp.attrs.get("group_columns") or []) if c in cmp.columns and c != "variant"
-            and c not in CPU_COLUMNS]
-
-
-#: a row's machine states (``state_effects``), one column each: log effect and standard errors
-STATE_FIELDS = ("fast_log_delta", "fast_se_low", "fast_se_high", "slow_log_delta", "slow_se_low", "slow_se_high")
-
-
-def _state_fields(r) -> dict:
-    eff = state_effects(r)
-    vals = [v for st in eff for v in st] if eff else [math.nan] * len(STATE_FIELDS)
-    return dict(zip(STATE_FIELDS, vals))
-
-
-def _states_of(rec: dict) -> list[tuple[float, float, float]]:
-    vals = [rec.get(f, math.nan) for f in STATE_FIELDS]
-    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in vals):
-        return []
-    return [tuple(vals[:3]), tuple(vals[3:])]
-
-
 def comparison_rows(cmp: pd.DataFrame, run: str, host=None, started=None, **extra) -> list[dict]:
     """One record per row of a compare() frame ``cmp`` of one run (exact rows left out): the
     run's estimate and 95% CI in percent (delta's sign), its standard error and degrees of freedom
-    on the log scale, each machine state's effect where the row found two (STATE_FIELDS), and
-    ``run``, ``host``, ``started_utc`` and ``extra`` beside them."""
-    cols = _config_cols(cmp)
+    on the log scale, and ``run``, ``host``, ``started_utc`` and ``extra`` beside them."""
+    cols = config_columns(cmp)
     out = []
     for _, r in cmp.iterrows():
         if str(r.get("design")) == "exact":
@@ -127,8 +102,7 @@ def comparison_rows(cmp: pd.DataFrame, run: str, host=None, started=None, **extr
                     "delta_pct": float(r["delta_pct"]), "ci_low_pct": float(r["ci_low_pct"]),
                     "ci_high_pct": float(r["ci_high_pct"]), "verdict": str(r["verdict"]),
                     "lower_is_better": bool(r.get("lower_is_better", True)),
-                    "log_delta": log_ratio(r["delta_pct"]), "se": row_se(r), "df": row_df(r),
-                    **_state_fields(r)})
+                    "log_delta": log_ratio(r["delta_pct"]), "se": row_se(r), "df": row_df(r)})
     return out
 
 
@@ -169,21 +143,43 @@ def combined(rows: pd.DataFrame, by=("baseline", "candidate", "config"), level: 
     return pd.DataFrame(out)
 
 
-def hit_rates(rows: pd.DataFrame, drift=None, level: float = 0.95) -> pd.DataFrame:
+def _mode_of(config: str) -> str | None:
+    for part in str(config).split(","):
+        if part.startswith("mode="):
+            return part.split("=", 1)[1]
+    return None
+
+
+def run_between(recs: list[dict], i: int, host_aa=None):
+    """The between-run variance of run ``i`` of one comparison's runs ``recs`` (in run order), as
+    its report takes it: runs 0..i (``between_of_runs``: never a later run), else ``host_aa``
+    (a ``Between``, or {mode: ``Between``} read in the row's mode), else ``NONE``."""
+    own = [r for r in recs[:i + 1] if isinstance(r.get("se"), float) and math.isfinite(r["se"]) and r["se"] > 0]
+    b = between_of_runs([r["log_delta"] for r in own], [r["se"] ** 2 for r in own])
+    if b is not None:
+        return b
+    if isinstance(host_aa, dict):
+        return host_aa.get(_mode_of(recs[i].get("config", "")), NONE)
+    return host_aa if host_aa is not None else NONE
+
+
+def hit_rates(rows: pd.DataFrame, host_aa=None, level: float = 0.95) -> pd.DataFrame:
     """Per comparison and consecutive pair of runs (in ``rows``' order): whether run i's 95% CI,
-    and its next-run interval (``next_run_of_states`` with ``drift``, a ``Drift`` or None: the
-    interval the run's own reports print), held run i+1's estimate.  Columns: the comparison,
+    and its next-run interval (``next_run_interval`` with ``run_between``: runs 0..i of this
+    comparison, else ``host_aa``, else none), held run i+1's estimate.  Columns: the comparison,
     ``run``, ``next``, ``next_delta_pct``, ``ci_held``, ``next_low_pct``, ``next_high_pct``,
-    ``pi_held``."""
+    ``next_basis``, ``next_between_sd_pct``, ``next_source``, ``pi_held``."""
     out = []
     for key, grp in rows.groupby(["baseline", "candidate", "config"], sort=False):
         recs = grp.to_dict("records")
-        for a, b in zip(recs, recs[1:]):
-            lo, hi = next_run_of_states(a["log_delta"], a["se"], drift, level, a["df"], states=_states_of(a))
+        for i, (a, b) in enumerate(zip(recs, recs[1:])):
+            btw = run_between(recs, i, host_aa)
+            lo, hi = next_run_interval(a["log_delta"], a["se"], a["df"], btw, level)
             out.append({"baseline": key[0], "candidate": key[1], "config": key[2], "run": a["run"],
                         "next": b["run"], "next_delta_pct": b["delta_pct"],
                         "ci_held": bool(a["ci_low_pct"] <= b["delta_pct"] <= a["ci_high_pct"]),
-                        "next_low_pct": pct(lo), "next_high_pct": pct(hi),
+                        "next_low_pct": pct(lo), "next_high_pct": pct(hi), "next_basis": btw.basis,
+                        "next_between_sd_pct": btw.sd_pct, "next_source": btw.text,
                         "pi_held": bool(pct(lo) <= b["delta_pct"] <= pct(hi))})
     return pd.DataFrame(out)
 

@@ -41,8 +41,8 @@ from ringlab.sources import patches
 from ringlab.sources import builtin_patches
 from ringlab.stats.compare import compare
 from ringlab.stats.contract import NOT_AFTER_HOLM
-from ringlab.stats.replication import with_next_run
-from ringlab.rundir.calibration import frame_host, results_root_of, with_host_drift
+from ringlab.stats.replication import NONE, with_next_run
+from ringlab.rundir.calibration import frame_host, results_root_of, with_host_next_run
 from ringlab.build import driver
 from ringlab.build.layouts import UNALIGNED_LOOP_FLAGS
 from ringlab.tools import icount
@@ -233,9 +233,11 @@ def rounds(layouts: int, per_layout: int = 0, profile: str = "full") -> int | No
 # -- after measuring ------------------------------------------------------------------------------
 def compare_run(run_dir, metric: str = "ns_per_op") -> pd.DataFrame:
     """compare() of a run's arms against ``base`` (the layouts design when the run has layouts),
-    with the next-run intervals of the run's host."""
+    with their next-run intervals (``with_host_next_run``: the run's earlier runs, else its host's A/A,
+    else none)."""
     raw = Run(run_dir).raw
-    return with_host_drift(compare(raw, BASELINE, metric), frame_host(raw), results_root_of(run_dir))
+    return with_host_next_run(compare(raw, BASELINE, metric), frame_host(raw), results_root_of(run_dir),
+                              run_dir=run_dir, metric=metric)
 
 
 def verdict_table(cmp: pd.DataFrame, build: str = "") -> pd.DataFrame:
@@ -260,14 +262,15 @@ def _observed(rows: pd.DataFrame) -> str:
 
 
 def _next_interval(a: pd.DataFrame) -> pd.DataFrame:
-    """``a`` with its next-run intervals: as the report filled them in, else from its CIs (the
-    two runs' noise only; a frame without ``ci_level`` is read as 95%)."""
+    """``a`` with its next-run intervals: as the report filled them in, else from its CIs with no
+    between-run information (``NONE``: a rerun if nothing drifted; a frame without ``ci_level``
+    is read as 95%)."""
     if "next_low_pct" in a.columns and pd.to_numeric(a["next_low_pct"], errors="coerce").notna().all():
         return a
     a = a.copy()
     if "ci_level" not in a.columns:
         a["ci_level"] = 0.95
-    return with_next_run(a, {})
+    return with_next_run(a, NONE)
 
 
 def _same_call_inside(a: pd.DataFrame, b: pd.DataFrame) -> tuple[str, bool | None]:
