@@ -4,23 +4,30 @@ Prints figures and hit rates; asserts nothing.  In one invocation:
 
 1. The arms of notebook 14 on the newest kernel header (``ringlab.studies.verdict_check.plan``:
    ``base`` and its ``d2`` / ``d8`` copies, whose flush-spin N is sized by callgrind to about
-   +2.5% / +7.7% instructions per operation), mode 0, ring of 1000, ``--layouts`` layouts per
-   arm and 20 rounds a layout pair (profile full's design, fixed: no staged stopping).
-2. ``--runs`` runs of it (``ringlab.studies.sessions``: each a run folder, ``--gap`` seconds
-   apart), each compared against base as every report does.
-3. For each arm and each run after the first: whether the previous run's 95% CI held this run's
-   estimate, and whether its next-run interval did (``ringlab.stats.replication.next_run`` with
-   this host's drift.json, ``ringlab calibrate --between``; without one the two runs' noise only,
-   and it says so).  The hit rates of both, side by side.
-4. The runs combined by random effects: estimate, tau, I², Cochran's Q and the interval the next
-   run is expected in.
+   +2.5% / +7.7% instructions per operation; ``--arms``), modes ``--modes``, ring of 1000,
+   ``--layouts`` layouts per arm and 20 rounds a layout pair (profile full's design, fixed: no
+   staged stopping).
+2. ``--runs`` runs of it (``ringlab.studies.sessions``: each a run folder ``session-N``, ``--gap``
+   seconds apart), each compared against base as every report does.  ``--from DIR`` runs nothing:
+   it reads the ``session-N`` run folders of an existing series in DIR.
+3. For each arm and mode and each run but the last: whether the run's 95% CI held the next run's
+   estimate, and whether its next-run interval did.  Each run's interval is the one its own
+   report prints (``ringlab.studies.sessions.hit_rates``): from the runs of the series up to it
+   once there are ``MIN_RUNS`` (never a later one), else the host's A/A upper bound
+   (``ringlab calibrate --between``), else none (the interval of a rerun if nothing drifted); the
+   basis is printed on each line.  Every transition held is what is wanted.
+4. Per arm and mode, the random-effects combination of all runs but the last (HKSJ CI and its
+   prediction interval) and whether each holds the last run's estimate.
 
-    ringlab bench repro [--runs 5] [--gap 0] [--layouts 8] [--out DIR]
+    ringlab bench repro [--runs 5] [--gap 0] [--layouts 8] [--modes 0,1] [--arms d2,d8] [--out DIR]
+    ringlab bench repro --from DIR [--modes 0,1] [--arms d2,d8]
 
 Exit status 0 when every next-run interval held the following run's estimate, else 1.
 """
 from __future__ import annotations
 
+import math
+import re
 import sys
 import tempfile
 import time
@@ -32,13 +39,14 @@ import click
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ringlab.rundir.calibration import host_drifts  # noqa: E402
+from ringlab.rundir import Run  # noqa: E402
+from ringlab.rundir.calibration import host_between  # noqa: E402
+from ringlab.stats.replication import MIN_RUNS, combine, pct  # noqa: E402
+from ringlab.stats.summary import StatsError  # noqa: E402
 from ringlab.studies import sessions  # noqa: E402
 from ringlab.studies import verdict_check as vc  # noqa: E402
-from ringlab.system.envinfo import host_id  # noqa: E402
 from ringlab.lab.commands import options  # noqa: E402
 
-ARMS = ["d2", "d8"]
 ROUNDS_PER_LAYOUT = 20
 
 
@@ -46,57 +54,120 @@ ROUNDS_PER_LAYOUT = 20
 @click.option("--runs", type=int, default=5, help="runs of the same A/B (default 5)")
 @click.option("--gap", type=float, default=0.0, help="seconds between runs (default 0)")
 @click.option("--layouts", type=int, default=8, help="layouts per arm (default 8, profile full's)")
+@click.option("--modes", default="0,1", help="modes, comma-separated (default 0,1)")
+@click.option("--arms", default="d2,d8", help="arms compared against base, comma-separated (default d2,d8)")
 @click.option("--base", default="", help="header source (default: the newest kernel header tree)")
 @click.option("--out", default="", help="folder of the runs (default: a temporary one)")
+@click.option("--from", "from_dir", default="", help="analyse the session-N run folders in this folder; run nothing")
 def command(**params) -> int:
     return run(SimpleNamespace(**params))
 
 
-def params(check: vc.CheckPlan, layouts: int) -> dict:
-    return {"variants": check.variants(ARMS), "kernel_headers": check.kernel_headers(ARMS), "modes": "0",
+def _list(text: str, what: str) -> list[str]:
+    items = [s.strip() for s in str(text).split(",") if s.strip()]
+    if not items:
+        raise click.BadParameter(f"{text!r}; allowed: a comma-separated list", param_hint=f"--{what}")
+    return items
+
+
+def params(check: vc.CheckPlan, layouts: int, arms: list[str], modes: list[str]) -> dict:
+    return {"variants": check.variants(arms), "kernel_headers": check.kernel_headers(arms), "modes": ",".join(modes),
             "sizes": "1000", "layouts": str(layouts), "trials": str(layouts * ROUNDS_PER_LAYOUT),
             "profile": "full", "target_ci": "0", "budget": "0", "icount": "false"}
 
 
+def series_dirs(folder: Path) -> list[Path]:
+    """The completed ``session-N`` run folders in ``folder``, by N."""
+    found = []
+    for d in Path(folder).iterdir() if Path(folder).is_dir() else ():
+        m = re.fullmatch(r"session-(\d+)", d.name)
+        if m and d.is_dir() and (d / "raw.csv").is_file() and Run(d).env_doc.status == "complete":
+            found.append((int(m.group(1)), d))
+    return [d for _, d in sorted(found)]
+
+
+def _fmt(lo: float, hi: float) -> str:
+    return f"[{lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) and math.isfinite(hi) else "n/a"
+
+
+def analyse(run_dirs: list[Path], arms: list[str], modes: list[str], out=print) -> bool:
+    """Print the runs' table, transitions held and the combination's check; True when every
+    next-run interval held the following run's estimate."""
+    rows = sessions.run_rows(run_dirs, vc.BASELINE)
+    if not len(rows):
+        out("repro: no run could be compared against base")
+        return False
+    rows = rows[rows["candidate"].isin(arms) & rows["config"].map(lambda c: sessions.mode_of(c) in modes)]
+    hosts = sorted({str(h) for h in rows["host"].dropna()})
+    aa = host_between(hosts[0]) if len(hosts) == 1 else {}
+    out(f"host {', '.join(hosts) or '?'}; host A/A drift calibration: "
+        + (", ".join(f"mode {m} {b.text}" for m, b in sorted(aa.items())) if aa else "none")
+        + f"; a run's own series is used from its run {MIN_RUNS} on")
+    hits = sessions.hit_rates(rows, aa)
+    ok = True
+    for (cand, config), grp in rows.groupby(["candidate", "config"], sort=True):
+        h = hits[(hits["candidate"] == cand) & (hits["config"] == config)]
+        out("")
+        out(f"{cand} vs base, {config}")
+        out(f"  {'run':<10} {'%change':>8} {'95% CI':>18}   {'next run here (95%)':>20}  held by the next run: CI / PI  basis")
+        for _, r in grp.iterrows():
+            t = h[h["run"] == r["run"]]
+            nxt = "" if t.empty else _fmt(t["next_low_pct"].iloc[0], t["next_high_pct"].iloc[0])
+            held = "" if t.empty else (f"{'yes' if t['ci_held'].iloc[0] else 'no':>3} / "
+                                       f"{'yes' if t['pi_held'].iloc[0] else 'no':<3}")
+            basis = "" if t.empty else t["next_source"].iloc[0]
+            out(f"  {r['run']:<10} {r['delta_pct']:>+7.2f}% {_fmt(r['ci_low_pct'], r['ci_high_pct']):>18}   "
+                f"{nxt:>20}  {held:<30} {basis}".rstrip())
+        n = len(h)
+        out(f"  transitions held: 95% CI {int(h['ci_held'].sum())} of {n}; next-run interval "
+            f"{int(h['pi_held'].sum())} of {n} ({n} of {n} wanted)")
+        ok = ok and bool(h["pi_held"].all())
+        g = grp[grp["se"].notna() & (grp["se"] > 0)]
+        if len(g) >= 4:
+            first, last = g.iloc[:-1], g.iloc[-1]
+            try:
+                re_ = combine(first["log_delta"], first["se"] ** 2)
+            except StatsError as e:
+                out(f"  combination of the first {len(first)} runs: none ({e})")
+                continue
+            ci_ok = pct(re_.ci_low) <= last["delta_pct"] <= pct(re_.ci_high)
+            pi_ok = re_.covers(math.log1p(last["delta_pct"] / 100))
+            out(f"  the first {len(first)} runs combined (random effects, HKSJ): {pct(re_.estimate):+.2f}% "
+                f"{_fmt(pct(re_.ci_low), pct(re_.ci_high))}, tau {re_.tau * 100:.2f} points; its CI "
+                f"{'holds' if ci_ok else 'does not hold'} run {last['run']}'s {last['delta_pct']:+.2f}%; its "
+                f"prediction interval {_fmt(pct(re_.pi_low), pct(re_.pi_high))} "
+                f"{'holds' if pi_ok else 'does not hold'} it")
+        else:
+            out(f"  combination of the runs before the last: needs 4 runs or more ({len(g)} here)")
+    for line in sessions.moved_text(sessions.combined(rows), rows):
+        out(line)
+    return ok
+
+
 def run(args) -> int:
     t0 = time.monotonic()
-    check = vc.plan(args.base)
-    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ringlab-repro-"))
-    print(f"repro: {args.runs} runs of base vs {', '.join(ARMS)} on {check.base} (mode 0, size 1000, "
-          f"{args.layouts} layouts x {ROUNDS_PER_LAYOUT} rounds), host {host_id()}")
-    for _, r in check.expected().iterrows():
-        if r["arm"] in ARMS:
-            print(f"  {r['arm']}: {r['patch']}, expected +{r['expected extra %']:.2f}% instructions/op")
-    recs = sessions.run_sessions("ptr_ring", params(check, args.layouts), args.runs, out, args.gap,
-                                 log=lambda s: print("  " + s) if s.startswith("sessions:") else None)
-    done = [r["dir"] for r in recs if r["status"] == "complete"]
-    rows = sessions.run_rows(done, vc.BASELINE)
-    drift = host_drifts(host_id()).get("0")
-    print(f"drift (mode 0): {drift.source + f', tau {drift.tau * 100:.2f} points, rel {drift.rel:.2f}' if drift else 'none measured on this host: the next-run interval holds the two runs own noise only'}")
-    print()
-    print(f"{'arm':<5} {'run':<10} {'%change':>8} {'95% CI':>18}   {'next run (95%)':>18}  held by the next run: CI / PI")
-    hits = sessions.hit_rates(rows, drift)
-    for _, r in rows.iterrows():
-        h = hits[(hits["candidate"] == r["candidate"]) & (hits["run"] == r["run"])]
-        nxt = "" if h.empty else f"[{h['next_low_pct'].iloc[0]:+.2f}, {h['next_high_pct'].iloc[0]:+.2f}]"
-        held = "" if h.empty else f"{'yes' if h['ci_held'].iloc[0] else 'no'} / {'yes' if h['pi_held'].iloc[0] else 'no'}"
-        print(f"{r['candidate']:<5} {r['run']:<10} {r['delta_pct']:>+7.2f}% "
-              f"[{r['ci_low_pct']:+.2f}, {r['ci_high_pct']:+.2f}]".ljust(38) + f"   {nxt:>18}  {held}")
-    print()
-    ok = True
-    for cand, h in hits.groupby("candidate", sort=False):
-        n = len(h)
-        print(f"{cand}: the 95% CI held the next run's estimate in {int(h['ci_held'].sum())} of {n} transitions; "
-              f"the next-run interval in {int(h['pi_held'].sum())} of {n}")
-        ok = ok and bool(h["pi_held"].all())
-    comb = sessions.combined(rows)
-    for _, c in comb.iterrows():
-        print(f"{c['candidate']} combined over {c['k']} runs (random effects): {c['estimate_pct']:+.2f}% "
-              f"[{c['ci_low_pct']:+.2f}, {c['ci_high_pct']:+.2f}], tau {c['tau_pct']:.2f} points, I² {c['i2']:.0%}, "
-              f"Q p={c['q_p']:.2g}; next run expected in [{c['pi_low_pct']:+.2f}, {c['pi_high_pct']:+.2f}]")
-    for line in sessions.moved_text(comb, rows):
-        print(line)
-    print(f"repro: {time.monotonic() - t0:.0f} s, runs in {out}")
+    arms, modes = _list(args.arms, "arms"), _list(args.modes, "modes")
+    if args.from_dir:
+        dirs = series_dirs(Path(args.from_dir))
+        print(f"repro: {len(dirs)} completed run(s) in {args.from_dir} (session-N), base vs {', '.join(arms)}, "
+              f"modes {', '.join(modes)}; nothing run")
+        if len(dirs) < 2:
+            print("repro: a series needs two runs or more")
+            return 1
+    else:
+        check = vc.plan(args.base)
+        out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ringlab-repro-"))
+        print(f"repro: {args.runs} runs of base vs {', '.join(arms)} on {check.base} (modes {', '.join(modes)}, "
+              f"size 1000, {args.layouts} layouts x {ROUNDS_PER_LAYOUT} rounds)")
+        for _, r in check.expected().iterrows():
+            if r["arm"] in arms:
+                print(f"  {r['arm']}: {r['patch']}, expected +{r['expected extra %']:.2f}% instructions/op")
+        recs = sessions.run_sessions("ptr_ring", params(check, args.layouts, arms, modes), args.runs, out,
+                                     args.gap, log=lambda s: print("  " + s) if s.startswith("sessions:") else None)
+        dirs = [r["dir"] for r in recs if r["status"] == "complete"]
+        print(f"repro: runs in {out}")
+    ok = analyse(dirs, arms, modes)
+    print(f"repro: {time.monotonic() - t0:.0f} s")
     return 0 if ok else 1
 
 

@@ -143,7 +143,8 @@ def combined(rows: pd.DataFrame, by=("baseline", "candidate", "config"), level: 
     return pd.DataFrame(out)
 
 
-def _mode_of(config: str) -> str | None:
+def mode_of(config: str) -> str | None:
+    """The mode of a ``comparison_rows`` config ("mode=0,size=1000" -> "0"; None without one)."""
     for part in str(config).split(","):
         if part.startswith("mode="):
             return part.split("=", 1)[1]
@@ -159,7 +160,7 @@ def run_between(recs: list[dict], i: int, host_aa=None):
     if b is not None:
         return b
     if isinstance(host_aa, dict):
-        return host_aa.get(_mode_of(recs[i].get("config", "")), NONE)
+        return host_aa.get(mode_of(recs[i].get("config", "")), NONE)
     return host_aa if host_aa is not None else NONE
 
 
