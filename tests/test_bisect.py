@@ -251,7 +251,7 @@ def test_endpoints_measure_until_decided(tmp_path, monkeypatch):
     """A real regression under noise that one run cannot resolve: the endpoints run again, then
     the bisection finds the commit."""
     tree, shas, cost, effects = _series(tmp_path)
-    effects = {s: (0.03 if e else 0.0) for s, e in effects.items()}
+    effects = {s: (0.12 if e else 0.0) for s, e in effects.items()}
     fake = NoisyRuns(effects, noise_sd=0.08)
     monkeypatch.setattr(steps, "run_step", fake)
     out = tmp_path / "b"
@@ -259,7 +259,15 @@ def test_endpoints_measure_until_decided(tmp_path, monkeypatch):
     state = json.loads((out / "bisect.json").read_text())
     ep_runs = [c for c, _ in fake.calls if c.startswith("00-")]
     assert len(ep_runs) > 1, fake.calls                      # one run did not decide the endpoints
-    assert state["endpoints"]["regression"], state["endpoints"]
+    ep = state["endpoints"]
+    assert ep["regression"], ep
+    # every run is a look at the pooled rounds, at its share of alpha (sequential.look_alpha):
+    # up to ENDPOINT_BUDGET_FACTOR looks at 0.05 / 8 each
+    assert ep["looks"] == len(ep_runs) and ep["max_looks"] == 8 and ep["alpha"] == pytest.approx(0.05 / 8)
+    assert ep["holm_ci_level"] >= 1 - 0.05 / 8 - 1e-12
+    for s in state["steps"]:
+        assert s["max_looks"] == 3 and s["alpha"] == pytest.approx(0.05 / 3) and 1 <= s["looks"] <= 3
+    assert state["result"]["status"] == "found" and state["result"]["first_bad"]["sha"] == cost
 
 
 def test_endpoints_decided():

@@ -327,6 +327,28 @@ def test_resume_in_a_later_stage_goes_on_from_env_json(noisy, monkeypatch, fake_
     assert measured(df)["round"].nunique() == st["rounds_planned"]
 
 
+def test_a_finished_run_takes_no_uncounted_look(noisy, monkeypatch, fake_clock, capsys):
+    """A follow-up look at a finished run's data goes through the record's look count or not at
+    all: --resume with a new target or budget is refused (that look would re-test the pooled rounds
+    at full alpha), and --resume with the run's own parameters looks at nothing again."""
+    fake_clock["cost"].update(trial=0.01, warmup=0.01)
+    out = noisy / "done"
+    run(STAGED, out)
+    env = rundir.read_env(out).doc
+    st, raw = env["stopping"], (out / "raw.csv").read_bytes()
+    assert st["stop_reason"] is not None
+    looks = Stopping.from_json(st).looks
+    assert looks == len(st["stages"])             # every stage of a finished run was reviewed once
+    for name, value in (("target_ci", "5"), ("budget", "40")):
+        rc = cli.main(["run", "ptr_ring", "-p", name, value, "--no-build", "--no-progress", "--out", str(out),
+                       "--resume"])
+        assert rc == 2 and f"parameter '{name}'" in capsys.readouterr().err
+    assert cli.main(["run", "ptr_ring", "--no-build", "--no-progress", "--out", str(out), "--resume"]) == 0
+    again = rundir.read_env(out).doc["stopping"]
+    assert Stopping.from_json(again).looks == looks and again["stages"] == st["stages"]
+    assert (out / "raw.csv").read_bytes() == raw
+
+
 def test_resume_inside_the_pilot_reviews_after_it(noisy, monkeypatch, fake_clock):
     monkeypatch.setenv("FAKE_NOISE", "0.5")
     real = _interrupt_at_trial(monkeypatch, 5)

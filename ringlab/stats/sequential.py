@@ -21,8 +21,9 @@ Read top to bottom:
    target, stated "no change larger than X%"), the budget spent ("budget"; builds count, and a
    budget whose rest buys less than ``min_stage_share`` of the rounds so far counts as spent), or
    ``max_stages`` stages ("stages").  Looking after each stage is a sequential test: "decided" is
-   judged at ``alpha / max_stages`` (Bonferroni over the looks), so a stop on a decision is a false
-   one with probability at most ``alpha``; the target and the budget do not depend on the sign of
+   judged at the level of the look (``look_alpha``: alpha / max_stages each, Bonferroni over the
+   looks; the record counts them, ``Stopping.looks``), so a stop on a decision is a false one with
+   probability at most ``alpha``; the target and the budget do not depend on the sign of
    the estimate.  The verdict summary.md prints is the fixed-design verdict (at alpha) of the data
    that ran: after a stop on the target or the budget its A/A rate can exceed alpha by what the
    earlier looks' strict tests spent (at most alpha again).  A run whose wall clock passes its
@@ -91,6 +92,22 @@ class Policy:
 
 #: the policy a run stops by
 POLICY = Policy()
+
+
+def look_alpha(look: int, max_looks: int, alpha: float = POLICY.alpha) -> float:
+    """The level of the ``look``-th look (1-based) at one question asked of growing data, of at
+    most ``max_looks``: ringlab's one rule for repeated looks (a staged run's reviews, bisect's
+    re-runs of a step).  Bonferroni spending: alpha / max_looks at each look, alpha x look /
+    max_looks spent after ``look``, so a call at any of the looks is a false one with probability
+    at most alpha whatever the looks' correlation; 0 past ``max_looks``: the error is spent and a
+    further look calls nothing.  Equal shares rather than a group-sequential boundary (O'Brien-
+    Fleming): the looks test rank statistics whose joint law the boundary's normal model does not
+    give, and the number of looks a run takes depends on its costs; no library of the field (scipy,
+    statsmodels) provides a spending function, hence this one line."""
+    look, max_looks = int(look), int(max_looks)
+    if max_looks < 1 or look < 1:
+        raise ValueError(f"look {look} of {max_looks}: allowed: 1 <= look, 1 <= max_looks")
+    return float(alpha) / max_looks if look <= max_looks else 0.0
 
 
 # --- 2. the pilot ---------------------------------------------------------------------------------
@@ -245,8 +262,8 @@ def review_rows(compare_result: pd.DataFrame, target_ci_pct: float,
                 strict: pd.DataFrame | None = None, by_mode: dict | None = None, arms=None) -> list[RowRecord]:
     """Per compare() row: group, candidate, half_width_pct, target_pct (``row_target``),
     target_met (half-width <= target_pct, exact rows count as met), decided (``decide.row_decision`` at
-    target_pct, of the same row of ``strict`` when given: the comparison at alpha / max_stages, so
-    that a stop on "decided" at any of the looks is Bonferroni-bounded by alpha), judged (whether
+    target_pct, of the same row of ``strict`` when given: the comparison at the look's level,
+    ``look_alpha``, so that a stop on "decided" at any of the looks is bounded by alpha), judged (whether
     the stop judges the row: ``judged``)."""
     out = []
     frame = compare_result if compare_result is not None else pd.DataFrame()
@@ -299,7 +316,8 @@ def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Polic
     by_mode, arms = st.target_ci_by_mode, list(st.target_arms)
     try:
         rows = review_rows(compare(df, st.baseline), target,
-                           strict=compare(df, st.baseline, alpha=policy.alpha / policy.max_stages),
+                           strict=compare(df, st.baseline,
+                                          alpha=look_alpha(st.looks + 1, policy.max_stages, policy.alpha)),
                            by_mode=by_mode, arms=arms)
     except StatsError as e:   # out of time: the budget stopped it, and the data say why no verdict
         reason = "budget" if out_of_time else "no plan"

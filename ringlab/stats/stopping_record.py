@@ -197,6 +197,12 @@ class Stopping:
     def last_stage(self) -> StageRecord:
         return self.stages[-1]
 
+    @property
+    def looks(self) -> int:
+        """The looks taken at the run's data: its reviewed stages (those with a ``stop_reason``,
+        "continue" included).  The next look's level is ``sequential.look_alpha(looks + 1, ...)``."""
+        return sum(1 for s in self.stages or () if s.stop_reason is not None)
+
     def with_last_stage(self, **changes) -> Stopping:
         """This record with the last stage's fields changed."""
         return dataclasses.replace(self, stages=self.stages[:-1] + (dataclasses.replace(self.stages[-1], **changes),))

@@ -13,6 +13,13 @@ endpoints (step 0) run more rounds in the same way until bad against good is dec
 significant change of at least the threshold, or a CI within +-threshold (nothing to bisect),
 up to ``step_budget`` or ``ENDPOINT_BUDGET_FACTOR`` times the first run's rounds.  The result
 is c[hi] when nothing between lo and hi is left untried, else the range c[lo+1..hi].
+
+Every run of a step is one more look at its pooled rounds, so the looks spend the error as a
+staged run's reviews do (``ringlab.stats.sequential.look_alpha``): a step that may take L looks
+(its budget over its first run's rounds) compares at alpha / L at each, and the step's record
+holds ``looks``, ``max_looks`` and the last look's ``alpha``.  A call at any of its looks is then
+a false one with probability at most alpha (re-testing the endpoints at 5% up to 8 times would
+call an A/A pair in about 18% of bisections).
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ from ringlab.lab.bisect import gitrange, steps
 from ringlab import rundir, schema
 from ringlab.experiments.params import MAX_TRIALS
 from ringlab.run.prepare import draw_seed
+from ringlab.stats.sequential import look_alpha
 
 STATE_FILE = "bisect.json"
 STATE_VERSION = 1
@@ -68,6 +76,12 @@ def load_state(out: Path) -> dict:
     if not isinstance(state, dict) or state.get("kind") != "bisect":
         raise DataError(f"{path}: not a bisect state (kind != 'bisect')")
     return state
+
+
+def max_looks(budget: int, first_rounds: int) -> int:
+    """The most looks a step takes: one per run of ``first_rounds`` rounds within ``budget`` rounds
+    (at least one).  It depends on the plan alone, never on what the looks saw."""
+    return max(1, int(budget) // max(1, int(first_rounds)))
 
 
 def _rounds(df: pd.DataFrame) -> int:
@@ -195,25 +209,28 @@ class Bisect:
                 return None
             df = pd.concat(frames, ignore_index=True)
             record["rounds"] = _rounds(df)
+            first = _rounds(frames[0])
+            budget = self.state.get("step_budget") or (
+                ENDPOINT_BUDGET_FACTOR if n == 0 else DEFAULT_BUDGET_FACTOR) * first
+            most = max_looks(budget, first)
+            record.update(looks=k + 1, max_looks=most, alpha=look_alpha(k + 1, most))
+            self.save()
             if n == 0:
-                if steps.endpoints_decided(steps.groups_regressed(df, self.state["metric"]),
+                if steps.endpoints_decided(steps.groups_regressed(df, self.state["metric"], record["alpha"]),
                                            self.state["threshold_pct"]):
                     return df
-                factor = ENDPOINT_BUDGET_FACTOR
             elif self._classify(df, record) != "unclear":
                 return df
-            else:
-                factor = DEFAULT_BUDGET_FACTOR
-            budget = self.state.get("step_budget") or factor * _rounds(frames[0])
-            if record["rounds"] + _rounds(frames[0]) > budget:
+            if k + 1 >= most or record["rounds"] + first > budget:
                 return df
             k += 1
 
     def _classify(self, df: pd.DataFrame, record: dict) -> str:
         st, metric, group = self.state, self.state["metric"], self.state["endpoints"].get("group")
-        record["vs_good"] = steps.effect(df, "good", "candidate", metric, group)
-        record["vs_bad"] = steps.effect(df, "bad", "candidate", metric, group)
-        record["endpoints"] = steps.effect(df, "good", "bad", metric, group)
+        alpha = float(record.get("alpha", 0.05))
+        record["vs_good"] = steps.effect(df, "good", "candidate", metric, group, alpha)
+        record["vs_bad"] = steps.effect(df, "bad", "candidate", metric, group, alpha)
+        record["endpoints"] = steps.effect(df, "good", "bad", metric, group, alpha)
         direction = st["endpoints"]["direction"]
         record["status"] = steps.classify(record["vs_good"], record["vs_bad"], direction,
                                           steps.endpoint_effect(record["endpoints"], st["endpoints"], direction))
@@ -237,7 +254,8 @@ class Bisect:
         df = self._run_arms(0, self.bad, {"good": self.good, "bad": self.bad}, ep)
         if df is None:
             raise ParamError(f"the endpoints do not build: {ep.get('error')}")
-        rows = [r for r in steps.groups_regressed(df, self.state["metric"]) if "error" not in r]
+        rows = [r for r in steps.groups_regressed(df, self.state["metric"], float(ep.get("alpha", 0.05)))
+                if "error" not in r]
         thr = self.state["threshold_pct"]
         real = [r for r in rows if steps.ci_excludes_zero(r, 1 if (r["delta_pct"] or 0) > 0 else -1)
                 and abs(r["delta_pct"]) >= thr]

@@ -87,12 +87,13 @@ def ci_excludes_zero(row: dict, side: int) -> bool:
     return lo > 0 if side > 0 else hi < 0
 
 
-def effect(df: pd.DataFrame, baseline: str, candidate: str, metric: str, group: str | None) -> dict[str, Any]:
+def effect(df: pd.DataFrame, baseline: str, candidate: str, metric: str, group: str | None,
+           alpha: float = 0.05) -> dict[str, Any]:
     """``candidate`` vs ``baseline`` in configuration ``group`` (None: the only or the first one):
-    the compare() row's numbers, JSON-ready."""
+    the compare() row's numbers at ``alpha`` (the look's level, ``engine``), JSON-ready."""
     sub = df[df["variant"].astype(str).isin([baseline, candidate])]
     try:
-        res = compare(sub, baseline, metric=metric)
+        res = compare(sub, baseline, metric=metric, alpha=alpha)
     except StatsError as e:
         return {"error": str(e)}
     res = res[res["candidate"] == candidate]
@@ -157,11 +158,11 @@ def endpoints_decided(rows: list[dict], threshold_pct: float) -> bool:
     return all(within(r, threshold_pct) for r in ok)
 
 
-def groups_regressed(df: pd.DataFrame, metric: str) -> list[dict]:
-    """Every configuration's bad-vs-good row (the endpoint check)."""
+def groups_regressed(df: pd.DataFrame, metric: str, alpha: float = 0.05) -> list[dict]:
+    """Every configuration's bad-vs-good row (the endpoint check) at ``alpha``."""
     try:
-        res = compare(df, "good", metric=metric)
+        res = compare(df, "good", metric=metric, alpha=alpha)
     except StatsError:
         return []
     res = res[res["candidate"] == "bad"]
-    return [effect(df, "good", "bad", metric, g) for g in res["group"]]
+    return [effect(df, "good", "bad", metric, g, alpha) for g in res["group"]]

@@ -1,0 +1,77 @@
+"""Repeated looks at growing data spend the error by one rule (``sequential.look_alpha``): a
+staged run's reviews, a follow-up look at a finished run's pooled rounds, bisect's re-runs of a
+step.  Seeded simulations of A/A data: the chance that any look calls is at most 5% (binomial 95%
+upper tolerance), and the same looks at full alpha each are seen to exceed it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sst
+
+from ringlab.lab.bisect.engine import DEFAULT_BUDGET_FACTOR, ENDPOINT_BUDGET_FACTOR, max_looks
+from ringlab.stats import ranktests as rt
+from ringlab.stats.sequential import POLICY, look_alpha
+from ringlab.stats.stopping_record import StageRecord, Stopping
+
+RUNS = 4000
+
+
+def _any_look_calls(rng, rounds_per_look: int, looks: int, level) -> int:
+    """A/A runs whose rounds arrive ``rounds_per_look`` at a time; each look tests all the rounds so
+    far with the signed-rank test at ``level(look)``; how many runs some look called."""
+    d = rng.standard_t(5, (RUNS, rounds_per_look * looks)) * 0.03
+    called = np.zeros(RUNS, dtype=bool)
+    for j in range(1, looks + 1):
+        a = level(j)
+        if a > 0:
+            called |= rt.signed_rank_reject_batch(d[:, :rounds_per_look * j], a)
+    return int(called.sum())
+
+
+def _tolerance(rate: float = 0.05) -> float:
+    return sst.binom.ppf(0.95, RUNS, rate)
+
+
+def test_look_alpha_spends_alpha_over_the_looks():
+    assert look_alpha(1, 6) == pytest.approx(0.05 / 6)
+    assert sum(look_alpha(j, 6) for j in range(1, 10)) == pytest.approx(0.05)   # past the last: 0
+    assert look_alpha(7, 6) == 0.0 and look_alpha(1, 1) == 0.05
+    # the staged review's level is the rule's: Bonferroni over the policy's stages
+    assert look_alpha(3, POLICY.max_stages, POLICY.alpha) == pytest.approx(POLICY.alpha / POLICY.max_stages)
+    with pytest.raises(ValueError):
+        look_alpha(0, 6)
+
+
+def test_a_follow_up_look_at_pooled_rounds_keeps_the_aa_rate():
+    # a finished run of 20 rounds and a follow-up that adds 20 more and tests all 40: two looks
+    rng = np.random.default_rng(31)
+    spent = _any_look_calls(rng, 20, 2, lambda j: look_alpha(j, 2))
+    assert spent <= _tolerance(), spent / RUNS
+    # control: both looks at full alpha inflate the A/A rate (about 8%), and the simulation sees it
+    full = _any_look_calls(rng, 20, 2, lambda j: 0.05)
+    assert full > _tolerance(), full / RUNS
+
+
+def test_bisect_endpoint_looks_keep_the_aa_rate():
+    # the endpoints take up to ENDPOINT_BUDGET_FACTOR runs of the first run's rounds, each a look
+    first = 12
+    most = max_looks(ENDPOINT_BUDGET_FACTOR * first, first)
+    assert most == ENDPOINT_BUDGET_FACTOR and max_looks(DEFAULT_BUDGET_FACTOR * first, first) == 3
+    assert max_looks(5, first) == 1          # a budget under one run: one look at full alpha
+    rng = np.random.default_rng(32)
+    spent = _any_look_calls(rng, first, most, lambda j: look_alpha(j, most))
+    assert spent <= _tolerance(), spent / RUNS
+    full = _any_look_calls(rng, first, most, lambda j: 0.05)
+    assert full > _tolerance(0.10), full / RUNS    # at 5% each: well above 10% (about 18%)
+
+
+def test_the_stopping_record_counts_the_looks():
+    def stage(i, reason):
+        return StageRecord(stage=i, layouts=4, rounds_per_layout=2, new_rounds=8, first_round=8 * i,
+                           stop_reason=reason)
+    st = Stopping(target_ci=1.0, budget_s=None, stages=(stage(0, None),))
+    assert st.looks == 0                     # the pilot runs: not looked at yet
+    st = Stopping(target_ci=1.0, budget_s=None, stages=(stage(0, "continue"), stage(1, None)))
+    assert st.looks == 1
+    st = Stopping(target_ci=1.0, budget_s=None, stages=(stage(0, "continue"), stage(1, "decided")))
+    assert st.looks == 2 and Stopping.from_json(st.to_json()).looks == 2   # env.json keeps the count
