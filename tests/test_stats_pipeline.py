@@ -148,3 +148,25 @@ def test_compare_frame_columns_are_serialized_in_one_order():
     res = compare(df, "batch")
     cols = res.attrs["group_columns"]
     assert list(res.columns) == JSON_FIELDS + cols + EXTRA_FIELDS
+
+
+def test_layouts_plan_does_not_depend_on_the_observed_effect():
+    # the layouts design: K from the measured layout and round variance, the same for two rows whose
+    # data differ by a constant effect only
+    rng = np.random.default_rng(13)
+    K, R = 6, 8
+    lay = np.repeat(np.arange(K), R)
+    rnd = np.arange(K * R)
+    base = 10 * np.exp(rng.normal(0, 0.01, K * R))
+    d = rng.normal(0, 0.03, K)[lay] + rng.normal(0, 0.02, K * R)
+
+    def frame(shift):
+        cand = base * np.exp(d + shift)
+        return pd.DataFrame({"variant": ["base"] * (K * R) + ["cand"] * (K * R), "mode": 0,
+                             "round": np.concatenate([rnd, rnd]), "trial": np.concatenate([rnd, rnd]),
+                             "layout": np.concatenate([lay, lay]), "ns_per_op": np.concatenate([base, cand])})
+    rows = [compare(frame(s), "base").iloc[0] for s in (0.0, -0.01)]
+    assert [r["design"] for r in rows] == ["layouts", "layouts"]
+    assert [r["verdict"] for r in rows] == ["inconclusive", "inconclusive"], [r["note"] for r in rows]
+    assert abs(rows[0]["delta_pct"] - rows[1]["delta_pct"]) > 0.9
+    assert rows[0]["trials_needed"] == rows[1]["trials_needed"] > K * R

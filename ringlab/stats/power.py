@@ -155,9 +155,13 @@ def plan_more(est: Estimate, target: float, alpha: float, d=None, x=None, y=None
     k, per, trials = math.nan, math.nan, math.nan
     if layout_rounds is not None and layout_rounds.n_layouts > 1:
         what += "layout and round variance"
-        var = est.se ** 2 * est.n          # one layout pair's estimate: sigma_L^2 + s^2 / R as measured
-        k = least_layouts(var, h, alpha, None, PLAN_MAX_LAYOUTS) if h > 0 else math.nan
         per = layout_rounds.rounds_per_layout
+        s_l, s_r = est.sigma_layout, getattr(est, "sigma_round", math.nan)
+        if math.isfinite(s_l) and math.isfinite(s_r) and per > 0:
+            var = s_l ** 2 + s_r ** 2 / per   # one layout pair's estimate from the fit's components
+        else:
+            var = est.se ** 2 * est.n         # the same, as the spread of the K pairs' estimates
+        k = least_layouts(var, h, alpha, None, PLAN_MAX_LAYOUTS) if h > 0 else math.nan
         trials, n_run = k * per, len(layout_rounds.d)
         what += f" ({k:.0f} layout pairs of {per:.0f} rounds)" if math.isfinite(k) else ""
     else:
