@@ -7,8 +7,8 @@ the files summary.md / summary.csv / summary.tex / compare.csv and figures/.
 returns a :class:`Report`:
 
 * ``r.tables``   {name: DataFrame}: "ab" (A/B verdicts), "summary", "variance", "counters"
-* ``r.figures``  {name: PNG path}: "box", "ecdf", "order", "cpu_pairs", "spsc", "counters",
-  "size_sweep" (ids as in :mod:`ringlab.report.figures`)
+* ``r.figures``  {name: PNG path}: "box", "order", "cpu_pairs", "spsc", "counters",
+  "size_sweep", "forest" (ids as in :mod:`ringlab.report.figures`)
 * ``r.missing``  {name: reason} for every known table or figure this run cannot have,
   so a notebook says "not available here because ..." instead of showing nothing
 * ``r.markdown`` the text of summary.md; ``r.status`` the run's status
@@ -32,6 +32,7 @@ from ringlab.report import tables as _tab
 from ringlab.report.analysis import Analysis, pick_metric
 from ringlab.rundir import pick_baseline
 from ringlab.rundir.calibration import run_host
+from ringlab.rundir.run import raw_experiment
 from ringlab.report.method_text import method_text
 from ringlab.report.stopping_sentences import stopping_text
 from ringlab.stats.summary import BOOTSTRAP_MAX_N, CI_METHOD_LARGE_N, StatsError, group_columns
@@ -60,7 +61,7 @@ class Report:
             return self.missing[name]
         if name in self.tables or name in self.figures:
             return ""
-        known = sorted(set(TABLES) | set(_fig.FIGURES) | {"size_sweep"})
+        known = sorted(set(TABLES) | set(_fig.FIGURES) | {"size_sweep", "forest"})
         return f"'{name}' is not a table or figure of a run report; known: {', '.join(known)}"
 
 
@@ -235,10 +236,19 @@ def _draw(rep: Report, c: Analysis, out_dir: Path) -> None:
     """Render every applicable figure into out_dir/figures/ (through rundir.write_figure)."""
     meas, metric, base = c.meas, c.metric, c.base
     figdir = Path(out_dir) / "figures"
-    drawn = _fig.render_all(meas, metric, c.params, figdir)
+    ring = c.env.experiment or raw_experiment(c.df)
+    drawn = _fig.render_all(meas, metric, c.params, figdir, ring=ring)
     if _fig.wants_size_sweep(meas):
         drawn["size_sweep"] = _fig.size_sweep(meas, metric, figdir, baseline=base,
                                               patched=c.patched, labels=c.labels)
+    if c.cmp is not None and len(c.cmp):
+        # the headline figure of an A/B run: each row's CI, next-run interval and call
+        bound = (c.floor or {}).get("bound_pct")
+        paths = _fig.forest(_fig.effect_rows(c.cmp, ""), figdir, "forest",
+                            f"{ring or 'run'} on {c.host or 'this host'}: each arm against {base}, {metric}",
+                            noise={"": bound} if bound is not None else None)
+        if paths:
+            drawn["forest"] = paths
     rep.paths["figures"] = drawn
     rep.figures = {k: next(p for p in v if p.suffix == ".png") for k, v in drawn.items()}
     for name in _fig.FIGURES:
@@ -246,6 +256,8 @@ def _draw(rep: Report, c: Analysis, out_dir: Path) -> None:
             rep.missing[name] = _why_no_figure(name, meas, metric)
     if "size_sweep" not in rep.figures:
         rep.missing["size_sweep"] = "this run measured one ring size: there is no sweep to draw"
+    if "forest" not in rep.figures:
+        rep.missing["forest"] = "this run has one variant: no comparison to draw"
 
 
 def build(run_dir, metric: str | None = None, baseline: str | None = None, labels: dict | None = None,
@@ -266,7 +278,7 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
         _draw(rep, c, target)
     else:
         why = "figures were not requested" if not figures else f"no {c.metric} measurement to draw"
-        rep.missing.update({n: why for n in list(_fig.FIGURES) + ["size_sweep"]})
+        rep.missing.update({n: why for n in list(_fig.FIGURES) + ["size_sweep", "forest"]})
     return rep
 
 

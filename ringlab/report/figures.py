@@ -9,31 +9,37 @@ jitter (drawn from numpy's *global* RNG, seaborn has no seed argument) seeded pe
 figure with the global state saved and restored around it.
 
 Figures (file stem = id):
-  box       per-variant box plot per configuration, seeded strip, severe outliers (Tukey
-            3 IQR, per variant and configuration) marked with a red x in every layout
+  box       trials per variant and configuration: quartile boxes with a seeded strip of the
+            trials where every group has ``MIN_BOX_TRIALS`` (20) or more, the trials alone
+            below; the y range from the trials inside the severe-outlier fences, each severe
+            outlier (Tukey 3 IQR, per variant and configuration) a red x, at the axis edge when
+            it lies beyond it
   order     metric vs execution order, one panel per configuration, coloured by variant
             (drift, interleaving)
             (above ``MAX_DRAWN`` trials both draw a seeded random subsample of the dots and say
             so in the title; the boxes and fences are still those of every trial)
   cpu_pairs median metric per (producer CPU, consumer CPU) heatmap, when >= 4 pairs
   spsc      SPSC throughput (Mops/s = 1000 / ns_per_op) of two-thread trials on a CPU
-            pair, against two references from the pair's one-way cache-line latency:
+            pair: medians with 95% CIs as points on an axis that shows their differences, the
+            placement / pair class shown named in the title; for a pointer ring
+            (``REFERENCE_RINGS``) two references from the pair's one-way cache-line latency,
+            each drawn only within ``REFERENCE_FACTOR`` of the data (else named off-scale):
             1000 / (2 * c2c) if every item needed a round trip (the unbatched ping-pong),
             and 1000 * 8 / c2c if every line transfer moved a full line of 8 pointers.
             They are references, not ceilings: rings pipeline several lines at once.
   counters  median IPC / branch-miss rate / instructions per op per variant
   size_sweep median metric (95% CI) against ring size, one panel per mode and CPU pair,
             the mode named and the baseline / patched variants labelled
-  forest    one per experiment: rows = configuration x host, the paired effect in one sign
-            (+ = better) with its CI, the host's A/A band shaded, the published / expected
-            effect as a marker (compare-runs, notebooks 11 and 14)
-  size_sweep_hosts (notebook 11) the paired effect against ring size, one line per host
   round_ratio (notebook 95) candidate / baseline per round over time, per configuration
+The forests (``forest``: the headline figure of every A/B run, ``meta_forest``,
+``paired_size_sweep``, ``cross_run_forest``) and their rows (``effect_rows``) are in
+:mod:`ringlab.report.figures_forest` and importable from here.
 """
 from __future__ import annotations
 
 import contextlib
 import math
+import textwrap
 import zlib
 from pathlib import Path
 
@@ -47,10 +53,9 @@ import seaborn as sns  # noqa: E402
 from scipy import stats as sst  # noqa: E402
 
 from ringlab import fmt, rundir  # noqa: E402
-from ringlab.report import tables  # noqa: E402
-from ringlab.rundir.calibration import find_calibration, noise_floor  # noqa: E402
 from ringlab.stats.outliers import flag_outliers  # noqa: E402
-from ringlab.stats import compare, summarize  # noqa: E402
+from ringlab.stats import summarize  # noqa: E402
+from ringlab.report.figures_base import MODE_NAMES, mode_label  # noqa: E402,F401
 
 FIGSIZE = (7.0, 4.5)
 #: the most trials a figure draws one dot each for: above it (a long run) the box and order
@@ -138,33 +143,72 @@ def _config_ticks(ax, labels) -> None:
     ax.set_xticklabels([str(lab).replace(" ", "\n") for lab in labels], fontsize=7)
 
 
+#: below this many trials in a group the box figure draws the trials only: the quartiles of ten
+#: trials say little that the ten dots do not
+MIN_BOX_TRIALS = 20
+#: the severe-outlier fence (Tukey, in IQRs) the box figure's y range ends at
+FENCE_IQR = 3.0
+
+
+def central_range(values, flags) -> tuple[float, float]:
+    """The y range of the box figure: from the lowest to the highest trial that is not a severe
+    outlier (every trial inside its group's 3-IQR fences), padded by 5%.  Severe outliers never
+    set it: those beyond it are drawn at its edge."""
+    v = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
+    keep = v[(np.asarray(flags) != "severe") & np.isfinite(v)]
+    if not len(keep):
+        keep = v[np.isfinite(v)]
+    lo, hi = float(keep.min()), float(keep.max())
+    pad = 0.05 * (hi - lo) if hi > lo else 0.05 * abs(hi) or 1.0
+    return lo - pad, hi + pad
+
+
 def box(df, metric, params, out_dir):
+    """Trials per variant (and configuration): quartile boxes with the trials as dots where every
+    group has ``MIN_BOX_TRIALS`` trials or more, the dots alone below; the y range from the trials
+    inside the severe-outlier fences (:func:`central_range`), each severe outlier a red x, at the
+    axis edge when it lies beyond it."""
     d = df.assign(variant=df["variant"].astype(str), config=_config_label(df, params))
     flags = flag_outliers(d, metric, ["variant", "config"])
     by_config = d["config"].nunique() > 1
+    n_min = int(d.groupby(["variant", "config"]).size().min())
+    boxes = n_min >= MIN_BOX_TRIALS
     fig, ax = plt.subplots(figsize=_config_figsize(d["config"].nunique() if by_config else 1))
     order = _variant_order(d)
     x = "config" if by_config else "variant"
     xorder = _config_order(d, params) if by_config else order
     common = dict(data=None, x=x, y=metric, hue="variant", hue_order=order, order=xorder, ax=ax)
-    sns.boxplot(**dict(common, data=d), showfliers=False, legend=by_config)
+    if boxes:
+        sns.boxplot(**dict(common, data=d), showfliers=False, legend=by_config)
+    lo, hi = central_range(d[metric], flags)
     dots, sampled = _drawn(d[flags != "severe"], "box")
     with _seeded("box"):
         # the trials' dots are drawn as an image inside the SVG: thousands of vector dots made a
         # full run's SVG megabytes long; boxes, axes and text stay vector
-        sns.stripplot(**dict(common, data=dots), dodge=by_config, size=2.5, alpha=0.5,
-                      jitter=0.25, legend=False, palette="dark:black", rasterized=True)
+        strip = dict(size=2.5, alpha=0.5, palette="dark:black") if boxes else \
+            dict(size=4, alpha=0.8, palette=None if by_config else "dark:black")
+        sns.stripplot(**dict(common, data=dots), dodge=by_config, jitter=0.25, legend=not boxes and by_config,
+                      rasterized=True, **strip)
     sev, sev_sampled = _drawn(d[flags == "severe"], "box-severe")
     if sev_sampled:
         sampled += f"; x: a seeded random {len(sev):,} of {int((flags == 'severe').sum()):,} severe outliers"
+    beyond = 0
     if len(sev):
-        # the same dodge as the boxes, so each x sits over its own variant's box
+        inset = 0.015 * (hi - lo)
+        vals = pd.to_numeric(sev[metric], errors="coerce")
+        beyond = int(((vals > hi) | (vals < lo)).sum())
+        sev = sev.assign(**{metric: vals.clip(lo + inset, hi - inset)})
+        # the same dodge as the boxes, so each x sits over its own variant's group
         sns.stripplot(**dict(common, data=sev), dodge=by_config, jitter=0, marker="x", size=7,
                       linewidth=1.5, palette={v: "red" for v in order}, legend=False, zorder=5)
-        ax.scatter([], [], marker="x", color="red", label="severe outlier (Tukey 3 IQR)")
+        ax.scatter([], [], marker="x", color="red", label="severe outlier (Tukey 3 IQR)"
+                   + (f"; {beyond} beyond the axis, drawn at its edge" if beyond else ""))
         ax.legend(loc="best", fontsize=8)
-    ax.set_title(f"{metric} per variant (box: quartiles; dots: trials; x: severe outliers)" if not sampled else
-                 f"{metric} per variant (box: quartiles of all trials{sampled})", fontsize=9)
+    ax.set_ylim(lo, hi)
+    what = "box: quartiles; dots: trials" if boxes else \
+        f"dots: trials (n = {n_min} in the smallest group: too few for quartile boxes)"
+    ax.set_title(_title([f"{metric} per variant ({what}; x: severe outliers)"], 95 if not by_config else 120)
+                 if not sampled else f"{metric} per variant ({what}, quartiles of all trials{sampled})", fontsize=9)
     if by_config:
         _config_ticks(ax, xorder)
     fig.tight_layout()
@@ -217,7 +261,43 @@ def cpu_pairs(df, metric, params, out_dir):
     return _save(fig, out_dir, "cpu_pairs")
 
 
-def spsc(df, metric, params, out_dir):
+#: the experiments whose ring the two SPSC references describe: slots of one 8-byte pointer, one
+#: item per slot (a byte ring or a page allocator moves other units: no reference is drawn)
+REFERENCE_RINGS = ("ptr_ring",)
+#: a reference is drawn only within this factor of the data's range; further off, the title
+#: names it and its value instead (a line at 232 over dots at 0.5 leaves an empty plot)
+REFERENCE_FACTOR = 3.0
+
+
+def _shown_subset(df, d) -> str:
+    """Which placement / CPU-pair class the SPSC figure draws, and which it leaves out."""
+    shown, left = [], []
+    for c in ("placement", "pair_class"):
+        if c not in df.columns:
+            continue
+        here = list(dict.fromkeys(sorted(d[c].astype(str))))
+        rest = sorted(set(df[c].astype(str)) - set(here))
+        if rest or len(here) == 1:
+            shown.append(f"{c} {'/'.join(here)}")
+        if rest:
+            left.append(f"{c} {'/'.join(rest)}")
+    return ("shown: " + ", ".join(shown) if shown else "") + \
+        (f"; not drawn (no core-to-core transfer): {', '.join(left)}" if left else "")
+
+
+def _title(lines, width: int) -> str:
+    """Title lines wrapped to ``width`` characters (a fixed canvas never grows to fit them)."""
+    return "\n".join(textwrap.fill(line, width, break_on_hyphens=False, break_long_words=False)
+                     for line in lines if line)
+
+
+def spsc(df, metric, params, out_dir, ring=None):
+    """SPSC throughput (Mops/s) of the two-thread trials on a measured CPU pair: per variant (and
+    configuration) the median with its 95% binomial order-statistic CI as a point, on an axis
+    that shows their differences (no bars from zero).  The title says which placement / pair
+    class the points are.  The two references from the pair's core-to-core latency are drawn
+    for the rings they describe (``REFERENCE_RINGS``; ``ring`` is the run's experiment) and
+    within ``REFERENCE_FACTOR`` of the data; otherwise the title says why there is none."""
     if "c2c_latency_ns" not in df.columns or metric != "ns_per_op":
         return []
     lat_all = pd.to_numeric(df["c2c_latency_ns"], errors="coerce")
@@ -228,31 +308,57 @@ def spsc(df, metric, params, out_dir):
     lat = float(lat_all.dropna().median())
     d = d.assign(variant=d["variant"].astype(str), mops=1000.0 / d[metric], config=_config_label(d, params))
     order = _variant_order(d)
-    per_item = 1000.0 / (2 * lat)
-    per_line = 1000.0 * SLOTS_PER_LINE / lat
     by_config = d["config"].nunique() > 1
-    x = "config" if by_config else "variant"
-    xorder = _config_order(d, params) if by_config else order
+    xorder = _config_order(d, params) if by_config else ["all"]
     fig, ax = plt.subplots(figsize=_config_figsize(len(xorder) if by_config else 1))
-    # bars: medians; whiskers: 95% bootstrap CI of the median (seeded, so the figure is reproducible)
-    # above MAX_DRAWN trials the median's CI is the binomial order-statistic interval (no resampling)
-    errorbar = ("ci", 95) if len(d) <= MAX_DRAWN else _median_ci
-    sns.barplot(data=d, x=x, y="mops", hue="variant", hue_order=order, estimator="median", order=xorder,
-                errorbar=errorbar, n_boot=1000, seed=zlib.crc32(b"spsc"), capsize=0.1,
-                err_kws={"linewidth": 1}, legend=by_config, ax=ax)
-    ax.axhline(per_item, color="red", ls="--",
-               label=f"reference: 1 item per round trip, 1/(2 x c2c) = {per_item:.3g} Mops/s")
-    ax.axhline(per_line, color="purple", ls=":",
-               label=f"reference: {SLOTS_PER_LINE} slots per line transfer, {SLOTS_PER_LINE}/c2c = "
-                     f"{per_line:.3g} Mops/s")
-    ax.set_ylabel("throughput (Mops/s): median, 95% CI" + ("" if len(d) <= MAX_DRAWN else " (order statistics)"))
+    palette = dict(zip(order, sns.color_palette(n_colors=len(order))))
+    width = 0.7 / max(1, len(order))
+    lows, highs = [], []
+    for k, v in enumerate(order):
+        xs, med, lo, hi = [], [], [], []
+        for i, cfg in enumerate(xorder):
+            vals = d.loc[(d["variant"] == v) & ((d["config"] == cfg) | (not by_config)), "mops"].to_numpy(dtype=float)
+            if not len(vals):
+                continue
+            m = float(np.median(vals))
+            l, h = _median_ci(vals)
+            xs.append(i + (k - (len(order) - 1) / 2) * width)
+            med.append(m)
+            lo.append(m if math.isnan(l) else l)
+            hi.append(m if math.isnan(h) else h)
+        ax.errorbar(xs, med, yerr=[np.subtract(med, lo), np.subtract(hi, med)], fmt="o", ms=6, capsize=4,
+                    color=palette[v], label=v)
+        lows += lo
+        highs += hi
+    refs = [(1000.0 / (2 * lat), "--", "red", "1 item per round trip, 1/(2 x c2c)"),
+            (1000.0 * SLOTS_PER_LINE / lat, ":", "purple", f"{SLOTS_PER_LINE} slots per line transfer, "
+                                                          f"{SLOTS_PER_LINE}/c2c")]
+    notes = []
+    if ring not in REFERENCE_RINGS:
+        notes.append(f"no reference: the core-to-core references describe {'/'.join(REFERENCE_RINGS)}'s "
+                     f"8-byte slots, not {ring or 'this ring'}")
+    else:
+        lo_d, hi_d = min(lows), max(highs)
+        for val, ls, colour, what in refs:
+            if lo_d / REFERENCE_FACTOR <= val <= hi_d * REFERENCE_FACTOR:
+                ax.axhline(val, color=colour, ls=ls, label=f"reference: {what} = {val:.3g} Mops/s")
+            else:
+                notes.append(f"reference {what} = {val:.3g} Mops/s is off-scale (data {lo_d:.3g}-{hi_d:.3g})")
+    ax.set_xticks(range(len(xorder)))
     if by_config:
         _config_ticks(ax, xorder)
-    # the legend sits below the axes, never over a bar
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3 if by_config else -0.12), fontsize=7, ncol=2,
+        ax.set_xlabel("config")
+    else:
+        ax.set_xticklabels([""])
+    ax.set_xlim(-0.6, len(xorder) - 0.4)
+    ax.set_ylabel("throughput (Mops/s): median, 95% CI (order statistics)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3 if by_config else -0.08), fontsize=7, ncol=3,
               frameon=False)
-    ax.set_title(f"SPSC throughput and two references from the core-to-core latency (one-way {lat:.3g} ns)\n"
-                 "(references, not ceilings: a ring pipelines several lines)", fontsize=9)
+    lines = ["SPSC throughput of the two-thread trials on a CPU pair "
+             f"(one-way core-to-core latency {lat:.3g} ns)", _shown_subset(df, d), *notes,
+             "(references, not ceilings: a ring pipelines several lines)" if ring in REFERENCE_RINGS
+             and len(notes) < 2 else ""]
+    ax.set_title(_title(lines, 110 if by_config else 95), fontsize=8)
     fig.tight_layout()
     return _save(fig, out_dir, "spsc")
 
@@ -276,30 +382,24 @@ FIGURES = {"box": box, "order": run_order, "cpu_pairs": cpu_pairs, "spsc": spsc,
            "counters": counters}
 
 
-def render_all(meas: pd.DataFrame, metric: str, params: list[str], out_dir) -> dict[str, list[Path]]:
-    """Render every applicable figure from measurement rows; returns {id: [png, svg]}."""
+def render_all(meas: pd.DataFrame, metric: str, params: list[str], out_dir, ring: str | None = None
+               ) -> dict[str, list[Path]]:
+    """Render every applicable figure from measurement rows; returns {id: [png, svg]}.  ``ring``:
+    the run's experiment (``spsc`` draws its references only for the ring they describe)."""
     out_dir = Path(out_dir)
     res = {}
     with sns.axes_style("whitegrid"):
         for name, fn in FIGURES.items():
             if name == "order" and "order" not in meas.columns:
                 continue
-            paths = fn(meas, metric, params, out_dir)
+            paths = fn(meas, metric, params, out_dir, ring=ring) if name == "spsc" else \
+                fn(meas, metric, params, out_dir)
             if paths:
                 res[name] = paths
     return res
 
 
-#: ptr_ring modes as the figures name them
-MODE_NAMES = {0: "one thread alternating", 1: "SPSC, free-running", 2: "SPSC, near-full"}
-
-
-def _mode_label(mode) -> str:
-    try:
-        m = int(mode)
-    except (TypeError, ValueError):
-        return f"mode {mode}"
-    return f"mode {m} ({MODE_NAMES[m]})" if m in MODE_NAMES else f"mode {m}"
+_mode_label = mode_label
 
 
 def wants_size_sweep(meas: pd.DataFrame) -> bool:
@@ -350,263 +450,6 @@ def size_sweep(meas, metric, out_dir, baseline=None, patched=None, labels=None) 
     return _save(fig, Path(out_dir), "size_sweep")
 
 
-#: the columns of a forest row (``effect_rows`` makes them from a comparison)
-FOREST_COLUMNS = ("host", "config", "effect_pct", "ci_low_pct", "ci_high_pct", "ci_level", "verdict")
-
-
-def host_noise_floor(host: str | None, root=None) -> float | None:
-    """The host's A/A bound in percent (``rundir.calibration.noise_floor``); None without one."""
-    floor = noise_floor(host, root)
-    return floor["bound_pct"] if floor else None
-
-
-def config_columns(cmp: pd.DataFrame) -> list[str]:
-    """The configuration columns of a comparison that vary (the constant ones name nothing)."""
-    cols = cmp.attrs.get("group_columns") or [c for c in ("mode", "size", "batch", "lock", "pair_class",
-                                                          "align", "alloc_len", "placement") if c in cmp.columns]
-    cols = [c for c in cols if c in cmp.columns and c not in ("count", "cpu_req_producer", "cpu_req_consumer")]
-    return [c for c in cols if cmp[c].nunique(dropna=False) > 1]
-
-
-def effect_rows(cmp: pd.DataFrame, host: str, candidate: str | None = None, expected=None,
-                label_columns: list[str] | None = None) -> pd.DataFrame:
-    """Forest rows (:data:`FOREST_COLUMNS`, plus ``candidate``, ``expected_pct`` and the
-    configuration columns) from the Comparison rows of one run: the paired effect in one sign,
-    + = better (``gain_pct`` for a lower-is-better metric), with its CI turned the same way.
-    ``expected``: a number, or a function of the row returning the published or expected
-    effect in the same sign (None: no marker)."""
-    if candidate is not None:
-        cmp = cmp[cmp["candidate"].astype(str) == str(candidate)]
-    cols = label_columns if label_columns is not None else config_columns(cmp)
-    several = cmp["candidate"].nunique() > 1 if "candidate" in cmp.columns else False
-    rows = []
-    for _, r in cmp.iterrows():
-        lo, hi = tables.gain_ci(r)
-        parts = ([f"{r['candidate']} vs {r['baseline']}"] if several else []) + \
-            [f"{c}={r[c]}" for c in cols if c != "pair_class"] + \
-            ([str(r["pair_class"])] if "pair_class" in cols else [])
-        exp = expected(r) if callable(expected) else expected
-        rows.append({"host": str(host), "config": " ".join(parts) or "all", "effect_pct": tables.gain(r),
-                     "ci_low_pct": lo, "ci_high_pct": hi, "ci_level": r.get("ci_level", math.nan),
-                     "verdict": r.get("verdict", ""), "candidate": str(r.get("candidate", "")),
-                     "expected_pct": math.nan if exp is None else float(exp),
-                     **{c: r[c] for c in cols}})
-    return pd.DataFrame(rows)
-
-
-def level_text(levels) -> str:
-    """The CI level of a figure, stated once: "95% CI", or "97.5-98.8% CI (Holm-adjusted per
-    family)" when the rows' levels differ."""
-    lv = sorted({round(float(v), 6) for v in levels if v is not None and v == v})
-    if not lv:
-        return "CI"
-    if len(lv) == 1:
-        return fmt.ci_header(lv[0])
-    lo, hi = fmt.ci_header(lv[0]).split("%")[0], fmt.ci_header(lv[-1]).split("%")[0]
-    return f"{lo}-{hi}% CI (Holm-adjusted per family)"
-
-
-def forest(rows: pd.DataFrame, out_dir, name: str = "forest", title: str | None = None,
-           noise: dict | None = None, effect: str = "effect") -> list[Path]:
-    """One forest: a line per row (configuration x host), the paired effect in one sign
-    (+ = better) with its CI, each host's A/A band (its noise floor, ``noise`` {host: bound %})
-    shaded behind its rows, and the published or expected effect (``expected_pct``) as an open
-    diamond.  ``rows``: :func:`effect_rows`' columns (``host``, ``config``, ``effect_pct``,
-    ``ci_low_pct``, ``ci_high_pct``, optional ``ci_level``, ``expected_pct``).  The x label
-    states the CI level once.  Rows without a CI are drawn as a point only ("no CI")."""
-    d = rows.reset_index(drop=True)
-    if d.empty:
-        return []
-    noise = noise or {}
-    hosts = d["host"].astype(str) if "host" in d.columns else pd.Series("", index=d.index)
-    labels = [(f"{h}  {c}" if h else str(c)) for h, c in zip(hosts, d["config"].astype(str))]
-    y = np.arange(len(d))[::-1].astype(float)
-    fig, ax = plt.subplots(figsize=(10.0, 2.3 + 0.32 * len(d)))
-    lo = pd.to_numeric(d["ci_low_pct"], errors="coerce")
-    hi = pd.to_numeric(d["ci_high_pct"], errors="coerce")
-    dl = pd.to_numeric(d["effect_pct"], errors="coerce")
-    has = (lo.notna() & hi.notna()).to_numpy()
-    palette = sns.color_palette("colorblind", max(1, hosts.nunique()))
-    colour = {h: palette[i] for i, h in enumerate(dict.fromkeys(hosts))}
-    banded = set()
-    for h in dict.fromkeys(hosts):
-        bound = noise.get(h)
-        if bound is None or not math.isfinite(bound):
-            continue
-        ys = y[(hosts == h).to_numpy()]
-        ax.fill_between([-bound, bound], ys.min() - 0.45, ys.max() + 0.45, color=colour[h], alpha=0.15, lw=0,
-                        label=f"{h}: A/A band, \u00b1{bound:.2g}% (noise floor)" if h else
-                        f"A/A band, \u00b1{bound:.2g}% (noise floor)")
-        banded.add(h)
-    for h in dict.fromkeys(hosts):
-        m = (hosts == h).to_numpy()
-        mc = m & has
-        ax.errorbar(dl[mc], y[mc], xerr=[dl[mc] - lo[mc], hi[mc] - dl[mc]], fmt="o", color=colour[h],
-                    ecolor="black", capsize=3, ms=5, label=f"{h}: measured" if h else "measured")
-        mn = m & ~has
-        if mn.any():
-            ax.plot(dl[mn], y[mn], "D", color="grey", ms=4)
-    if "expected_pct" in d.columns:
-        ex = pd.to_numeric(d["expected_pct"], errors="coerce")
-        me = ex.notna().to_numpy()
-        if me.any():
-            ax.plot(ex[me], y[me], "D", mfc="none", mec="crimson", ms=8, mew=1.5, ls="none",
-                    label="published / expected effect")
-    labels = [lab + ("" if h else "  (no CI)") for lab, h in zip(labels, has)]
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_yticks(y)
-    ax.set_yticklabels(labels, fontsize=7)
-    ax.set_ylim(-0.8, len(d) - 0.2)
-    lv = level_text(d["ci_level"]) if "ci_level" in d.columns else "CI"
-    ax.set_xlabel(f"{effect}, % (+ = better: faster or more ops/s), {lv}")
-    fig.suptitle(title or f"{effect} per configuration and host", fontsize=10)
-    ax.grid(axis="x", alpha=0.3)
-    height = 2.3 + 0.32 * len(d)
-    fig.set_size_inches(10.0, height)
-    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", fontsize=7, ncol=3, frameon=False)
-    fig.tight_layout(rect=(0, 0.75 / height, 1, 1))
-    return _save(fig, Path(out_dir), name)
-
-
-def _better(v, lower_is_better: bool):
-    return -v if lower_is_better else v
-
-
-def meta_forest(rows: pd.DataFrame, comb: pd.DataFrame, out_dir, name: str = "forest-random-effects",
-                key=("baseline", "candidate", "config"), title: str | None = None) -> list[Path]:
-    """The random-effects forest: per comparison in ``comb`` (``ringlab.studies.sessions.combined``),
-    a line per run of ``rows`` (its estimate and 95% CI, coloured by host), then the pooled
-    estimate as a diamond with its 95% CI and, as a dashed bar, the interval the next run is
-    expected in; heterogeneous comparisons are labelled so.  + = better in every row."""
-    if comb is None or not len(comb):
-        return []
-    hosts = list(dict.fromkeys(rows["host"].astype(str)))
-    palette = sns.color_palette("colorblind", max(1, len(hosts)))
-    colour = {h: palette[i] for i, h in enumerate(hosts)}
-    lines = []   # (label, kind, est, lo, hi, host, pi_lo, pi_hi)
-    for _, c in comb.iterrows():
-        lib = bool(c.get("lower_is_better", True))
-        sub = rows[np.logical_and.reduce([rows[k] == c[k] for k in key])]
-        head = " ".join(str(c[k]) for k in key if k != "baseline") + f" vs {c['baseline']}"
-        for _, r in sub.iterrows():
-            lo, hi = sorted((_better(r["ci_low_pct"], lib), _better(r["ci_high_pct"], lib)))
-            lines.append((f"  {r['run']}", "run", _better(r["delta_pct"], lib), lo, hi, str(r["host"]), None, None))
-        lo, hi = sorted((_better(c["ci_low_pct"], lib), _better(c["ci_high_pct"], lib)))
-        plo, phi = sorted((_better(c["pi_low_pct"], lib), _better(c["pi_high_pct"], lib)))
-        het = f", heterogeneous (I² {c['i2']:.0%})" if c["heterogeneous"] else f" (I² {c['i2']:.0%})"
-        lines.append((f"{head}: pooled, k={int(c['k'])}{het}", "pooled", _better(c["estimate_pct"], lib), lo, hi,
-                      "", plo, phi))
-    y = np.arange(len(lines))[::-1].astype(float)
-    height = 2.0 + 0.3 * len(lines)
-    fig, ax = plt.subplots(figsize=(10.0, height))
-    shown = set()
-    for yi, (lab, kind, est, lo, hi, host, plo, phi) in zip(y, lines):
-        if kind == "run":
-            ax.errorbar([est], [yi], xerr=[[est - lo], [hi - est]], fmt="o", color=colour.get(host, "grey"),
-                        ecolor="black", capsize=2, ms=4, label=None if host in shown else f"{host}: a run, 95% CI")
-            shown.add(host)
-        else:
-            if math.isfinite(plo) and math.isfinite(phi):
-                ax.plot([plo, phi], [yi, yi], ls="--", color="crimson", lw=1.2,
-                        label=None if "pi" in shown else "next run expected (95% prediction interval; 3+ runs)")
-                shown.add("pi")
-            ax.fill([lo, est, hi, est], [yi, yi + 0.3, yi, yi - 0.3], color="black",
-                    label=None if "pooled" in shown else "pooled (random effects), 95% CI")
-            shown.add("pooled")
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_yticks(y)
-    ax.set_yticklabels([ln[0] for ln in lines], fontsize=7)
-    ax.set_ylim(-0.8, len(lines) - 0.2)
-    ax.set_xlabel("effect, % (+ = better: faster or more ops/s), 95% intervals")
-    fig.suptitle(title or "every comparison measured in two or more runs, combined by random effects", fontsize=10)
-    ax.grid(axis="x", alpha=0.3)
-    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", fontsize=7, ncol=3, frameon=False)
-    fig.tight_layout(rect=(0, 0.75 / height, 1, 1))
-    return _save(fig, Path(out_dir), name)
-
-
-def paired_size_sweep(rows: pd.DataFrame, out_dir, name: str = "size_sweep_hosts", title: str | None = None,
-                      noise: dict | None = None) -> list[Path]:
-    """The paired effect (+ = better, with its CI) against ring size, one line per host, each
-    host's A/A band shaded in its colour; one panel per mode (and batch / lock when they vary).
-    ``rows``: :func:`effect_rows` with a ``size`` column, from the runs of several hosts."""
-    d = rows.reset_index(drop=True)
-    if d.empty or "size" not in d.columns:
-        return []
-    noise = noise or {}
-    keys = [c for c in ("mode", "batch", "lock", "pair_class") if c in d.columns and d[c].nunique() > 1]
-    panels = sorted(d.groupby(keys).groups) if keys else [()]
-    panels = [k if isinstance(k, tuple) else (k,) for k in panels]
-    hosts = list(dict.fromkeys(sorted(d["host"].astype(str))))
-    palette = sns.color_palette("colorblind", max(1, len(hosts)))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 1.5, 4.4), squeeze=False, sharey=True)
-    sizes = sorted(pd.to_numeric(d["size"]).unique())
-    for ax, key in zip(axes[0], panels):
-        sub = d
-        for c, k in zip(keys, key):
-            sub = sub[sub[c] == k]
-        for i, h in enumerate(hosts):
-            g = sub[sub["host"].astype(str) == h].assign(size=lambda x: pd.to_numeric(x["size"]))
-            g = g.sort_values("size")
-            bound = noise.get(h)
-            if bound is not None and math.isfinite(bound):
-                ax.axhspan(-bound, bound, color=palette[i], alpha=0.12, lw=0,
-                           label=f"{h}: A/A band \u00b1{bound:.2g}%")
-            if g.empty:
-                continue
-            off = 1 + 0.04 * (i - (len(hosts) - 1) / 2)   # hosts side by side at each size
-            ax.errorbar(g["size"] * off, g["effect_pct"],
-                        yerr=[g["effect_pct"] - g["ci_low_pct"], g["ci_high_pct"] - g["effect_pct"]],
-                        marker="o", capsize=3, color=palette[i], label=h)
-            if "expected_pct" in g.columns and g["expected_pct"].notna().any():
-                ax.plot(g["size"], g["expected_pct"], "D", mfc="none", mec="crimson", ms=7, ls="none",
-                        label="published / expected" if i == 0 else None)
-        ax.axhline(0, color="black", lw=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sizes)
-        ax.set_xticklabels([str(int(s)) for s in sizes], fontsize=8)
-        ax.minorticks_off()
-        ax.set_xlabel("ring size (slots)")
-        named = dict(zip(keys, key))
-        parts = ([_mode_label(named["mode"])] if "mode" in named else []) + \
-            [f"{c}={named[c]}" for c in ("batch", "lock", "pair_class") if c in named]
-        ax.set_title(", ".join(parts) or (_mode_label(d["mode"].iloc[0]) if "mode" in d.columns else ""),
-                     fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    lv = level_text(d["ci_level"]) if "ci_level" in d.columns else "CI"
-    axes[0][0].set_ylabel("paired effect, % (+ = better)")
-    fig.suptitle((title or "paired effect against ring size, per host") + f" ({lv})", fontsize=10)
-    fig.tight_layout()
-    return _save(fig, Path(out_dir), name)
-
-
-def cross_run_forest(runs, out_dir, baseline: str = "batch", patched: str = "reorder",
-                     metric: str = "ns_per_op", root=None) -> list[Path]:
-    """figures/forest.png of the compare-runs folder: for every run (objects with ``raw``,
-    ``host``, ``experiment``, ``run_id``) holding both variants, each configuration's effect of
-    ``patched`` against ``baseline`` (+ = patched better) with its CI, rows = configuration x
-    host, each host's A/A band shaded; [] when no run holds both."""
-    parts, noise = [], {}
-    for r in runs:
-        raw = r.raw
-        if "variant" not in raw.columns or metric not in raw.columns:
-            continue
-        if not {baseline, patched} <= set(raw["variant"].astype(str)):
-            continue
-        cmp = compare(raw, baseline, metric)
-        rows = effect_rows(cmp, r.host, candidate=patched)
-        if len(rows):
-            rows["config"] = rows["config"] + f"  ({r.experiment}/{r.run_id})"
-            parts.append(rows)
-            noise.setdefault(r.host, host_noise_floor(r.host, root))
-    if not parts:
-        return []
-    title = f"{patched} (patched) vs {baseline} (baseline), {metric}: paired effect per configuration and host"
-    with sns.axes_style("whitegrid"):
-        return forest(pd.concat(parts, ignore_index=True), Path(out_dir), "forest", title, noise=noise)
-
-
 def round_ratio(ratios: pd.DataFrame, candidate: str, baseline: str, metric: str, title: str = ""):
     """Per configuration, ``candidate / baseline`` of each round's medians against the time the
     round started (``t_s``; the round number when a row has no time), a dashed line at 1:
@@ -625,3 +468,9 @@ def round_ratio(ratios: pd.DataFrame, candidate: str, baseline: str, metric: str
     return fig
 
 
+
+
+# the forests live in figures_forest; their names stay importable from here
+from ringlab.report.figures_forest import (  # noqa: E402,F401
+    FOREST_COLUMNS, MAX_FOREST_ROWS, config_columns, cross_run_forest, effect_rows, forest, host_noise_floor,
+    level_text, meta_forest, paired_size_sweep)

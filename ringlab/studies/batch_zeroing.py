@@ -58,8 +58,9 @@ def _expected(r) -> float | None:
 
 
 def _rows(run_dir, host: str, baseline: str, arm: str) -> pd.DataFrame:
+    run = Run(run_dir)
     try:
-        cmp = compare(Run(run_dir).raw, baseline, "ns_per_op")
+        cmp = compare(run.raw, baseline, "ns_per_op")
     except (StatsError, DataError):
         return pd.DataFrame()
     cols = [c for c in ("mode", "size", "pair_class") if c in cmp.columns and cmp[c].nunique() > 1] or \
@@ -73,6 +74,10 @@ def _rows(run_dir, host: str, baseline: str, arm: str) -> pd.DataFrame:
     rows["batch"] = [effective_batch(int(s), int(b)) for s, b in zip(sizes, given)]
     rows["lock"] = "on" if arm == "lock on" else "off"
     rows["arm"] = arm
+    # the run each row comes from: a figure that sets several hosts' runs side by side names them
+    env = run.env_doc
+    rows["commit"] = str((env.doc.get("git") or {}).get("commit") or "")[:12]
+    rows["date"] = str(env.started_utc or "")[:10]
     rows["config"] = [f"{arm}: size={s} batch={b}" + (f" {c}" if c and not c.startswith("size=") else "")
                       for s, b, c in zip(rows["size"], rows["batch"],
                                          [" ".join(x for x in str(c).split() if not x.startswith("size="))

@@ -349,20 +349,25 @@ def instruction_table(runs: dict[str, Path], check: CheckPlan) -> pd.DataFrame:
 
 
 def forest_rows(cmp_default: pd.DataFrame, cmp_aligned: pd.DataFrame | None, host: str = "",
-                expected: dict | None = None) -> pd.DataFrame:
-    """Rows for ``ringlab.report.figures.forest``: every arm's effect against base per build and
-    ring size, in the + = better sign (an arm that costs time is negative), with the effect
-    stated before measuring as the marker: ``expected`` {arm: expected extra time in percent}
-    (``CheckPlan.expected()``'s "expected extra %"), drawn at minus that."""
-    expected = expected or {}
+                expected: dict | None = None, calls: dict | None = None) -> pd.DataFrame:
+    """Rows for ``ringlab.report.figures.forest``: every arm's effect on time against base per
+    build and ring size, in the + = better sign (an arm that costs time is negative), with its CI
+    and next-run interval.  What was stated before measuring is an instruction count and a call,
+    not a time: ``expected`` {arm: expected extra instructions in percent} (``CheckPlan.expected()``'s
+    "expected extra %") goes to ``instructions_pct`` at minus that, drawn as its own marker, and
+    ``calls`` {arm: expected verdict} to ``expected_call``; ``expected_pct`` (an expected time
+    effect) stays empty.  Extra instructions need not cost their share of the time: a spin loop's
+    iterations cost more than the ring's average instruction, so d8's -7.4% of instructions is no
+    time prediction for the -9% its slower call measures."""
+    expected, calls = expected or {}, calls or {}
     parts = []
     for build, cmp in (("default", cmp_default), ("aligned", cmp_aligned)):
         if cmp is None or not len(cmp):
             continue
         cols = [c for c in ("size", "mode", "pair_class") if c in cmp.columns and cmp[c].nunique() > 1]
-        rows = effect_rows(cmp, host, label_columns=cols,
-                           expected=lambda r: -float(expected[str(r["candidate"])])
-                           if str(r["candidate"]) in expected else None)
+        rows = effect_rows(cmp, host, label_columns=cols)
+        rows["instructions_pct"] = [-float(expected[c]) if c in expected else math.nan for c in rows["candidate"]]
+        rows["expected_call"] = [str(calls.get(c, "")) for c in rows["candidate"]]
         rows["config"] = [f"{build}: {c} vs {BASELINE}" + (f", {lab}" if lab else "")
                           for c, lab in zip(rows["candidate"],
                                             [" ".join(f"{k}={r[k]}" for k in cols) for _, r in rows.iterrows()])]
