@@ -217,3 +217,12 @@ def test_combined_ci_covers_the_pooled_effect_at_its_level_with_few_runs(k, tau_
         re = combine(eff, sizes ** 2)
         held += re.ci_low <= truth <= re.ci_high
     assert held / 2000 >= 0.95 - 4 * math.sqrt(0.95 * 0.05 / 2000), f"k={k}, tau={tau_over_se} SE: CI held {held / 2000:.3f}"
+
+
+def test_report_says_each_modes_basis_in_words_with_its_between_run_sd():
+    from ringlab.report.tables import interval_lines
+    cmp = compare(_frame(), "a")
+    aa = Between(tau2=0.015 ** 2, df=math.inf, basis="host A/A", runs=6, text="host A/A upper bound from 6 runs")
+    text = "\n".join(interval_lines(with_next_run(cmp, lambda r: aa if r["mode"] == 0 else None)))
+    assert "- next run here (95%, host A/A upper bound from 6 runs; between-run SD 1.50 points) (mode 0)." in text
+    assert f"- next run here (95%, {NO_BETWEEN_TEXT}) (mode 1)." in text

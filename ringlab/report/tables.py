@@ -186,11 +186,17 @@ def interval_lines(cmp: pd.DataFrame) -> list[str]:
              f"- {NEXT_HEADER}: where another run of the same command on this host is expected to put "
              "%change, 95% of the time: this run's noise, the next run's, and both runs' between-run shift "
              "(its variance from the basis below)."]
-    srcs = [s for s in dict.fromkeys(str(v) for v in cmp["next_source"].dropna()) if s]
-    for src in srcs:
-        modes = sorted({str(r["mode"]) for _, r in cmp.iterrows() if str(r.get("next_source")) == src}) \
-            if "mode" in cmp.columns else []
-        lines.append(f"- next run here (95%, {src}){' (mode ' + ', '.join(modes) + ')' if modes else ''}.")
+    groups: dict[tuple[str, str], list[float]] = {}     # (basis in words, mode): the rows' between-run SDs
+    for _, r in cmp.iterrows():
+        src = str(r.get("next_source") or "")
+        if src and src != "nan":
+            sd = _num(r, "next_between_sd_pct")
+            groups.setdefault((src, str(r["mode"]) if "mode" in cmp.columns else ""), []).extend(
+                [sd] if math.isfinite(sd) else [])
+    for (src, mode), sds in groups.items():
+        sd = "" if not sds else (f"; between-run SD {min(sds):.2f}" + (f"-{max(sds):.2f}" if max(sds) - min(sds) >= 0.005
+                                                                       else "") + " points")
+        lines.append(f"- next run here (95%, {src}{sd}){f' (mode {mode})' if mode else ''}.")
     moved = [r for _, r in cmp.iterrows() if r.get("sign_reproducible") is False]
     if moved:
         lines.append(f"- {len(moved)} called row(s) have a next-run interval that includes 0: another run "
