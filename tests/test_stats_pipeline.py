@@ -170,3 +170,25 @@ def test_layouts_plan_does_not_depend_on_the_observed_effect():
     assert [r["verdict"] for r in rows] == ["inconclusive", "inconclusive"], [r["note"] for r in rows]
     assert abs(rows[0]["delta_pct"] - rows[1]["delta_pct"]) > 0.9
     assert rows[0]["trials_needed"] == rows[1]["trials_needed"] > K * R
+
+
+def test_a_staged_runs_target_is_what_the_plan_is_for():
+    # with a staged run's target_ci (and a mode's own target) the plan is for that half-width, and
+    # says so; a target twice the margin needs a quarter of the rounds
+    rng = np.random.default_rng(14)
+    rows = []
+    for mode in (0, 1):
+        d = rng.normal(0, 0.04, 12)
+        rows.append(pd.DataFrame({"variant": ["base"] * 12 + ["cand"] * 12, "mode": mode,
+                                  "round": list(range(12)) * 2, "trial": list(range(12)) * 2,
+                                  "ns_per_op": np.concatenate([np.full(12, 10.0), 10 * np.exp(d)])}))
+    df = pd.concat(rows, ignore_index=True)
+    margin = compare(df, "base")
+    staged = compare(df, "base", plan_target=0.02, plan_target_by_mode={"1": 0.04})
+    assert list(margin["verdict"]) == ["inconclusive"] * 2 and list(staged["verdict"]) == ["inconclusive"] * 2
+    assert all("±1% (the equivalence margin)" in n for n in margin["note"])
+    assert "±2% (the run's target_ci)" in staged["note"].iloc[0]
+    assert "±4% (mode 1's target_ci)" in staged["note"].iloc[1]
+    for i, k in ((0, 4), (1, 16)):
+        assert staged["trials_needed"].iloc[i] == pytest.approx(
+            max(margin["trials_needed"].iloc[i] / k, 13), rel=0.1, abs=1)

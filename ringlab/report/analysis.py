@@ -152,6 +152,16 @@ class Analysis:
             return float(pct) / 100
         return EQUIVALENCE_MARGIN
 
+    @cached_property
+    def plan_targets(self) -> dict:
+        """compare()'s plan targets: a staged run's ``target_ci`` and ``target_ci_by_mode`` as
+        fractions, the half-widths its ``trials_needed`` plan for ({} for any other run: the margin)."""
+        st = self.env.stopping_record
+        if st is None or not float(st.target_ci or 0) > 0:
+            return {}
+        return {"plan_target": float(st.target_ci) / 100,
+                "plan_target_by_mode": {str(m): float(t) / 100 for m, t in (st.target_ci_by_mode or {}).items()}}
+
     def comparison(self, baseline: str, metric: str | None = None, by=None, noise: float | None = None,
                    alpha: float = 0.05) -> pd.DataFrame:
         """compare()'s frame of every other variant against ``baseline`` with each row's next-run
@@ -159,9 +169,10 @@ class Analysis:
         ``noise``: the equivalence margin (a fraction), the run's own (``margin``) when None."""
         metric = metric or self.metric
         noise = self.margin if noise is None else noise
+        targets = self.plan_targets
         key = ("compare", str(baseline), metric, tuple(by) if isinstance(by, (list, tuple)) else by, noise, alpha)
         return self.kept(key, lambda: with_host_next_run(
-            compare(self.df, baseline, metric, by=by, noise=noise, alpha=alpha), self.host,
+            compare(self.df, baseline, metric, by=by, noise=noise, alpha=alpha, **targets), self.host,
             results_root_of(self.path), run_dir=self.path, metric=metric, by=by))
 
     @cached_property

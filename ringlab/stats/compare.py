@@ -189,9 +189,10 @@ class Arms:
         return _est.unpaired(self.x, self.y, self.scale, level)
 
     def finish(self, level: float, noise: float, alpha_planning: float, seed=DEFAULT_SEED,
-               printed_level: float | None = None) -> Comparison:
+               printed_level: float | None = None, plan_target: tuple[float, str] | None = None) -> Comparison:
         """The estimate at ``level`` (the Holm step's), its verdict and, when inconclusive, the
-        plan; with ``printed_level`` (the report's one level) the printed estimate at it too."""
+        plan (for the CI half-width ``plan_target``, (fraction, what it is), else the margin
+        ``noise``); with ``printed_level`` (the report's one level) the printed estimate at it too."""
         c = self.comparison
         if self.design == "too few":
             c.verdict = Verdict("inconclusive", self.too_few, settled=False)
@@ -206,8 +207,9 @@ class Arms:
                     f"its {printed_level * 100:.4g}% CI excludes 0; p (Holm) = {c.p_holm:.2g} over the "
                     f"{c.family_size} rows of the run"), settled=c.verdict.settled)
         if not c.verdict.settled:
-            c.plan = plan_more(c.estimate, noise, alpha_planning, d=self.d, x=self.x, y=self.y,
-                               layout_rounds=self.layout_rounds)
+            target, name = plan_target or (noise, "the equivalence margin")
+            c.plan = plan_more(c.estimate, target, alpha_planning, d=self.d, x=self.x, y=self.y,
+                               layout_rounds=self.layout_rounds, target_name=name)
         return c
 
 
@@ -304,7 +306,8 @@ def _group_arms(sub: pd.DataFrame, cols: list[str], key: tuple, baseline: str, v
 
 
 def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC, by=None,
-            noise: float = EQUIVALENCE_MARGIN, alpha: float = 0.05, seed=DEFAULT_SEED) -> pd.DataFrame:
+            noise: float = EQUIVALENCE_MARGIN, alpha: float = 0.05, seed=DEFAULT_SEED,
+            plan_target: float | None = None, plan_target_by_mode: dict | None = None) -> pd.DataFrame:
     """Every other variant against ``baseline`` within each configuration.
 
     Returns a frame whose first columns are ``JSON_FIELDS``, followed by the group's
@@ -315,7 +318,10 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     alpha.  The CIs are exact rank-test inversions (or t intervals across layouts); ``seed`` is
     accepted for callers (nothing here draws at random).  ``noise``: the equivalence margin
     (``ringlab.stats.decide.EQUIVALENCE_MARGIN`` by default), which "no significant difference"
-    is tested against and ``trials_needed`` plans the CI half-width for.
+    is tested against and ``trials_needed`` plans the CI half-width for, unless a staged run's
+    target is given: ``plan_target`` (a fraction, the run's ``target_ci``) and
+    ``plan_target_by_mode`` ({mode as text: fraction}, its ``target_ci_by_mode``) are then the
+    half-widths planned for, each row its mode's.
 
     A ``layout`` column with more than one value in a configuration makes the design
     ``layouts``: per layout pair the paired Hodges-Lehmann estimate of the per-round log
@@ -348,10 +354,21 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
         key = key if isinstance(key, tuple) else (key,)
         arms += _group_arms(sub, cols, key, baseline, variants, metric, exact_src,
                             None if rk is not None else False, has_layout)
-    return to_frame(_finish_family(arms, noise, alpha, seed), cols, metric, alpha)
+    return to_frame(_finish_family(arms, noise, alpha, seed, plan_target, plan_target_by_mode), cols, metric,
+                    alpha)
 
 
-def _finish_family(arms: list[Arms], noise: float, alpha: float, seed) -> list[Comparison]:
+def _row_target(c: Comparison, plan_target: float | None, by_mode: dict | None) -> tuple[float, str] | None:
+    """The half-width a row's plan is for: its mode's staged target, else the run's, else None
+    (the equivalence margin)."""
+    mode = (c.config or {}).get("mode")
+    if by_mode and mode is not None and str(mode) in {str(k) for k in by_mode}:
+        return float({str(k): v for k, v in by_mode.items()}[str(mode)]), f"mode {mode}'s target_ci"
+    return (float(plan_target), "the run's target_ci") if plan_target else None
+
+
+def _finish_family(arms: list[Arms], noise: float, alpha: float, seed, plan_target: float | None = None,
+                   plan_target_by_mode: dict | None = None) -> list[Comparison]:
     """Holm over the run: one family of every row with a p (every candidate in every
     configuration), each row's verdict from its CI at its Holm level (``ringlab.stats.holm``),
     its printed CI at 1 - alpha.  A family per candidate would let the run's error rate grow with
@@ -362,7 +379,7 @@ def _finish_family(arms: list[Arms], noise: float, alpha: float, seed) -> list[C
         a.comparison.p_holm = float(pa)
         a.comparison.family_size = m
         a.finish(lev if math.isfinite(lev) else 1 - alpha, noise, alpha / max(m, 1), seed,
-                 printed_level=1 - alpha)
+                 printed_level=1 - alpha, plan_target=_row_target(a.comparison, plan_target, plan_target_by_mode))
     return [a.comparison for a in arms]
 
 

@@ -47,13 +47,13 @@ if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict na
 #:   ci_low_pct, ci_high_pct  the printed CI of delta_pct, at ``ci_level`` (null when none)
 #:   p_value           two-sided p of the signed-rank (paired) / Mann-Whitney (unpaired) test; design
 #:                     layouts: the t test across layout pairs; two states: the test of the headline
-#:   p_holm            p_value Holm-adjusted within the family (candidate over configurations)
+#:   p_holm            p_value Holm-adjusted within the family (the run: every candidate x configuration)
 #:   verdict           one of VERDICTS
 #:   trials_needed     inconclusive rows only: rounds (= trials per arm) for 80% power
 #:   design            paired | unpaired | exact | layouts
 #:   n_pairs           rounds paired (0 when unpaired or exact)
 #:   ci_level          confidence level of the printed CI: 1 - alpha (0.95) on every row
-#:   family_size       comparisons in this row's family (candidate over configurations)
+#:   family_size       comparisons in this row's family (the run's rows with a p)
 #:   layouts           layout pairs measured (null when raw.csv has no ``layout`` column)
 #:   sigma_layout_pct  layout spread sigma_L in percent points (null with one layout)
 #:   layout_share      share of var(per-layout estimate) from the layout spread, hence of the CI
