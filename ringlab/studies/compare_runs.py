@@ -22,6 +22,7 @@ from ringlab.report import pick_metric
 from ringlab.report import published
 from ringlab.report.figures import cross_run_forest, effect_rows, forest, host_noise_floor, meta_forest
 from ringlab.rundir import Run, RunFolder, pick_baseline
+from ringlab.rundir.calibration import with_host_next_run
 from ringlab.stats import compare
 from ringlab.stats.summary import StatsError
 from ringlab.studies import sessions
@@ -203,17 +204,20 @@ def experiment_effects(runs: list[Run], experiment: str, baseline: str | None = 
                        candidate: str | None = None, root=None):
     """(forest rows, {host: A/A bound %}) of one experiment: every configuration of the latest
     run of each host, the paired effect of each candidate against the run's baseline in the
-    + = better sign, with the published effect where a seed thread has one."""
+    + = better sign with its CI and next-run interval, with the published effect where a seed
+    thread has one."""
     parts, noise = [], {}
     for r in latest_runs(runs).get(experiment, []):
         raw = r.raw
         if "variant" not in raw.columns or raw["variant"].nunique() < 2:
             continue
         try:
-            base = pick_baseline(raw, r.env_doc, baseline)
-            cmp = compare(raw, base, pick_metric(raw))
+            base, metric = pick_baseline(raw, r.env_doc, baseline), pick_metric(raw)
+            cmp = compare(raw, base, metric)
         except (StatsError, DataError, ParamError):   # no comparison, or no such baseline in this run
             continue
+        # each row's next-run interval, as the run's own report gives it
+        cmp = with_host_next_run(cmp, r.host, root, run_dir=getattr(r, "path", None), metric=metric)
         rows = effect_rows(cmp, r.host, candidate=candidate, expected=EXPECTED.get(experiment))
         if len(rows):
             parts.append(rows)
