@@ -5,17 +5,17 @@ iteration), a persistent two-state machine that switches between the two process
 and an effect that depends on the state.  Per design (K layout pairs x R rounds x I iterations):
 
 * layout A/A at most 5%;
-* coverage of what the verdict claims at least 90% (with two states found, the effect with the
-  states weighted equally; with one, the effect over the trials measured), and of the
-  equal-weight effect itself among the runs whose states allow it (each state holds 5% of the
-  trials in two layout pairs or more);
-* disjoint reruns (two independent runs' CIs apart) at most 5%;
+* coverage of what the verdict claims, the run's geometric-mean effect (the mean over its rounds
+  of the effect in the state its candidate trial ran in), at least 95%, whatever states the
+  classifier finds;
+* disjoint reruns (two independent runs' CIs apart) at most 5% for an effect the same in both
+  states;
 * power at least 80% for the effect the design is planned for.
 
 Each bound is a one-sided binomial test at the 1% level (``scipy.stats.binomtest``) that fails
-when the simulated rate is beyond it; ``test_ignoring_the_states_misses_the_equal_weight_effect``
-shows one failing on the same runs analysed without the states.  The full grid is marked slow;
-a subset runs by default.
+when the simulated rate is beyond it; ``test_the_equal_weight_effect_is_another_estimand`` shows
+the coverage bound failing on the same kind of runs for an estimand the fit does not claim.  The
+full grid is marked slow; a subset runs by default.
 """
 from __future__ import annotations
 
@@ -55,16 +55,9 @@ def _at_least(count: int, n: int, rate: float) -> bool:
 def _check(r: dict) -> None:
     n = r["runs"]
     assert _at_most(r["aa"], n, 0.05), f"A/A {r['aa']}/{n}"
-    assert _at_most(n - r["covered"], n, 0.10), f"coverage {r['covered']}/{n}"
-    if r["identified"]:                 # runs whose states allow it: the equal-weight effect itself
-        miss = r["identified"] - r["covered_equal_identified"]
-        assert _at_most(miss, r["identified"], 0.10), \
-            f"coverage of the equal-weight effect {r['covered_equal_identified']}/{r['identified']}"
+    assert _at_most(n - r["covered"], n, 0.05), f"coverage {r['covered']}/{n}"
     assert _at_least(r["power"], n, 0.80), f"power {r['power']}/{n} for {np.expm1(r['planned_effect']):.2%}"
     assert _at_most(r["disjoint_uniform"], r["pairs"], 0.05), f"disjoint reruns {r['disjoint_uniform']}/{r['pairs']}"
-    if r["pairs_two_states"]:
-        assert _at_most(r["disjoint_two_states"], r["pairs_two_states"], 0.05), \
-            f"disjoint reruns (both runs with two states) {r['disjoint_two_states']}/{r['pairs_two_states']}"
 
 
 def test_the_grid_is_what_the_planner_can_pick():
@@ -91,21 +84,25 @@ def test_error_rates_with_sequential_stages(design):
     _check(r)
 
 
-def test_ignoring_the_states_misses_the_equal_weight_effect():
-    """The same kind of runs analysed as one state (per-pair HL, the t interval) do not cover the
-    equal-weight effect: the coverage bound can fail."""
+def test_the_equal_weight_effect_is_another_estimand():
+    """The same kind of runs: the fit's CI does not cover the effect with the states weighted
+    equally (the slow state holds about 64% of the trials), so the coverage bound can fail; it
+    covers each run's geometric-mean effect."""
     design = ds.Design(16, 8, 1)
     rng = np.random.default_rng(3)
     sim = ds.simulate_runs(design, RUNS, ds.STATE_EFFECT, rng)
-    target = float(np.mean(ds.STATE_EFFECT))
-    covered = 0
+    equal = float(np.mean(ds.STATE_EFFECT))
+    n_rounds = design.layouts * design.rounds
+    covered_equal = covered = 0
     for i in range(RUNS):
         r = ds.analyse(sim, i)
         v = layouts.layout_verdict(r.d, r.layout)
-        covered += bool(v["ci_low"] <= target <= v["ci_high"])
-    assert not _at_most(RUNS - covered, RUNS, 0.10), f"coverage without states {covered}/{RUNS}"
+        covered_equal += bool(v["ci_low"] <= equal <= v["ci_high"])
+        covered += bool(v["ci_low"] <= ds.true_effect(sim, i, n_rounds, ds.STATE_EFFECT) <= v["ci_high"])
+    assert not _at_most(RUNS - covered_equal, RUNS, 0.10), f"coverage of the equal-weight effect {covered_equal}/{RUNS}"
+    assert _at_most(RUNS - covered, RUNS, 0.05), f"coverage {covered}/{RUNS}"
 
 
-def test_a_run_that_sees_both_states_claims_the_equal_weight_effect():
+def test_runs_of_128_rounds_find_both_states():
     r = ds.design_rates(ds.Design(16, 8, 1), runs=60, seed=4)
-    assert r["two_states"] >= 54        # 90% of runs of 128 rounds find both states
+    assert r["two_states"] >= 54        # 90% of runs of 128 rounds: the state columns are filled in

@@ -19,24 +19,23 @@ three levels the planner plans with, on a machine that switches between a fast a
 
 Each run goes through the pipeline as a run folder does: ``layouts.rounds_from_trials``
 (per-round log ratios, the states of ``ringlab.stats.states.classify``), then
-``layouts.layout_verdict`` with the trials' states as the covariate.
+``layouts.layout_verdict``: the REML fit of layout pair and round (``ringlab.stats.fit``), with
+the states as a diagnostic that does not enter the CI.
 
 Sequential stopping (``stages`` > 1): the run measures a stage of K layout pairs x R rounds,
 and adds another stage of K fresh layout pairs while the half-width is above the plan's
 target (the predicted half-width of one stage), up to ``stages`` stages; the verdict is that of
 the rounds measured when it stops.  The decision looks at the CI's width only, never its side.
 
-What the verdict claims: with two states found, the effect with the states weighted equally;
-with one state found, the effect over the trials the run measured (its own mix of states, which is
-all a run that saw one state can speak for).  ``design_rates`` counts, per design:
+What the verdict claims, fixed before the data are seen: the run's geometric-mean effect, the
+mean over its rounds of the effect in the state its candidate trial ran in (``true_effect``),
+whatever states the classifier finds.  ``design_rates`` counts, per design:
 
 * A/A: runs whose CI excludes 0 with no effect;
-* coverage: runs whose CI holds what the verdict claims, under a state-dependent effect;
-* disjoint reruns: pairs of independent runs whose CIs do not overlap: under the planned effect
-  (the same in both states), and under the state-dependent effect, among all pairs and among
-  pairs whose verdicts both found two states (both claim the equal-weight effect; a run that
-  saw one state speaks for that state, and two such runs in different states differ by the
-  states' difference);
+* coverage: runs whose CI holds the run's geometric-mean effect, under a state-dependent effect;
+* disjoint reruns: pairs of independent runs whose CIs do not overlap, under the planned effect
+  (the same in both states; under a state-dependent effect two runs differ by their slow
+  shares, which each row reports, and ``disjoint`` counts those pairs for information);
 * power: runs whose CI lies above 0 for the planned effect (the same in both states): the
   effect the planned design finds with 80% power, from the planner's variances (the upper
   bounds, ``upper`` x what a calibration of this machine measures, ``calibrated_components``)
@@ -150,7 +149,7 @@ def analyse(sim: dict, i: int, n_rounds: int | None = None):
 
 
 def _verdict(r, shift: float = 0.0) -> dict:
-    return _layouts.layout_verdict(r.d + shift, r.layout, r.state, arm_states=r.arm_states)
+    return _layouts.layout_verdict(r.d + shift, r.layout, r.state)
 
 
 def _staged(sim: dict, i: int, stages: int, target: float, shift: float = 0.0):
@@ -165,35 +164,23 @@ def _staged(sim: dict, i: int, stages: int, target: float, shift: float = 0.0):
     raise AssertionError("unreachable")
 
 
-def _claimed(sim: dict, i: int, n_rounds: int, v: dict, effect) -> float:
-    """What the verdict claims: the equal-weight effect with two states, else the run's own mix."""
-    eff = np.asarray(effect, dtype=float)
-    if v["states"] == 2:
-        return float(eff.mean())
+def true_effect(sim: dict, i: int, n_rounds: int, effect) -> float:
+    """Run ``i``'s geometric-mean effect over its first ``n_rounds`` rounds (log scale): the mean
+    of the effect in the state each candidate trial ran in."""
     n = 2 * n_rounds
     arm, st = sim["arm"][i, :n], sim["state"][i, :n]
-    return float(eff[st[arm == 1]].mean())
-
-
-def identified(sim: dict, i: int, n_rounds: int, min_share: float = 0.05) -> bool:
-    """Whether the run's true states can speak for both: each state holds ``min_share`` of the
-    trials (the classifier's ``MIN_SHARE``) in at least ``layouts.MIN_STATE_LAYOUTS`` layout pairs."""
-    n = 2 * n_rounds
-    st, lay = sim["state"][i, :n], sim["layout"][i, :n]
-    share = st.mean()
-    return bool(min(share, 1 - share) >= min_share
-                and all(len(np.unique(lay[st == s])) >= _layouts.MIN_STATE_LAYOUTS for s in (0, 1)))
+    return float(np.asarray(effect, dtype=float)[st[arm == 1]].mean())
 
 
 def design_rates(design: Design, runs: int = 200, seed: int = 0, stages: int = 1, effect=STATE_EFFECT,
                  components=COMPONENTS, durations=_noise.DURATIONS, state_gap: float = _noise.STATE_GAP,
                  upper: float = UPPER) -> dict:
     """Counts over ``runs`` runs of ``design``: ``aa`` (A/A calls), ``power`` (calls of the planned
-    effect), ``covered`` (CIs holding what the verdict claims, state-dependent effect),
-    ``disjoint`` (non-overlapping CIs among ``runs // 2`` pairs of runs), ``two_states`` (runs
-    whose verdict found two states), ``identified`` (runs whose true states allow the
-    equal-weight effect, ``identified``) and ``covered_equal_identified`` (those of them whose CI
-    holds it), ``stages`` (mean stages run), ``planned_effect`` (log)."""
+    effect), ``covered`` (CIs holding the run's geometric-mean effect, ``true_effect``, under the
+    state-dependent ``effect``), ``disjoint`` (non-overlapping CIs among ``runs // 2`` pairs of
+    runs under ``effect``), ``disjoint_uniform`` (the same under the planned effect),
+    ``two_states`` (runs whose verdict found two states), ``stages`` (mean stages run),
+    ``planned_effect`` (log)."""
     rng = np.random.default_rng(seed)
     kw = {"components": components, "durations": durations, "state_gap": state_gap, "stages": stages}
     planner = calibrated_components(components, durations, state_gap)
@@ -201,9 +188,9 @@ def design_rates(design: Design, runs: int = 200, seed: int = 0, stages: int = 1
     planned = design.planned_effect(planner, upper)
     null = simulate_runs(design, runs, (0.0, 0.0), rng, **kw)
     dep = simulate_runs(design, runs, effect, rng, **kw)
-    aa = power = covered = two = ident = covered_equal = 0
+    aa = power = covered = two = 0
     used = []
-    lo, hi, n_states = np.empty(runs), np.empty(runs), np.empty(runs)
+    lo, hi = np.empty(runs), np.empty(runs)
     plo, phi = np.empty(runs), np.empty(runs)
     per = null["stage_rounds"]
     for i in range(runs):
@@ -215,22 +202,14 @@ def design_rates(design: Design, runs: int = 200, seed: int = 0, stages: int = 1
         g, _, vd = _staged(dep, i, stages, target)
         used.append(g)
         lo[i], hi[i] = vd["ci_low"], vd["ci_high"]
-        c = _claimed(dep, i, per * g, vd, effect)
-        covered += bool(vd["ci_low"] <= c <= vd["ci_high"])
+        covered += bool(vd["ci_low"] <= true_effect(dep, i, per * g, effect) <= vd["ci_high"])
         two += vd["states"] == 2
-        n_states[i] = vd["states"]
-        if identified(dep, i, per * g):
-            ident += 1
-            covered_equal += bool(vd["ci_low"] <= float(np.mean(effect)) <= vd["ci_high"])
     m = runs // 2
     apart = (hi[0:2 * m:2] < lo[1:2 * m:2]) | (hi[1:2 * m:2] < lo[0:2 * m:2])
-    both = (n_states[0:2 * m:2] == 2) & (n_states[1:2 * m:2] == 2)
     apart_u = (phi[0:2 * m:2] < plo[1:2 * m:2]) | (phi[1:2 * m:2] < plo[0:2 * m:2])
     return {"design": design, "runs": runs, "aa": aa, "power": power, "covered": covered, "pairs": m,
-            "disjoint": int(apart.sum()), "pairs_two_states": int(both.sum()),
-            "disjoint_two_states": int((apart & both).sum()), "disjoint_uniform": int(apart_u.sum()),
-            "identified": ident, "covered_equal_identified": covered_equal,
-            "two_states": two, "stages": float(np.mean(used)), "planned_effect": planned, "half_width": target}
+            "disjoint": int(apart.sum()), "disjoint_uniform": int(apart_u.sum()), "two_states": two,
+            "stages": float(np.mean(used)), "planned_effect": planned, "half_width": target}
 
 
 #: the designs the planner can pick, as the tests grid them

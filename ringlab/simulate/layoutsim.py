@@ -12,8 +12,8 @@ Method (``layout_rates``):
 * ``ringlab.simulate.noise.simulate_ab`` draws a run of the machine (persistent two-state noise
   with switches inside rounds, t4 trial noise) at a given sigma_L (calibrated or default);
 * **layout design**: K layout pairs x R rounds, per-round log ratios and trial states from
-  ``layouts.rounds_from_trials``, verdict from ``layouts.layout_verdict`` (per-pair HL, t
-  interval across the pairs; with two states, the trials' states as a covariate);
+  ``layouts.rounds_from_trials``, verdict from ``layouts.layout_verdict`` (the REML fit of
+  layout pair and round, ``ringlab.stats.fit``: its t interval on K - 1 df);
 * **one build** (today's design): one layout pair measured for the same K x R rounds, the
   signed-rank CI over its rounds (what ``compare`` does with one build per arm);
 * **pooled**: the layout design's K x R rounds in one signed-rank test, as if the K layouts
@@ -54,7 +54,7 @@ def _one_run(K: int, R: int, sigma_layout: float, rng: np.random.Generator, sim_
     r = _layouts.rounds_from_trials(sim["order"], sim["round"], sim["layout"], sim["arm"], sim["log_y"])
     out: dict[str, list[bool]] = {"layouts": [], "pooled": []}
     for s in shifts:
-        v = _layouts.layout_verdict(r.d + s, r.layout, r.state, arm_states=r.arm_states)
+        v = _layouts.layout_verdict(r.d + s, r.layout)
         out["layouts"].append(_direction_called(v))
     p = _layouts.pooled_signed_rank(r.d)
     out["pooled"] = [_calls(p["ci_low"], p["ci_high"], s) for s in shifts]

@@ -5,8 +5,9 @@ own random layout; raw.csv's ``layout`` column names the layout pair of each rou
 code is the same, every difference between the arms is layout or noise:
 
 * per layout pair, the Hodges-Lehmann estimate of the per-round log ratios
-  (``ringlab.stats.layouts.layout_verdict``); the spread of those K estimates beyond the
-  round noise is sigma_L (method of moments, ``layouts.layout_spread``);
+  (``ringlab.stats.layouts.per_layout``); the spread of those K estimates beyond the
+  round noise is sigma_L (method of moments, ``layouts.layout_spread``); the A/A effect and its
+  CI are the comparison's fit (``layouts.layout_verdict``);
 * its 95% interval: var(e_k) ~ (sigma_L^2 + w) chi^2_{K-1} / (K-1), w the mean sampling variance
   of one estimate, so sigma_L^2 lies in [(K-1) v / chi^2_{.975} - w, (K-1) v / chi^2_{.025} - w]
   (clipped at 0), v the sample variance of the e_k;
@@ -108,7 +109,7 @@ def calibrate_frame(df: pd.DataFrame, metric: str = schema.PRIMARY_METRIC, arms=
                                     meas["layout"].astype(str).to_numpy(),
                                     (meas["variant"] == cand).astype(int).to_numpy(),
                                     np.log(meas[metric].to_numpy(dtype=float)))
-    verdict = _layouts.layout_verdict(r.d, r.layout, r.state, level, arm_states=r.arm_states)
+    verdict = _layouts.layout_verdict(r.d, r.layout, level=level)
     cells = _layouts.per_layout(r.d, r.layout)
     est = [v[0] for v in cells.values()]
     sds = np.array([v[1] for v in cells.values()])

@@ -28,23 +28,26 @@ Design (``design`` column):
   with the CI from inverting Mann-Whitney, ``p_value`` from the same Mann-Whitney test.
   ``n_pairs`` = 0.
 * ``layouts`` when raw.csv has a ``layout`` column with more than one value in the
-  configuration (K seeded builds of each arm, paired): per layout pair the paired
-  Hodges-Lehmann estimate of the per-round log ratios; the CI is the t interval across the K
-  estimates (K - 1 df) and ``p_value`` the same t test.  A t interval rather than a
-  hierarchical bootstrap: at K = 6-16 a bootstrap over layouts is too narrow, the t interval
-  is exact for normal layout effects (``ringlab.stats.layouts`` has the argument).
-  ``sigma_layout_pct``, ``layout_share`` and ``layout_sensitive`` say how much of the CI the
-  layout spread makes.  One value (``fixed_build``) keeps ``paired``: the CI then describes
-  that binary pair, not the code change.
+  configuration (K seeded builds of each arm, paired): one fit of the comparison's levels,
+  d = theta + u_layout + e_round on the per-round log ratios, by REML with a random intercept
+  per layout pair (``ringlab.stats.fit``: statsmodels' MixedLM, the closed form of one-way ANOVA
+  when every pair has the same rounds).  The estimate is theta, the mean log ratio (a
+  geometric-mean ratio over layouts and rounds); the CI is Student's t on K - 1 df with the fit's
+  SE, ``p_value`` the same t test.  A t interval rather than a hierarchical bootstrap: at
+  K = 6-16 a bootstrap over layouts is too narrow, the t interval is exact for normal layout
+  effects (``ringlab.stats.layouts`` has the argument).  ``sigma_layout_pct``,
+  ``sigma_round_pct``, ``layout_share`` and ``layout_sensitive`` are the fit's components and
+  how much of the CI the layout level makes.  One value (``fixed_build``) keeps ``paired``: the
+  CI then describes that binary pair, not the code change.
 * ``exact``: a deterministic metric (see below), no CI, no p.
 
 Machine states (with a ``layout`` column, ``ringlab.stats.designs``): trials are classified
-by a two-state Markov model on the trial-ordered log metric; in the layouts design both trials'
-states of each round are a covariate (``ringlab.stats.layouts.state_model``), with one build
-rounds that straddle a switch are kept out of the per-state estimates.  With two states the headline weights the states
-equally (so it does not drift with the slow share of a run), the per-state effects and a
-heterogeneity test are reported, and the verdict is ``depends on machine state`` when the
-per-state CIs lie on opposite sides of 0.  One state reads as the designs above.
+by a two-state Markov model on the trial-ordered log metric, as a diagnostic only: the
+estimate, CI, p and verdict are the same whatever states are found.  With two states the row
+reports the slow share, each state's effect and CI (layouts: the same fit on the rounds whose
+two trials both ran in that state; one build: the signed-rank estimate of those rounds) and a
+heterogeneity test; when the per-state CIs lie on opposite sides of 0 the verdict keeps its
+word and its note says so (``ringlab.stats.decide``).
 
 ``ringlab.stats.ranktests`` builds CI and p from one statistic, so at any level
 ``p <= 1 - level`` exactly when the CI excludes 0.  Values must be positive for the log
@@ -72,7 +75,6 @@ Verdict (``LOWER_IS_BETTER`` decides the direction), decided from the Holm CI al
                              ``trials_needed`` rounds (= trials per arm) bring the CI
                              half-width to +-noise at the variances measured, never from the
                              observed effect (``ringlab.stats.power.plan_more``).
-  depends on machine state   two states, per-state CIs on opposite sides of 0
   not significant after Holm the Holm CI includes 0 but the printed 95% CI excludes it (settled
                              as the Holm CI's verdict would be: within +-noise or not)
 ``check_rule`` (``ringlab.stats.contract``) enforces that no row says inconclusive while its
@@ -105,9 +107,9 @@ from ringlab import schema
 from ringlab.stats import designs as _designs
 from ringlab.stats import estimate as _est
 from ringlab.stats import ranktests as _rt
-from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, NOT_AFTER_HOLM, SIGNIFICANT, STATE_DEPENDENT, Comparison,
-                                    check_rule, to_frame)
-from ringlab.stats.decide import EQUIVALENCE_MARGIN, INSTRUCTION_METRICS, Verdict, decide
+from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, NOT_AFTER_HOLM, SIGNIFICANT, Comparison, check_rule,
+                                    to_frame)
+from ringlab.stats.decide import EQUIVALENCE_MARGIN, INSTRUCTION_METRICS, Verdict, decide, state_note
 from ringlab.stats.holm import holm, holm_levels
 from ringlab.stats.layouts import LayoutRounds
 from ringlab.stats.power import plan_more
@@ -166,7 +168,8 @@ class Arms:
         return cls(comparison, "unpaired", sc, x=x, y=y, p=_rt.rank_sum_p(x, y))
 
     def add_layout_rounds(self, rd: LayoutRounds) -> None:
-        """Analyse a paired comparison by layout pair and machine state (its p replaces the signed-rank p)."""
+        """Analyse a paired comparison with a ``layout`` column: one fit of its levels with more than one
+        layout pair, and the machine-state diagnostic (its p replaces the signed-rank p)."""
         self.layout_rounds = rd
         self._by_level.clear()           # estimates made before were of the paired design
         self.p = self.estimate(0.95).p   # p does not depend on the level
@@ -202,10 +205,12 @@ class Arms:
         if printed_level is not None and self.design != "exact" and abs(printed_level - level) > 1e-12:
             c.shown = self.estimate(printed_level)
             lo, hi = c.shown.ci_pct
-            if c.verdict.verdict not in SIGNIFICANT and c.verdict.verdict != STATE_DEPENDENT and (lo > 0 or hi < 0):
+            if c.verdict.verdict not in SIGNIFICANT and (lo > 0 or hi < 0):
                 c.verdict = Verdict(NOT_AFTER_HOLM, (
                     f"its {printed_level * 100:.4g}% CI excludes 0; p (Holm) = {c.p_holm:.2g} over the "
                     f"{c.family_size} rows of the run"), settled=c.verdict.settled)
+                if c.estimate.state_dependent:      # the states' note stays with the verdict
+                    c.verdict = replace(c.verdict, note=f"{c.verdict.note}; {state_note(c.estimate, c.metric)}")
         if not c.verdict.settled:
             target, name = plan_target or (noise, "the equivalence margin")
             c.plan = plan_more(c.estimate, target, alpha_planning, d=self.d, x=self.x, y=self.y,
@@ -324,13 +329,14 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     half-widths planned for, each row its mode's.
 
     A ``layout`` column with more than one value in a configuration makes the design
-    ``layouts``: per layout pair the paired Hodges-Lehmann estimate of the per-round log
-    ratios, the verdict from the t interval across the K estimates (K - 1 df) at the row's
-    Holm level (``holm_ci_level``; printed at ``ci_level`` = 1 - alpha), p from the same t test.
-    A t interval rather than a hierarchical bootstrap, because at K = 6-16 a bootstrap over
-    layouts is too narrow (see ``ringlab.stats.layouts``).  With a ``layout`` column, machine states are looked for as well
-    (``ringlab.stats.designs``): with two, the headline weights the states equally and the
-    verdict is ``depends on machine state`` when the per-state CIs lie on opposite sides of 0.
+    ``layouts``: one REML fit of the per-round log ratios with a random intercept per layout
+    pair (``ringlab.stats.fit``), the verdict from its t interval on K - 1 df at the row's Holm
+    level (``holm_ci_level``; printed at ``ci_level`` = 1 - alpha), p from the same t test.  A t
+    interval rather than a hierarchical bootstrap, because at K = 6-16 a bootstrap over layouts
+    is too narrow (see ``ringlab.stats.layouts``).  With a ``layout`` column, machine states are
+    looked for as well (``ringlab.stats.designs``), as a diagnostic that never changes the
+    estimate, CI, p or verdict: per-state effects, slow share, heterogeneity p, and a note when
+    the per-state CIs lie on opposite sides of 0.
     The ``layout`` columns never define a configuration.
     """
     _check_args(noise, alpha)

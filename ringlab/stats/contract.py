@@ -42,11 +42,11 @@ if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict na
 #:   n_baseline, n_candidate  measurements (rows: trials x iterations) of each arm
 #:   median_baseline, median_candidate  medians of those measurements
 #:   delta_pct         (exp(HL estimate of ln(candidate/baseline)) - 1) * 100; exact rows: ratio of medians;
-#:                     design layouts: exp(mean of the per-layout-pair HL estimates) - 1; two machine
-#:                     states: the per-state effects weighted equally
+#:                     design layouts: exp(theta) - 1, theta the mean log ratio of the REML fit
+#:                     of layout pair and round (``ringlab.stats.fit``), whatever machine states occur
 #:   ci_low_pct, ci_high_pct  the printed CI of delta_pct, at ``ci_level`` (null when none)
 #:   p_value           two-sided p of the signed-rank (paired) / Mann-Whitney (unpaired) test; design
-#:                     layouts: the t test across layout pairs; two states: the test of the headline
+#:                     layouts: the fit's t test on K - 1 df
 #:   p_holm            p_value Holm-adjusted within the family (the run: every candidate x configuration)
 #:   verdict           one of VERDICTS
 #:   trials_needed     inconclusive rows only: rounds (= trials per arm) for 80% power
@@ -55,11 +55,14 @@ if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict na
 #:   ci_level          confidence level of the printed CI: 1 - alpha (0.95) on every row
 #:   family_size       comparisons in this row's family (the run's rows with a p)
 #:   layouts           layout pairs measured (null when raw.csv has no ``layout`` column)
-#:   sigma_layout_pct  layout spread sigma_L in percent points (null with one layout)
-#:   layout_share      share of var(per-layout estimate) from the layout spread, hence of the CI
-#:                     width squared (null with one layout)
+#:   sigma_layout_pct  layout spread sigma_L in percent points: the fit's layout SD x 100 (null with
+#:                     one layout)
+#:   sigma_round_pct   the fit's round SD x 100, the spread of a round's log ratio within a layout
+#:                     pair (null with one layout, and with one round per layout pair)
+#:   layout_share      the layout level's share of the CI's width squared (null with one layout)
 #:   layout_sensitive  sigma_L exceeds the size of the effect (null with one layout)
-#:   states            machine states found (1 or 2; null without a ``layout`` column)
+#:   states            machine states found (1 or 2; null without a ``layout`` column); a diagnostic,
+#:                     as are the state fields below: the estimate, CI, p and verdict never use them
 #:   slow_share        share of trials in the slow state (0 with one state)
 #:   delta_fast_pct, ci_fast_low_pct, ci_fast_high_pct  effect and CI in the fast state (two states)
 #:   delta_slow_pct, ci_slow_low_pct, ci_slow_high_pct  effect and CI in the slow state (two states)
@@ -83,8 +86,8 @@ if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict na
 JSON_FIELDS = ["group", "baseline", "candidate", "n_baseline", "n_candidate", "median_baseline",
                "median_candidate", "delta_pct", "ci_low_pct", "ci_high_pct", "p_value", "p_holm",
                "verdict", "trials_needed", "design", "n_pairs", "ci_level", "family_size",
-               "layouts", "sigma_layout_pct", "layout_share", "layout_sensitive", "states", "slow_share",
-               "delta_fast_pct", "ci_fast_low_pct", "ci_fast_high_pct", "delta_slow_pct",
+               "layouts", "sigma_layout_pct", "sigma_round_pct", "layout_share", "layout_sensitive", "states",
+               "slow_share", "delta_fast_pct", "ci_fast_low_pct", "ci_fast_high_pct", "delta_slow_pct",
                "ci_slow_low_pct", "ci_slow_high_pct", "heterogeneity_p", "fixed_build",
                "holm_ci_low_pct", "holm_ci_high_pct", "holm_ci_level", "next_low_pct", "next_high_pct",
                "next_level", "next_basis", "next_between_sd_pct", "next_source", "sign_reproducible"]
@@ -94,6 +97,7 @@ LAYOUT_FIELDS = JSON_FIELDS[JSON_FIELDS.index("layouts"):JSON_FIELDS.index("fixe
 HOLM_FIELDS = JSON_FIELDS[JSON_FIELDS.index("holm_ci_low_pct"):JSON_FIELDS.index("holm_ci_level") + 1]
 #: the interval for another run on this host (``ringlab.stats.replication.with_next_run``)
 NEXT_FIELDS = JSON_FIELDS[JSON_FIELDS.index("next_low_pct"):]
+#: a verdict of files made when machine states could decide it (read, never produced)
 STATE_DEPENDENT = "depends on machine state"
 #: Not called, though the printed (95%) CI excludes 0: Holm over the family does not reject it.
 NOT_AFTER_HOLM = "not significant after Holm"
@@ -264,8 +268,9 @@ class Comparison:
             out.update(layouts=k, layout_sensitive=None,
                        fixed_build=(self.n_layouts <= 1) if self.frame_has_layout else None)
             return out
-        out = {"layouts": e.layouts, "sigma_layout_pct": e.sigma_layout * 100, "layout_share": e.layout_share,
-               "layout_sensitive": e.layout_sensitive, "states": e.states, "slow_share": e.slow_share}
+        out = {"layouts": e.layouts, "sigma_layout_pct": e.sigma_layout * 100, "sigma_round_pct": e.sigma_round * 100,
+               "layout_share": e.layout_share, "layout_sensitive": e.layout_sensitive, "states": e.states,
+               "slow_share": e.slow_share}
         for s, name in ((0, "fast"), (1, "slow")):
             p = e.per_state.get(s)
             out[f"delta_{name}_pct"] = e.pct(p.estimate) if p else math.nan

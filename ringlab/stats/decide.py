@@ -11,7 +11,10 @@ The margin is the equivalence margin (``EQUIVALENCE_MARGIN``, a fraction: 0.01 =
 default of compare()'s ``noise``, ``ringlab compare --noise`` and a run's ``-p margin``): the
 largest change a row may call "no significant difference".  The verdict's note names it
 (``margin_text``), so every table that prints the note says what was tested.
-  depends on machine state   two states, per-state CIs on opposite sides of 0
+
+Machine states never change the verdict: a row whose per-state CIs lie on opposite sides of 0
+(``Estimate.state_dependent``) keeps the verdict of its CI, and its note adds the two states'
+effects (``state_note``).
 
 Instruction counts say "fewer instructions" / "more instructions"; an exact comparison of
 equal counts says "same instructions" ("no significant difference" for other metrics).
@@ -19,10 +22,10 @@ equal counts says "same instructions" ("no significant difference" for other met
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ringlab import schema
-from ringlab.stats.contract import SIGNIFICANT, STATE_DEPENDENT, verdict_ci
+from ringlab.stats.contract import SIGNIFICANT, verdict_ci
 from ringlab.stats.estimate import Estimate
 
 INSTRUCTION_METRICS = {"instructions_per_op", "instructions"}
@@ -53,10 +56,14 @@ def direction(sign: float, metric: str) -> str:
     return "faster" if (sign < 0) == lib else "slower"
 
 
-def _state_note(est: Estimate, metric: str) -> str:
+def state_note(est: Estimate, metric: str) -> str:
+    """The note of a row whose per-state CIs lie on opposite sides of 0 ("" for any other row)."""
+    if not est.state_dependent:
+        return ""
     fast, slow = (est.pct(est.per_state[s].estimate) for s in (0, 1))
-    return (f"{direction(fast, metric)} in the fast state ({fast:+.1f}%), {direction(slow, metric)} in the "
-            f"slow state ({slow:+.1f}%)")
+    return (f"machine states: {direction(fast, metric)} in the fast state ({fast:+.1f}%), "
+            f"{direction(slow, metric)} in the slow state ({slow:+.1f}%), slow in {est.slow_share:.0%} "
+            "of the trials")
 
 
 def decide(est: Estimate, metric: str, noise: float = EQUIVALENCE_MARGIN) -> Verdict:
@@ -65,8 +72,9 @@ def decide(est: Estimate, metric: str, noise: float = EQUIVALENCE_MARGIN) -> Ver
         if est.estimate == 0:
             return Verdict("same instructions" if metric in INSTRUCTION_METRICS else "no significant difference")
         return Verdict(direction(est.estimate, metric))
-    if est.state_dependent:
-        return Verdict(STATE_DEPENDENT, _state_note(est, metric))
+    if est.state_dependent:     # the verdict of the CI, with the states' note
+        v = decide(replace(est, state_dependent=False), metric, noise)
+        return replace(v, note="; ".join(t for t in (v.note, state_note(est, metric)) if t))
     (lo, hi), nz = est.ci_pct, noise * 100
     if not math.isfinite(lo):
         return Verdict("inconclusive", f"too few {est.unit} ({est.n}) for a {est.level:.4g} CI", settled=False)

@@ -3,25 +3,18 @@
 A raw.csv with a ``layout`` column says which layout pair (seeded build of each arm) every
 round measured.  For a paired comparison of positive values:
 
-* more than one layout pair: design ``layouts``, the verdict of
-  ``ringlab.stats.layouts.layout_verdict`` (per layout pair the paired Hodges-Lehmann estimate
-  of the per-round log ratios, a t interval across the K estimates on K - 1 df, p from the
-  same t test);
-* one layout pair (``fixed_build``): design ``paired`` as before, and the CI describes this
-  binary pair only.
+* more than one layout pair: design ``layouts``, one fit of the comparison's levels
+  (``ringlab.stats.fit``: d = theta + u_layout + e_round by REML, the t interval on K - 1 df);
+* one layout pair (``fixed_build``): design ``paired``, the signed-rank Hodges-Lehmann estimate
+  of every paired round, as without a ``layout`` column; the CI describes this binary pair only.
 
 Both look for machine states (``ringlab.stats.states``: a two-state Markov model on the
-trial-ordered log metric).  With two states the headline weights the states equally, so that it
-does not drift with the share of slow trials in a run.  In the layouts design the states of the
-two trials of every round are a covariate of a per-round model, and the CIs are the jackknife
-across layout pairs (``ringlab.stats.layouts.state_model``), so rounds that straddle a switch
-are used.  In the one-build design rounds that straddle a switch are kept out of the per-state
-estimates, and each state's effect is
-the Hodges-Lehmann estimate of its rounds with the inverted signed-rank CI; the headline is the
-mean of the two, with a normal interval whose standard error comes from the two 95% signed-rank
-CIs (half-width / z.975 each), and its p from the same normal statistic, so that the CI excludes
-0 exactly when p <= 1 - level.  The heterogeneity test is Mann-Whitney between the two states'
-rounds.  A run with one state reads as before: every paired round in one signed-rank test.
+trial-ordered log metric) as a diagnostic only: the headline estimate, its CI and p are the same
+whatever states are found.  The per-state effects come from the rounds whose two trials ran in
+one state (a round that straddles a switch is in neither): in the layouts design the same fit on
+each state's rounds (``ringlab.stats.layouts.state_levels``), in the one-build design each
+state's signed-rank estimate and CI (``MIN_STATE_ROUNDS`` rounds each) with a Mann-Whitney test
+between the two states' rounds as the heterogeneity test.
 """
 from __future__ import annotations
 
@@ -29,7 +22,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sst
 
 from ringlab.stats import layouts as _lay
 from ringlab.stats import ranktests as _rt
@@ -40,8 +32,9 @@ from ringlab.stats.rounds import ROUND_COLUMN, Rounds
 LAYOUT_COLUMN = "layout"
 #: columns that describe the layout of a trial's binary, never a configuration
 LAYOUT_COLUMNS = ("layout", "ring_offset", "env_pad")
-#: rounds each state needs, in the one-build design as in the layouts one (ringlab.stats.layouts)
-MIN_STATE_ROUNDS = _lay.MIN_STATE_ROUNDS
+#: rounds each state needs for its per-state effect in the one-build design (a 95% signed-rank CI
+#: needs 6 rounds)
+MIN_STATE_ROUNDS = 8
 
 
 def n_layouts(*subs: pd.DataFrame) -> int:
@@ -86,46 +79,29 @@ def round_data(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str) -> LayoutRou
     return _lay.rounds_from_trials(order, rid, lay, arm, y)
 
 
-def _normal_headline(per: dict, level: float) -> dict:
-    """Equal-weight mean of two per-state estimates, SE from their 95% signed-rank CIs."""
-    z95 = float(sst.norm.ppf(0.975))
-    ses = [(p95["ci_high"] - p95["ci_low"]) / (2 * z95) for p95 in per.values()]
-    est = float(np.mean([p95["estimate"] for p95 in per.values()]))
-    se = 0.5 * math.sqrt(sum(s * s for s in ses))
-    if not math.isfinite(se):
-        return {"estimate": est, "ci_low": math.nan, "ci_high": math.nan, "p": math.nan}
-    if se == 0:
-        return {"estimate": est, "ci_low": est, "ci_high": est, "p": 1.0 if est == 0 else 0.0}
-    q = float(sst.norm.ppf(0.5 + level / 2))
-    return {"estimate": est, "ci_low": est - q * se, "ci_high": est + q * se,
-            "p": float(2 * sst.norm.sf(abs(est) / se))}
-
-
 def one_build(d, state, level: float) -> dict:
-    """The one-build verdict with machine states (log scale); ``per_state`` empty with one state."""
+    """The one-build verdict (log scale): the signed-rank estimate, CI and p of every round, and
+    the per-state diagnostic; ``per_state`` empty unless both states hold ``MIN_STATE_ROUNDS``."""
     d, state = np.asarray(d, dtype=float), np.asarray(state)
-    cells = {s: d[state == s] for s in (0, 1)}
-    if all(len(v) >= MIN_STATE_ROUNDS for v in cells.values()):
-        per95 = {s: _rt.signed_rank(v, 0.95) for s, v in cells.items()}
-        head = _normal_headline(per95, level)
-        per = {s: _rt.signed_rank(v, level) for s, v in cells.items()}
-        dirs = {ci_side(p["ci_low"], p["ci_high"]) for p in per.values()}
-        return {**head, "states": 2, "per_state": per, "state_dependent": {1, -1} <= dirs,
-                "heterogeneity_p": _rt.rank_sum(cells[0], cells[1], 0.95)["p"]}
     head = _rt.signed_rank(d, level)
-    return {**head, "states": 1, "per_state": {}, "state_dependent": False, "heterogeneity_p": math.nan}
+    cells = {s: d[state == s] for s in (0, 1)}
+    if not all(len(v) >= MIN_STATE_ROUNDS for v in cells.values()):
+        return {**head, "states": 1, "per_state": {}, "state_dependent": False, "heterogeneity_p": math.nan}
+    per = {s: _rt.signed_rank(v, level) for s, v in cells.items()}
+    dirs = {ci_side(p["ci_low"], p["ci_high"]) for p in per.values()}
+    return {**head, "states": 2, "per_state": per, "state_dependent": {1, -1} <= dirs,
+            "heterogeneity_p": _rt.rank_sum(cells[0], cells[1], 0.95)["p"]}
 
 
 def verdict(rd: LayoutRounds, level: float) -> dict:
-    """The headline (log scale: estimate, ci_low, ci_high, p), the per-state results and the
-    layout spread of a comparison's ``round_data``."""
+    """The headline (log scale: estimate, ci_low, ci_high, p), the layout spread and the state
+    diagnostic of a comparison's ``round_data``."""
     if rd.n_layouts > 1:
-        v = _lay.layout_verdict(rd.d, rd.layout, rd.state, level, arm_states=rd.arm_states)
-        # K is the run's layout pairs; the CI's df come from those with an estimate
-        v.update(design="layouts", layouts_estimated=v["layouts"], layouts=rd.n_layouts)
+        v = _lay.summary(rd.level_fit, rd.state_fits, level)
+        v["design"] = "layouts"
     else:
         v = one_build(rd.d, rd.state, level)
-        v.update(design="paired", layouts=1, sigma_layout=math.nan, layout_share=math.nan,
-                 layout_sensitive=None)
+        v.update(design="paired", n=len(rd.d), layouts=1, sigma_layout=math.nan, sigma_round=math.nan,
+                 layout_share=math.nan, layout_sensitive=None, note="")
     v["slow_share"] = rd.fit.slow_share if v["states"] == 2 else 0.0
     return v

@@ -5,12 +5,16 @@ The designs (see ``ringlab.stats.compare`` for when each applies):
 * ``exact``     a deterministic metric: the difference of the medians, no CI, no p;
 * ``paired``    one build per arm, rounds paired: Hodges-Lehmann of the per-round differences,
                 the inverted Wilcoxon signed-rank CI and its p (``ringlab.stats.ranktests``);
-                with two machine states, the states weighted equally (``ringlab.stats.designs``);
 * ``unpaired``  incomplete rounds: Hodges-Lehmann shift, the inverted Mann-Whitney CI and its p;
-* ``layouts``   K seeded builds of each arm: the t interval across the K per-layout-pair
-                estimates (``ringlab.stats.layouts``); with two machine states, both trials'
-                states of each round a covariate and the jackknife t interval across the
-                layout pairs (``layouts.state_model``), the states weighted equally.
+* ``layouts``   K seeded builds of each arm: one REML fit of d = theta + u_layout + e_round on the
+                per-round log ratios (``ringlab.stats.fit``), theta the mean log ratio, its t
+                interval on K - 1 df and the same t test's p; ``se``, ``sigma_layout``,
+                ``sigma_round`` and ``layout_share`` from the same fit.
+
+With a ``layout`` column the machine states are looked for too (``ringlab.stats.designs``), as a
+diagnostic: ``states``, ``slow_share``, ``per_state``, ``heterogeneity_p`` and
+``state_dependent`` describe how the effect differs between the states, and the estimate, CI and
+p are the same whatever the classifier finds.
 
 An ``Estimate`` is on the scale of its ``scale`` (``ringlab.stats.rounds.Scale``: log for
 positive data); ``pct`` turns one of its values into percent.  ``p`` does not depend on
@@ -44,8 +48,9 @@ class Estimate:
     """The effect of one comparison: point estimate, CI at ``level``, p, and what it rests on.
 
     ``n``: the units the CI rests on (``unit``); ``se``: the standard error of the layouts
-    design's mean (NaN otherwise).  The layout and state fields are NaN / None where the
-    design has none."""
+    design's theta (NaN otherwise); ``sigma_layout``, ``sigma_round``: the fit's layout and
+    round SDs (log scale).  The layout and state fields are NaN / None where the design has
+    none; the state fields never enter the estimate, CI or p."""
     estimate: float
     ci_low: float
     ci_high: float
@@ -61,6 +66,7 @@ class Estimate:
     sigma_layout: float = math.nan
     layout_share: float = math.nan
     layout_sensitive: bool | None = None
+    sigma_round: float = math.nan
     states: float = math.nan
     slow_share: float = math.nan
     per_state: dict[int, StateEffect] = field(default_factory=dict)
@@ -98,26 +104,18 @@ def unpaired(x, y, scale: Scale, level: float) -> Estimate:
     return _from_rank(_rt.rank_sum(x, y, level), scale, level, min(len(x), len(y)), "unpaired")
 
 
-def _with_states(v: dict, scale: Scale, level: float, n: int) -> Estimate:
+def _with_states(v: dict, scale: Scale, level: float) -> Estimate:
     per = {s: StateEffect(p["estimate"], p["ci_low"], p["ci_high"]) for s, p in v["per_state"].items()}
-    return Estimate(v["estimate"], v["ci_low"], v["ci_high"], level, float(v["p"]), n, UNITS[v["design"]],
-                    v["design"], scale, se=v.get("se", math.nan), layouts=v["layouts"],
-                    sigma_layout=v["sigma_layout"], layout_share=v["layout_share"],
-                    layout_sensitive=v["layout_sensitive"], states=v["states"], slow_share=v["slow_share"],
-                    per_state=per, heterogeneity_p=v["heterogeneity_p"], state_dependent=bool(v["state_dependent"]))
-
-
-def layouts(rd: _designs.LayoutRounds, scale: Scale, level: float) -> Estimate:
-    """K layout pairs: the t interval across the per-layout-pair estimates, states weighted equally."""
-    v = _designs.verdict(rd, level)
-    return _with_states(v, scale, level, int(v["layouts_estimated"]))
-
-
-def states(rd: _designs.LayoutRounds, scale: Scale, level: float) -> Estimate:
-    """One build per arm with the machine states looked for (one state: the paired estimate)."""
-    return _with_states(_designs.verdict(rd, level), scale, level, len(rd.d))
+    return Estimate(v["estimate"], v["ci_low"], v["ci_high"], level, float(v["p"]), int(v["n"]), UNITS[v["design"]],
+                    v["design"], scale, (v["note"],) if v.get("note") else (), se=v.get("se", math.nan),
+                    layouts=v["layouts"], sigma_layout=v["sigma_layout"], layout_share=v["layout_share"],
+                    layout_sensitive=v["layout_sensitive"], sigma_round=v["sigma_round"], states=v["states"],
+                    slow_share=v["slow_share"], per_state=per, heterogeneity_p=v["heterogeneity_p"],
+                    state_dependent=bool(v["state_dependent"]))
 
 
 def of_layout_rounds(rd: _designs.LayoutRounds, scale: Scale, level: float) -> Estimate:
-    """``layouts`` with more than one layout pair, else ``states``."""
-    return layouts(rd, scale, level) if rd.n_layouts > 1 else states(rd, scale, level)
+    """A paired comparison with a ``layout`` column: ``layouts`` with more than one layout pair
+    (the fit of ``ringlab.stats.fit``), else ``paired`` (signed-rank), each with the state
+    diagnostic (``ringlab.stats.designs.verdict``)."""
+    return _with_states(_designs.verdict(rd, level), scale, level)
