@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -102,12 +102,15 @@ rn.markdown(R.markdown)
 
 # %% [markdown]
 # ## Figures
-# Distributions per configuration (box + seeded strip, outliers marked), run order (drift and
-# interleaving), SPSC throughput (medians with 95% CIs) beside two references from the
-# core-to-core latency, the CPU-pair heatmap and counters.  A figure this run cannot have says why instead.
+# The forest first: each arm against the baseline per configuration, its CI and next-run
+# interval, the host's A/A band, called rows filled and coloured by direction.  Then the trials
+# per configuration (boxes from 20 trials, dots below; severe outliers marked at the axis edge),
+# run order (drift and interleaving), SPSC throughput (medians with 95% CIs as points, with the
+# core-to-core references that are on scale), the CPU-pair heatmap and counters.  A figure this
+# run cannot have says why instead.
 
 # %%
-rn.show_figures(R, "box", "order", "spsc", "cpu_pairs", "counters")
+rn.show_figures(R, "forest", "box", "order", "spsc", "cpu_pairs", "counters")
 
 # %% [markdown]
 # ## Published vs reproduced

@@ -156,7 +156,7 @@ rn.table(patch_ab.function_sizes(patches.run_binaries(RUN, AB)))
 
 # %%
 rn.markdown(R.markdown)
-rn.show_figures(R, "box", "order", "spsc", "cpu_pairs", "counters")
+rn.show_figures(R, "forest", "box", "order", "spsc", "cpu_pairs", "counters")
 
 # %% [markdown]
 # ## The reply

@@ -114,19 +114,23 @@ rn.markdown(rn.run_overview(RUN))
 # ## Verdicts
 # Each arm against `base`: %change (+ = faster) with its CI (t interval across the layout pairs), the
 # layout spread and its share of the CI, and the verdict.  The forest shows the same rows per
-# build and ring size in the + = better sign (an arm that costs time is negative), the host's
-# A/A band shaded, and the extra each arm was expected to cost (its instructions, stated before
-# measuring) as an open diamond; the x axis states the CI level.
+# build and ring size in the + = better sign (an arm that costs time is negative), with the
+# interval the next run is expected in, the host's A/A band shaded, each row's expected call in
+# its label (called rows filled and coloured by direction), and the extra instructions each arm
+# was stated to add, as -%, as an x: a count, not a time prediction (a spin loop's instructions
+# cost more time than the ring's average one); the x axis states the CI level.
 
 # %%
 CMP, CMP_ALIGNED = vc.compare_run(RUN), vc.compare_run(ALIGNED)
 rn.table(vc.verdict_table(CMP, "default"))
 rn.table(vc.verdict_table(CMP_ALIGNED, "aligned"))
 HOST = Run(RUN).host
-EXPECTED = dict(zip(CHECK.expected()["arm"], CHECK.expected()["expected extra %"]))
-rn.figures(forest(vc.forest_rows(CMP, CMP_ALIGNED, host=HOST, expected=EXPECTED), RUN / "figures",
+STATED = CHECK.expected()
+EXPECTED = dict(zip(STATED["arm"], STATED["expected extra %"]))
+CALLS = dict(zip(STATED["arm"], STATED["expected verdict"]))
+rn.figures(forest(vc.forest_rows(CMP, CMP_ALIGNED, host=HOST, expected=EXPECTED, calls=CALLS), RUN / "figures",
                   "verdict_check", "each arm against base, per build and ring size (CI across layouts; "
-                  "diamond: the extra stated before measuring)", noise={HOST: host_noise_floor(HOST)}))
+                  "x: the extra instructions stated before measuring)", noise={HOST: host_noise_floor(HOST)}))
 
 # %% [markdown]
 # ## Instructions per operation, exactly

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -72,7 +72,7 @@ rn.markdown(R.markdown)
 
 # %%
 rn.table(vp.by_placement_table(R, baseline=baseline))
-rn.show_figures(R, "box", "order")
+rn.show_figures(R, "forest", "box", "order")
 
 # %% [markdown]
 # ## Were "before" and "after" really different binaries, measured at different times?

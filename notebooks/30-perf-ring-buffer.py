@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -69,7 +69,7 @@ rn.table(vp.perf_rb_verdicts(RUN))
 # %%
 R = rn.report(RUN, baseline="forward", labels={"forward": "forward", "backward": "backward"})
 rn.markdown(R.markdown)
-rn.show_figures(R, "box", "order")
+rn.show_figures(R, "forest", "box", "order")
 
 # %% [markdown]
 # ## Published vs reproduced

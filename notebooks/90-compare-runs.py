@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -91,8 +91,10 @@ rn.table(cr.stale_checks(runs))
 paths = cr.write(RUN, runs, baseline=baseline, patched=patched)
 print("written:", *[str(p) for p in paths], sep="\n  ")
 rn.show_file(paths, "forest.png", why=f"no run under results/ holds both {baseline} and {patched}")
+META_FIGURES = sorted(p.name for p in paths if p.name.startswith("forest-random-effects") and p.suffix == ".png")
 for name in sorted(p.name for p in paths if p.name.startswith("forest-") and p.suffix == ".png"):
-    rn.show_file(paths, name, why="")
+    if name not in META_FIGURES:
+        rn.show_file(paths, name, why="")
 
 # %% [markdown]
 # ## The same comparison across runs and hosts: random effects
@@ -114,4 +116,5 @@ for line in cr.heterogeneity_lines(META_ROWS, META):
 if len(META):
     rn.table(META[["experiment", "candidate", "baseline", "config", "k", "hosts", "estimate_pct", "ci_low_pct",
                    "ci_high_pct", "tau_pct", "i2", "q_p", "heterogeneous", "pi_low_pct", "pi_high_pct"]].round(3))
-rn.show_file(paths, "forest-random-effects.png", why="no comparison was measured in two or more runs")
+for name in META_FIGURES or ["forest-random-effects.png"]:   # one figure per experiment
+    rn.show_file(paths, name, why="no comparison was measured in two or more runs")
