@@ -9,25 +9,20 @@ def method_text(res: pd.DataFrame) -> str:
     sizes and CI levels (for `ringlab compare` and summary.md)."""
     metric = res.attrs.get("metric", "the metric")
     designs = sorted(set(res["design"].astype(str)))
-    parts = [f"the effect is the estimated candidate/baseline ratio of {metric} (Hodges-Lehmann on the log scale)"]
+    how = ("the geometric mean over layouts and rounds" if designs == ["layouts"] else
+           "Hodges-Lehmann on the log scale" + ("; the geometric mean in layouts rows" if "layouts" in designs else ""))
+    parts = [f"the effect is the estimated candidate/baseline ratio of {metric} ({how})"]
     if "paired" in designs:
         parts.append("paired rows: per-round ln(candidate/baseline), CI and p from the Wilcoxon "
                      "signed-rank test")
     if "unpaired" in designs:
         parts.append("unpaired rows (incomplete rounds): CI and p from Mann-Whitney")
     if "layouts" in designs:
-        parts.append("layouts rows: per layout pair the Hodges-Lehmann estimate of the per-round log "
-                     "ratios, CI and p from a t test across the layout pairs (K - 1 df)")
+        parts.append("layouts rows: the mean per-round log ratio from one REML fit of layout pair and round "
+                     "(a random intercept per layout pair), CI and p from its t test on K - 1 df")
     if "states" in res.columns and (pd.to_numeric(res["states"], errors="coerce") == 2).any():
-        st = pd.to_numeric(res["states"], errors="coerce") == 2
-        lay = st & (res["design"].astype(str) == "layouts")
-        if lay.any():
-            parts.append("two machine states in layouts rows: both trials' states of each round a covariate, "
-                         "CIs from the jackknife across layout pairs")
-        if (st & ~lay).any():
-            parts.append("two machine states: rounds that straddle a switch left out of the per-state "
-                         "effects")
-        parts.append("the headline weights the states equally")
+        parts.append("two machine states: each state's effect from the rounds wholly in it, reported beside "
+                     "the headline, which is the same whatever states are found")
     if "exact" in designs:
         parts.append("exact rows: deterministic metric, no CI or p")
     m = int(pd.to_numeric(res["family_size"], errors="coerce").max()) if len(res) else 0

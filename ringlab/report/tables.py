@@ -120,7 +120,7 @@ def layout_texts(r) -> list[tuple[str, str]]:
             d, lo, hi = (flip * _num(r, c) for c in (f"delta_{name}_pct", f"ci_{name}_low_pct", f"ci_{name}_high_pct"))
             per.append(f"{name} {fmt.pct(d)} {fmt.ci(min(lo, hi), max(lo, hi))}")
         txt = (f"two machine states (slow in {_num(r, 'slow_share'):.0%} of the trials): " + ", ".join(per)
-               + f", heterogeneity p {_p_text(r.get('heterogeneity_p'))}; the headline weights them equally")
+               + f", heterogeneity p {_p_text(r.get('heterogeneity_p'))}; the headline is the mean over all rounds")
         out.append(("states", txt))
     return out
 
