@@ -231,3 +231,11 @@ def test_every_ab_report_writes_a_forest(tmp_path):
     make_raw(trials=12, seed=4, params={"mode": [0, 1], "size": [1000]}).to_csv(tmp_path / "raw.csv", index=False)
     paths = write_report(tmp_path, baseline="batch")
     assert "forest" in paths["figures"] and (tmp_path / "figures" / "forest.png").is_file()
+
+
+def test_counters_are_points_with_cis_not_bars(tmp_path, captured):
+    df = make_raw(trials=25, seed=2, counters=True)
+    figures.counters(df[~df["warmup"]], "ns_per_op", [], tmp_path / "figures")
+    for ax in captured["counters"].axes:
+        assert not any(isinstance(c, BarContainer) for c in ax.containers) and not ax.patches
+        assert len(ax.containers) == 2, "one median with its CI per variant"

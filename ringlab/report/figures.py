@@ -364,16 +364,29 @@ def spsc(df, metric, params, out_dir, ring=None):
 
 
 def counters(df, metric, params, out_dir):
+    """Median IPC / branch-miss rate / instructions per op per variant, as points with their 95%
+    order-statistic CI on an axis that shows the variants' differences (no bars from zero)."""
     cols = [c for c in ("ipc", "branch_miss_rate", "instructions_per_op")
             if c in df.columns and pd.to_numeric(df[c], errors="coerce").notna().any()]
     if not cols:
         return []
     d = df.assign(variant=df["variant"].astype(str))
+    order = _variant_order(d)
+    palette = dict(zip(order, sns.color_palette(n_colors=len(order))))
     fig, axes = plt.subplots(1, len(cols), figsize=(3.2 * len(cols) + 0.6, 4.0), squeeze=False)
     for ax, col in zip(axes[0], cols):
-        sns.barplot(data=d, x="variant", y=col, hue="variant", order=_variant_order(d), estimator="median",
-                    errorbar=None, legend=False, ax=ax)
-        ax.set_title(col)
+        for i, v in enumerate(order):
+            vals = pd.to_numeric(d.loc[d["variant"] == v, col], errors="coerce").dropna().to_numpy(dtype=float)
+            if not len(vals):
+                continue
+            m = float(np.median(vals))
+            lo, hi = _median_ci(vals)
+            err = [[m - lo], [hi - m]] if math.isfinite(lo) and math.isfinite(hi) else None
+            ax.errorbar([i], [m], yerr=err, fmt="o", ms=6, capsize=4, color=palette[v])
+        ax.set_xticks(range(len(order)))
+        ax.set_xticklabels(order)
+        ax.set_xlim(-0.6, len(order) - 0.4)
+        ax.set_title(f"{col} (median, 95% CI)", fontsize=9)
     fig.tight_layout()
     return _save(fig, out_dir, "counters")
 
