@@ -223,6 +223,8 @@ def test_verdict_check_forest_draws_no_instruction_count_as_an_expected_time(tmp
     assert "published / expected effect" not in texts
     assert any("not a time prediction" in t for t in texts)
     assert all("(expected: slower)" in t.get_text() for t in fig.axes[0].get_yticklabels())
+    quiet = vc.forest_rows(cmp, None, host="h", calls={"d8": " or ".join(vc.NOT_CALLED)})
+    assert quiet["expected_call"].tolist() == ["not called"]
 
 
 # -- every A/B run writes its headline forest ----------------------------------------------------

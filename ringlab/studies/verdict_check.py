@@ -367,7 +367,9 @@ def forest_rows(cmp_default: pd.DataFrame, cmp_aligned: pd.DataFrame | None, hos
         cols = [c for c in ("size", "mode", "pair_class") if c in cmp.columns and cmp[c].nunique() > 1]
         rows = effect_rows(cmp, host, label_columns=cols)
         rows["instructions_pct"] = [-float(expected[c]) if c in expected else math.nan for c in rows["candidate"]]
-        rows["expected_call"] = [str(calls.get(c, "")) for c in rows["candidate"]]
+        # "no significant difference or inconclusive or ..." (CheckPlan.expected()) reads "not called" in a label
+        rows["expected_call"] = [str(calls.get(c, "")).replace(" or ".join(NOT_CALLED), "not called")
+                                 for c in rows["candidate"]]
         rows["config"] = [f"{build}: {c} vs {BASELINE}" + (f", {lab}" if lab else "")
                           for c, lab in zip(rows["candidate"],
                                             [" ".join(f"{k}={r[k]}" for k in cols) for _, r in rows.iterrows()])]
