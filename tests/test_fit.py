@@ -240,3 +240,21 @@ def test_lowering_the_state_thresholds_finds_states_in_noise_without_moving_the_
     assert before.iloc[0]["states"] == 1 and after.iloc[0]["states"] == 2
     for col in HEADLINE:
         pd.testing.assert_series_equal(before[col], after[col], check_exact=True, obj=col)
+
+
+def test_a_row_not_called_after_holm_keeps_the_state_note():
+    """Faster in the fast state, slower in the slow one, p = 0.035: at a Holm level of 1 - p/2 the
+    row is not called though its 95% CI excludes 0; the note still gives the states."""
+    from ringlab.stats.compare import _layout_analysis, pair_arms
+    from ringlab.stats.contract import NOT_AFTER_HOLM
+    from ringlab.stats.rounds import ROUND_COLUMN, round_key
+    sim = noise.simulate_ab(8, 20, effect=(-0.035, 0.087), sigma_layout=0.02, rng=np.random.default_rng(4))
+    df = tidy_frame(sim, ("base", "cand"))
+    df[ROUND_COLUMN] = round_key(df)
+    b, c = df[df["variant"] == "base"], df[df["variant"] == "cand"]
+    arms = pair_arms(b, c, "ns_per_op", group="all", baseline="base", candidate="cand")
+    _layout_analysis(arms, b, c, "ns_per_op", True)
+    assert 0.01 < arms.p < 0.05
+    row = arms.finish(1 - arms.p / 2, 0.01, 0.05, printed_level=0.95)
+    assert row.verdict.verdict == NOT_AFTER_HOLM
+    assert "machine states: faster in the fast state" in row.verdict.note

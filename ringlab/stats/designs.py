@@ -96,7 +96,7 @@ def one_build(d, state, level: float) -> dict:
 def verdict(rd: LayoutRounds, level: float) -> dict:
     """The headline (log scale: estimate, ci_low, ci_high, p), the layout spread and the state
     diagnostic of a comparison's ``round_data``."""
-    if rd.n_layouts > 1:
+    if rd.level_fit is not None:        # more than one layout pair
         v = _lay.summary(rd.level_fit, rd.state_fits, level)
         v["design"] = "layouts"
     else:
