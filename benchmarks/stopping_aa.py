@@ -65,8 +65,9 @@ from ringlab.lab.commands import options  # noqa: E402
               help="the two Gaussian designs (calibrated / first run) instead of the scenarios")
 @click.option("--power-runs", type=int, default=200,
               help="simulated runs per design with an effect of 1.43 target half-widths (default 200; 0: skip)")
-@click.option("--host", default=None, help="whose committed calibration gives the process, iteration, state and "
-              "cost figures (default: this host's, else the first complete one)")
+@click.option("--host", default=None, help="whose calibration gives the truth: the scenarios' process, iteration, state "
+              "and cost figures (default: this host's, else the first complete committed one); "
+              "--gaussian: all of it (default: this host's)")
 @click.option("--mode", default="0", help="the calibration's mode (default 0)")
 @click.option("--target", type=float, default=0.5, help="target half-width, percent (default 0.5)")
 @click.option("--budget", type=float, default=60.0, help="budget of each run, seconds (default 60)")

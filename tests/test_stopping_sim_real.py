@@ -159,12 +159,12 @@ def test_a_seeded_run_of_each_kind_goes_through_the_run_s_stopping_code(levels):
                                df={"layout": 7, "process": 100, "iteration": 200},
                                cost_s=dict(levels.cost_s), count=10_000_000)
     scs = {s.name: s for s in stoppingsim.scenarios(levels)}
-    one = stoppingsim.simulate_real_run(levels, scs["drift 1 point"], planner, 1.0, 8, seed=4)
-    assert one == stoppingsim.simulate_real_run(levels, scs["drift 1 point"], planner, 1.0, 8, seed=4)
+    one = stoppingsim.simulate_real_run(levels, scs["drift 1 point"], planner, 1.0, 4, seed=4)
+    assert one == stoppingsim.simulate_real_run(levels, scs["drift 1 point"], planner, 1.0, 4, seed=4)
     assert len(one.rows) == 1 and one.looks >= 1 and one.rounds >= one.layouts >= 4
     assert one.rows[0].truth != 0.0                        # the run's own drift
-    fam = stoppingsim.simulate_real_run(levels, scs["3 candidates x 2 modes (Holm family of 6)"], planner, 1.0, 8, seed=4)
+    fam = stoppingsim.simulate_real_run(levels, scs["3 candidates x 2 modes (Holm family of 6)"], planner, 1.0, 4, seed=4)
     assert len(fam.rows) == 6 and all(r.truth == 0.0 for r in fam.rows)
-    st = stoppingsim.simulate_real_run(levels, scs["two states, state-dependent effect"], planner, 1.0, 8, seed=4)
+    st = stoppingsim.simulate_real_run(levels, scs["two states, state-dependent effect"], planner, 1.0, 4, seed=4)
     r = st.rows[0]
     assert -0.02 <= r.truth <= 0.02 and (r.states != 2 or r.truth == 0.0)
