@@ -27,7 +27,7 @@ import seaborn as sns
 from ringlab import fmt
 from ringlab.report import tables
 from ringlab.report.figures_base import mode_label
-from ringlab.rundir.calibration import noise_floor
+from ringlab.rundir.calibration import noise_floor, with_host_next_run
 from ringlab.stats import compare
 from ringlab.stats.contract import SIGNIFICANT
 
@@ -442,8 +442,8 @@ def cross_run_forest(runs, out_dir, baseline: str = "batch", patched: str = "reo
                      metric: str = "ns_per_op", root=None) -> list[Path]:
     """figures/forest.png of the compare-runs folder: for every run (objects with ``raw``,
     ``host``, ``experiment``, ``run_id``) holding both variants, each configuration's effect of
-    ``patched`` against ``baseline`` (+ = patched better) with its CI, rows = configuration x
-    host, each host's A/A band shaded; [] when no run holds both."""
+    ``patched`` against ``baseline`` (+ = patched better) with its CI and next-run interval, rows =
+    configuration x host, each host's A/A band shaded; [] when no run holds both."""
     parts, noise = [], {}
     for r in runs:
         raw = r.raw
@@ -451,7 +451,8 @@ def cross_run_forest(runs, out_dir, baseline: str = "batch", patched: str = "reo
             continue
         if not {baseline, patched} <= set(raw["variant"].astype(str)):
             continue
-        cmp = compare(raw, baseline, metric)
+        cmp = with_host_next_run(compare(raw, baseline, metric), r.host, root, run_dir=getattr(r, "path", None),
+                                 metric=metric)
         rows = effect_rows(cmp, r.host, candidate=patched)
         if len(rows):
             rows["config"] = rows["config"] + f"  ({r.experiment}/{r.run_id})"
