@@ -1,20 +1,29 @@
 """A run as a reply for a mailing list, in the shape of the kernel test robot's reports
 (``ringlab mail RUN``, and mail.txt of the A/B notebooks).
 
-Plain text, at most ``width`` (72) columns, one screen: a headline (and, on the next line,
-whether this host has a PMU and what counts instructions instead), the code under test, one
-machine line as LKP writes it ("2 threads 1 sockets (AMD EPYC) with 8G memory"), the host's
-noise floor (the A/A bound of its calibration), then one table row per configuration and
-metric::
+Plain text, at most ``width`` (72) columns, one screen (60 lines for three rows): a title that
+says what the rows say together ("after is slower in 12 of 12 rows; none decided", or "3 of 6
+rows changed (all faster); the other 3: 2 slower, 1 faster, none decided"), one headline per
+comparison in the robot's form ("prebatch vs batch: 11.8% improvement of ns/op (mode=0
+same-cpu), 95% CI [+11.1, +12.5]"; rows not called: "no change called" with the way they
+point), whether this host has a PMU and what counts instructions instead, the code under test,
+one machine line as LKP writes it ("2 threads 1 sockets (AMD EPYC) with 8G memory"), the host's
+noise floor (the A/A bound of its calibration); then, stated once, how many (n: layout pairs x
+rounds of each row, ops and seconds per trial, the run's wall time), the metric, which way is
+better and the one sign, and the settings every printed row shares; then one table row per
+configuration and metric::
 
-      base ±%stddev    %change    patched ±%stddev  metric
+      base ±%sd   %change     patched ±%sd  ns/op
 
 ``%change`` is the verdict's effect (``ringlab.stats.contract.Comparison``: the Hodges-Lehmann
-estimate, ``gain_pct`` for lower-is-better metrics), + = better throughout, ``*..*`` marks the
-rows Holm calls significant (mmtests' mark); the per-arm figures are the Comparison's
-own, so they agree with summary.md.  A/A controls are stated as bounds (``|Δ| < 2.9%``).  Then
-what this host could not measure, and the reproduce line with paths relative to the tree.
-Hashes, layouts and per-trial detail stay in env.json and summary.md.
+estimate, ``gain_pct`` for lower-is-better metrics), + = better throughout, past ±50% a factor
+("×9.7 faster", ``tables.change_text``), ``*..*`` marks the rows Holm calls significant
+(mmtests' mark); the per-arm figures are the Comparison's own, so they agree with summary.md.
+A/A controls are stated as bounds (``|Δ| < 2.9%``).  Then each row's two intervals, five lines
+to paste into a commit message for the run's headline row (the largest called effect), what
+this host could not measure, and the reproduce line with paths relative to the tree.  Labels
+are never cut: a row too long for its line wraps.  Hashes, layouts and per-trial detail stay
+in env.json and summary.md.
 
 The run folder is read through :class:`ringlab.rundir.Run` only (raw.csv, env.json, the
 executed notebook); the baseline is the one rule of :mod:`ringlab.rundir.baseline`.  Every
@@ -39,14 +48,17 @@ from ringlab.stats.rounds import comparison_columns
 from ringlab.stats.contract import SIGNIFICANT
 from ringlab.stats.replication import NO_BETWEEN_TEXT
 from ringlab.report.mail_objdump import loop_summary
-from ringlab.report.mail_reproduce import reproduce_lines, run_path
-from ringlab.report.mail_run import (aa_controls, counters_line, machine_line, not_measured, tested_line)
-from ringlab.report.mailfmt import plain_number, as_float, is_finite_number, wrap_para, path_lines
+from ringlab.report.mail_reproduce import command_words, reproduce_lines, run_path
+from ringlab.report.mail_run import (aa_controls, counters_line, cpus_text, design_text, duration_text, machine_line,
+                                     not_measured, tested_line, trial_text, wall_time)
+from ringlab.report.mailfmt import (plain_number, as_float, hang_para, is_finite_number, sig4, wrap_para,
+                                    path_lines, short_sha)
 from ringlab.report.analysis import INSTR, Analysis, of, pick_metric
 from ringlab.report.published import SEED000_INSTRUCTIONS_PER_OP
 from ringlab.rundir import RunEnv, pick_baseline as baseline_rule, require_metric, run_variants
 from ringlab.rundir.calibration import run_host, run_noise_floor
-from ringlab.report.tables import gain_ci, next_gain_ci
+from ringlab.report.tables import (change_ci_text, change_text, change_words, gain_ci, is_factor, next_gain_ci,
+                                   row_change_ci_text, row_change_text)
 
 WIDTH = 72
 MIN_WIDTH = 60
@@ -57,6 +69,8 @@ METRIC_NAMES = {"ns_per_op": "ns/op", "elapsed_us": "us", "elapsed_ns": "ns", IN
 _PLACEMENT_COLS = ("cpu_req_producer", "cpu_req_consumer", "pair_class")
 #: the table's columns: base, its spread, %change, patched, its spread (then the metric)
 _COLS = (9, 5, 11, 9, 5)
+#: the same where a row of the table prints a factor ("*×9.7 slower*")
+_WIDE_COLS = (9, 5, 14, 9, 5)
 
 
 class MailError(ParamError):
@@ -116,7 +130,7 @@ def _change(r, control: bool) -> str:
     g = _gain(r)
     if not math.isfinite(g):
         return "n/a"
-    txt = f"{g:+.1f}%"
+    txt = row_change_text(r)
     return f"*{txt}*" if str(r.get("verdict")) in SIGNIFICANT else f" {txt} "
 
 
@@ -145,8 +159,13 @@ def _arm(r, which: str) -> float:
     return r[f"median_{which}"]
 
 
-def _row(r, cv_b: float, cv_c: float, control: bool, label: str, width: int) -> list[str]:
-    w = _COLS
+def _wide(rows) -> bool:
+    """A row of ``rows`` (compare() rows) prints its %change as a factor: the table's wide columns."""
+    return any(is_factor(_gain(r)) for r in rows)
+
+
+def _row(r, cv_b: float, cv_c: float, control: bool, label: str, width: int, wide: bool = False) -> list[str]:
+    w = _WIDE_COLS if wide else _COLS
     # the arms' figures the %change is computed from (their centers), the medians where there are none
     base, cand = _arm(r, "baseline"), _arm(r, "candidate")
     cells = (f"{value_label(base):>{w[0]}}", f"{sd_label(cv_b):>{w[1]}}", f"{_change(r, control):^{w[2]}}",
@@ -154,16 +173,21 @@ def _row(r, cv_b: float, cv_c: float, control: bool, label: str, width: int) -> 
     line = " ".join(cells) + "  "
     if len(line) + len(label) <= width:
         return [line + label]
-    return [line.rstrip(), " " * min(len(line), width - len(label)) + label[:width]]
+    if len(label) <= width - 4:
+        return [line.rstrip(), " " * min(len(line), width - len(label)) + label]
+    return [line.rstrip()] + wrap_para(label, width, 4)   # never cut: wrapped at its spaces
 
 
-def _header(base: str, cand: str, width: int, metric: str) -> list[str]:
-    w = _COLS
-    names = (f"{base[:w[0] + w[1] + 1]:>{w[0] + w[1] + 1}}", f"{'%change':^{w[2]}}",
-             f"{cand[:w[3] + w[4] + 1]:>{w[3] + w[4] + 1}}")
+def _header(base: str, cand: str, width: int, metric: str, wide: bool = False) -> list[str]:
+    w = _WIDE_COLS if wide else _COLS
+    unit = f"  {METRIC_NAMES.get(metric, metric)}"
+    a, b = f"{base} ±%sd", f"{cand} ±%sd"
+    if len(a) <= w[0] + w[1] + 1 and len(b) <= w[3] + w[4] + 1:   # each arm's name over its two columns
+        head = f"{a:>{w[0] + w[1] + 1}} {'%change':^{w[2]}} {b:>{w[3] + w[4] + 1}}" + unit
+        return [head, "-" * min(width, 62)]
+    names = (f"{base:>{w[0] + w[1] + 1}}", f"{'%change':^{w[2]}}", f"{cand:>{w[3] + w[4] + 1}}")
     second = (f"{'':>{w[0]}}", f"{'±%sd':>{w[1]}}", f"{'':^{w[2]}}", f"{'':>{w[3]}}", f"{'±%sd':>{w[4]}}")
-    return [" ".join(names) + f"  {METRIC_NAMES.get(metric, metric)}", " ".join(second).rstrip(),
-            "-" * min(width, 62)]
+    return hang_para(" ".join(names) + unit, width) + [" ".join(second).rstrip(), "-" * min(width, 62)]
 
 
 def _table(a: Analysis, baseline: str, metric: str, width: int,
@@ -184,7 +208,7 @@ def _table(a: Analysis, baseline: str, metric: str, width: int,
     controls = aa_controls(env, baseline, [str(c) for c in cmp["candidate"].unique()])
     out: list[str] = []
     info = {"controls": [], "significant": 0, "rows": 0, "family": {}, "instr_source": None,
-            "first": cmp.iloc[0], "const": const, "gains": []}
+            "first": cmp.iloc[0], "const": const, "gains": [], "metric": metric}
     for cand, grp in cmp.groupby("candidate", sort=False):
         cand = str(cand)
         control = cand in controls
@@ -192,11 +216,16 @@ def _table(a: Analysis, baseline: str, metric: str, width: int,
             info["controls"].append(cand)
         size = grp["family_size"].iloc[0]
         info["family"][cand] = int(as_float(size)) if is_finite_number(size) else len(grp)
-        out += ([""] if out else []) + _header(baseline, cand, width, metric)
+        icand = None
+        if instr is not None:
+            icand = instr[0][instr[0]["candidate"].astype(str) == cand]
+        wide = _wide([r for _, r in grp.iterrows() if cand not in controls]
+                     + ([r for _, r in icand.iterrows()] if icand is not None else []))
+        out += ([""] if out else []) + _header(baseline, cand, width, metric, wide)
         for _, r in grp.iterrows():
             ck = _config_key(r, cols)
             out += _row(r, cv.get((baseline,) + ck, math.nan), cv.get((cand,) + ck, math.nan), control,
-                        _label(r, vary, metric, places), width)
+                        _label(r, vary, metric, places), width, wide)
             info["rows"] += 1
             if not control:
                 info["significant"] += str(r.get("verdict")) in SIGNIFICANT
@@ -206,7 +235,7 @@ def _table(a: Analysis, baseline: str, metric: str, width: int,
             info["instr_source"] = src
             for _, r in icmp[icmp["candidate"].astype(str) == cand].iterrows():
                 lab = _label(r, [c for c in vary if c in r.index], INSTR, False, timing=False) + f" ({src})"
-                out += _row(r, 0.0, 0.0, False, lab, width)
+                out += _row(r, 0.0, 0.0, False, lab, width, wide)
     return out, info
 
 
@@ -246,14 +275,17 @@ def _count_runs(a: Analysis, baseline: str) -> list[tuple[Path, pd.DataFrame, st
 
 
 def _further_runs(a: Analysis, baseline: str, metric: str, width: int,
-                  count_runs: list[tuple[Path, pd.DataFrame, str]]) -> list[str]:
+                  count_runs: list[tuple[Path, pd.DataFrame, str]], printed: list | None = None) -> list[str]:
     """The runs in the run folder's sub-folders that compare ``baseline`` with one candidate (a
     notebook's further questions: a lock arm, a batch sweep), one row per configuration, labelled
     by sub-folder, under one header; each sub-run is its own Holm family.  A sub-run that counts
     instructions (``count_runs``, from ``_count_runs``) gives its instructions-per-op rows instead
-    of timing ones.  [] where there are none."""
+    of timing ones.  [] where there are none.  ``printed`` (a list) receives each frame whose rows
+    are printed."""
     rows: list[str] = []
+    pending: list[tuple] = []   # (row, spread of base, of candidate, label, shorter label)
     cands: set[str] = set()
+    frames: list[pd.DataFrame] = []
     counts = {sub: (icmp, src) for sub, icmp, src in count_runs}
     for sub in _sub_runs(a.path):
         if sub in counts:
@@ -263,11 +295,11 @@ def _further_runs(a: Analysis, baseline: str, metric: str, width: int,
             cands.add(str(icmp["candidate"].iloc[0]))
             cols = list(icmp.attrs.get("group_columns") or [])
             vary = [c for c in cols if c not in _PLACEMENT_COLS and icmp[c].astype(str).nunique() > 1]
+            frames.append(icmp)
             for _, r in icmp.iterrows():
                 lab = _label(r, vary, INSTR, False, timing=False)   # "instr/op" names the run
-                row = _row(r, 0.0, 0.0, False, f"{lab} ({src})", width)
-                # too long for one line: the mail's second line names the counter
-                rows += row if len(row) == 1 else _row(r, 0.0, 0.0, False, lab, width)
+                # too long for one line: without the counter's name (the mail's second line names it)
+                pending.append((r, 0.0, 0.0, f"{lab} ({src})", lab))
             continue
         try:
             sa = _sub_analysis(a, sub)
@@ -284,31 +316,142 @@ def _further_runs(a: Analysis, baseline: str, metric: str, width: int,
         cols = list(cmp.attrs.get("group_columns") or [])
         vary = [c for c in cols if c not in _PLACEMENT_COLS and cmp[c].astype(str).nunique() > 1]
         cv = sa.spread(metric, cols)
+        frames.append(cmp)
         for _, r in cmp.iterrows():
             ck = _config_key(r, cols)
             label = " ".join(x for x in (sub.name, _label(r, vary, metric, False)) if x)
-            rows += _row(r, cv.get((baseline,) + ck, math.nan), cv.get((cand,) + ck, math.nan), False, label, width)
+            pending.append((r, cv.get((baseline,) + ck, math.nan), cv.get((cand,) + ck, math.nan), label, None))
+    wide = _wide([p[0] for p in pending])
+    for r, cvb, cvc, label, short in pending:
+        row = _row(r, cvb, cvc, False, label, width, wide)
+        rows += row if len(row) == 1 or short is None else _row(r, cvb, cvc, False, short, width, wide)
     if not rows or len(cands) != 1:
         return []
+    if printed is not None:
+        printed.extend(frames)
     head = wrap_para("Further runs in this folder (each its own Holm family; the folder names what "
                      "differs from the table above):", width)
-    return head + _header(baseline, cands.pop(), width, metric) + rows + [""]
+    return head + _header(baseline, cands.pop(), width, metric, wide) + rows + [""]
 
 
 # -- the lines around the table ------------------------------------------------------------
+def _direction(r) -> int:
+    """+1 where the row's estimate is better (+), -1 where worse, 0 where there is no difference."""
+    g = _gain(r)
+    return 0 if not math.isfinite(g) or g == 0 else (1 if g > 0 else -1)
+
+
+def _called(r) -> bool:
+    return str(r.get("verdict")) in SIGNIFICANT
+
+
+def _ways(rows, metric: str) -> str:
+    """How rows point: "2 slower, 1 faster" (and "1 the same"), words of the metric."""
+    good, bad = change_words(metric)
+    n = {d: sum(1 for r in rows if _direction(r) == d) for d in (-1, 1, 0)}
+    if len(rows) > 1 and max(n.values()) == len(rows):
+        return "all " + (bad if n[-1] else good if n[1] else "the same")
+    parts = [f"{n[-1]} {bad}" if n[-1] else "", f"{n[1]} {good}" if n[1] else "", f"{n[0]} the same" if n[0] else ""]
+    return ", ".join(x for x in parts if x)
+
+
+def _pattern(who: str, rows, metric: str) -> str:
+    """What undecided rows say all together: "after is slower in 12 of 12 rows" when every row
+    points one way, else "after is slower in 7 and faster in 5 of 12 rows"."""
+    good, bad = change_words(metric)
+    n = len(rows)
+    k = {d: sum(1 for r in rows if _direction(r) == d) for d in (-1, 1, 0)}
+    if k[-1] == n or k[1] == n:
+        return f"{who} {'is' if ',' not in who else 'are'} {bad if k[-1] == n else good} in {n} of {n} row" + \
+            ("" if n == 1 else "s")
+    parts = [f"{bad} in {k[-1]}" if k[-1] else "", f"{good} in {k[1]}" if k[1] else "",
+             f"the same in {k[0]}" if k[0] else ""]
+    parts = [x for x in parts if x]
+    return f"{who} {'is' if ',' not in who else 'are'} " + " and ".join(parts) + f" of {n} rows"
+
+
 def _headline(env: RunEnv, df: pd.DataFrame, host: str | None, base: str, cands: list[str], info: dict) -> str:
+    """The title: the arms, the host, and what the rows say together (how many changed, which
+    way the others point)."""
     exp = env.experiment or (str(df["experiment"].iloc[0]) if "experiment" in df.columns and len(df) else "run")
     host = host or "this host"
     real = [c for c in cands if c not in info["controls"]] or cands
-    n = sum(1 for _ in info["gains"])
-    gains = [_gain(r) for r, _ in info["gains"] if str(r.get("verdict")) in SIGNIFICANT]
-    if gains:
-        lo, hi = min(gains), max(gains)
-        span = f"{lo:+.1f}%" if abs(hi - lo) < 0.05 else f"{lo:+.1f}% to {hi:+.1f}%"
-        what = f"{len(gains)} of {n} rows changed ({span}, + = better)"
+    rows = [r for r, _ in info["gains"]]
+    called = [r for r in rows if _called(r)]
+    rest = [r for r in rows if not _called(r)]
+    metric = info.get("metric", "ns_per_op")
+    n = len(rows)
+    if called:
+        what = f"{len(called)} of {n} rows changed ({_ways(called, metric)})"
+        if rest:
+            what += f"; the other {len(rest)}: {_ways(rest, metric)}, none decided"
+    elif rows:
+        what = _pattern(", ".join(real), rows, metric) + "; none decided"
     else:
-        what = f"no change told apart from noise in {n} row" + ("" if n == 1 else "s")
+        what = "no row compared"
     return f"ringlab {exp}: {', '.join(real)} against {base} on {host}: {what}"
+
+
+def _mag(g: float, lib: bool, metric: str) -> tuple[str, str]:
+    """(size, kind) of an effect in the robot's words: ("11.8%", "improvement"), ("30.7%",
+    "regression"), or a factor ("×9.7", "faster")."""
+    if is_factor(g):
+        num, word = change_text(g, lib, metric).split(" ", 1)
+        return num, word
+    return f"{abs(g):.1f}%", "improvement" if g > 0 else "regression"
+
+
+def _once(ci: str, word: str) -> str:
+    """A factor's CI beside its estimate: "[×9.0, ×10.5]" where the estimate already says "faster"."""
+    return ci[:-len(word) - 1] if ci.endswith(f"] {word}") else ci
+
+
+def robot_lines(info: dict, base: str, width: int) -> list[str]:
+    """One headline per comparison in the kernel test robot's form, + = better:
+    "prebatch vs batch: 11.8% improvement of ns/op (mode=0 same-cpu), 95% CI [+11.1, +12.5]";
+    several called rows of one direction in one line ("6.0% to 11.8% improvement ... in 2 of 2
+    rows"); the rows not called in one line, "no change called", with the way they point."""
+    metric = info.get("metric", "ns_per_op")
+    mname = METRIC_NAMES.get(metric, metric)
+    by_cand: dict[str, list] = {}
+    for r, lab in info["gains"]:
+        by_cand.setdefault(str(r["candidate"]), []).append((r, lab))
+    out: list[str] = []
+    for cand, rows in by_cand.items():
+        head = f"{cand} vs {base}:"
+        n = len(rows)
+        called = [(r, lab) for r, lab in rows if _called(r)]
+        for d in (1, -1):
+            grp = [(r, lab) for r, lab in called if _direction(r) == d]
+            if not grp:
+                continue
+            lib = bool(grp[0][0].get("lower_is_better", True)) if grp[0][0].get("lower_is_better") is not None else True
+            if len(grp) == 1:
+                r, lab = grp[0]
+                size, kind = _mag(_gain(r), lib, metric)
+                of_ = "of" if kind in ("improvement", "regression") else "in"
+                txt = (f"{head} {size} {kind} {of_} {mname}" + (f" ({lab})" if lab else "")
+                       + f", 95% CI {_once(row_change_ci_text(r, percent_sign=False), kind)}")
+            else:
+                gs = sorted(abs(_gain(r)) for r, _ in grp)
+                lo_t, kind = _mag(d * gs[0], lib, metric)
+                hi_t, _ = _mag(d * gs[-1], lib, metric)
+                lo_k = _mag(d * gs[0], lib, metric)[1]
+                if kind in ("improvement", "regression"):
+                    txt = f"{head} {lo_t[:-1]}% to {hi_t} {kind} of {mname} in {len(grp)} of {n} rows"
+                elif lo_k == kind:   # factors of one direction
+                    txt = f"{head} {lo_t} to {hi_t} {kind} in {mname} in {len(grp)} of {n} rows"
+                else:   # a percent and a factor
+                    txt = f"{head} {change_text(d * gs[0], lib, metric)} to {change_text(d * gs[-1], lib, metric)} " \
+                          f"in {mname} in {len(grp)} of {n} rows"
+            out += hang_para(txt, width)
+        rest = [r for r, _ in rows if not _called(r)]
+        if rest and called:
+            out += hang_para(f"{head} no change called in the other {len(rest)} "
+                             f"({_ways(rest, metric)})", width)
+        elif rest:
+            out += hang_para(f"{head} no change called ({_pattern(cand, rest, metric)})", width)
+    return out
 
 
 def floor_lines(env: dict, df: pd.DataFrame, info: dict, width: int, run_dir: Path) -> list[str]:
@@ -361,10 +504,114 @@ def _interval_lines(info: dict, width: int) -> list[str]:
     for r, lab in rows:
         lo, hi = gain_ci(r)
         nlo, nhi = next_gain_ci(r)
-        ci = f"{_gain(r):+.1f}% [{lo:+.1f}, {hi:+.1f}]"
-        nxt = f"next [{nlo:+.1f}, {nhi:+.1f}]" + ("?" if r.get("sign_reproducible") is False else "")
-        name = " ".join(x for x in (str(r["candidate"]), lab) if x)
-        out.append(f"  {ci:<21} {nxt:<20} {name}"[:width])
+        est = row_change_text(r)   # a factor past ±50%, its CIs without the word again
+        ci = f"{est} {_once(row_change_ci_text(r, percent_sign=False), est.split()[-1])}"
+        nxt = ("next " + (_once(change_ci_text(nlo, nhi, _gain(r), bool(r.get("lower_is_better", True)),
+                                               info.get("metric", "ns_per_op"), percent_sign=False), est.split()[-1])
+                          if is_factor(_gain(r)) else f"[{nlo:+.1f}, {nhi:+.1f}]")
+               + ("?" if r.get("sign_reproducible") is False else ""))
+        one = len({str(x["candidate"]) for x, _ in rows}) == 1   # one arm: the table above names it
+        name = " ".join(x for x in (None if one and lab else str(r["candidate"]), lab) if x)
+        line = f"  {ci:<21} {nxt:<20} {name}"
+        if len(line) > width:   # unaligned, where that keeps the row on one line
+            line = f"  {ci} {nxt} {name}"
+        # the label is never cut: what does not fit goes on the next line
+        out += [line] if len(line) <= width else [f"  {ci} {nxt}"] + wrap_para(name, width, 4)
+    return out + [""]
+
+
+def shared_settings(info: dict, printed: list[pd.DataFrame]) -> list[str]:
+    """The configuration columns every printed row shares ("size 1000", "batch 0"): constant
+    over the table and over each further run's rows (a column a further run lacks, or sets
+    otherwise, is left out)."""
+    first = info["first"]
+    keep = []
+    for c in info["const"]:
+        v = str(first[c])
+        if all(c in f.columns and len(f) and (f[c].astype(str) == v).all() for f in printed):
+            keep.append(f"{c} {plain_number(first[c])}")
+    return keep
+
+
+def header_lines(a: Analysis, info: dict, width: int, printed: list[pd.DataFrame]) -> list[str]:
+    """How many, and how to read the table, stated once above it: n (rounds, layout pairs), the
+    trials' length, the run's wall time; the metric, which way is better, the one sign; the
+    settings every row shares."""
+    metric = info.get("metric", "ns_per_op")
+    rows = [r for r, _ in info["gains"]] or [info["first"]]
+    wall = wall_time(a.env, a.df)
+    txt = (f"n: {design_text(rows)} per row, {trial_text(a.df)}, run "
+           + (duration_text(wall) if math.isfinite(wall) else "time not recorded") + ".")
+    lib = metric in schema.LOWER_IS_BETTER
+    good, _ = change_words(metric)
+    txt += (f" {METRIC_NAMES.get(metric, metric)}: {'lower' if lib else 'higher'} is better. %change: the "
+            f"verdict's estimate, + = better ({good}); past ±50% a factor (×2.1 {good}).")
+    txt += " " + _legend_text(info)
+    shared = shared_settings(info, printed)
+    if shared:
+        txt += " Every row: " + ", ".join(shared) + "."
+    return wrap_para(txt, width)
+
+
+#: the next-run interval's basis (compare() rows' ``next_basis``) in the block's words
+_BASIS_WORDS = {"none": "no drift measured", "host A/A": "host A/A drift bound", "runs": "drift between its runs here"}
+
+
+def _block_row(a: Analysis, info: dict):
+    """The run's headline row: the called row with the largest effect, else the first row of the
+    run's patched arm (env.json ``report``), else the first row; None without rows."""
+    rows = info["gains"]
+    if not rows:
+        return None
+    called = [x for x in rows if _called(x[0])]
+    if called:
+        return max(called, key=lambda x: abs(_gain(x[0])))
+    return next((x for x in rows if str(x[0]["candidate"]) == str(a.patched)), rows[0])
+
+
+def paste_block(a: Analysis, info: dict, base: str, width: int, notebook=None) -> list[str]:
+    """Five lines to paste into a commit message, marked as such, for the run's headline row:
+    the command, n, before -> after with the change of the metric (after/before - 1, the way the
+    arrow reads; a factor beyond ±50%) and its 95% CI, where a rerun here should land (the
+    next-run interval and, when the row has one, its basis), the data."""
+    pick = _block_row(a, info)
+    if pick is None:
+        return []
+    r, lab = pick
+    env, metric = a.env, info.get("metric", "ns_per_op")
+    lib = bool(r.get("lower_is_better", True)) if r.get("lower_is_better") is not None else True
+    mname = METRIC_NAMES.get(metric, metric)
+    git = env.git
+    rl = f"ringlab {short_sha(git.commit)}" + (" (uncommitted changes)" if git.dirty else "")
+    g = _gain(r)
+    lo, hi = gain_ci(r)
+    if is_factor(g):
+        est = row_change_text(r)
+        change = f"{est} {_once(row_change_ci_text(r, percent_sign=False), est.split()[-1])} (95% CI)"
+    else:
+        flip = -1.0 if lib else 1.0   # the change of the metric itself, as before -> after reads
+        dlo, dhi = sorted((flip * lo, flip * hi))
+        change = f"{flip * g:+.1f}% [{dlo:+.1f}, {dhi:+.1f}] (95% CI)"
+    nlo, nhi = as_float(r.get("next_low_pct")), as_float(r.get("next_high_pct"))
+    basis = r.get("next_basis")   # where its between-run part comes from; absent from older frames
+    basis = f", {_BASIS_WORDS.get(basis, basis)}" if isinstance(basis, str) and basis.strip() else ""
+    if math.isfinite(nlo) and math.isfinite(nhi):
+        if is_factor(g):
+            nxt = f"{change_ci_text(*next_gain_ci(r), g, lib, metric, percent_sign=False)} (next-run interval{basis})"
+        else:
+            nxt = f"[{nlo:+.1f}, {nhi:+.1f}] (next-run interval{basis})"
+    else:
+        nxt = "not estimated (no next-run interval for this row)"
+    out = hang_para(f"To paste into the commit message ({r['candidate']} vs {base}"
+                    + (f", {lab}" if lab else "") + "):", width)
+    out += hang_para(f"Measured with {rl} ({command_words(a.path, env, notebook)}):", width)
+    out += hang_para(f"  n: {design_text([r])}, {trial_text(a.df, short=True)}, {cpus_text(env)}", width, 4)
+    out += hang_para(f"  before -> after: {sig4(_arm(r, 'baseline'))} -> {sig4(_arm(r, 'candidate'))} {mname}, "
+                     f"{change}", width, 4)
+    out += hang_para(f"  a rerun here should show: {nxt}", width, 4)
+    first = "  data: "
+    parts = path_lines(f"{run_path(a.path, env)}/raw.csv", width - len(first), 0)
+    out += [first + parts[0]] + [" " * 4 + x for x in parts[1:]]
     return out + [""]
 
 
@@ -390,19 +637,15 @@ def _own_floor(env: RunEnv) -> str:
             f"{stop.rounds_per_layout} rounds")
 
 
-def _legend(info: dict, width: int) -> list[str]:
-    first = info["first"]
+def _legend_text(info: dict) -> str:
+    """What the table's marks mean (a sentence of the header paragraph)."""
     fam = ", ".join(f"{c} {n}" for c, n in info["family"].items())
-    txt = ("%change: the verdict's estimate, + = better (less time per op, more ops/s), from the "
-           "arms' columns; ±%sd: spread of one arm's "
+    txt = ("±%sd: spread of one arm's "
            f"trials. *x*: significant at family-wise 5% (p Holm-adjusted over configurations: {fam}).")
     if info["controls"]:
         txt += (f" {', '.join(info['controls'])}: an A/A control (the base's code again); "
                 "|Δ|<x% is the bound its 95% CI allows.")
-    out = wrap_para(txt, width)
-    if info["const"]:
-        out += wrap_para("Every row: " + ", ".join(f"{c} {plain_number(first[c])}" for c in info["const"]) + ".", width)
-    return out
+    return txt
 
 
 def published_counts_text(df: pd.DataFrame, env: RunEnv, base: str, cands: list[str]) -> str:
@@ -521,10 +764,12 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
                             f"allowed: {', '.join(v for v in variants if v != base)}")
         variants = [base] + [v for v in variants if v in candidates]
     table, info = _table(a, base, metric, width, variants[1:] if candidates else None)
-    lib = metric in schema.LOWER_IS_BETTER
 
-    lines = wrap_para(_headline(env, df, a.host, base, variants[1:], info), width)
     count_runs = _count_runs(a, base) if not candidates else []
+    printed: list[pd.DataFrame] = []
+    further = _further_runs(a, base, metric, width, count_runs, printed) if not candidates else []
+    lines = wrap_para(_headline(env, df, a.host, base, variants[1:], info), width)
+    lines += robot_lines(info, base, width)
     counted = [f"{s.name}/" for s, _, src in count_runs if src == "callgrind"]
     lines += wrap_para(counters_line(df, env, elsewhere=", ".join(counted) or None), width)
     lines.append("")
@@ -532,13 +777,12 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines += wrap_para("test machine: " + machine_line(env), width)
     lines += noise_floor_lines(a.host, a.floor, env, info, width)
     lines.append("")
+    lines += header_lines(a, info, width, printed)
     lines += table
     lines.append("")
     lines += _interval_lines(info, width)
-    lines += _further_runs(a, base, metric, width, count_runs) if not candidates else []
-    lines += _legend(info, width)
-    if not lib:
-        lines += wrap_para(f"{metric}: higher is better.", width)
+    lines += further
+    lines += paste_block(a, info, base, width, notebook)
     lines += _published_icount(a, base, variants[1:], width)
     lines += wrap_para("not measured here: " + not_measured(df, env), width)
     for w in env.warnings:

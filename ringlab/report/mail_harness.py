@@ -4,7 +4,9 @@ line, noise floor, one row per ring size and CPU pair, what was not measured, th
 
 The two harnesses do different work (ringtest's producer also waits for the used ring); the row
 reads as a comparison all the same: the %change of ringtest's time per item against the SPSC's
-time per op (+ = ringtest takes less), from their Hodges-Lehmann ratio, which the row also gives.  The side-by-side frame comes from
+time per op, from their Hodges-Lehmann ratio by the gain rule of every ringlab table
+(``tables.gain_of_ratio``: + = ringtest takes less; past ±50% a factor, "×9.9 slower").  The
+side-by-side frame comes from
 ``ringlab.studies.harness_compare.side_by_side`` (the caller passes it in).
 """
 from __future__ import annotations
@@ -17,11 +19,12 @@ from ringlab import schema
 from ringlab.report.analysis import Analysis, of
 from ringlab.report.mail import MIN_WIDTH, WIDTH, MailError, noise_floor_lines, sd_label, value_label
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
-from ringlab.report.mail_run import counters_line, machine_line, not_measured
-from ringlab.report.mailfmt import as_float, wrap_para, short_sha
+from ringlab.report.mail_run import counters_line, duration_text, machine_line, not_measured, trial_text, wall_time
+from ringlab.report.mailfmt import as_float, hang_para, wrap_para, short_sha
+from ringlab.report.tables import change_ci_text, change_text, gain_of_ratio, is_factor
 
 #: the table's columns: SPSC, its spread, ringtest/SPSC, ringtest, its spread (then the row)
-_COLS = (9, 5, 12, 9, 5)
+_COLS = (9, 5, 14, 9, 5)
 
 
 def _cv(a: Analysis, size: int, cpus: str) -> float:
@@ -47,23 +50,43 @@ def _significant(r) -> bool:
     return math.isfinite(lo) and math.isfinite(hi) and (lo > 1 or hi < 1)
 
 
+def _gain(r) -> float:
+    """The row's %change, + = ringtest takes less time: the gain of ringtest/spsc (time, lower is better)."""
+    return gain_of_ratio(r.get("ratio"), lower_is_better=True)
+
+
 def _change_cell(r) -> str:
-    """The row's %change, + = ringtest takes less time: (1 - ratio) x 100, starred when its CI excludes 0."""
-    ratio = as_float(r.get("ratio"))
-    if not math.isfinite(ratio):
+    """The row's %change (a factor past ±50%), starred when its CI excludes 0."""
+    g = _gain(r)
+    if not math.isfinite(g):
         return "n/a"
-    txt = f"{(1 - ratio) * 100:+.1f}%"
+    txt = change_text(g)
     return f"*{txt}*" if _significant(r) else f" {txt} "
 
 
-def _ratio_text(r) -> str:
-    ratio, lo, hi = as_float(r.get("ratio")), as_float(r.get("ratio_ci_low")), as_float(r.get("ratio_ci_high"))
-    if not math.isfinite(ratio):
-        return "n/a"
+def _ci_text(r, g: float) -> str:
+    """The row's CI in the sign and form of its %change ("[×7.8, ×11.6]" beside "×9.9 slower")."""
+    lo, hi = as_float(r.get("ratio_ci_low")), as_float(r.get("ratio_ci_high"))
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        return f"{(1 - ratio) * 100:+.1f}% (ringtest/spsc x{ratio:.2f})"
-    return (f"{(1 - ratio) * 100:+.1f}% [{(1 - hi) * 100:+.1f}, {(1 - lo) * 100:+.1f}] "
-            f"(ringtest/spsc x{ratio:.2f} [x{lo:.2f}, x{hi:.2f}])")
+        return ""
+    ci = change_ci_text(gain_of_ratio(hi), gain_of_ratio(lo), g, percent_sign=False)
+    word = change_text(g).split()[-1]
+    return ci[:-len(word) - 1] if is_factor(g) and ci.endswith(f"] {word}") else ci
+
+
+def _ratio_text(r) -> str:
+    """The row's %change with its CI, in the one sign (+ = ringtest takes less; a factor past ±50%,
+    which is the ratio itself), and the ratio ringtest/spsc beside a percent."""
+    g = _gain(r)
+    if not math.isfinite(g):
+        return "n/a"
+    ratio, lo, hi = as_float(r.get("ratio")), as_float(r.get("ratio_ci_low")), as_float(r.get("ratio_ci_high"))
+    has_ci = math.isfinite(lo) and math.isfinite(hi)
+    ci = _ci_text(r, g)
+    if is_factor(g):
+        return f"{change_text(g)} {ci}".rstrip()
+    return (f"{change_text(g)} {ci} (ringtest/spsc ×{ratio:.2f}" + (f" [×{lo:.2f}, ×{hi:.2f}])" if has_ci else ")")
+            ).replace("  ", " ")
 
 
 def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = WIDTH,
@@ -83,8 +106,19 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     tree = env.parameters.get("tree") or "?"
     n = len(table)
     sig = sum(_significant(r) for _, r in table.iterrows())
-    lines = wrap_para(f"ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC on {host}: {n} "
-                      f"row{'s' if n != 1 else ''}, {sig} with a %change told apart from 0", width)
+    gains = [_gain(r) for _, r in table.iterrows()]
+    slower, faster = sum(1 for g in gains if g < 0), sum(1 for g in gains if g > 0)
+    ways = (f"ringtest is slower in {slower} of {n}" if slower == n else f"ringtest is faster in {faster} of {n}"
+            if faster == n else f"ringtest is slower in {slower} and faster in {faster} of {n}")
+    lines = wrap_para(f"ringlab kernel-tests: ringtest ptr_ring beside ringlab's SPSC on {host}: {ways} "
+                      f"row{'s' if n != 1 else ''}; " + (f"{sig} decided" if sig else "none decided"), width)
+    for _, r in table.iterrows():   # the robot's headline, one per row told apart from 0
+        if _significant(r):
+            g = _gain(r)
+            what = (f"{change_text(g)} in" if is_factor(g)
+                    else f"{abs(g):.1f}% {'improvement' if g > 0 else 'regression'} of")
+            lines += hang_para(f"ringtest vs spsc: {what} ns per item (size={int(r['ring_size'])} {r['cpus']}), "
+                               f"95% CI {_ci_text(r, g)}", width)
     lines += wrap_para(counters_line(df, env), width)
     lines.append("")
     git = env.git
@@ -93,6 +127,14 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     lines += wrap_para("test machine: " + machine_line(env), width)
     lines += noise_floor_lines(rt.host, rt.floor, env, {"gains": []}, width)
     lines.append("")
+    nr = sorted({int(x) for x in pd.to_numeric(table["n_ringtest"], errors="coerce").dropna()})
+    ns = sorted({int(x) for x in pd.to_numeric(table["n_spsc"], errors="coerce").dropna()})
+    span = lambda v: "?" if not v else f"{v[0]}" if v[0] == v[-1] else f"{v[0]}-{v[-1]}"  # noqa: E731
+    wall = wall_time(env, df)
+    lines += wrap_para(f"n: {span(nr)} ringtest and {span(ns)} SPSC trials per row (unpaired); ringtest "
+                       f"{trial_text(df)}, SPSC {trial_text(spsc.df)}; run "
+                       + (duration_text(wall) if math.isfinite(wall) else "time not recorded")
+                       + ". ns: lower is better.", width)
     w = _COLS
     lines.append(" ".join((f"{'spsc ns/op':>{w[0] + w[1] + 1}}", f"{'%change':^{w[2]}}",
                            f"{'ringtest ns':>{w[3] + w[4] + 1}}")) + "  ring")
@@ -105,12 +147,15 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
         cells = (f"{value_label(r['spsc_ns_per_op']):>{w[0]}}", f"{sd_label(_cv(spsc, size, cpus)):>{w[1]}}",
                  f"{_change_cell(r):^{w[2]}}", f"{value_label(r['ringtest_ns_per_item']):>{w[3]}}",
                  f"{sd_label(_cv(rt, size, cpus)):>{w[4]}}")
-        lines.append((" ".join(cells) + f"  size={size} {cpus} {r['pair_class']}")[:width])
+        line, label = " ".join(cells) + "  ", f"size={size} {cpus} {r['pair_class']}"
+        # the label is never cut: on a line of its own where the row is too long
+        lines += [line + label] if len(line) + len(label) <= width else [line.rstrip()] + wrap_para(label, width, 4)
         ratios.append(f"size={size} {cpus}: {_ratio_text(r)}")
     lines.append("")
     levels = sorted({f"{as_float(x) * 100:.4g}%" for x in table["ci_level"] if math.isfinite(as_float(x))})
-    lines += wrap_para("%change: (spsc - ringtest) / spsc of the time per item, + = ringtest takes less, from "
-                       "the Hodges-Lehmann ratio of ringtest's ns per item to the SPSC's ns per op; "
+    lines += wrap_para("%change: + = better, as in every ringlab table: (spsc - ringtest) / spsc of the time per "
+                       "item, + = ringtest takes less; past ±50% a factor (×3.2 slower: 3.2 times the SPSC's "
+                       "time), from the Hodges-Lehmann ratio of ringtest's ns per item to the SPSC's ns per op; "
                        f"*x*: its {', '.join(levels) or 'n/a'} CI excludes 0 (Mann-Whitney): "
                        + "; ".join(ratios) + ". They do different work (ringtest's producer also waits for "
                        "the used ring), so the change says how much of ringtest's time the bare ring "

@@ -168,6 +168,16 @@ def with_run_seed(nb_params: dict, run_params: dict) -> dict:
     return nb_params
 
 
+def command_words(run_dir: Path, env: RunEnv, notebook: tuple[str, dict] | None = None) -> str:
+    """The command the run came from, in a few words: "notebook 10-ptr-ring-reorder" or
+    "ringlab run ptr_ring" (the reproduce line spells it out)."""
+    env = RunEnv.of(env)
+    nb = notebook or _recorded_notebook(env) or _executed_notebook(Path(run_dir))
+    if nb:
+        return f"notebook {Path(nb[0]).stem}"
+    return f"ringlab run {env.experiment}" if env.experiment else "command not recorded"
+
+
 def reproduce_lines(run_dir: Path, env: RunEnv, width: int,
                     notebook: tuple[str, dict] | None = None) -> list[str]:
     """The reproduce line: the notebook's papermill line with the parameters it was given when

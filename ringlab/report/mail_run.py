@@ -157,3 +157,122 @@ def not_measured(df: pd.DataFrame, env: RunEnv) -> str:
     if gov and not gov.get("available"):
         bits.append("a fixed CPU frequency (" + (gov.get("reason") or "no governor") + ")")
     return "; ".join(bits) + "." if bits else "nothing left out."
+
+
+# -- how many: the design behind each row, the trials' length, the run's wall time ----------
+def _finite_ints(rows, col: str) -> list[int]:
+    out = []
+    for r in rows:
+        try:
+            v = float(r.get(col))
+        except (TypeError, ValueError):
+            continue
+        if v == v and v not in (float("inf"), float("-inf")):
+            out.append(int(round(v)))
+    return out
+
+
+def _span(vals: list[int]) -> str:
+    lo, hi = min(vals), max(vals)
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+def design_text(rows) -> str:
+    """How many measurements each compared row rests on, from the compare() rows: "233 layout
+    pairs x 3 rounds" (a layouts design: rounds of each layout pair), "10 rounds, one layout
+    pair" (paired trials of one build), else the trials of each arm ("30 and 30 trials")."""
+    rows = list(rows)
+    pairs, layouts = _finite_ints(rows, "n_pairs"), [k for k in _finite_ints(rows, "layouts") if k > 0]
+    if pairs and layouts and max(layouts) > 1:
+        per = {round(p / k, 3) for r in rows for p, k in zip(_finite_ints([r], "n_pairs"), _finite_ints([r], "layouts"))
+               if k > 0}
+        if len(layouts) == len(rows) and len(per) == 1 and float(next(iter(per))).is_integer():
+            return f"{_span(layouts)} layout pairs x {int(next(iter(per)))} rounds"
+        return f"{_span(pairs)} rounds over {_span(layouts)} layout pairs"
+    if pairs:
+        return f"{_span(pairs)} rounds" + (", one layout pair" if layouts else "")
+    nb, nc = _finite_ints(rows, "n_baseline"), _finite_ints(rows, "n_candidate")
+    if nb and nc:
+        return f"{_span(nb)} and {_span(nc)} trials"
+    return "n not recorded"
+
+
+def duration_text(seconds: float) -> str:
+    """7.5 ms, 2.2 s, 3.1 min: a length of time in the unit that reads best."""
+    s = float(seconds)
+    if s < 1e-3:
+        return f"{s * 1e6:.3g} µs"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms"
+    if s < 120:
+        return f"{s:.3g} s"
+    return f"{s / 60:.3g} min" if s < 7200 else f"{s / 3600:.3g} h"
+
+
+def trial_length(df: pd.DataFrame) -> tuple[float, float]:
+    """(operations per trial, seconds per trial): the medians over the measured trials of
+    raw.csv's ``count`` and ``wall_s`` (NaN where the column is missing or empty)."""
+    from ringlab import schema
+    meas = schema.measured(df) if len(df) else df
+
+    def med(col):
+        if col not in meas.columns:
+            return float("nan")
+        v = pd.to_numeric(meas[col], errors="coerce").dropna()
+        return float(v.median()) if len(v) else float("nan")
+    return med("count"), med("wall_s")
+
+
+def ops_text(n: float) -> str:
+    """625k, 2.5M, 20M: a count of operations in one word (a line break never splits it)."""
+    n = float(n)
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{n:.0f}"
+
+
+def trial_text(df: pd.DataFrame, short: bool = False) -> str:
+    """"2.5M ops per trial (7.5 ms)"; ``short``: "7.5 ms trials"."""
+    ops, secs = trial_length(df)
+    dur = duration_text(secs) if secs == secs and secs > 0 else ""
+    if short:
+        return f"{dur} trials" if dur else (f"{ops_text(ops)}-op trials" if ops == ops else "trial length not recorded")
+    if ops == ops and ops > 0:
+        return f"{ops_text(ops)} ops per trial" + (f" ({dur})" if dur else "")
+    return f"{dur} per trial" if dur else "trial length not recorded"
+
+
+def _utc(text) -> float | None:
+    from datetime import datetime
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def wall_time(env: RunEnv, df: pd.DataFrame) -> float:
+    """The run's wall time in seconds: env.json's ended_utc - started_utc, else the span of
+    raw.csv's timestamps (NaN when neither is recorded)."""
+    env = RunEnv.of(env)
+    t0, t1 = _utc(env.started_utc), _utc(env.ended_utc)
+    if t0 is not None and t1 is not None and t1 >= t0:
+        return t1 - t0
+    if "timestamp" in df.columns and len(df):
+        ts = pd.to_datetime(df["timestamp"], errors="coerce", utc=True).dropna()
+        if len(ts) > 1:
+            return float((ts.max() - ts.min()).total_seconds())
+    return float("nan")
+
+
+def cpus_text(env: RunEnv) -> str:
+    """"2 CPUs (AMD EPYC)": the host's CPU count and model, trademark marks left out."""
+    env = RunEnv.of(env)
+    n = env.topology.get("n_cpus")
+    model = str(env.cpu.get("model") or "unknown CPU")
+    for mark in ("(R)", "(TM)", "(tm)", "(r)"):
+        model = model.replace(mark, "")
+    model = " ".join(model.split())
+    return f"{n} CPUs ({model})" if n else f"? CPUs ({model})"

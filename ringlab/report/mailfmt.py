@@ -56,3 +56,19 @@ def path_lines(path: str, width: int, indent: int = 2) -> list[str]:
 
 def short_sha(sha: str | None) -> str:
     return (sha or "")[:12] or "n/a"
+
+
+def hang_para(text: str, width: int, indent: int = 2) -> list[str]:
+    """A paragraph whose second and later lines hang ``indent`` columns in: one item of a list
+    that reads as one line (a headline) even where the width breaks it."""
+    return textwrap.wrap(text, width=width, subsequent_indent=" " * indent, break_on_hyphens=False)
+
+
+def sig4(v) -> str:
+    """A measured value to 4 significant digits, trailing zeros kept (2.930, 188.9, 1828)."""
+    v = as_float(v)
+    if not math.isfinite(v):
+        return "n/a"
+    if abs(v) >= 1e5:
+        return f"{v:.3e}"
+    return f"{v:#.4g}".rstrip(".")

@@ -40,6 +40,9 @@ ARM_TEXT = ("The two arm columns are the centers the effect is computed from: th
             "estimated ratio implies (baseline x ratio), so the two give the %change exactly; the "
             "arms' raw medians are in the Summary table.")
 HOLM_MARK = "(Holm)"
+#: how an effect beyond ±FACTOR_PCT reads (stated once, beside the sign)
+FACTOR_TEXT = ("Beyond ±50% an effect is a factor of the metric instead: \"×9.7 slower\" is 9.7 times the "
+               "baseline's time, \"×2.1 faster\" under half of it.")
 TIME_METRICS = {"ns_per_op", "elapsed_ns", "ns_producer", "ns_consumer", "wall_s", "elapsed_us", "cycles_per_op",
                 "cycles"}
 
@@ -147,7 +150,7 @@ def sign_text(cmp: pd.DataFrame) -> str:
     lib = bool(cmp["lower_is_better"].iloc[0]) if len(cmp) and "lower_is_better" in cmp else True
     formula = ("(baseline - candidate) / baseline" if lib else "(candidate - baseline) / baseline")
     return (f"{SIGN_CONVENTION} Here {CHANGE} = {formula} of {metric}, and its CI is in the same sign. "
-            f"{ARM_TEXT}")
+            f"{FACTOR_TEXT} {ARM_TEXT}")
 
 
 def gain_ci(r) -> tuple[float, float]:
@@ -211,6 +214,100 @@ def gain(r) -> float:
         return g
     d = _num(r, "delta_pct")
     return -d if _flag(r.get("lower_is_better", True)) else d
+
+
+#: beyond this |%change| (+ = better) an effect is printed as a factor ("x9.7 slower"): a percent of
+#: a several-fold change reads wrong in either sign (9.7 times the time is "-870%", a tenth of it "+90%")
+FACTOR_PCT = 50.0
+
+
+def gain_of_ratio(ratio: float, lower_is_better: bool = True) -> float:
+    """The %change (+ = better) of a candidate/baseline ratio of the metric: compare()'s
+    ``gain_pct`` rule, (1 - ratio) x 100 for lower-is-better metrics, (ratio - 1) x 100 else; the
+    one gain computation for tables that hold a ratio rather than a compare() row."""
+    try:
+        ratio = float(ratio)
+    except (TypeError, ValueError):
+        return math.nan
+    if not math.isfinite(ratio):
+        return math.nan
+    return (1 - ratio) * 100 if lower_is_better else (ratio - 1) * 100
+
+
+def ratio_of_gain(g: float, lower_is_better: bool = True) -> float:
+    """candidate/baseline of the metric from a %change (+ = better): the inverse of ``gain_of_ratio``."""
+    return 1 - g / 100 if lower_is_better else 1 + g / 100
+
+
+def change_words(metric: str) -> tuple[str, str]:
+    """The words of a factor's direction for ``metric``: ("faster", "slower") for times and
+    throughputs, ("fewer", "more") for instruction counts, ("better", "worse") otherwise."""
+    if metric in INSTRUCTION_METRICS:
+        return "fewer", "more"
+    if metric in TIME_METRICS or metric in ("ops_per_s", "mops"):
+        return "faster", "slower"
+    return "better", "worse"
+
+
+def _factor_number(f: float) -> str:
+    return f"×{f:.1f}" if f < 99.95 else f"×{f:.0f}"
+
+
+def is_factor(g: float) -> bool:
+    """The effect prints as a factor (|%change| > FACTOR_PCT)."""
+    return math.isfinite(g) and abs(g) > FACTOR_PCT
+
+
+def factor_of_gain(g: float, lower_is_better: bool = True) -> float:
+    """How many times better (or worse) a %change (+ = better) is: max(ratio, 1/ratio); NaN where
+    the ratio is not positive."""
+    r = ratio_of_gain(g, lower_is_better) if math.isfinite(g) else math.nan
+    return max(r, 1 / r) if math.isfinite(r) and r > 0 else math.nan
+
+
+def change_text(g: float, lower_is_better: bool = True, metric: str = "ns_per_op", percent_sign: bool = True) -> str:
+    """A %change (+ = better) as the tables and the mail print it: "+11.8%", or beyond
+    ±FACTOR_PCT the factor with its direction, "×9.7 faster" / "×2.1 slower"."""
+    if not math.isfinite(g):
+        return fmt.NA
+    if not is_factor(g):
+        return f"{g:+.1f}%" if percent_sign else f"{g:+.1f}"
+    f = factor_of_gain(g, lower_is_better)
+    if not math.isfinite(f):
+        return f"{g:+.1f}%"
+    good, bad = change_words(metric)
+    return f"{_factor_number(f)} {good if g > 0 else bad}"
+
+
+def change_ci_text(lo: float, hi: float, g: float, lower_is_better: bool = True, metric: str = "ns_per_op",
+                   percent_sign: bool = True) -> str:
+    """The CI [lo, hi] of a %change g (+ = better) in the form ``change_text`` gives g: percents
+    ("[+11.1%, +12.5%]"), or factors when g prints as one ("[×9.0, ×10.5] faster"; bounds on
+    both sides of 0: "[×1.1 slower, ×2.9 faster]")."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return fmt.NA
+    if not is_factor(g):
+        return fmt.ci(lo, hi) if percent_sign else f"[{lo:+.1f}, {hi:+.1f}]"
+    flo, fhi = factor_of_gain(lo, lower_is_better), factor_of_gain(hi, lower_is_better)
+    if not (math.isfinite(flo) and math.isfinite(fhi)):
+        return fmt.ci(lo, hi) if percent_sign else f"[{lo:+.1f}, {hi:+.1f}]"
+    good, bad = change_words(metric)
+    if lo >= 0 or hi <= 0:   # one direction: the factors in ascending order, the word once
+        a, b = sorted((flo, fhi))
+        return f"[{_factor_number(a)}, {_factor_number(b)}] {good if g > 0 else bad}"
+    return f"[{_factor_number(flo)} {bad}, {_factor_number(fhi)} {good}]"
+
+
+def row_change_text(r, percent_sign: bool = True) -> str:
+    """``change_text`` of a compare() row's gain."""
+    return change_text(gain(r), _flag(r.get("lower_is_better", True)), str(r.get("metric") or "ns_per_op"),
+                       percent_sign)
+
+
+def row_change_ci_text(r, percent_sign: bool = True) -> str:
+    """``change_ci_text`` of a compare() row's CI of its gain."""
+    return change_ci_text(*gain_ci(r), gain(r), _flag(r.get("lower_is_better", True)),
+                          str(r.get("metric") or "ns_per_op"), percent_sign)
 
 
 def arm_centers(r) -> tuple[float, float]:
@@ -327,7 +424,7 @@ def comparison_rows(cmp: pd.DataFrame, labels: dict | None = None,
             v = r[c]
             row.append("n/a" if v is None or (isinstance(v, float) and math.isnan(v))
                        else str(int(v)) if isinstance(v, float) else str(v))
-        row += [fmt.pct(gain(r)), fmt.ci(*gain_ci(r))]
+        row += [row_change_text(r), row_change_ci_text(r)]
         if nxt:
             row.append(fmt.ci(*next_gain_ci(r)))
         row.append(fmt.p(r["p_holm"]))

@@ -317,7 +317,8 @@ def perf_rb_table(a: Analysis) -> pd.DataFrame:
 
 @_one_table
 def perf_rb_verdicts(a: Analysis) -> pd.DataFrame:
-    """backward against forward (and each against base), per placement."""
+    """backward against forward (and each against base), per placement; the %change in the one sign
+    of every ringlab table (``tables.gain``: + = better, a factor past ±50%)."""
     df = a.df
     metric = _elapsed_metric(df)
     out = []
@@ -330,7 +331,8 @@ def perf_rb_verdicts(a: Analysis) -> pd.DataFrame:
         for _, r in cmp.iterrows():
             out.append({"placement": r.get("placement"), "baseline": base, "candidate": r["candidate"],
                         "median baseline": r["median_baseline"], "median candidate": r["median_candidate"],
-                        "delta": _pct(r["delta_pct"]), "95% CI of delta": _ci(r["ci_low_pct"], r["ci_high_pct"]),
+                        _tab.change_header(cmp): _tab.row_change_text(r),
+                        f"95% CI of {_tab.CHANGE}": _tab.row_change_ci_text(r),
                         "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
     return pd.DataFrame(out)
 
