@@ -258,3 +258,13 @@ def test_a_row_not_called_after_holm_keeps_the_state_note():
     row = arms.finish(1 - arms.p / 2, 0.01, 0.05, printed_level=0.95)
     assert row.verdict.verdict == NOT_AFTER_HOLM
     assert "machine states: faster in the fast state" in row.verdict.note
+
+
+def test_a_fit_that_fell_back_says_so_in_the_row(monkeypatch):
+    monkeypatch.setattr(F, "_mixedlm", lambda d, inv: None)
+    sim = noise.simulate_ab(6, 10, effect=(0.02, 0.02), sigma_layout=0.02, rng=np.random.default_rng(15),
+                            state_gap=0.0)
+    df = tidy_frame(sim, ("base", "cand"))
+    df = df[~df["round"].isin([0, 1, 2])]           # unbalanced: MixedLM's turn
+    r = compare(df, "base").iloc[0]
+    assert r["design"] == "layouts" and "did not converge" in r["note"]

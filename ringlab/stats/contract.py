@@ -232,11 +232,11 @@ class Comparison:
     shown: Estimate | None = None        # the printed one, at 1 - alpha (None: ``estimate`` is at it)
 
     def _note(self) -> str:
-        if self.verdict.note:
-            return "; ".join(t for t in (self.verdict.note, self.plan.basis if self.plan is not None else "") if t)
-        if self.plan is not None:
-            return self.plan.basis
-        return self.estimate.notes[0] if self.estimate is not None and self.estimate.notes else ""
+        """The verdict's note, the plan's basis and the estimate's notes (an exact comparison's, a
+        layouts fit that fell back), joined."""
+        parts = [self.verdict.note, self.plan.basis if self.plan is not None else ""]
+        parts += list(self.estimate.notes) if self.estimate is not None else []
+        return "; ".join(t for t in parts if t)
 
     @property
     def printed(self) -> Estimate | None:
