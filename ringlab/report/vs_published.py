@@ -87,8 +87,8 @@ def mail_table(a: Analysis, baseline: str, patched: str, metric: str = "ns_per_o
         cb, cc = _tab.arm_centers(r)
         row[f"unpatched ({baseline}) {metric}"] = cb
         row[f"patched ({patched}) {metric}"] = cc
-        row[change] = _pct(_tab.gain(r))
-        row[f"{cih} of {_tab.CHANGE}"] = _ci(*_tab.gain_ci(r))
+        row[change] = _tab.row_change_text(r)
+        row[f"{cih} of {_tab.CHANGE}"] = _tab.row_change_ci_text(r)
         row["p (Holm)"] = _p(r["p_holm"])
         row["n"] = f"{int(r['n_baseline'])}/{int(r['n_candidate'])}"
         row["verdict"] = r["verdict"] + (f" (need ~{int(r['trials_needed'])} trials/arm)"
@@ -119,7 +119,7 @@ def published_vs_reproduced_reorder(a: Analysis, baseline: str = "batch", patche
                      "patched / unpatched": round(1 + r["delta_pct"] / 100, 4),
                      cih: (f"[{1 + r['ci_low_pct'] / 100:.4f}, {1 + r['ci_high_pct'] / 100:.4f}]"
                                          if not math.isnan(r["ci_low_pct"]) else "n/a"),
-                     "%change (+ = faster)": _pct(_tab.gain(r))})
+                     "%change (+ = faster)": _tab.row_change_text(r)})
     return pd.DataFrame(rows)
 
 
@@ -169,7 +169,7 @@ def size_sweep_table(a: Analysis, baseline: str = "prebatch", metric: str = "ns_
         rows.append({"mode": r.get("mode"), "pair_class": r.get("pair_class"), "size": size,
                      "batch": effective_batch(size, int(r.get("batch", 0) or 0)),
                      f"{baseline} ns/op": cb, f"{r['candidate']} ns/op": cc,
-                     change: _pct(_tab.gain(r)), cih: _ci(*_tab.gain_ci(r)),
+                     change: _tab.row_change_text(r), cih: _tab.row_change_ci_text(r),
                      "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
     return pd.DataFrame(rows)
 
@@ -187,8 +187,8 @@ def by_placement_table(a: Analysis, baseline: str, metric: str = "ns_per_op") ->
         row = {c: r[c] for c in cols}
         cb, cc = _tab.arm_centers(r)
         row.update({"candidate": r["candidate"], f"{baseline} {metric}": cb,
-                    f"candidate {metric}": cc, change: _pct(_tab.gain(r)),
-                    cih: _ci(*_tab.gain_ci(r)),
+                    f"candidate {metric}": cc, change: _tab.row_change_text(r),
+                    cih: _tab.row_change_ci_text(r),
                     "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
         rows.append(row)
     return pd.DataFrame(rows)
