@@ -30,6 +30,7 @@ COMMANDS = {
     "summarize": ("ringlab.lab.commands.summarize", "summary tables and figures for a run folder"),
     "provenance": ("ringlab.lab.commands.provenance", "were A and B different binaries from different sources?"),
     "mail": ("ringlab.lab.commands.mail", "a run as plain text for a mailing-list reply (72 columns)"),
+    "verify": ("ringlab.lab.commands.verify", "recompute every printed number of a run folder from raw.csv"),
     "import-perf": ("ringlab.lab.commands.import_perf", "turn pasted `perf stat` text into rows"),
     "bench": ("ringlab.lab.commands.bench", "ringlab's own benchmarks (harness fidelity, overhead)"),
     "sessions": ("ringlab.lab.commands.sessions", "one comparison in several runs over time, combined by random effects"),

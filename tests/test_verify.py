@@ -1,0 +1,280 @@
+"""``ringlab verify``: the printed numbers of a run folder recomputed from raw.csv and env.json.
+
+A run folder rendered with today's code verifies; a wrong number planted in compare.csv,
+summary.md or mail.txt is named (file, row, field); the second implementation's rank tests and
+layouts fit agree with ringlab.stats on random data; every committed run verifies (marked
+``committed_run``: it fails until results/ is re-rendered with today's code).
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ringlab.lab import cli
+from ringlab.report import write_report
+from ringlab.report import verify as V
+from ringlab.report.mail import mail_text
+from committed import RESULTS, committed
+
+SOURCE = RESULTS / "ptr-ring-reorder" / "xeon-kvm-2vcpu" / "20261201T053710Z-1902d8"
+PRINTED = ("compare.csv", "summary.md", "mail.txt")
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> Path:
+    """A committed run's raw.csv and env.json, rendered with today's code."""
+    run = tmp_path_factory.mktemp("verify") / "run"
+    run.mkdir()
+    for f in ("raw.csv", "env.json"):
+        shutil.copy(SOURCE / f, run / f)
+    write_report(run, figures=False)
+    (run / "mail.txt").write_text(mail_text(run))
+    return run
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_freshly_rendered_run_verifies(rendered):
+    res = V.verify(rendered)
+    assert res.ok, res.text()
+    assert set(PRINTED) <= set(res.files)
+    assert res.checked > 150
+    # the numbers it cannot recompute from the folder are listed, not skipped silently
+    assert any("trials_needed" in w for w in res.not_checked)
+    assert cli.main(["verify", str(rendered)]) == 0
+
+
+def _plant(run: Path, name: str, old: str, new: str) -> None:
+    text = (run / name).read_text()
+    assert old in text, f"{old!r} not in {name}"
+    (run / name).write_text(text.replace(old, new, 1))
+
+
+def _prebatch_slower_row(run: Path) -> pd.Series:
+    cmp = pd.read_csv(run / "compare.csv")
+    return cmp[(cmp["candidate"] == "prebatch") & (cmp["mode"] == 1)].iloc[0]
+
+
+def test_a_wrong_number_in_compare_csv_is_named(rendered, tmp_path, capsys):
+    run = _copy(rendered, tmp_path / "run")
+    cmp = pd.read_csv(run / "compare.csv")
+    i = cmp.index[(cmp["candidate"] == "prebatch") & (cmp["mode"] == 1)][0]
+    cmp.loc[i, "ci_high_pct"] += 0.05
+    cmp.to_csv(run / "compare.csv", index=False)
+    res = V.verify(run)
+    assert not res.ok
+    (f,) = res.findings
+    assert (f.file, f.field) == ("compare.csv", "ci_high_pct")
+    assert "mode=1" in f.row and "prebatch" in f.row
+    assert cli.main(["verify", str(run)]) == 1
+    assert "DISAGREES compare.csv" in capsys.readouterr().out
+
+
+def test_a_wrong_verdict_in_compare_csv_is_named(rendered, tmp_path):
+    run = _copy(rendered, tmp_path / "run")
+    cmp = pd.read_csv(run / "compare.csv")
+    i = cmp.index[(cmp["candidate"] == "prebatch") & (cmp["mode"] == 1)][0]
+    cmp.loc[i, "verdict"] = "inconclusive"
+    cmp.to_csv(run / "compare.csv", index=False)
+    assert [(f.file, f.field, f.printed) for f in V.verify(run).findings] == [("compare.csv", "verdict", "inconclusive")]
+
+
+def test_a_wrong_number_in_summary_md_is_named(rendered, tmp_path):
+    run = _copy(rendered, tmp_path / "run")
+    r = _prebatch_slower_row(run)
+    p = f"{r['p_holm']:.3f}"
+    line = next(ln for ln in (run / "summary.md").read_text().splitlines() if f"| {p} |" in ln and "prebatch" in ln)
+    _plant(run, "summary.md", line, line.replace(f"| {p} |", "| 0.500 |"))
+    (f,) = V.verify(run).findings
+    assert (f.file, f.field, f.printed) == ("summary.md", "p (Holm)", "0.500")
+    assert "prebatch" in f.row and "mode=1" in f.row
+
+
+def test_a_wrong_percent_in_summary_md_is_named(rendered, tmp_path):
+    run = _copy(rendered, tmp_path / "run")
+    r = _prebatch_slower_row(run)
+    g = f"{r['gain_pct']:+.1f}%"
+    wrong = f"{r['gain_pct'] + 0.3:+.1f}%"
+    line = next(ln for ln in (run / "summary.md").read_text().splitlines() if f"| {g} |" in ln and "prebatch" in ln)
+    _plant(run, "summary.md", line, line.replace(f"| {g} |", f"| {wrong} |"))
+    (f,) = V.verify(run).findings
+    assert f.file == "summary.md" and f.field.startswith("%change") and f.printed == wrong
+
+
+def test_a_wrong_number_in_the_mail_table_is_named(rendered, tmp_path):
+    run = _copy(rendered, tmp_path / "run")
+    r = _prebatch_slower_row(run)
+    g = f"{r['gain_pct']:+.1f}%"
+    line = next(ln for ln in (run / "mail.txt").read_text().splitlines()
+                if f"*{g}*" in ln and "mode=1" in ln and "next" not in ln)
+    wrong = f"{r['gain_pct'] - 0.4:+.1f}%"
+    _plant(run, "mail.txt", line, line.replace(f"*{g}*", f"*{wrong}*"))
+    found = V.verify(run).findings
+    assert [(f.file, f.field, f.printed) for f in found] == [("mail.txt", "%change", wrong)]
+    assert "prebatch" in found[0].row and "mode=1" in found[0].row
+
+
+def test_a_wrong_next_run_interval_in_the_mail_is_named(rendered, tmp_path):
+    run = _copy(rendered, tmp_path / "run")
+    line = next(ln for ln in (run / "mail.txt").read_text().splitlines() if " next [" in ln and "reorder" in ln
+                and "mode=0" in ln)
+    nxt = line[line.index("next [") + 5:line.index("]", line.index("next [")) + 1]
+    lo, hi = (float(x) for x in nxt.strip("[]").split(","))
+    wrong = f"[{lo:+.1f}, {hi + 1:+.1f}]"
+    _plant(run, "mail.txt", line, line.replace(nxt, wrong))
+    (f,) = V.verify(run).findings
+    assert (f.file, f.field) == ("mail.txt", "next high") and "reorder" in f.row
+
+
+def test_wrong_centers_in_the_mail_are_named(rendered, tmp_path):
+    run = _copy(rendered, tmp_path / "run")
+    r = _prebatch_slower_row(run)
+    after = f"{r['center_candidate']:.4g}"
+    text = (run / "mail.txt").read_text()
+    assert f"-> {after} " in text           # the commit block's before -> after
+    _plant(run, "mail.txt", f"-> {after} ", f"-> {float(after) * 1.01:.4g} ")
+    found = V.verify(run).findings
+    assert [(f.file, f.field) for f in found] == [("mail.txt", "after")], found
+
+
+def test_bad_input_exits_2_naming_what_is_needed(tmp_path, capsys):
+    assert cli.main(["verify", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "no raw.csv" in err and str(tmp_path) in err
+    with pytest.raises(V.VerifyError):
+        V.verify(tmp_path / "missing")
+
+
+def test_tolerance_is_half_a_unit_of_the_last_printed_digit():
+    assert V.tolerance("+1.3%") == pytest.approx(0.05 + 1e-9)
+    assert V.tolerance("0.027") == pytest.approx(0.0005 + 1e-9)
+    assert V.tolerance("4.074") == pytest.approx(0.0005 + 1e-9)
+    assert V.tolerance("12") == pytest.approx(0.5 + 1e-9)
+    assert V.tolerance("2e-05") == pytest.approx(0.5e-5 + 1e-9)
+
+
+# -- the second implementation against ringlab.stats ----------------------------------------------
+
+@pytest.mark.parametrize("n", [5, 12, 40, 450])
+def test_signed_rank_agrees_with_ringlab_stats(n):
+    from ringlab.stats import ranktests
+    rng = np.random.default_rng(n)
+    d = np.round(rng.normal(0.01, 0.03, n), 4)        # rounded: ties and zeros happen
+    for level in (0.95, 0.99):
+        ours = V.signed_rank(d, level)
+        theirs = ranktests.signed_rank(d, level)
+        assert ours == pytest.approx((theirs["estimate"], theirs["ci_low"], theirs["ci_high"], theirs["p"]),
+                                     rel=1e-9, abs=1e-12, nan_ok=True)
+
+
+@pytest.mark.parametrize("nx,ny", [(4, 6), (20, 25), (60, 70)])
+def test_rank_sum_agrees_with_ringlab_stats(nx, ny):
+    from ringlab.stats import ranktests
+    rng = np.random.default_rng(nx * ny)
+    x, y = rng.normal(0, 0.05, nx), rng.normal(0.03, 0.05, ny)
+    ours = V.rank_sum(x, y, 0.95)
+    theirs = ranktests.rank_sum(x, y, 0.95)
+    assert ours == pytest.approx((theirs["estimate"], theirs["ci_low"], theirs["ci_high"], theirs["p"]), rel=1e-9)
+
+
+@pytest.mark.parametrize("balanced", [True, False])
+def test_layouts_fit_agrees_with_ringlab_stats(balanced):
+    from ringlab.stats import fit
+    rng = np.random.default_rng(7 + balanced)
+    K = 8
+    n_k = np.full(K, 4) if balanced else rng.integers(2, 7, K)
+    layout = np.repeat(np.arange(K), n_k)
+    d = 0.02 + rng.normal(0, 0.02, K)[layout] + rng.normal(0, 0.03, len(layout))
+    ours = V.layouts_fit(d, layout)
+    theirs = fit.fit(d, layout)
+    assert (ours["theta"], ours["se"], ours["df"]) == pytest.approx((theirs.theta, theirs.se, theirs.df), rel=1e-4)
+    assert ours["s2l"] == pytest.approx(theirs.sigma2_layout, rel=1e-3, abs=1e-9)
+
+
+def _synthetic(tmp_path: Path, incomplete: bool) -> Path:
+    """A run folder of one build per arm (no layout column); ``incomplete``: the candidate's
+    rounds are other rounds than the baseline's (unpaired)."""
+    from ringlab.stats.compare import compare
+    from ringlab.stats.replication import with_next_run
+    rng = np.random.default_rng(3)
+    rows = []
+    for size in (64, 1024):
+        for rnd in range(16):
+            for v, eff in (("base", 1.0), ("cand", 1.04), ("same", 1.0)):
+                if incomplete and v != "base" and rnd < 12:
+                    continue
+                for it in range(3):
+                    rows.append({"variant": v, "size": size, "trial": rnd, "round": rnd + (100 if incomplete and v != "base" else 0),
+                                 "status": "ok", "warmup": False,
+                                 "ns_per_op": 10 * eff * math.exp(rng.normal(0, 0.02))})
+    raw = pd.DataFrame(rows)
+    run = tmp_path / ("unpaired" if incomplete else "paired")
+    run.mkdir()
+    raw.to_csv(run / "raw.csv", index=False)
+    (run / "env.json").write_text(json.dumps({"parameters": {"variants": "base,cand,same"}}))
+    with_next_run(compare(raw, "base")).to_csv(run / "compare.csv", index=False)
+    return run
+
+
+@pytest.mark.parametrize("incomplete", [False, True], ids=["paired", "unpaired"])
+def test_one_build_designs_verify_and_a_planted_p_is_named(tmp_path, incomplete):
+    run = _synthetic(tmp_path, incomplete)
+    cmp = pd.read_csv(run / "compare.csv")
+    assert set(cmp["design"]) == {"unpaired" if incomplete else "paired"}
+    res = V.verify(run)
+    assert res.ok, res.text()
+    assert res.checked >= 4 * 20
+    cmp.loc[0, "p_value"] *= 1.5
+    cmp.to_csv(run / "compare.csv", index=False)
+    assert [(f.file, f.field) for f in V.verify(run).findings] == [("compare.csv", "p_value")]
+
+
+# -- every committed run -------------------------------------------------------------------------
+
+def committed_rendered_runs() -> list[Path]:
+    found = sorted(p.parent for p in RESULTS.rglob("raw.csv") if any((p.parent / f).is_file() for f in PRINTED))
+    return committed(found)
+
+
+@pytest.mark.committed_run
+@pytest.mark.parametrize("run", committed_rendered_runs(), ids=lambda p: str(p.relative_to(RESULTS)))
+def test_every_committed_run_verifies(run):
+    """A committed run promises that every number it prints recomputes (docs/results.md).  Fails
+    on runs rendered by older code until the lead re-renders results/ with today's code."""
+    res = V.verify(run)
+    assert res.ok, "committed run does not recompute:\n" + res.text()
+
+
+def test_a_notebooks_ab_tables_are_checked_and_a_wrong_cell_named(rendered, tmp_path):
+    """An executed notebook's A/B tables: the report's markdown and a DataFrame's HTML output."""
+    from ringlab.report import report
+    from ringlab.report import vs_published as vp
+    run = _copy(rendered, tmp_path / "run")
+    table = vp.mail_table(report(run, baseline="batch"), "batch", "reorder")
+
+    def write(html: str) -> None:
+        nb = {"cells": [{"cell_type": "code", "source": [], "metadata": {}, "execution_count": 1, "outputs": [
+            {"output_type": "display_data", "metadata": {}, "data": {"text/html": [html]}},
+            {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": [(run / "summary.md").read_text()]}}]}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        (run / "10-ptr-ring-reorder.ipynb").write_text(json.dumps(nb))
+
+    write(table.to_html())
+    res = V.verify(run)
+    assert res.ok, res.text()
+    before = V.verify(rendered).checked
+    assert res.checked >= before + 2 * 8 + 4 * 8     # both tables' rows
+    col = next(c for c in table.columns if c.startswith("patched (reorder)"))
+    table.loc[1, col] = table.loc[1, col] * 1.01
+    write(table.to_html())
+    (f,) = V.verify(run).findings
+    assert (f.file, f.field) == ("10-ptr-ring-reorder.ipynb", "candidate center") and "mode=1" in f.row
