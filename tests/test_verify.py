@@ -278,3 +278,44 @@ def test_a_notebooks_ab_tables_are_checked_and_a_wrong_cell_named(rendered, tmp_
     write(table.to_html())
     (f,) = V.verify(run).findings
     assert (f.file, f.field) == ("10-ptr-ring-reorder.ipynb", "candidate center") and "mode=1" in f.row
+
+
+def test_exact_and_too_few_rows_verify(tmp_path):
+    """Deterministic counts (exact: the difference of the medians) and an arm of one round."""
+    from ringlab.stats.compare import compare
+    from ringlab.stats.replication import with_next_run
+    rng = np.random.default_rng(1)
+    rows = [{"variant": v, "size": size, "trial": rnd, "round": rnd, "status": "ok", "warmup": False,
+             "instructions_per_op": val, "ns_per_op": 10 + rng.normal(0, 0.1)}
+            for size in (64, 128) for rnd in range(10)
+            for v, val in (("base", 100.0), ("fewer", 90.0), ("same", 100.0), ("one", 95.0)) if v != "one" or rnd == 0]
+    raw = pd.DataFrame(rows)
+    for metric, designs in (("instructions_per_op", {"exact"}), ("ns_per_op", {"paired", "unpaired"})):
+        run = tmp_path / metric
+        run.mkdir()
+        raw.to_csv(run / "raw.csv", index=False)
+        (run / "env.json").write_text("{}")
+        cmp = with_next_run(compare(raw, "base", metric=metric))
+        assert set(cmp["design"]) == designs
+        cmp.to_csv(run / "compare.csv", index=False)
+        res = V.verify(run)
+        assert res.ok, res.text()
+        cmp.loc[cmp["candidate"] == "fewer", "delta_pct"] += 0.01
+        cmp.to_csv(run / "compare.csv", index=False)
+        assert {(f.field, f.row.split()[-1]) for f in V.verify(run).findings} == {("delta_pct", "fewer")}
+
+
+@pytest.mark.parametrize("basis", ["runs", "host A/A"])
+def test_the_next_run_interval_uses_the_tau_and_basis_the_row_states(tmp_path, basis):
+    from ringlab.stats.compare import compare
+    from ringlab.stats.replication import Between, with_next_run
+    run = _synthetic(tmp_path, incomplete=False)
+    raw = pd.read_csv(run / "raw.csv")
+    text = "from 4 runs of this comparison" if basis == "runs" else "host A/A upper bound from 6 runs, 70% one-sided"
+    b = Between(tau2=0.01 ** 2, df=3.0 if basis == "runs" else math.inf, basis=basis, runs=4, text=text)
+    cmp = with_next_run(compare(raw, "base"), b)
+    cmp.to_csv(run / "compare.csv", index=False)
+    assert V.verify(run).ok
+    cmp["next_between_sd_pct"] *= 1.2            # another tau than the interval was made with
+    cmp.to_csv(run / "compare.csv", index=False)
+    assert {f.field for f in V.verify(run).findings} == {"next_low_pct", "next_high_pct"}

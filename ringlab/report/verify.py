@@ -376,24 +376,32 @@ def recompute_row(meas: pd.DataFrame, config: dict, baseline: str, candidate: st
         r.v["p_welch"] = float(sst.ttest_ind(b_all, c_all, equal_var=False).pvalue)
     callgrind = ("icount_source" in sub.columns and metric in INSTRUCTION_METRICS and len(b_all) and len(c_all)
                  and (pd.concat([bsub, csub])["icount_source"].astype(str) == "callgrind").all())
-    if len(b_all) and len(c_all) and (callgrind or (np.all(b_all == b_all[0]) and np.all(c_all == c_all[0]))):
-        r.design, r.est = "exact", mc - mb
-        r.v.update(design="exact", delta_pct=(mc - mb) / abs(mb) * 100 if mb else math.nan)
-        return r
     b, c = _per_round(bsub, metric).dropna(), _per_round(csub, metric).dropna()
     common = b.index.intersection(c.index)
-    if len(b) < 2 or len(c) < 2:
+    paired = "_round" in sub.columns and len(common) >= 2 and len(common) >= 0.5 * max(len(b), len(c))
+    # the baseline's center: Hodges-Lehmann of its per-round values over the rounds compared
+    # (log scale when positive); the candidate's is center x the estimated ratio
+    vb = (b.loc[common] if paired else b).to_numpy(float)
+    vb = vb[np.isfinite(vb)]
+    if len(vb):
+        log = bool(np.all(vb > 0))
+        r.v["center_baseline"] = math.exp(_hl(np.log(vb))) if log else _hl(vb)
+    if len(b_all) and len(c_all) and (callgrind or (np.all(b_all == b_all[0]) and np.all(c_all == c_all[0]))):
+        r.design, r.est = "exact", mc - mb
+        r.v.update(design="exact", n_pairs=0, delta_pct=(mc - mb) / abs(mb) * 100 if mb else math.nan)
+        r.v["center_candidate"] = r.v.get("center_baseline", math.nan) * (1 + r.v["delta_pct"] / 100)
+        return r
+    if len(b) < 2 or len(c) < 2:      # too few to compare: the row says so, unpaired, no estimate
         r.design = "too few"
+        r.v.update(design="unpaired", n_pairs=0)
         return r
     allv = np.concatenate([b.to_numpy(), c.to_numpy()])
     if not np.all(allv > 0):
         r.design = "not positive"
         return r
-    paired = "_round" in sub.columns and len(common) >= 2 and len(common) >= 0.5 * max(len(b), len(c))
     if paired:
         r.d = np.log(c.loc[common].to_numpy()) - np.log(b.loc[common].to_numpy())
         r.v["n_pairs"] = len(common)
-        center = np.log(b.loc[common].to_numpy())
         K = 0
         if "layout" in sub.columns:
             lay = bsub.groupby("_round", sort=True)["layout"].first().astype(str).reindex(common)
@@ -415,13 +423,11 @@ def recompute_row(meas: pd.DataFrame, config: dict, baseline: str, candidate: st
     else:
         r.x, r.y = np.log(b.to_numpy()), np.log(c.to_numpy())
         r.design, r.v["n_pairs"] = "unpaired", 0
-        center = r.x
         r.est, _, _, p = rank_sum(r.x, r.y, LEVEL)
     r.v.update(design=r.design, p_value=p, delta_pct=math.expm1(r.est) * 100)
     lo, hi = r.ci(LEVEL)
     r.v.update(ci_low_pct=math.expm1(lo) * 100, ci_high_pct=math.expm1(hi) * 100)
-    cb = math.exp(_hl(center))
-    r.v.update(center_baseline=cb, center_candidate=cb * math.exp(r.est))
+    r.v["center_candidate"] = r.v["center_baseline"] * math.exp(r.est)
     return r
 
 
@@ -812,7 +818,10 @@ def check_ab_table(text, file: str, rows: list[Row], res: Result, nexts: dict) -
                 elif h.startswith("95% CI of %change"):
                     ck.change_ci(label, h, v, r.v.get("gain_low_pct", math.nan), r.v.get("gain_high_pct", math.nan), lib)
                 elif h.startswith("next run here"):
-                    lo, hi = nexts.get(id(r), (math.nan, math.nan))
+                    if id(r) not in nexts:
+                        res.not_checked.append(f"{file} {h}: no compare.csv states the rows' tau and basis")
+                        continue
+                    lo, hi = nexts[id(r)]
                     if v.strip() not in ("", "n/a", "—"):
                         gl, gh = sorted((_gain(lo, lib), _gain(hi, lib)))
                         ck.change_ci(label, h, v, gl, gh, lib)
@@ -897,7 +906,10 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict) -> None:
         lib = r.lower_is_better
         ck.change(rl, "interval %change", m.group(1), r.v.get("gain_pct", math.nan), lib)
         ck.change_ci(rl, "95% CI", m.group(2), r.v.get("gain_low_pct", math.nan), r.v.get("gain_high_pct", math.nan), lib)
-        lo, hi = nexts.get(id(r), (math.nan, math.nan))
+        if id(r) not in nexts:
+            res.not_checked.append("mail.txt next intervals: no compare.csv states the rows' tau and basis")
+            continue
+        lo, hi = nexts[id(r)]
         gl, gh = sorted((_gain(lo, lib), _gain(hi, lib)))
         ck.change_ci(rl, "next", m.group(3), gl, gh, lib)
     joined = re.sub(r"\s*\n\s+", " ", text)
@@ -932,8 +944,10 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict) -> None:
             ck.number(rl, "change", m.group(6), d)
             ck.change_ci(rl, "95% CI", m.group(7), r.v.get("ci_low_pct", math.nan), r.v.get("ci_high_pct", math.nan),
                          False)
-            if m.group(8):
-                lo, hi = nexts.get(id(r), (math.nan, math.nan))
+            if m.group(8) and id(r) not in nexts:
+                res.not_checked.append("mail.txt next intervals: no compare.csv states the rows' tau and basis")
+            elif m.group(8):
+                lo, hi = nexts[id(r)]
                 ck.change_ci(rl, "next run", m.group(8), lo, hi, False)
     res.not_checked.append("mail.txt ±%sd, n line, noise floor, instruction counts: not in docs/verdicts.md's "
                            "formulas (arm spread, calibration files)")
