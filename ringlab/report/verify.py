@@ -274,14 +274,12 @@ def _parse_label(text: str) -> dict:
 
 
 def _margin(env: dict) -> float:
+    """The equivalence margin, a fraction: the run's ``-p margin`` (percent, env.json
+    ``parameters.margin``), else 1%."""
     params = env.get("parameters") if isinstance(env.get("parameters"), dict) else {}
-    for v in (params.get("margin"), env.get("margin")):
-        try:
-            v = float(v)
-        except (TypeError, ValueError):
-            continue
-        if math.isfinite(v) and v > 0:
-            return v / 100 if v >= 1 else v      # -p margin PCT or a fraction
+    pct = params.get("margin")
+    if isinstance(pct, (int, float)) and not isinstance(pct, bool) and 0 <= pct < 100:
+        return float(pct) / 100
     return DEFAULT_MARGIN
 
 
@@ -680,6 +678,12 @@ def check_compare_csv(path: Path, rows: list[Row], res: Result) -> None:
             basis = "none"
         nlo, nhi = next_run(r, float(tau) if pd.notna(tau) else math.nan, basis, str(c.get("next_source") or ""))
         r.v.update(next_low_pct=nlo, next_high_pct=nhi)
+        if "sign_reproducible" in cmp.columns:
+            # a called row: does its next-run interval lie on the side of 0 its CI lies on?
+            called = r.v.get("verdict") in SIGNIFICANT and r.design != "exact" and math.isfinite(nlo)
+            want = "" if not called else str((nlo > 0 and r.v["ci_low_pct"] > 0) or (nhi < 0 and r.v["ci_high_pct"] < 0))
+            got = c.get("sign_reproducible")
+            ck.equal(label, "sign_reproducible", "" if pd.isna(got) else str(got), want)
         for f in COMPARE_FIELDS:
             if f not in cmp.columns:
                 continue
