@@ -318,4 +318,6 @@ def test_the_next_run_interval_uses_the_tau_and_basis_the_row_states(tmp_path, b
     assert V.verify(run).ok
     cmp["next_between_sd_pct"] *= 1.2            # another tau than the interval was made with
     cmp.to_csv(run / "compare.csv", index=False)
-    assert {f.field for f in V.verify(run).findings} == {"next_low_pct", "next_high_pct"}
+    fields = {f.field for f in V.verify(run).findings}
+    # a wider interval may also reach across 0 where the printed one did not
+    assert {"next_low_pct", "next_high_pct"} <= fields <= {"next_low_pct", "next_high_pct", "sign_reproducible"}
