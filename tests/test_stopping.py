@@ -652,7 +652,9 @@ def test_the_budget_is_a_deadline_within_one_round_whatever_the_plan(noisy, monk
     # the rounds the budget left after the builds pays for, and at most one more
     assert st["rounds_run"] <= math.ceil((20 - build_s) / round_s) + 1, st
     assert st["stop_reason"] == "budget" and st["stages"][-1]["stop_reason"] == "budget"
-    assert st["stages"][0]["layouts"] == 16 and st["rounds_planned"] == 64      # the plan stood
+    # the plan stood (a host without a calibration sizes its pilot at the cheap warm-up round it
+    # timed: more rounds on the same layouts, never fewer)
+    assert st["stages"][0]["layouts"] == 16 and st["rounds_planned"] >= 64
     assert st["stages"][0]["build_s"] >= build_s
     assert 20 - 0.5 <= st["spent_s"] <= 20 + round_s + 0.5                # at most one round past the budget
     assert st["rounds_run"] < st["rounds_planned"]
@@ -742,3 +744,92 @@ def test_what_would_reach_the_target_is_planned_at_the_seconds_per_round_measure
     assert seconds >= build_s + measure_s - 1                              # and more time than it took
     assert seconds == pytest.approx(k * per_layout + k * p * spr, abs=1)   # at the costs measured
     assert out.last_stage.design_planned == st.last_stage.planned          # the pilot's own plan is kept
+
+
+def _fit_row(sigma_layout_pct: float, sigma_round_pct: float, group: str = "mode=0,size=1000") -> pd.DataFrame:
+    """One compare() row of a layouts fit with its components (the columns planning reads)."""
+    return pd.DataFrame([{"group": group, "candidate": "reorder", "design": "layouts", "note": "",
+                          "ci_low_pct": -1.6, "ci_high_pct": 1.6, "sigma_layout_pct": sigma_layout_pct,
+                          "sigma_round_pct": sigma_round_pct}])
+
+
+def test_stages_are_planned_from_the_layouts_fit_the_interval_comes_from():
+    """The components a stage is planned from are the fit's (sigma_L^2, sigma_R^2 of the printed
+    CI), each row scaled to the target; a fit without a layout level (one round per layout) gives
+    none and the plan falls back on the nested components' bounds."""
+    comps = sequential.fit_components(_fit_row(0.5, 4.0), 0.5)
+    assert comps == pytest.approx({"layout": 0.005 ** 2, "process": 0.04 ** 2, "iteration": 0.0})
+    # a row whose own target is twice the run's is scaled by (1/2)^2
+    half = sequential.fit_components(_fit_row(0.5, 4.0, "mode=1,size=1000"), 0.5, {"0": 0.5, "1": 1.0})
+    assert half["process"] == pytest.approx(0.04 ** 2 / 4)
+    assert sequential.fit_components(_fit_row(math.nan, math.nan), 0.5) == {}
+    assert sequential.fit_components(_fit_row(0.5, 4.0), 0.5, arms=["other"]) == {}
+    # the round level dominates: the next stage buys rounds per layout; the layout level: layouts
+    rounds = sequential.next_design(comps, 64, 2, 0.5, 0.17, 0.03, None, 256)
+    lays = sequential.next_design(sequential.fit_components(_fit_row(4.0, 0.5), 0.5), 64, 2, 0.5, 0.17, 0.03, None, 256)
+    assert rounds.rounds_per_layout > 2 and lays.layouts > 64 and lays.rounds_per_layout == 2
+    assert sequential.dominant_level({"layout": 0.005 ** 2, "round": 0.04 ** 2}, 64, 2)[0] == "round"
+    assert sequential.dominant_level({"layout": 0.04 ** 2, "round": 0.005 ** 2}, 64, 2)[0] == "layout"
+
+
+def test_a_stop_short_says_which_level_stopped_it_and_plans_the_reach_from_the_fit(monkeypatch):
+    """A run out of budget short of its target: what would reach it is ``reach_design`` of the
+    fit's components at the costs measured (not the plan that just missed), and the sentence
+    names the level whose variance makes most of the interval."""
+    from ringlab.experiments import get
+    v = get("ptr_ring").resolve({"variants": "batch,reorder", "modes": "0", "sizes": "1000", "target_ci": "0.5",
+                                 "budget": "60", "stop": "target"})
+    st = stopping.opening(v, stopping.load_levels(v, "no-such-host"), layout_s=0.05)
+    st = dataclasses.replace(st, layouts=64, rounds_per_layout=2, rounds_planned=128,
+                             stages=(dataclasses.replace(st.stages[0], layouts=64, rounds_per_layout=2,
+                                                         new_rounds=128),))
+    st = stopping.add_time(st, measure_s=55.0, build_s=3.0)
+    df = pd.DataFrame({"round": range(128 + st.warmup_rounds)})
+    monkeypatch.setattr(sequential, "compare", lambda df, base, **kw: _fit_row(0.3, 6.0))
+    monkeypatch.setattr(sequential, "review_rows", lambda *a, **kw: [
+        RowRecord(group="mode=0,size=1000", candidate="reorder", half_width_pct=1.6, target_pct=0.5,
+                  target_met=False, decided=None, judged=True)])
+    monkeypatch.setattr(sequential, "observed_components", lambda *a, **kw: pytest.fail("planned from bounds"))
+    out = sequential.review(df, st, 4096)
+    assert out.stop_reason == "budget"
+    last = out.last_stage
+    assert last.components_fit == pytest.approx({"layout": 0.003 ** 2, "round": 0.06 ** 2})
+    spr, cl = sequential.measured_costs(df, out)
+    want = sequential.reach_design({"layout": 0.003 ** 2, "process": 0.06 ** 2, "iteration": 0.0}, 64, 2, 0.5,
+                                   spr, cl, 4096, observed_half_width_pct=1.6)
+    assert last.planned.startswith(f"{want.layouts} layout pairs x {want.rounds_per_layout} rounds each")
+    assert want.rounds_per_layout > 2          # the round level stopped it: the reach adds rounds
+    text = _text(out.to_json())
+    assert "layouts fit of this run's data gives SDs of the paired log ratio of layout 0.3%, round 6.0%" in text
+    assert "the round level's variance makes" in text and "more rounds narrow it most" in text
+    assert Stopping.from_json(out.to_json()) == out
+
+
+@pytest.mark.parametrize("spr,build", [(0.02, 1.0), (0.3, 0.02)])
+def test_an_uncalibrated_hosts_pilot_is_sized_from_its_measured_round_and_build_times(spr, build):
+    """Without a calibration the pilot's size and shape follow the seconds the run timed: its
+    rounds fill the pilot's share of the budget left, and dear builds with cheap rounds buy more
+    rounds per layout than cheap builds with dear rounds."""
+    from ringlab.experiments import get
+    v = get("ptr_ring").resolve({"variants": "batch,reorder", "modes": "0", "sizes": "1000", "target_ci": "0.5",
+                                 "budget": "60", "stop": "target"})
+    st = stopping.opening(v, stopping.load_levels(v, "no-such-host"), layout_s=build)
+    assert stopping.uncalibrated(st)
+    st = stopping.fit_pilot_to_builds(st, 4, 4 * build)
+    left = 60 - 4 * build - spr
+    out = stopping.fit_pilot_to_rounds(st, spr, 1, left)
+    k, p = out.layouts, out.rounds_per_layout
+    share = sequential.POLICY.pilot_share * left
+    assert k * p * spr <= share and k >= sequential.POLICY.pilot_min_layouts
+    assert (k * p + 2 * p) * spr > share or k == st.layouts or k * p == st.stages[0].new_rounds  # the share is spent
+    assert out.stages[0].round_s_measured == pytest.approx(spr)
+    other = sequential.pilot_for_measured_costs(st.layouts, 0.3 if spr < 0.1 else 0.02,
+                                                1.0 if build < 0.1 else 0.02, left)
+    assert other != (k, p)       # other measured costs, another pilot
+    if build > spr:
+        assert p > sequential.POLICY.min_rounds_per_layout
+    else:
+        assert p == sequential.POLICY.min_rounds_per_layout
+    # a calibrated host keeps its planned pilot where it fits
+    cal = dataclasses.replace(st, calibration_by_mode={"0": "measured"})
+    assert not stopping.uncalibrated(cal)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from ringlab.stats.sequential import POLICY
+from ringlab.stats.sequential import POLICY, dominant_level
 from ringlab.stats.stopping_record import Stopping
 
 
@@ -93,10 +93,19 @@ def _short_text(stopping: Stopping) -> str:
     last = stopping.stages[-1] if stopping.stages else None
     got = "; ".join(f"{r.candidate} {_mode_of(r.group)}±{float(r.half_width_pct):.2f}% of "
                     f"±{float(r.target_pct):g}%" for r in short if _num_ok(r.half_width_pct))
-    comp = (last.components_upper if last else None) or {}
+    fit = (last.components_fit if last else None) or {}
+    comp = fit or (last.components_upper if last else None) or {}
     sds = ", ".join(f"{n} {math.sqrt(v) * 100:.1f}%" for n, v in comp.items() if _num_ok(v) and v > 0)
     text = f" Not reached: {got}."
-    if sds:
+    if sds and fit:
+        text += f" Why: the layouts fit of this run's data gives SDs of the paired log ratio of {sds}"
+        top = dominant_level(fit, last.layouts, last.rounds_per_layout)
+        if top is not None:
+            text += (f"; at {last.layouts} layouts x {last.rounds_per_layout} rounds the {top[0]} level's "
+                     f"variance makes {top[1] * 100:.0f}% of the interval's squared width, so more "
+                     f"{'layouts' if top[0] == 'layout' else 'rounds'} narrow it most")
+        text += "."
+    elif sds:
         text += f" Why: this run measured SDs of the paired log ratio of {sds} (upper bounds, per unit of each level)."
     if last is not None and last.planned:
         text += f" What would reach it, planned from them: {last.planned}."

@@ -11,8 +11,11 @@ the seconds the builds and trials took, the raw rows, and turns its designs into
    run at their own (``COUNT_BY_MODE``); a count given stays.  With a budget the first
    ``probe_layouts`` layouts are built and timed first and the pilot is cut to what its builds may
    spend (``fit_pilot_to_builds``).  The run then times its warm-up rounds and cuts the pilot to
-   what its rounds cost here within the budget left (``fit_pilot_to_rounds``): a host without a
-   calibration plans from cautious defaults whose costs can be far from this machine's.
+   what its rounds cost here within the budget left (``fit_pilot_to_rounds``).  A host without a
+   calibration (``uncalibrated``) sizes the pilot from those timed seconds alone, its builds' and
+   its rounds' (``sequential.pilot_for_measured_costs``): the cautious defaults' costs can be far
+   from this machine's; the pilot then uses only the layouts already built, and its added
+   rounds are specs like a stage's (``pilot_specs``).
 2. **Review after each stage** (``review``): ``sequential.review`` stops the run or appends the
    next stage; a row's target is its mode's (``target_ci_by_mode``, else ``target_ci``) and only
    the rows of ``target_arms`` are judged where it names some.
@@ -205,22 +208,52 @@ def fit_pilot_to_rounds(stopping: Stopping, seconds: float, rounds: int, left_s:
     pilot's seconds per round are recorded (``round_s_measured``) and its ``predicted_s``."""
     s0 = stopping.stages[0]
     spr = float(seconds) / max(1, int(rounds))
-    k, p = sequential.pilot_for_round_time(s0.layouts, s0.rounds_per_layout, spr, left_s, sequential.POLICY)
+    if uncalibrated(stopping):
+        # no calibration: the pilot's shape and size come from the seconds this run timed
+        k, p = sequential.pilot_for_measured_costs(s0.layouts, spr, s0.build_s_per_layout_measured, left_s,
+                                                   sequential.POLICY)
+        how = "sized"
+    else:
+        k, p = sequential.pilot_for_round_time(s0.layouts, s0.rounds_per_layout, spr, left_s, sequential.POLICY)
+        how = "cut"
     planned = s0.planned
     if (k, p) != (s0.layouts, s0.rounds_per_layout):
-        planned = (f"{planned}; cut to {k} layouts x {p} rounds (about {k * p * spr:.0f} s) at the "
-                   f"{spr:.3g} s a round its warm-up took, within the {max(0.0, left_s):.0f} s of budget left")
+        built = (f" and the {s0.build_s_per_layout_measured:.3g} s a layout's builds took"
+                 if how == "sized" and s0.build_s_per_layout_measured is not None else "")
+        planned = (f"{planned}; {how} to {k} layouts x {p} rounds (about {k * p * spr:.0f} s) at the "
+                   f"{spr:.3g} s a round its warm-up took{built}, within the {max(0.0, left_s):.0f} s of budget left")
     s0 = dataclasses.replace(s0, layouts=k, rounds_per_layout=p, new_rounds=k * p, planned=planned,
                              round_s_measured=spr, predicted_s=float(k * p * spr))
     return dataclasses.replace(stopping, stages=(s0,), layouts=k, rounds_per_layout=p, pilot_rounds=k * p,
                                rounds_planned=k * p)
 
 
+def uncalibrated(stopping: Stopping) -> bool:
+    """Whether every mode of the run was planned without a level calibration (``CAUTIOUS``)."""
+    from ringlab.stats.levels import CAUTIOUS
+    by_mode = stopping.calibration_by_mode or {}
+    return bool(by_mode) and all(str(src) == CAUTIOUS.source for src in by_mode.values())
+
+
 def pilot_specs(specs: list[TrialSpec], stopping: Stopping) -> list[TrialSpec]:
-    """The experiment's specs without the pilot's measured rounds past its (cut) ``new_rounds``."""
+    """The experiment's specs with the pilot's measured rounds ending at its (re-sized)
+    ``new_rounds``: those past it dropped, and where the pilot grew (a host without a calibration,
+    sized from its measured costs), each timing configuration and arm once more per new round, as
+    ``stage_specs`` adds a stage's."""
     s0 = stopping.stages[0]
     end = int(s0.first_round) + int(s0.new_rounds)
-    return [s for s in specs if s.kind != "timing" or s.warmup or s.trial < end]
+    out = [s for s in specs if s.kind != "timing" or s.warmup or s.trial < end]
+    last: dict[tuple, TrialSpec] = {}
+    for s in out:
+        if s.kind == "timing" and not s.warmup:
+            k = s.key()[:-1]
+            if k not in last or s.trial > last[k].trial:
+                last[k] = s
+    have = max((s.trial for s in last.values()), default=end - 1)
+    for trial in range(have + 1, end):
+        for s in last.values():
+            out.append(TrialSpec(dict(s.config), trial, False, s.cpus, s.pair_class, dict(s.extra)))
+    return out
 
 
 def check_variants(specs: list[TrialSpec]) -> None:

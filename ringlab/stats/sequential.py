@@ -14,7 +14,9 @@ Read top to bottom:
    planned per mode (``planned_counts``); the pilot's layouts are cut to the builds the run timed
    (``pilot_layouts_for_builds``) and, once its warm-up rounds are timed, to what its rounds cost
    here (``pilot_for_round_time``: within ``pilot_share`` of the budget left, whatever the
-   calibration, or its cautious defaults, predicted).
+   calibration predicted).  A host without a calibration sizes its pilot from the seconds the run
+   timed itself, its first builds and its warm-up rounds (``pilot_for_measured_costs``), not from
+   the cautious defaults' costs.
 3. **The review after each stage** (``review``): the run's own compare() rows (``review_rows``)
    and the stop (``stage_stop_reason``): every judged row reached its target half-width
    ("target"), every row decided ("decided": faster/slower, or its CI within +-X with X the
@@ -28,9 +30,13 @@ Read top to bottom:
    that ran: after a stop on the target or the budget its A/A rate can exceed alpha by what the
    earlier looks' strict tests spent (at most alpha again).  A run whose wall clock passes its
    budget mid-stage stops at the next round boundary and is reviewed as stopped on "budget"
-   (``out_of_time``); a stop short of the target says what would reach it (``reach_design``).
-4. **The next stage** (``next_design``): the variance components of the run's own paired log
-   ratios (``observed_components``, ``ringlab.stats.components``), at their upper bounds, planned
+   (``out_of_time``); a stop short of the target says what would reach it (``reach_design`` of
+   the fit's components at the costs measured) and which level's variance stopped it
+   (``dominant_level``).
+4. **The next stage** (``next_design``): the variance components of the layouts fit the printed
+   CIs come from (``fit_components``: sigma_L^2 and sigma_R^2 of ``ringlab.stats.fit``), so the
+   plan and the interval share one variance model; the upper bounds of the nested components
+   (``observed_components``) only where the fit has none (one round per layout).  Planned
    again (``allocation.allocate``) at the run's own costs, grown at most ``growth``-fold a level and
    cut to what the budget left pays for: a ``StageDesign``.
 5. **The schedule** (``stage_schedule``): which layout each new round measures; layout k is the
@@ -231,6 +237,33 @@ def pilot_for_round_time(layouts: int, rounds_per_layout: int, seconds_per_round
     return int(k), int(p)
 
 
+def pilot_for_measured_costs(layouts: int, seconds_per_round: float, build_s_per_layout: float | None,
+                             budget_left_s: float | None, policy: Policy = POLICY) -> tuple[int, int]:
+    """The pilot of a host without a calibration, sized from what the run timed itself: its
+    ``seconds_per_round`` (the warm-up rounds) and ``build_s_per_layout`` (its first builds, one
+    layout of every arm), within ``pilot_share`` of ``budget_left_s``.  Nothing says yet which
+    level dominates, so the rounds per layout are the cost-optimal ones for equal layout and round
+    variances (``allocation.best_repeats``: sqrt(build / round seconds)), at least
+    ``min_rounds_per_layout``; the layouts as many as the share then pays for, at most ``layouts``
+    (the ones built for it), at least ``pilot_min_layouts``; with the layouts at that cap the
+    share buys more rounds per layout instead.  Where even the smallest pilot costs more than the
+    whole rest, as many rounds as the rest pays for (``pilot_for_round_time``)."""
+    from ringlab.stats.allocation import Level, best_repeats
+    k_max = int(layouts)
+    if budget_left_s is None or not (math.isfinite(seconds_per_round) and seconds_per_round > 0):
+        return k_max, policy.min_rounds_per_layout
+    cl = float(build_s_per_layout) if build_s_per_layout is not None and build_s_per_layout >= 0 else 0.0
+    p = max(policy.min_rounds_per_layout,
+            best_repeats(Level("layout", 1.0, cl), Level("process", 1.0, seconds_per_round),
+                         Level("iteration", 0.0, 0.0))[0])
+    fit = int(policy.pilot_share * max(0.0, float(budget_left_s)) // seconds_per_round)
+    k = min(k_max, max(policy.pilot_min_layouts, fit // p))
+    if k == k_max and k * p < fit:      # every layout built: the share buys rounds on them
+        p = max(p, min(fit // k, policy.unbudgeted_rounds_per_layout))
+    return pilot_for_round_time(k, p, seconds_per_round, budget_left_s, dataclasses.replace(policy, pilot_share=1.0)) \
+        if k * p > fit else (int(k), int(p))
+
+
 # --- 3. the review after each stage ---------------------------------------------------------------
 
 def ci_half_width_pct(row) -> float:
@@ -315,7 +348,8 @@ def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Polic
     st, target, budget = stopping, stopping.target_ci, stopping.budget_s
     by_mode, arms = st.target_ci_by_mode, list(st.target_arms)
     try:
-        rows = review_rows(compare(df, st.baseline), target,
+        printed = compare(df, st.baseline)
+        rows = review_rows(printed, target,
                            strict=compare(df, st.baseline,
                                           alpha=look_alpha(st.looks + 1, policy.max_stages, policy.alpha)),
                            by_mode=by_mode, arms=arms)
@@ -331,8 +365,8 @@ def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Polic
         reason = "budget"
     if reason is None:
         last = st.last_stage
-        comps = observed_components(df, st.baseline)
-        upper = scaled_upper(comps["rows"], target, by_mode, arms) or comps["upper"]
+        fitted = fit_components(printed, target, by_mode, arms)
+        upper = fitted or planning_bounds(df, st.baseline, target, by_mode, arms)
         rounds_in_last = last.new_rounds + (st.warmup_rounds if last.stage == 0 else 0)
         new_layouts = last.layouts - (st.stages[-2].layouts if len(st.stages) > 1 else 0)
         nxt = next_design(upper, st.layouts, st.rounds_per_layout, target,
@@ -340,7 +374,7 @@ def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Polic
                           build_s_per_layout=float(last.build_s or 0) / max(1, new_layouts),
                           budget_left_s=(budget - spent) if budget else None, max_layouts=max_layouts,
                           observed_half_width_pct=widest_at_target(rows, target), policy=policy)
-        st = st.with_last_stage(components_upper={k: json_number(v) for k, v in upper.items()})
+        st = st.with_last_stage(**_components_fields(upper, fitted))
         if nxt.new_rounds < max(1, policy.min_stage_share * int(st.rounds_planned)):
             reason = "budget"     # what the budget left buys would not move the half-widths
         else:
@@ -355,8 +389,62 @@ def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Polic
     st = dataclasses.replace(st, stop_reason=reason).with_last_stage(stop_reason=reason)
     short = [r for r in rows if r.judged and not r.target_met and not r.decided]
     if reason in ("budget", "stages") and short:
-        st = _with_reach(df, st, short, max_layouts, policy)
+        st = _with_reach(df, st, short, max_layouts, policy, printed)
     return st
+
+
+def fit_components(compare_result: pd.DataFrame, target: float, by_mode: dict | None = None,
+                   arms=None) -> dict[str, float]:
+    """The variance components the printed CIs come from: per level, the largest over the judged
+    rows of the layouts fit's (``ringlab.stats.fit``: compare()'s ``sigma_layout_pct`` and
+    ``sigma_round_pct``, REML), each scaled by (target / the row's own target)^2 as
+    ``scaled_upper`` scales.  ``{"layout", "process", "iteration"}`` with the round's variance as
+    the process level's (a round's log ratio holds its process and its iterations), so a plan and
+    the interval the run prints share one variance model.  {} when no judged row has both
+    components (one layout, or one round per layout)."""
+    out: dict[str, float] = {}
+    frame = compare_result if compare_result is not None else pd.DataFrame()
+    for _, r in frame.iterrows():
+        if not judged(r.get("candidate"), arms):
+            continue
+        sl, sr = _finite_or_nan(r.get("sigma_layout_pct")), _finite_or_nan(r.get("sigma_round_pct"))
+        if not (math.isfinite(sl) and math.isfinite(sr)):
+            continue
+        factor = (float(target) / row_target(r.get("group"), target, by_mode)) ** 2
+        out["layout"] = max(out.get("layout", 0.0), (sl / 100) ** 2 * factor)
+        out["process"] = max(out.get("process", 0.0), (sr / 100) ** 2 * factor)
+    if out:
+        out["iteration"] = 0.0
+    return out
+
+
+def planning_bounds(df: pd.DataFrame, baseline: str, target: float, by_mode: dict | None, arms) -> dict:
+    """The components a plan falls back on where the fit gives none: the upper bounds of the run's
+    own nested components (``observed_components``, ``scaled_upper``)."""
+    try:
+        comps = observed_components(df, baseline)
+    except Exception:   # noqa: BLE001 - data without components: the plan scales the interval alone
+        return {}
+    return scaled_upper(comps["rows"], target, by_mode, arms) or comps["upper"]
+
+
+def _components_fields(upper: dict, fitted: dict) -> dict:
+    """The stage record's fields for the components a plan used: ``components_fit`` (layout and
+    round variances of the layouts fit) where it came from the fit, else ``components_upper``."""
+    if fitted:
+        return {"components_fit": {"layout": json_number(fitted["layout"]), "round": json_number(fitted["process"])}}
+    return {"components_upper": {k: json_number(v) for k, v in upper.items()}}
+
+
+def dominant_level(components: dict, layouts: int, rounds_per_layout: int) -> tuple[str, float] | None:
+    """(the level, its share) whose variance makes the larger part of the squared half-width at
+    ``layouts`` x ``rounds_per_layout``: sigma_L^2 / K against sigma_R^2 / (K P); None without both."""
+    sl, sr = components.get("layout"), components.get("round", components.get("process"))
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (sl, sr)) or sl + sr <= 0:
+        return None
+    a, b = float(sl), float(sr) / max(1, int(rounds_per_layout))
+    share = a / (a + b) if a + b > 0 else 0.0
+    return ("layout", share) if share >= 0.5 else ("round", 1 - share)
 
 
 def measured_costs(df: pd.DataFrame, stopping: Stopping) -> tuple[float, float]:
@@ -376,15 +464,14 @@ def measured_costs(df: pd.DataFrame, stopping: Stopping) -> tuple[float, float]:
 
 
 def _with_reach(df: pd.DataFrame, st: Stopping, short: list[RowRecord], max_layouts: int,
-                policy: Policy) -> Stopping:
+                policy: Policy, printed: pd.DataFrame | None = None) -> Stopping:
     """``st`` (stopped short of its target) with its last stage's ``planned`` saying what would
-    reach the target (``reach_design``), its components and its own plan kept beside it."""
+    reach the target (``reach_design``) from the layouts fit's components (``fit_components``;
+    the nested components' upper bounds where the fit has none), its components and its own
+    plan kept beside it."""
     target, by_mode, arms = st.target_ci, st.target_ci_by_mode, list(st.target_arms)
-    try:
-        comps = observed_components(df, st.baseline)
-    except Exception:   # noqa: BLE001 - data without components: the plan scales the interval alone
-        comps = {"rows": [], "upper": {}}
-    upper = scaled_upper(comps["rows"], target, by_mode, arms) or comps["upper"]
+    fitted = fit_components(printed, target, by_mode, arms) if printed is not None else {}
+    upper = fitted or planning_bounds(df, st.baseline, target, by_mode, arms)
     spr, cl = measured_costs(df, st)
     reach = reach_design(upper, st.layouts, st.rounds_per_layout, target, spr, cl, max_layouts,
                          observed_half_width_pct=widest_at_target(list(st.rows or ()), target), policy=policy)
@@ -403,7 +490,7 @@ def _with_reach(df: pd.DataFrame, st: Stopping, short: list[RowRecord], max_layo
     last = st.last_stage
     return st.with_last_stage(
         planned=text, design_planned=last.design_planned if last.design_planned is not None else last.planned,
-        components_upper={k: json_number(v) for k, v in upper.items()})
+        **_components_fields(upper, fitted))
 
 
 def reach_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct: float,

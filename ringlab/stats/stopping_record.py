@@ -116,6 +116,9 @@ class StageRecord:
     #: the plan the stage ran by, kept where ``planned`` now says what would reach the target (a
     #: stop short of it: planned from the run's own components and seconds per round)
     design_planned: str | None = None
+    #: the layouts fit's variance components ({"layout", "round"}, log scale, scaled to the run's
+    #: target) the stage's review planned from (None: planned from ``components_upper``, or not reviewed)
+    components_fit: dict[str, float | None] | None = None
 
     def to_json(self) -> dict:
         out = {"stage": self.stage, "layouts": self.layouts, "rounds_per_layout": self.rounds_per_layout,
@@ -132,6 +135,8 @@ class StageRecord:
             out["round_s_measured"] = self.round_s_measured
         if self.design_planned is not None:
             out["design_planned"] = self.design_planned
+        if self.components_fit is not None:
+            out["components_fit"] = dict(self.components_fit)
         return out
 
     @classmethod
@@ -148,7 +153,9 @@ class StageRecord:
                    built=doc.get("built"),
                    components_upper={str(k): _float(v) for k, v in comps.items()} if isinstance(comps, dict) else None,
                    round_s_measured=_float(doc.get("round_s_measured")),
-                   design_planned=None if doc.get("design_planned") is None else str(doc["design_planned"]))
+                   design_planned=None if doc.get("design_planned") is None else str(doc["design_planned"]),
+                   components_fit=({str(k): _float(v) for k, v in doc["components_fit"].items()}
+                                   if isinstance(doc.get("components_fit"), dict) else None))
 
     def spent_s(self) -> float:
         """The stage's machine time: its builds and its trials."""
