@@ -9,7 +9,9 @@ full's targets, or ``--targets``):
    measures what the run needs (and says so).  Its machine time (builds included), the
    half-width reached, why it stopped, the design it ended with, this run's 95% CI and the
    interval another run on this host is expected in (from the host's drift.json, else the run's
-   noise only, and it says so).  Its wall time against its deadline: the budget plus one round
+   noise only, and it says so); where it stopped short of its target, summary.md's "Not
+   reached" sentence: how far it got, which level's variance (the layouts fit's) stopped it, and
+   the design and time that would reach the target.  Its wall time against its deadline: the budget plus one round
    (the round under way when the budget runs out finishes) plus ``DEADLINE_SLACK_S`` for what a
    run does besides its builds and rounds (start-up, environment probe, the reviews): pass or fail.
 2. **A fixed design of the same machine time**, measured right after: profile full's shape
@@ -44,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from ringlab.rundir import read_env, read_raw  # noqa: E402
 from ringlab.rundir.calibration import with_host_next_run  # noqa: E402
+from ringlab.report.stopping_sentences import stopping_text  # noqa: E402
 from ringlab.run import run_experiment  # noqa: E402
 from ringlab.sources import kernel_header  # noqa: E402
 from ringlab.stats import compare  # noqa: E402
@@ -124,6 +127,15 @@ def fixed_params(base: dict, mode: str, stop: Stopping, seconds: float) -> dict:
     return out | ({"count": str(int(count))} if count else {})
 
 
+def short_text(stop: Stopping) -> str:
+    """summary.md's "Not reached: ..." of a staged run that stopped short of its target: how far
+    it got, which level's variance (from the layouts fit) stopped it, and the design and time
+    that would reach the target; "" when it reached it."""
+    text = stopping_text(stop)
+    at = text.find(" Not reached:")
+    return text[at + 1:] if at >= 0 else ""
+
+
 def _stop_text(stop: Stopping) -> str:
     return (f"ended at {stop.layouts} layouts x {stop.rounds_per_layout} rounds in "
             f"{len(stop.stages or ())} stages, stopped: {stop.stop_reason}; planned from: "
@@ -180,6 +192,9 @@ def questions(args, work: Path, targets: dict[str, float]) -> bool:
               f"rounds {float(stop.spent_s or 0):.1f} s)")
         print(f"  deadline: {deadline}")
         print(f"    {intervals_text(s['row'])}")
+        short = short_text(stop)
+        if short:
+            print(f"  {short}")
         deadlines.append(f"mode {mode} {'pass' if within else 'FAIL'} ({s['took']:.0f} s, budget {args.budget:g} s)")
         f = measure(work, f"fixed-{mode}", fixed_params(base, mode, stop, s["took"]), "batch", mode)
         print(f"  fixed design of the same time ({FIXED_LAYOUTS} layouts x "
