@@ -95,12 +95,6 @@ def run(a) -> int:
     return run_gaussian(a)
 
 
-def _real_chunk(levels, sc, planner, target, budget, runs, seed):
-    t0 = time.process_time()
-    out = stoppingsim.simulate_real_runs(levels, sc, planner, target, budget, runs, "decided", seed)
-    return out, time.process_time() - t0
-
-
 def run_scenarios(a) -> int:
     from ringlab.simulate import fitted
     results = Path(a.results) if a.results else ROOT / "results"
@@ -132,8 +126,8 @@ def run_scenarios(a) -> int:
             sc = all_sc[i - 1]
             t0 = time.monotonic()
             per = math.ceil(a.runs / max(1, a.jobs * 4))
-            futs = [pool.submit(_real_chunk, levels, sc, planner, a.target, a.budget, min(per, a.runs - j),
-                                a.seed + j) for j in range(0, a.runs, per)]
+            futs = [pool.submit(stoppingsim.timed_real_runs, levels, sc, planner, a.target, a.budget,
+                                min(per, a.runs - j), "decided", a.seed + j) for j in range(0, a.runs, per)]
             got = [f.result() for f in futs]
             runs = [r for rs, _ in got for r in rs]
             cpu = sum(c for _, c in got)

@@ -168,3 +168,33 @@ def test_a_seeded_run_of_each_kind_goes_through_the_run_s_stopping_code(levels):
     st = stoppingsim.simulate_real_run(levels, scs["two states, state-dependent effect"], planner, 1.0, 4, seed=4)
     r = st.rows[0]
     assert -0.02 <= r.truth <= 0.02 and (r.states != 2 or r.truth == 0.0)
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "stopping_aa.py"
+    spec = importlib.util.spec_from_file_location("stopping_aa_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_command_prints_each_figure_with_its_source_and_says_when_next_run_is_missing(tmp_path, capsys,
+                                                                                          monkeypatch):
+    bench = _bench()
+    tree = _results_tree(tmp_path)
+    monkeypatch.setattr(stoppingsim, "next_run_api", lambda: None)
+    rc = bench.main(["--runs", "6", "--scenarios", "1", "--budget", "4", "--target", "1", "--jobs", "1",
+                     "--results", str(tree), "--host", "h1"])
+    out = capsys.readouterr().out
+    assert rc in (0, 1)
+    assert "median sigma_layout_pct of 2 layouts-design rows" in out and "calibration/h1/calibration.json" in out
+    assert "next-run coverage: not available yet" in out
+    assert "1. no drift" in out and "A/A over all looks" in out and "CPU s per simulated run" in out
+    assert ("MISSED" in out) == (rc == 1)
+
+
+def test_the_command_refuses_to_simulate_a_figure_it_cannot_read(tmp_path, capsys):
+    rc = _bench().main(["--runs", "2", "--results", str(_results_tree(tmp_path, states=False)), "--host", "h1"])
+    assert rc == 2 and "cannot simulate: no committed figure for state gap" in capsys.readouterr().out

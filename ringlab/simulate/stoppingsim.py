@@ -348,6 +348,15 @@ def simulate_real_runs(levels, sc: Scenario, planner: LevelCalibration, target_p
     return [simulate_real_run(levels, sc, planner, target_pct, budget_s, stop, seed + i) for i in range(runs)]
 
 
+def timed_real_runs(levels, sc: Scenario, planner: LevelCalibration, target_pct: float, budget_s: float | None,
+                    runs: int, stop: str = "decided", seed: int = 0) -> tuple[list[RealRun], float]:
+    """``simulate_real_runs`` and the CPU seconds they took (a worker's share of a scenario)."""
+    import time
+    t0 = time.process_time()
+    out = simulate_real_runs(levels, sc, planner, target_pct, budget_s, runs, stop, seed)
+    return out, time.process_time() - t0
+
+
 @dataclass(frozen=True)
 class Criteria:
     """What a scenario must show: its A/A rate (every look) within the binomial interval of
