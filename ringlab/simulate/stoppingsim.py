@@ -416,6 +416,8 @@ def scenario_summary(runs: list[RealRun], sc: Scenario, level: float = 0.95,
         width = len(runs[0].rows) if runs else 0
         for j in range(width):
             for i in range(BETWEEN_RUNS - 1, n - 1):
+                if any(len(runs[k].rows) != width for k in range(i - BETWEEN_RUNS + 1, i + 2)):
+                    continue            # a run whose compare() gave other rows: no row to pair
                 past = [runs[k].rows[j] for k in range(i - BETWEEN_RUNS + 1, i + 1)]
                 with warnings.catch_warnings():     # statsmodels' I^2 of equal effects divides by 0
                     warnings.simplefilter("ignore", RuntimeWarning)
