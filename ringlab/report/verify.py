@@ -829,6 +829,13 @@ def check_ab_table(text, file: str, rows: list[Row], res: Result, nexts: dict) -
                     if v.strip() not in ("", "n/a", "—"):
                         gl, gh = sorted((_gain(lo, lib), _gain(hi, lib)))
                         ck.change_ci(label, h, v, gl, gh, lib)
+                elif h.startswith("layouts and machine states"):
+                    m = re.match(r"(\d+) layout pairs, layout spread ([\d.]+) points \(([\d.]+)% of the CI width", v)
+                    if m and r.design == "layouts":
+                        ck.number(label, "layout pairs", m.group(1), r.v.get("layouts", math.nan))
+                        ck.number(label, "layout spread", m.group(2), r.v.get("sigma_layout_pct", math.nan))
+                        ck.number(label, "layout share %", m.group(3), r.v.get("layout_share", math.nan) * 100)
+                    res.not_checked.append(f"{file} {h}: the machine states (the classifier's diagnostic)")
                 elif h == "p (Holm)":
                     ck.number(label, h, v, r.v.get("p_holm", math.nan))
                 elif h == "family size":
@@ -917,6 +924,13 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict) -> None:
         gl, gh = sorted((_gain(lo, lib), _gain(hi, lib)))
         ck.change_ci(rl, "next", m.group(3), gl, gh, lib)
     joined = re.sub(r"\s*\n\s+", " ", text)
+    # "n: 30 rounds over 8 layout pairs per row": every row's rounds and layout pairs
+    m = re.search(r"\bn: (\d+) rounds over (\d+) layout pairs per row", re.sub(r"\s+", " ", text))
+    if m:
+        for r in rows:
+            if r.design == "layouts":
+                ck.number(f"{r.candidate} {_label(r.config)}", "n rounds", m.group(1), r.v.get("n_pairs", math.nan))
+                ck.number(f"{r.candidate} {_label(r.config)}", "n layout pairs", m.group(2), r.v.get("layouts", math.nan))
     # headlines: "<cand> vs <base>: 21.7% regression of ns/op (<label>), 95% CI [-37.6, -7.7]"
     for m in re.finditer(r"(\S+) vs (\S+): ([\d.]+)% (regression|improvement) of \S+ \(([^)]*)\), 95% CI "
                          r"(\[[^\]]*\])", joined):
@@ -953,8 +967,8 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict) -> None:
             elif m.group(8):
                 lo, hi = nexts[id(r)]
                 ck.change_ci(rl, "next run", m.group(8), lo, hi, False)
-    res.not_checked.append("mail.txt ±%sd, n line, noise floor, instruction counts: not in docs/verdicts.md's "
-                           "formulas (arm spread, calibration files)")
+    res.not_checked.append("mail.txt ±%sd, trial length and wall time, noise floor, instruction counts: not in "
+                           "docs/verdicts.md's formulas (arm spread, timings, calibration files)")
 
 
 def recompute(run_dir) -> tuple[list[Row], dict]:
