@@ -85,7 +85,8 @@ def test_a_wrong_verdict_in_compare_csv_is_named(rendered, tmp_path):
     i = cmp.index[(cmp["candidate"] == "prebatch") & (cmp["mode"] == 1)][0]
     cmp.loc[i, "verdict"] = "inconclusive"
     cmp.to_csv(run / "compare.csv", index=False)
-    assert [(f.file, f.field, f.printed) for f in V.verify(run).findings] == [("compare.csv", "verdict", "inconclusive")]
+    found = [(f.file, f.field, f.printed) for f in V.verify(run).findings]
+    assert found == [("compare.csv", "verdict", "inconclusive")]
 
 
 def test_a_wrong_number_in_summary_md_is_named(rendered, tmp_path):
@@ -213,7 +214,8 @@ def _synthetic(tmp_path: Path, incomplete: bool) -> Path:
                 if incomplete and v != "base" and rnd < 12:
                     continue
                 for it in range(3):
-                    rows.append({"variant": v, "size": size, "trial": rnd, "round": rnd + (100 if incomplete and v != "base" else 0),
+                    moved = 100 if incomplete and v != "base" else 0    # no round in common with base
+                    rows.append({"variant": v, "size": size, "trial": rnd, "round": rnd + moved,
                                  "status": "ok", "warmup": False,
                                  "ns_per_op": 10 * eff * math.exp(rng.normal(0, 0.02))})
     raw = pd.DataFrame(rows)
@@ -264,7 +266,8 @@ def test_a_notebooks_ab_tables_are_checked_and_a_wrong_cell_named(rendered, tmp_
     def write(html: str) -> None:
         nb = {"cells": [{"cell_type": "code", "source": [], "metadata": {}, "execution_count": 1, "outputs": [
             {"output_type": "display_data", "metadata": {}, "data": {"text/html": [html]}},
-            {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": [(run / "summary.md").read_text()]}}]}],
+            {"output_type": "display_data", "metadata": {},
+             "data": {"text/markdown": [(run / "summary.md").read_text()]}}]}],
             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
         (run / "10-ptr-ring-reorder.ipynb").write_text(json.dumps(nb))
 

@@ -616,7 +616,8 @@ NOT_CHECKED = {
     "states, slow_share, delta_fast_pct, delta_slow_pct, ci_fast_*, ci_slow_*, heterogeneity_p":
         "the machine-state classifier (a two-state Markov model) is a diagnostic the docs do not state as a formula",
     "next_between_sd_pct, next_basis": "tau comes from earlier runs or results/calibration/<host>/drift.json, "
-                                       "outside the run folder; the next-run interval is checked with the tau the row states",
+                                       "outside the run folder; the next-run interval is checked with the tau "
+                                       "the row states",
 }
 
 
@@ -681,7 +682,8 @@ def check_compare_csv(path: Path, rows: list[Row], res: Result) -> None:
         if "sign_reproducible" in cmp.columns:
             # a called row: does its next-run interval lie on the side of 0 its CI lies on?
             called = r.v.get("verdict") in SIGNIFICANT and r.design != "exact" and math.isfinite(nlo)
-            want = "" if not called else str((nlo > 0 and r.v["ci_low_pct"] > 0) or (nhi < 0 and r.v["ci_high_pct"] < 0))
+            same_side = (nlo > 0 and r.v["ci_low_pct"] > 0) or (nhi < 0 and r.v["ci_high_pct"] < 0)
+            want = str(same_side) if called else ""
             got = c.get("sign_reproducible")
             ck.equal(label, "sign_reproducible", "" if pd.isna(got) else str(got), want)
         for f in COMPARE_FIELDS:
@@ -691,9 +693,9 @@ def check_compare_csv(path: Path, rows: list[Row], res: Result) -> None:
             if pd.isna(val) and not math.isfinite(float(r.v.get(f, math.nan) or math.nan)):
                 continue
             ck.number(label, f, repr(float(val)) if pd.notna(val) else "nan", r.v.get(f, math.nan), rel=CSV_REL_TOL)
+    printed = {_row_key(_parse_label(g), str(cand)) for g, cand in zip(cmp["group"], cmp["candidate"])}
     for r in rows:
-        if not ((cmp["candidate"].astype(str) == r.candidate)
-                & cmp["group"].map(lambda g: _row_key(_parse_label(g), r.candidate) == _row_key(r.config, r.candidate))).any():
+        if _row_key(r.config, r.candidate) not in printed:
             ck.bad(r.label, "row", "missing", "a comparison raw.csv holds")
     for what, why in NOT_CHECKED.items():
         res.not_checked.append(f"compare.csv {what}: {why}")
@@ -704,7 +706,8 @@ def _md_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
     out, lines = [], text.splitlines()
     i = 0
     while i < len(lines):
-        if lines[i].lstrip().startswith("|") and i + 1 < len(lines) and re.match(r"^\s*\|[\s\-:|]+\|\s*$", lines[i + 1]):
+        rule = i + 1 < len(lines) and re.match(r"^\s*\|[\s\-:|]+\|\s*$", lines[i + 1])
+        if lines[i].lstrip().startswith("|") and rule:
             head = _cells(lines[i])
             body = []
             j = i + 2
@@ -820,7 +823,8 @@ def check_ab_table(text, file: str, rows: list[Row], res: Result, nexts: dict) -
                 if h.startswith("%change"):
                     ck.change(label, h, v, g, lib)
                 elif h.startswith("95% CI of %change"):
-                    ck.change_ci(label, h, v, r.v.get("gain_low_pct", math.nan), r.v.get("gain_high_pct", math.nan), lib)
+                    ck.change_ci(label, h, v, r.v.get("gain_low_pct", math.nan), r.v.get("gain_high_pct", math.nan),
+                                 lib)
                 elif h.startswith("next run here"):
                     if id(r) not in nexts:
                         res.not_checked.append(f"{file} {h}: no compare.csv states the rows' tau and basis")
@@ -916,7 +920,8 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict) -> None:
             continue
         lib = r.lower_is_better
         ck.change(rl, "interval %change", m.group(1), r.v.get("gain_pct", math.nan), lib)
-        ck.change_ci(rl, "95% CI", m.group(2), r.v.get("gain_low_pct", math.nan), r.v.get("gain_high_pct", math.nan), lib)
+        ck.change_ci(rl, "95% CI", m.group(2), r.v.get("gain_low_pct", math.nan),
+                     r.v.get("gain_high_pct", math.nan), lib)
         if id(r) not in nexts:
             res.not_checked.append("mail.txt next intervals: no compare.csv states the rows' tau and basis")
             continue
@@ -929,8 +934,9 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict) -> None:
     if m:
         for r in rows:
             if r.design == "layouts":
-                ck.number(f"{r.candidate} {_label(r.config)}", "n rounds", m.group(1), r.v.get("n_pairs", math.nan))
-                ck.number(f"{r.candidate} {_label(r.config)}", "n layout pairs", m.group(2), r.v.get("layouts", math.nan))
+                rl = f"{r.candidate} {_label(r.config)}"
+                ck.number(rl, "n rounds", m.group(1), r.v.get("n_pairs", math.nan))
+                ck.number(rl, "n layout pairs", m.group(2), r.v.get("layouts", math.nan))
     # headlines: "<cand> vs <base>: 21.7% regression of ns/op (<label>), 95% CI [-37.6, -7.7]"
     for m in re.finditer(r"(\S+) vs (\S+): ([\d.]+)% (regression|improvement) of \S+ \(([^)]*)\), 95% CI "
                          r"(\[[^\]]*\])", joined):
