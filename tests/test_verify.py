@@ -324,3 +324,28 @@ def test_the_next_run_interval_uses_the_tau_and_basis_the_row_states(tmp_path, b
     fields = {f.field for f in V.verify(run).findings}
     # a wider interval may also reach across 0 where the printed one did not
     assert {"next_low_pct", "next_high_pct"} <= fields <= {"next_low_pct", "next_high_pct", "sign_reproducible"}
+
+
+def test_a_rerendered_runs_notebook_keeps_its_tables_and_is_listed_not_checked(rendered, tmp_path):
+    """Reports re-rendered after the run (env.json's ``rerendered`` record): the executed notebook's
+    tables, printed with the code of the run, are listed as not checked, with who re-rendered
+    what; without the record the same notebook's wrong cell is named."""
+    from ringlab.report import report
+    from ringlab.report import vs_published as vp
+    run = _copy(rendered, tmp_path / "run")
+    table = vp.mail_table(report(run, baseline="batch"), "batch", "reorder")
+    col = next(c for c in table.columns if c.startswith("patched (reorder)"))
+    table.loc[1, col] = table.loc[1, col] * 1.01
+    nb = {"cells": [{"cell_type": "code", "source": [], "metadata": {}, "execution_count": 1, "outputs": [
+        {"output_type": "display_data", "metadata": {}, "data": {"text/html": [table.to_html()]}}]}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (run / "10-ptr-ring-reorder.ipynb").write_text(json.dumps(nb))
+    assert not V.verify(run).ok
+    env = json.loads((run / "env.json").read_text())
+    env["rerendered"] = {"commit": "0123456789abcdef", "utc": "2026-12-07T19:00:00Z",
+                         "files": ["summary.md", "compare.csv", "mail.txt"]}
+    (run / "env.json").write_text(json.dumps(env))
+    res = V.verify(run)
+    assert res.ok, res.text()
+    (line,) = [s for s in res.not_checked if s.startswith("10-ptr-ring-reorder.ipynb")]
+    assert "0123456789ab" in line and "nothing re-measured" in line
