@@ -690,14 +690,28 @@ def test_an_uncalibrated_hosts_pilot_fits_its_budget_at_the_round_time_measured(
     that its rounds fit the budget left."""
     monkeypatch.setenv("FAKE_NOISE", "0.5")
     fake_clock["cost"].update(warmup=2.0, trial=2.0)
+    import importlib
+    prepare = importlib.import_module("ringlab.run.prepare")
+    real_check, checked = prepare.check_built, []
+
+    def spy(exp, values):
+        checked.append(int(values.get("layouts") or 0))
+        return real_check(exp, values)
+    monkeypatch.setattr(prepare, "check_built", spy)
     res = run({"target_ci": "0.5", "budget": "30"}, noisy / "r")
     st = rundir.read_env(res.out_dir).doc["stopping"]
     st0 = st["stages"][0]
+    # the planned pilot's binaries (prepare), then the re-sized pilot's, before any stage's
+    assert checked[0] != st0["layouts"] and checked[1] == st0["layouts"], checked
     assert "cautious defaults" in st["calibration"]
     round_s = 2 * 2.0
     left = 30 - st0["build_s"] - round_s          # after the builds and the warm-up round
     assert st0["new_rounds"] * round_s <= left, st0
     assert st0["round_s_measured"] == pytest.approx(round_s, rel=0.01)
+    # the re-sized pilot's layouts sit in other binaries than the planned pilot's: they were built
+    # (checked, here) before its rounds ran, so none of its trials failed
+    raw = rundir.read_raw(res.raw_csv)
+    assert (raw["status"] == "ok").all(), raw["status"].value_counts()
     assert st0["new_rounds"] * round_s <= sequential.POLICY.pilot_share * left or \
         st0["layouts"] * st0["rounds_per_layout"] <= sequential.POLICY.pilot_min_layouts * st0["rounds_per_layout"]
     assert st["spent_s"] <= 30 + round_s

@@ -241,6 +241,10 @@ def _time_pilot(f: RunFolder, p, st: Stopping, done: set, todo: list, res: "RunR
         f"{st.stages[0].round_s_measured:.2f} s here, {left:.0f} s of the budget are left")
     p.specs = stopping.pilot_specs(p.specs, st)
     p.ctx.values["trials"] = int(st.stages[0].new_rounds)
+    # fewer layouts put their copies in other binaries (build.layouts.copy_groups: a partial last
+    # block) than the ones built for the planned pilot: build them, the seconds count
+    st = _build_stage(f, p, st)
+    f.write_env(stopping=st.to_json())
     if isinstance(f.fields.parameters, dict) and "trials" in f.fields.parameters:
         f.update_env(parameters=dict(f.fields.parameters, trials=int(st.stages[0].new_rounds),
                                      layouts=int(st.layouts)))
