@@ -81,7 +81,8 @@ def measure(work: Path, name: str, params: dict, baseline: str, mode: str) -> di
     rows = rows[rows["mode"].astype(str) == mode] if "mode" in rows.columns else rows
     row = rows.iloc[0] if len(rows) else None
     stop = Stopping.from_json(env.get("stopping")) or Stopping()
-    return {"took": took, "row": row, "stopping": stop,
+    failed = int((df["status"].astype(str) != "ok").sum()) if "status" in df.columns else 0
+    return {"took": took, "row": row, "stopping": stop, "failed": failed,
             "round_s": measured_costs(df, stop)[0] if stop.stages else math.nan,
             "half_width": (row["ci_high_pct"] - row["ci_low_pct"]) / 2 if row is not None else math.nan}
 
@@ -189,7 +190,7 @@ def questions(args, work: Path, targets: dict[str, float]) -> bool:
         print(f"  staged: +-{s['half_width']:.2f}% in {s['took']:.1f} s, builds included "
               f"({'target reached' if reached else 'target NOT reached'}; "
               f"{stop.rounds_run} of {stop.rounds_planned} planned rounds run; the record's builds and "
-              f"rounds {float(stop.spent_s or 0):.1f} s)")
+              f"rounds {float(stop.spent_s or 0):.1f} s; {s['failed']} trials failed)")
         print(f"  deadline: {deadline}")
         print(f"    {intervals_text(s['row'])}")
         short = short_text(stop)
@@ -199,7 +200,7 @@ def questions(args, work: Path, targets: dict[str, float]) -> bool:
         f = measure(work, f"fixed-{mode}", fixed_params(base, mode, stop, s["took"]), "batch", mode)
         print(f"  fixed design of the same time ({FIXED_LAYOUTS} layouts x "
               f"{fixed_params(base, mode, stop, s['took'])['trials']} rounds): +-{f['half_width']:.2f}% in "
-              f"{f['took']:.1f} s")
+              f"{f['took']:.1f} s ({f['failed']} trials failed)")
         print(f"    {intervals_text(f['row'])}")
         if math.isfinite(f["half_width"]) and math.isfinite(s["half_width"]) and s["half_width"] > 0:
             eq = f["half_width"] * math.sqrt(f["took"] / s["took"])

@@ -847,3 +847,25 @@ def test_an_uncalibrated_hosts_pilot_is_sized_from_its_measured_round_and_build_
     # a calibrated host keeps its planned pilot where it fits
     cal = dataclasses.replace(st, calibration_by_mode={"0": "measured"})
     assert not stopping.uncalibrated(cal)
+
+
+def test_what_would_reach_it_is_the_fewest_rounds_where_the_layouts_do_not_vary():
+    """A fit with no layout variance (REML at its boundary) sends the allocation's rounds to their
+    cap; the reach is the fewest rounds per layout whose half-width is within the target."""
+    up = {"layout": 0.0, "process": 0.109 ** 2, "iteration": 0.0}
+    r = sequential.reach_design(up, 20, 8, 1.0, 0.314, 0.176, 4096, observed_half_width_pct=1.84)
+    hw = lambda p: math.expm1(sst.t.ppf(0.975, r.layouts - 1) * math.sqrt(up["process"] / p / r.layouts)) * 100
+    assert r.predicted_half_width_pct <= 1.0 and hw(r.rounds_per_layout) <= 1.0 < hw(r.rounds_per_layout - 1)
+    assert r.rounds_per_layout < 1024
+
+
+def test_a_run_asking_for_its_half_width_is_short_of_it_on_a_decided_row_too():
+    st = {"target_ci": 0.5, "budget_s": 60.0, "stop_reason": "budget", "spent_s": 58.0, "calibration": "x",
+          "stop": "target",
+          "stages": [{"layouts": 53, "rounds_per_layout": 8, "planned": "60 layout pairs x 90 rounds each",
+                      "components_fit": {"layout": 0.01 ** 2, "round": 0.08 ** 2}}],
+          "rows": [{"group": "mode=0,size=1000", "candidate": "reorder", "half_width_pct": 2.37, "target_pct": 0.5,
+                    "target_met": False, "decided": "slower", "judged": True}]}
+    assert "Not reached: reorder mode 0 ±2.37% of ±0.5%" in _text(st)
+    st["stop"] = "decided"
+    assert "Not reached" not in _text(st)

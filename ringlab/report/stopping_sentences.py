@@ -87,7 +87,8 @@ def _short_text(stopping: Stopping) -> str:
     """" Not reached: ..." for a run that stopped with rows short of their target: how far each
     got, why (the levels' measured SDs, upper bounds, from the last stage) and what the last
     stage's plan says would reach it; "" when every judged row reached its target or was decided."""
-    short = [r for r in stopping.rows or () if r.judged and r.target_met is False and not r.decided]
+    short = [r for r in stopping.rows or () if r.judged and r.target_met is False
+             and (stopping.stop == "target" or not r.decided)]
     if not short or stopping.stop_reason in ("target", "decided"):
         return ""
     last = stopping.stages[-1] if stopping.stages else None

@@ -387,7 +387,8 @@ def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Polic
                                        rounds_per_layout=nxt.rounds_per_layout,
                                        rounds_planned=int(st.rounds_planned) + nxt.new_rounds)
     st = dataclasses.replace(st, stop_reason=reason).with_last_stage(stop_reason=reason)
-    short = [r for r in rows if r.judged and not r.target_met and not r.decided]
+    # a run that asks for its half-width (stop "target") is short of it on a decided row too
+    short = [r for r in rows if r.judged and not r.target_met and (st.stop == "target" or not r.decided)]
     if reason in ("budget", "stages") and short:
         st = _with_reach(df, st, short, max_layouts, policy, printed)
     return st
@@ -533,6 +534,15 @@ def reach_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pc
         k2, p2 = max(k, plan.layouts), max(p, plan.rounds_per_layout)
         while k2 > k and half_width(k2 - 1, p2) <= target:   # rounds kept at p: fewer layouts may do
             k2 -= 1
+        if p2 > p and half_width(k2, p2) <= target:
+            # the fewest rounds per layout that reach it (a layout variance at 0 sends the
+            # allocation's rounds to their cap, far past the target): bisection, the half-width
+            # falls as the rounds grow
+            lo, hi = p, p2
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if half_width(k2, mid) <= target else (mid, hi)
+            p2 = hi if half_width(k2, lo) > target else lo
     obs = observed_half_width_pct
     hw = half_width(k2, p2)
     if (k2, p2) == (k, p):     # the bounds say the design that ran suffices; the data say it does not
