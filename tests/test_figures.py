@@ -17,12 +17,12 @@ from tests.synth import make_raw
 def captured(monkeypatch):
     """The matplotlib figures drawn, by file stem (the files are written all the same)."""
     figs = {}
-    real = figures._save
+    real = figures.save
 
     def keep(fig, out_dir, name):
         figs[name] = fig
         return real(fig, out_dir, name)
-    monkeypatch.setattr(figures, "_save", keep)
+    monkeypatch.setattr(figures, "save", keep)
     return figs
 
 

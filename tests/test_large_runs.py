@@ -45,13 +45,13 @@ def test_box_and_order_figures_of_a_long_run_say_they_are_subsampled(tmp_path, m
     monkeypatch.setattr(figures, "MAX_DRAWN", 50)
     meas, _ = measurements(make_raw(trials=60, warmup=0, rounds_col=True, seed=1))
     titles = []
-    real_save = figures._save
+    real_save = figures.save
 
     def save(fig, out_dir, name):
         titles.append(" ".join([fig._suptitle.get_text() if fig._suptitle else ""]
                                + [ax.get_title() for ax in fig.axes]))
         return real_save(fig, out_dir, name)
-    monkeypatch.setattr(figures, "_save", save)
+    monkeypatch.setattr(figures, "save", save)
     drawn = figures.render_all(meas, "ns_per_op", ["mode", "size"], tmp_path / "figures")
     assert {"box", "order"} <= set(drawn)
     assert all("a seeded random 50 of 120 trials" in t for t in titles[:2]), titles

@@ -212,12 +212,12 @@ def captured(monkeypatch):
     """Keep the matplotlib figures the report draws, by file stem."""
     from ringlab.report import figures
     figs = {}
-    real = figures._save
+    real = figures.save
 
     def keep(fig, out_dir, name):
         figs[name] = fig
         return real(fig, out_dir, name)
-    monkeypatch.setattr(figures, "_save", keep)
+    monkeypatch.setattr(figures, "save", keep)
     return figs
 
 

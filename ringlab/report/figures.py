@@ -78,7 +78,7 @@ def _seeded(name: str):
         np.random.set_state(state)
 
 
-def _save(fig, out_dir: Path, name: str) -> list[Path]:
+def save(fig, out_dir: Path, name: str) -> list[Path]:
     """``out_dir/NAME.png`` and ``.svg``, written by :func:`ringlab.rundir.write_figure`
     (``out_dir`` is a run folder's ``figures/``: the run folder is its parent)."""
     out_dir = Path(out_dir)
@@ -212,7 +212,7 @@ def box(df, metric, params, out_dir):
     if by_config:
         _config_ticks(ax, xorder)
     fig.tight_layout()
-    return _save(fig, out_dir, "box")
+    return save(fig, out_dir, "box")
 
 
 def run_order(df, metric, params, out_dir):
@@ -235,7 +235,7 @@ def run_order(df, metric, params, out_dir):
     fig.suptitle(f"{metric} in execution order, one panel per configuration (drift, interleaving)"
                  + (f"\n({sampled[2:]})" if sampled else ""), fontsize=10)
     fig.tight_layout()
-    return _save(fig, out_dir, "order")
+    return save(fig, out_dir, "order")
 
 
 def _pairs(df):
@@ -258,7 +258,7 @@ def cpu_pairs(df, metric, params, out_dir):
                 cbar_kws={"label": f"median {metric}"})
     ax.set_title(f"median {metric} per CPU pair")
     fig.tight_layout()
-    return _save(fig, out_dir, "cpu_pairs")
+    return save(fig, out_dir, "cpu_pairs")
 
 
 #: the experiments whose ring the two SPSC references describe: slots of one 8-byte pointer, one
@@ -360,7 +360,7 @@ def spsc(df, metric, params, out_dir, ring=None):
              and len(notes) < 2 else ""]
     ax.set_title(_title(lines, 110 if by_config else 95), fontsize=8)
     fig.tight_layout()
-    return _save(fig, out_dir, "spsc")
+    return save(fig, out_dir, "spsc")
 
 
 def counters(df, metric, params, out_dir):
@@ -388,7 +388,7 @@ def counters(df, metric, params, out_dir):
         ax.set_xlim(-0.6, len(order) - 0.4)
         ax.set_title(f"{col} (median, 95% CI)", fontsize=9)
     fig.tight_layout()
-    return _save(fig, out_dir, "counters")
+    return save(fig, out_dir, "counters")
 
 
 FIGURES = {"box": box, "order": run_order, "cpu_pairs": cpu_pairs, "spsc": spsc,
@@ -460,7 +460,7 @@ def size_sweep(meas, metric, out_dir, baseline=None, patched=None, labels=None) 
     who = f"{patched} (patched) vs {baseline} (baseline)" if patched and baseline else "variants"
     fig.suptitle(f"{metric} against ring size: {who}", fontsize=10)
     fig.tight_layout()
-    return _save(fig, Path(out_dir), "size_sweep")
+    return save(fig, Path(out_dir), "size_sweep")
 
 
 def round_ratio(ratios: pd.DataFrame, candidate: str, baseline: str, metric: str, title: str = ""):

@@ -11,7 +11,7 @@
                   named by commit and date
   cross_run_forest  compare-runs' forest.png of one patched/baseline pair across runs
 
-Every figure is saved through ``ringlab.report.figures._save`` (looked up when called, so that a
+Every figure is saved through ``ringlab.report.figures.save`` (looked up when called, so that a
 test that replaces it sees these figures too).
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ BETTER, WORSE, NOT_CALLED = "#0072B2", "#D55E00", "#777777"
 
 def _save(fig, out_dir, name):
     from ringlab.report import figures
-    return figures._save(fig, Path(out_dir), name)
+    return figures.save(fig, Path(out_dir), name)
 
 
 def host_noise_floor(host: str | None, root=None) -> float | None:
