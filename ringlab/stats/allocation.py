@@ -30,6 +30,7 @@ statsmodels estimate the components but do not allocate), hence this module.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -109,10 +110,17 @@ def best_repeats(layout: Level, process: Level, iteration: Level) -> tuple[int, 
     return min(cands, key=score)
 
 
+@functools.lru_cache(maxsize=4096)
+def _t_quantile(level: float, df: int) -> float:
+    """The two-sided ``level`` t quantile on ``df`` df (cached: the planners ask for the same few
+    hundred again and again, and scipy's ppf is slow next to the rest of a plan)."""
+    return float(sst.t.ppf(0.5 + level / 2, df))
+
+
 def _half_width(var_unit: float, n_l: int, level: float) -> float:
     if n_l < 2:
         return math.inf
-    return float(sst.t.ppf(0.5 + level / 2, n_l - 1) * math.sqrt(var_unit / n_l))
+    return _t_quantile(float(level), int(n_l) - 1) * math.sqrt(var_unit / n_l)
 
 
 def allocate(layout: Level, process: Level, iteration: Level, *, target_half_width: float | None = None,

@@ -95,6 +95,8 @@ this formula to one decimal; (base - cand)/cand would give 6.7/4.1/4.7/8.3.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import warnings
 from dataclasses import dataclass, field, replace
@@ -278,20 +280,37 @@ def _check_args(noise, alpha):
         raise StatsError(f"alpha: {alpha!r} not allowed; allowed: a number in (0, 1), e.g. 0.05")
 
 
-def _layout_analysis(arms: Arms, bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, has_layout: bool) -> None:
+#: whether compare() looks for machine states when its caller does not say (``states=None``)
+STATES = contextvars.ContextVar("compare_states", default=True)
+
+
+@contextlib.contextmanager
+def states_diagnostic(on: bool):
+    """Within the block, compare() calls that do not say (``states=None``) look for machine states
+    or not: a simulation that needs only the headline of compare() called by other code (a staged
+    run's review) skips the classifier, whose result never changes the headline."""
+    token = STATES.set(bool(on))
+    try:
+        yield
+    finally:
+        STATES.reset(token)
+
+
+def _layout_analysis(arms: Arms, bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, has_layout: bool,
+                     states: bool = True) -> None:
     """For a paired comparison of positive values in a raw.csv with a ``layout`` column: the
     layout / machine-state design (``ringlab.stats.designs``)."""
     arms.comparison.frame_has_layout = has_layout
     arms.comparison.n_layouts = _designs.n_layouts(bsub, csub)
     if not (has_layout and arms.design == "paired" and arms.scale.log):
         return
-    rd = _designs.round_data(bsub, csub, metric)
+    rd = _designs.round_data(bsub, csub, metric, states=states)
     if rd is not None:
         arms.add_layout_rounds(rd)
 
 
 def _group_arms(sub: pd.DataFrame, cols: list[str], key: tuple, baseline: str, variants: list[str],
-                metric: str, exact_src: bool, paired, has_layout: bool) -> list[Arms]:
+                metric: str, exact_src: bool, paired, has_layout: bool, states: bool = True) -> list[Arms]:
     label = ",".join(f"{c}={v}" for c, v in zip(cols, key)) or "all"
     bsub = sub[sub["variant"] == str(baseline)]
     out = []
@@ -305,14 +324,15 @@ def _group_arms(sub: pd.DataFrame, cols: list[str], key: tuple, baseline: str, v
                   and (pd.concat([bsub, csub])["icount_source"].astype(str) == "callgrind").all())
         arms = pair_arms(bsub, csub, metric, paired, ex, group=label, baseline=str(baseline), candidate=cand,
                          config=dict(zip(cols, key)))
-        _layout_analysis(arms, bsub, csub, metric, has_layout)
+        _layout_analysis(arms, bsub, csub, metric, has_layout, states)
         out.append(arms)
     return out
 
 
 def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC, by=None,
             noise: float = EQUIVALENCE_MARGIN, alpha: float = 0.05, seed=DEFAULT_SEED,
-            plan_target: float | None = None, plan_target_by_mode: dict | None = None) -> pd.DataFrame:
+            plan_target: float | None = None, plan_target_by_mode: dict | None = None,
+            states: bool | None = None) -> pd.DataFrame:
     """Every other variant against ``baseline`` within each configuration.
 
     Returns a frame whose first columns are ``JSON_FIELDS``, followed by the group's
@@ -336,7 +356,8 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     is too narrow (see ``ringlab.stats.layouts``).  With a ``layout`` column, machine states are
     looked for as well (``ringlab.stats.designs``), as a diagnostic that never changes the
     estimate, CI, p or verdict: per-state effects, slow share, heterogeneity p, and a note when
-    the per-state CIs lie on opposite sides of 0.
+    the per-state CIs lie on opposite sides of 0.  ``states=False`` skips that search (every row
+    one state, the same headline); None: as ``states_diagnostic`` says (default: look).
     The ``layout`` columns never define a configuration.
     """
     _check_args(noise, alpha)
@@ -354,12 +375,13 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
         meas[ROUND_COLUMN] = rk
     exact_src = metric in INSTRUCTION_METRICS and "icount_source" in meas.columns
     has_layout = _designs.LAYOUT_COLUMN in meas.columns
+    states = STATES.get() if states is None else bool(states)
     arms = []
     groups = meas.groupby(cols, sort=True, dropna=False) if cols else [((), meas)]
     for key, sub in groups:
         key = key if isinstance(key, tuple) else (key,)
         arms += _group_arms(sub, cols, key, baseline, variants, metric, exact_src,
-                            None if rk is not None else False, has_layout)
+                            None if rk is not None else False, has_layout, states)
     return to_frame(_finish_family(arms, noise, alpha, seed, plan_target, plan_target_by_mode), cols, metric,
                     alpha)
 
@@ -390,4 +412,4 @@ def _finish_family(arms: list[Arms], noise: float, alpha: float, seed, plan_targ
 
 
 __all__ = ["Arms", "JSON_FIELDS", "check_rule", "compare", "compare_arrays", "comparison_columns", "describe",
-           "holm", "holm_levels", "pair_arms", "round_key", "round_values"]
+           "holm", "holm_levels", "pair_arms", "round_key", "round_values", "states_diagnostic"]

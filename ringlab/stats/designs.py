@@ -56,10 +56,10 @@ def _per_round(sub: pd.DataFrame, metric: str) -> pd.DataFrame:
     return out
 
 
-def round_data(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str) -> LayoutRounds | None:
+def round_data(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, states: bool = True) -> LayoutRounds | None:
     """Per common round (``Rounds.pair``): d = ln(candidate / baseline), its layout pair and
-    machine state.  None when a round key or the layout column is missing or a value is not
-    positive."""
+    machine state (``states=False``: every round in one state, the classifier not run).  None
+    when a round key or the layout column is missing or a value is not positive."""
     if ROUND_COLUMN not in bsub.columns or LAYOUT_COLUMN not in bsub.columns or LAYOUT_COLUMN not in csub.columns:
         return None
     b, c = _per_round(bsub, metric), _per_round(csub, metric)
@@ -76,7 +76,7 @@ def round_data(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str) -> LayoutRou
     arm = np.repeat([0, 1], len(common))
     lay = np.concatenate([b["layout"].to_numpy(str), b["layout"].to_numpy(str)])
     y = np.log(np.concatenate([b["y"].to_numpy(float), c["y"].to_numpy(float)]))
-    return _lay.rounds_from_trials(order, rid, lay, arm, y)
+    return _lay.rounds_from_trials(order, rid, lay, arm, y, classify=states)
 
 
 def one_build(d, state, level: float) -> dict:
