@@ -77,8 +77,8 @@ def test_the_harness_counts_calls_at_any_look_and_coverage_on_a_known_case():
     for i in range(6):
         runs[i] = _run(verdict="slower", true_se=0.003)    # a final call
         runs[6 + i] = _run(looks_called=1, true_se=0.003)  # a call at an earlier look only
-    for i in range(12, 22):                                # 10 rows whose CI misses the truth
-        runs[i] = _run(truth=0.05, true_se=0.003)
+    for i in range(12, 22):                                # 10 rows whose CI misses the truth (0)
+        runs[i] = _run(est=0.05, true_se=0.003)
     s = stoppingsim.scenario_summary(runs, Scenario("known"))
     assert (s["aa"], s["aa_final"], s["aa_rate"]) == (12, 6, 0.12)
     assert s["aa_interval"] == (pytest.approx(0.01), pytest.approx(0.10))
@@ -198,3 +198,47 @@ def test_the_command_prints_each_figure_with_its_source_and_says_when_next_run_i
 def test_the_command_refuses_to_simulate_a_figure_it_cannot_read(tmp_path, capsys):
     rc = _bench().main(["--runs", "2", "--results", str(_results_tree(tmp_path, states=False)), "--host", "h1"])
     assert rc == 2 and "cannot simulate: no committed figure for state gap" in capsys.readouterr().out
+
+
+def _two_state_raw(seed=3, rounds=96, layouts=8):
+    """A raw frame of one pair of arms over ``layouts`` layout pairs with two machine states."""
+    n = RunNoise(np.random.default_rng(seed), 0.02, 0.01, 0.005, {KEY_C: (0.03, -0.01)}, state_gap=0.3,
+                 durations=(10.0, 8.0))
+    keys, lay, rnd = [], [], []
+    rng = np.random.default_rng(seed + 1)
+    for r in range(rounds):
+        for k in rng.permutation([KEY_B, KEY_C]):
+            keys.append(tuple(k))
+            lay.append(r % layouts)
+            rnd.append(r)
+    y, _ = n.trials(keys, np.array(lay), 1)
+    return pd.DataFrame({"variant": [k[1] for k in keys], "mode": "0", "size": 1000, "trial": rnd, "round": rnd,
+                         "layout": lay, "iteration": 0, "order": np.tile([0, 1], rounds), "warmup": False,
+                         "status": "ok", "ns_per_op": 3.0 * np.exp(y[:, 0])})
+
+
+def test_compare_without_the_state_classifier_gives_the_same_headline():
+    from ringlab.stats.compare import compare, states_diagnostic
+    df = _two_state_raw()
+    full = compare(df, "batch")
+    assert int(full["states"].iloc[0]) == 2                # the classifier found the two states
+    head = ["delta_pct", "ci_low_pct", "ci_high_pct", "p_value", "verdict", "design"]
+    for quick in (compare(df, "batch", states=False), _in_context(df)):
+        assert int(quick["states"].iloc[0]) == 1
+        pd.testing.assert_frame_equal(quick[head], full[head])
+    with states_diagnostic(False):
+        assert int(compare(df, "batch", states=True)["states"].iloc[0]) == 2   # an explicit keyword wins
+
+
+def _in_context(df):
+    from ringlab.stats.compare import compare, states_diagnostic
+    with states_diagnostic(False):
+        return compare(df, "batch")
+
+
+def test_the_cached_t_quantile_is_scipy_s():
+    from ringlab.stats import allocation
+    for df in (1, 2, 7, 40, 300):
+        for level in (0.95, 0.99):
+            assert allocation._half_width(0.04, df + 1, level) == \
+                float(sst.t.ppf(0.5 + level / 2, df) * math.sqrt(0.04 / (df + 1)))

@@ -43,7 +43,7 @@ import pandas as pd
 from scipy import stats as sst
 
 from ringlab.run import stopping
-from ringlab.stats.compare import compare
+from ringlab.stats.compare import compare, states_diagnostic
 from ringlab.stats.levels import LevelCalibration
 from ringlab.stats.stopping_record import StageRecord, Stopping
 
@@ -195,13 +195,39 @@ def scenarios(levels) -> list[Scenario]:
             Scenario("3 candidates x 2 modes (Holm family of 6)", candidates=3, modes=2)]
 
 
+def run_effect(effect, slow_share: float, drift: float) -> float:
+    """The effect one run measures of one row (log scale), what its CI is a statement about: the
+    geometric-mean effect over the candidate's trials it ran (``effect`` = (fast, slow) weighted
+    by the share of those trials in the slow state, ``slow_share``) plus the run's own drift."""
+    return float(effect[0] * (1 - slow_share) + effect[1] * slow_share + drift)
+
+
+def false_call(verdict, truth: float) -> bool:
+    """Whether a row's ``verdict`` is a false call of a run whose effect is ``truth`` (log scale): a
+    call ("faster" / "slower") when the run's effect is 0 (A/A: identical arms), or a call of the
+    sign opposite to the run's effect (the call then excludes the run's own effect on the far side
+    of 0)."""
+    if verdict not in ("faster", "slower"):
+        return False
+    return truth == 0 or (verdict == "slower") != (truth > 0)
+
+
+def _group_mode(group: str, modes: list) -> str:
+    """The mode of a compare() group label ("mode=0,size=1000"); the run's only mode without one."""
+    for part in str(group).split(","):
+        k, _, v = part.partition("=")
+        if k.strip() == "mode":
+            return v.strip()
+    return modes[0]
+
+
 @dataclass(frozen=True)
 class RowOutcome:
     """One compare() row of a simulated run when it stopped, log scale: its estimate, CI, standard
-    error and df (``replication.row_se``/``row_df``), what it claims in truth (``truth``: the run's own
-    effect, drift included; with two states found, the states weighted equally, else the mix of
-    states its candidate's trials ran in), the SD of its estimate at the true variances
-    (``true_se``), its verdict and the states it found."""
+    error and df (``replication.row_se``/``row_df``), the effect this run measures (``truth``,
+    ``run_effect``: the state mix of the candidate's trials and the run's drift), the SD of its
+    estimate at the true variances (``true_se``), its verdict and the states it found (1 where the
+    classifier did not run)."""
     estimate: float
     low: float
     high: float
@@ -216,8 +242,9 @@ class RowOutcome:
 @dataclass(frozen=True)
 class RealRun:
     """One simulated staged run of a ``Scenario``: its rows when it stopped, how many looks (stage
-    reviews) it made and at how many some row was decided faster or slower (at the look's strict
-    level), why it stopped, its design and the machine time it would have spent."""
+    reviews) it made and at how many some row was decided faster or slower at the look's strict
+    level falsely (``false_call`` against the run's effect at that look), why it stopped, its design
+    and the machine time it would have spent."""
     rows: tuple
     looks: int
     looks_called: int
@@ -229,11 +256,17 @@ class RealRun:
 
     @property
     def final_called(self) -> bool:
-        return any(r.verdict in ("faster", "slower") for r in self.rows)
+        """Some row of the final (printed, 5%) verdict is a false call."""
+        return any(false_call(r.verdict, r.truth) for r in self.rows)
 
     @property
     def called_any_look(self) -> bool:
         return self.looks_called > 0 or self.final_called
+
+    @property
+    def aa(self) -> bool:
+        """Every row's effect in this run is 0: an A/A run."""
+        return all(r.truth == 0 for r in self.rows)
 
 
 def _family_values(sc: Scenario, target_pct: float, budget_s: float | None, stop: str) -> dict:
@@ -307,36 +340,42 @@ def simulate_real_run(levels, sc: Scenario, planner: LevelCalibration, target_pc
     per_round = sc.modes * arms / 2 * (c.get("process", 0.0) + repeats * c.get("iteration", 0.0))
     frames, state_log = [], {}
     layouts_before, looks, looks_called = 0, 0, 0
-    while True:
-        stage = st.last_stage
-        frames.append(_stage_frame(noise, st, stage, seed, keys, repeats, state_log))
-        build_s = max(0, stage.layouts - layouts_before) * c.get("layout", 0.0) * arms / 2
-        layouts_before = stage.layouts
-        st = stopping.add_time(st, measure_s=stage.new_rounds * per_round, build_s=build_s)
-        df = pd.concat(frames, ignore_index=True)
-        st = stopping.review(df, st, lambda _m: None)
-        looks += 1
-        looks_called += any(r.decided in ("faster", "slower") for r in st.rows if r.judged)
-        if st.stop_reason:
-            break
-    cmp = compare(df, BASELINE)
+
+    def truth(key) -> float:
+        eff = effects.get(key, (0.0, 0.0))
+        slow = float(np.mean(state_log[key])) if state_log.get(key) else 0.0
+        return run_effect(eff, slow, noise.shift.get(key, 0.0))
+
+    def key_of(mode, candidate) -> tuple:
+        mode = str(mode)
+        return (str(int(float(mode))) if mode not in modes else mode, str(candidate))
+
+    # the classifier of machine states only adds a diagnostic to compare()'s rows (never their
+    # headline), and nothing here reads it: the looks run without it
+    with states_diagnostic(False):
+        while True:
+            stage = st.last_stage
+            frames.append(_stage_frame(noise, st, stage, seed, keys, repeats, state_log))
+            build_s = max(0, stage.layouts - layouts_before) * c.get("layout", 0.0) * arms / 2
+            layouts_before = stage.layouts
+            st = stopping.add_time(st, measure_s=stage.new_rounds * per_round, build_s=build_s)
+            df = pd.concat(frames, ignore_index=True)
+            st = stopping.review(df, st, lambda _m: None)
+            looks += 1
+            looks_called += any(false_call(r.decided, truth(key_of(_group_mode(r.group, modes), r.candidate)))
+                                for r in (st.rows or ()) if r.judged)
+            if st.stop_reason:
+                break
+        cmp = compare(df, BASELINE)
     n_rounds = int(df["round"].nunique())
     true_se = math.sqrt(_true_var(levels, sc, n_rounds, int(st.layouts), repeats, arms))
     rows = []
     for _, r in cmp.iterrows():
-        mode = str(r.get("mode")) if "mode" in cmp.columns else modes[0]
-        key = (str(int(float(mode))) if mode not in modes else mode, str(r["candidate"]))
-        shift = noise.shift.get(key, 0.0)
+        key = key_of(r.get("mode") if "mode" in cmp.columns else modes[0], r["candidate"])
         n_states = int(r.get("states") or 1) if pd.notna(r.get("states")) else 1
-        eff = effects.get(key, (0.0, 0.0))
-        if n_states == 2 or not sc.states:
-            truth = (eff[0] + eff[1]) / 2 + shift
-        else:
-            s = np.asarray(state_log.get(key, [0]), dtype=float)
-            truth = float(eff[0] * (1 - s.mean()) + eff[1] * s.mean()) + shift
         rows.append(RowOutcome(estimate=replication.log_ratio(r["delta_pct"]),
                                low=replication.log_ratio(r["ci_low_pct"]), high=replication.log_ratio(r["ci_high_pct"]),
-                               se=float(replication.row_se(r)), df=float(replication.row_df(r)), truth=truth,
+                               se=float(replication.row_se(r)), df=float(replication.row_df(r)), truth=truth(key),
                                true_se=true_se, verdict=str(r["verdict"]), states=n_states))
     return RealRun(rows=tuple(rows), looks=looks, looks_called=looks_called, stop_reason=str(st.stop_reason),
                    spent_s=float(stopping.spent_s(st)), layouts=int(st.layouts), rounds=n_rounds, repeats=repeats)
@@ -350,8 +389,13 @@ def simulate_real_runs(levels, sc: Scenario, planner: LevelCalibration, target_p
 
 def timed_real_runs(levels, sc: Scenario, planner: LevelCalibration, target_pct: float, budget_s: float | None,
                     runs: int, stop: str = "decided", seed: int = 0) -> tuple[list[RealRun], float]:
-    """``simulate_real_runs`` and the CPU seconds they took (a worker's share of a scenario)."""
+    """``simulate_real_runs`` and the CPU seconds they took (a worker's share of a scenario).  The
+    objects alive before are frozen out of the garbage collector (``gc.freeze``): statsmodels'
+    multipletests (compare()'s Holm, every look) runs a full collection, which otherwise walks the
+    whole heap of the imported libraries each time."""
+    import gc
     import time
+    gc.freeze()
     t0 = time.process_time()
     out = simulate_real_runs(levels, sc, planner, target_pct, budget_s, runs, stop, seed)
     return out, time.process_time() - t0
@@ -385,9 +429,12 @@ def scenario_summary(runs: list[RealRun], sc: Scenario, level: float = 0.95,
                      criteria: Criteria = Criteria()) -> dict:
     """The figures ``ringlab bench stopping`` prints for one scenario's runs (in seed order):
 
-    * ``aa``: runs with a call at any look (a row decided faster/slower at a stage review, or the
-      final verdict), of ``runs``, its rate and ``aa_final`` (the final verdict only); the long-run
-      effect of every row is 0, so each such call is false for the family;
+    * ``aa``: runs with a false call (``false_call``) at any look (a row decided faster/slower at a
+      stage review's strict level, or in the final verdict at 5%), of ``runs``, its rate,
+      ``aa_looks`` (at a stage review only) and ``aa_final`` (the final verdict only); ``aa_only``:
+      every row of every run has effect 0 (no drift, no state mix), so these are A/A rates and must
+      lie in the binomial interval of 5%; else they count calls against the sign of the run's own
+      effect and must not lie above it;
     * ``ci_coverage``: share of rows whose CI holds the row's true effect (``RowOutcome.truth``);
       ``ci_width_ratio``: mean CI width over the mean width of the normal interval at the true SD;
     * ``next_coverage``: run i's next-run interval (``replication.next_run_interval`` of its row,
@@ -403,7 +450,9 @@ def scenario_summary(runs: list[RealRun], sc: Scenario, level: float = 0.95,
     cov = sum(row.low <= row.truth <= row.high for row in rows) / max(1, len(rows))
     w = float(np.mean([row.high - row.low for row in rows])) if rows else math.nan
     w_true = float(np.mean([2 * z * row.true_se for row in rows])) if rows else math.nan
+    aa_only = all(r.aa for r in runs)
     out = {"runs": n, "aa": aa, "aa_rate": aa / max(1, n), "aa_final": sum(r.final_called for r in runs),
+           "aa_looks": sum(r.looks_called > 0 for r in runs), "aa_only": aa_only,
            "aa_interval": (lo, hi), "ci_coverage": cov, "ci_rows": len(rows), "ci_width_ratio": w / w_true,
            "next_coverage": None, "next_pairs": 0, "next_width_ratio": None,
            "stops": {}, "looks": float(np.mean([r.looks for r in runs])) if runs else math.nan}
@@ -434,8 +483,10 @@ def scenario_summary(runs: list[RealRun], sc: Scenario, level: float = 0.95,
             out["next_coverage"] = hits / len(widths)
             out["next_width_ratio"] = float(np.mean(widths) / np.mean(true_w))
     failed = []
-    if not lo <= out["aa_rate"] <= hi:
+    if aa_only and not lo <= out["aa_rate"] <= hi:
         failed.append(f"A/A rate {out['aa_rate']:.2%} outside [{lo:.2%}, {hi:.2%}]")
+    elif not aa_only and out["aa_rate"] > hi:
+        failed.append(f"false-call rate {out['aa_rate']:.2%} above {hi:.2%}")
     if cov < criteria.ci_coverage:
         failed.append(f"CI coverage {cov:.1%} < {criteria.ci_coverage:.0%}")
     if not out["ci_width_ratio"] <= criteria.width_ratio:
