@@ -162,12 +162,14 @@ def test_a_seeded_run_of_each_kind_goes_through_the_run_s_stopping_code(levels):
     one = stoppingsim.simulate_real_run(levels, scs["drift 1 point"], planner, 1.0, 4, seed=4)
     assert one == stoppingsim.simulate_real_run(levels, scs["drift 1 point"], planner, 1.0, 4, seed=4)
     assert len(one.rows) == 1 and one.looks >= 1 and one.rounds >= one.layouts >= 4
-    assert one.rows[0].truth != 0.0                        # the run's own drift
+    # known answer: the run's effect is theta (0) plus its drift, the first draw of the run's generator
+    assert one.rows[0].truth == pytest.approx(float(np.random.default_rng(4).normal(0.0, 0.01)), abs=1e-15)
     fam = stoppingsim.simulate_real_run(levels, scs["3 candidates x 2 modes (Holm family of 6)"], planner, 1.0, 4, seed=4)
     assert len(fam.rows) == 6 and all(r.truth == 0.0 for r in fam.rows)
     st = stoppingsim.simulate_real_run(levels, scs["two states, state-dependent effect"], planner, 1.0, 4, seed=4)
     r = st.rows[0]
-    assert -0.02 <= r.truth <= 0.02 and (r.states != 2 or r.truth == 0.0)
+    # the geometric-mean effect over the candidate's trials: between the two states' effects, not their mean
+    assert -0.02 < r.truth < 0.02 and r.truth != 0.0 and not st.aa
 
 
 def _bench():
@@ -242,3 +244,25 @@ def test_the_cached_t_quantile_is_scipy_s():
         for level in (0.95, 0.99):
             assert allocation._half_width(0.04, df + 1, level) == \
                 float(sst.t.ppf(0.5 + level / 2, df) * math.sqrt(0.04 / (df + 1)))
+
+
+def test_a_run_s_effect_is_its_state_mix_plus_its_drift_and_a_false_call_is_against_it():
+    assert stoppingsim.run_effect((0.02, -0.02), 0.25, 0.0) == pytest.approx(0.01)
+    assert stoppingsim.run_effect((0.0, 0.0), 0.5, 0.007) == pytest.approx(0.007)
+    assert stoppingsim.false_call("slower", 0.0) and stoppingsim.false_call("faster", 0.0)
+    assert stoppingsim.false_call("faster", 0.004) and not stoppingsim.false_call("slower", 0.004)
+    assert stoppingsim.false_call("slower", -0.004) and not stoppingsim.false_call("inconclusive", 0.0)
+
+
+def test_with_drift_a_run_s_ci_is_checked_against_its_own_effect_not_theta():
+    drifts = [0.01 * (1 if i % 2 else -1) for i in range(100)]
+    # each CI holds theta + b_run (and not theta = 0); the calls have the sign of the run's effect
+    runs = [_run(truth=b, est=b, half=0.004, true_se=0.002, verdict="slower" if b > 0 else "faster") for b in drifts]
+    s = stoppingsim.scenario_summary(runs, Scenario("drift", drift_sd=0.01))
+    assert s["ci_coverage"] == 1.0 and not s["aa_only"]
+    assert (s["aa"], s["aa_looks"], s["aa_final"]) == (0, 0, 0)
+    wrong = [_run(truth=b, est=-b, half=0.004, true_se=0.002, verdict="faster" if b > 0 else "slower")
+             for b in drifts]
+    s = stoppingsim.scenario_summary(wrong, Scenario("drift", drift_sd=0.01))
+    assert s["ci_coverage"] == 0.0 and s["aa"] == 100
+    assert any(f.startswith("false-call rate 100.00% above") for f in s["failed"])
