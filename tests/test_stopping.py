@@ -815,7 +815,9 @@ def test_a_stop_short_says_which_level_stopped_it_and_plans_the_reach_from_the_f
     assert want.rounds_per_layout > 2          # the round level stopped it: the reach adds rounds
     text = _text(out.to_json())
     assert "layouts fit of this run's data gives SDs of the paired log ratio of layout 0.3%, round 6.0%" in text
-    assert "the round level's variance makes" in text and "more rounds narrow it most" in text
+    share = (0.06 ** 2 / 2) / (0.003 ** 2 + 0.06 ** 2 / 2)          # sigma_R^2 / P against sigma_L^2
+    assert (f"at 64 layouts x 2 rounds the round level's variance makes {share * 100:.0f}% of the interval's "
+            "squared width") in text
     assert Stopping.from_json(out.to_json()) == out
 
 

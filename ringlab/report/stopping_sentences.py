@@ -103,8 +103,7 @@ def _short_text(stopping: Stopping) -> str:
         top = dominant_level(fit, last.layouts, last.rounds_per_layout)
         if top is not None:
             text += (f"; at {last.layouts} layouts x {last.rounds_per_layout} rounds the {top[0]} level's "
-                     f"variance makes {top[1] * 100:.0f}% of the interval's squared width, so more "
-                     f"{'layouts' if top[0] == 'layout' else 'rounds'} narrow it most")
+                     f"variance makes {top[1] * 100:.0f}% of the interval's squared width")
         text += "."
     elif sds:
         text += f" Why: this run measured SDs of the paired log ratio of {sds} (upper bounds, per unit of each level)."
