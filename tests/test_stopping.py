@@ -869,5 +869,7 @@ def test_a_run_asking_for_its_half_width_is_short_of_it_on_a_decided_row_too():
           "rows": [{"group": "mode=0,size=1000", "candidate": "reorder", "half_width_pct": 2.37, "target_pct": 0.5,
                     "target_met": False, "decided": "slower", "judged": True}]}
     assert "Not reached: reorder mode 0 ±2.37% of ±0.5%" in _text(st)
+    st["stages"][0]["components_fit"]["layout"] = 0.0        # REML at its boundary: said, not hidden
+    assert "SDs of the paired log ratio of layout 0.0%, round 8.0%" in _text(st)
     st["stop"] = "decided"
     assert "Not reached" not in _text(st)

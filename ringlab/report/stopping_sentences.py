@@ -96,7 +96,8 @@ def _short_text(stopping: Stopping) -> str:
                     f"±{float(r.target_pct):g}%" for r in short if _num_ok(r.half_width_pct))
     fit = (last.components_fit if last else None) or {}
     comp = fit or (last.components_upper if last else None) or {}
-    sds = ", ".join(f"{n} {math.sqrt(v) * 100:.1f}%" for n, v in comp.items() if _num_ok(v) and v > 0)
+    # the fit's components are estimates, 0 included (REML at its boundary); bounds only where positive
+    sds = ", ".join(f"{n} {math.sqrt(v) * 100:.1f}%" for n, v in comp.items() if _num_ok(v) and (v > 0 or fit and v == 0))
     text = f" Not reached: {got}."
     if sds and fit:
         text += f" Why: the layouts fit of this run's data gives SDs of the paired log ratio of {sds}"
