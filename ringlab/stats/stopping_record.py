@@ -16,10 +16,13 @@ order env.json has always held::
                  "predicted_s", "predicted_half_width_pct", "build_s", "measure_s",
                  "stop_reason": why it stopped after this stage, "continue", or null,
                  "build_s_per_layout_measured" (the pilot's timed builds, where timed),
-                 "built" (the pilot's binaries built), "components_upper" (reviewed stages),
+                 "built" (the pilot's binaries built), "components_upper" (reviewed stages
+                 planned from the nested components' upper bounds),
                  "round_s_measured" (the pilot's seconds per round, timed on its warm-up rounds
                  before its size was fixed), "design_planned" (the plan the stage ran by, where
-                 ``planned`` was replaced at a stop short of the target by what would reach it)}],
+                 ``planned`` was replaced at a stop short of the target by what would reach it),
+                 "components_fit" (reviewed stages planned from the layouts fit: {"layout",
+                 "round"} variances at the run's target)}],
      "count": the longest planned ops per timed loop and "count_by_mode": {MODE: ops} (only where
      count was unset; each mode's trials run at its own),
      "rows": [{"group", "candidate", "half_width_pct", "target_pct", "target_met", "decided",
