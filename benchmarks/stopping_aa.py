@@ -25,7 +25,7 @@ of the run's own effect (the true effect, its state mix and the run's drift), th
 interval's coverage of the next simulated run's estimate of the same comparison (the between-run variance from the runs before, as
 ``ringlab.stats.replication.between_of_runs`` measures it), each interval's mean width over the
 same interval at the true variances, the stops and the seconds per simulated run.  Exit status 1
-when a criterion misses (A/A outside that interval, CI coverage < 94%, next-run coverage outside
+when a criterion misses (A/A outside that interval or a false-call rate above it, CI coverage < 94%, next-run coverage outside
 93-98%, a width ratio > 1.5), naming which.
 
 ``--gaussian``: the two designs of a Gaussian noise without states (the host calibration's

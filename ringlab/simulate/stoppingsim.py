@@ -404,7 +404,8 @@ def timed_real_runs(levels, sc: Scenario, planner: LevelCalibration, target_pct:
 @dataclass(frozen=True)
 class Criteria:
     """What a scenario must show: its A/A rate (every look) within the binomial interval of
-    ``aa_level`` over its runs, CI coverage of the true effect at least ``ci_coverage``, next-run
+    ``aa_level`` over its runs (where a run's effect is not 0: its rate of opposite-sign calls not
+    above it), CI coverage of the run's own effect at least ``ci_coverage``, next-run
     coverage within ``next_coverage``, each interval's mean width at most ``width_ratio`` times the
     width of the same interval at the true variances."""
     aa_level: float = 0.05
