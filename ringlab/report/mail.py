@@ -639,9 +639,11 @@ def _own_floor(env: RunEnv) -> str:
 
 def _legend_text(info: dict) -> str:
     """What the table's marks mean (a sentence of the header paragraph)."""
-    fam = ", ".join(f"{c} {n}" for c, n in info["family"].items())
+    sizes = sorted(set(info["family"].values()))
+    fam = (f"the run's {sizes[0]} comparisons" if len(sizes) == 1
+           else ", ".join(f"{c} {n}" for c, n in info["family"].items()))
     txt = ("±%sd: spread of one arm's "
-           f"trials. *x*: significant at family-wise 5% (p Holm-adjusted over configurations: {fam}).")
+           f"trials. *x*: significant at family-wise 5% (p Holm-adjusted over {fam}).")
     if info["controls"]:
         txt += (f" {', '.join(info['controls'])}: an A/A control (the base's code again); "
                 "|Δ|<x% is the bound its 95% CI allows.")
