@@ -126,3 +126,17 @@ def fakebin(tmp_path, monkeypatch) -> Path:
         if k.startswith("FAKE_"):
             monkeypatch.delenv(k)
     return build / "bin"
+
+
+@pytest.fixture
+def captured(monkeypatch) -> dict:
+    """The matplotlib figures a report draws, by file stem (the files are written all the same)."""
+    from ringlab.report import figures
+    figs = {}
+    real = figures.save
+
+    def keep(fig, out_dir, name):
+        figs[name] = fig
+        return real(fig, out_dir, name)
+    monkeypatch.setattr(figures, "save", keep)
+    return figs

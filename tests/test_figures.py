@@ -13,19 +13,6 @@ from ringlab.stats import compare
 from tests.synth import make_raw
 
 
-@pytest.fixture
-def captured(monkeypatch):
-    """The matplotlib figures drawn, by file stem (the files are written all the same)."""
-    figs = {}
-    real = figures.save
-
-    def keep(fig, out_dir, name):
-        figs[name] = fig
-        return real(fig, out_dir, name)
-    monkeypatch.setattr(figures, "save", keep)
-    return figs
-
-
 def _legend_texts(fig) -> list[str]:
     out = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
     for ax in fig.axes:

@@ -211,20 +211,6 @@ def test_counters_show_callgrind_and_excluded_rows_are_explained(tmp_path):
 
 
 # -- figures ---------------------------------------------------------------------------------
-@pytest.fixture
-def captured(monkeypatch):
-    """Keep the matplotlib figures the report draws, by file stem."""
-    from ringlab.report import figures
-    figs = {}
-    real = figures.save
-
-    def keep(fig, out_dir, name):
-        figs[name] = fig
-        return real(fig, out_dir, name)
-    monkeypatch.setattr(figures, "save", keep)
-    return figs
-
-
 def test_box_marks_severe_outliers_with_several_configurations(run_dir, captured):
     import numpy as np
 
