@@ -8,6 +8,7 @@ layouts fit agree with ringlab.stats on random data; every committed run verifie
 from __future__ import annotations
 
 import json
+import re
 import math
 import shutil
 from pathlib import Path
@@ -31,8 +32,10 @@ def rendered(tmp_path_factory) -> Path:
     """A committed run's raw.csv and env.json, rendered with today's code."""
     run = tmp_path_factory.mktemp("verify") / "run"
     run.mkdir()
-    for f in ("raw.csv", "env.json"):
-        shutil.copy(SOURCE / f, run / f)
+    shutil.copy(SOURCE / "raw.csv", run / "raw.csv")
+    env = json.loads((SOURCE / "env.json").read_text())
+    env.pop("rerendered", None)     # rendered here with today's code, as when a run is made
+    (run / "env.json").write_text(json.dumps(env))
     write_report(run, figures=False)
     (run / "mail.txt").write_text(mail_text(run))
     return run
@@ -349,3 +352,25 @@ def test_a_rerendered_runs_notebook_keeps_its_tables_and_is_listed_not_checked(r
     assert res.ok, res.text()
     (line,) = [s for s in res.not_checked if s.startswith("10-ptr-ring-reorder.ipynb")]
     assert "0123456789ab" in line and "nothing re-measured" in line
+
+
+def test_a_further_runs_rows_in_the_mail_are_checked_against_its_sub_run(rendered, tmp_path):
+    """The mail's "Further runs" rows (labelled by the sub-run folder's name) recompute from that
+    folder's raw.csv; a wrong one is named."""
+    run = _copy(rendered, tmp_path / "run")
+    _copy(rendered, run / "again")
+    (run / "again" / "mail.txt").unlink()
+    text = (run / "mail.txt").read_text()
+    head = text.index("%change      reorder")       # the reorder table's rows follow its head
+    row = next(line for line in text[head:].splitlines() if re.match(r"^\s+[\d.]+\s+±\S+\s+\*?[+-][\d.]+%", line)
+               and "mode=1" in line)
+    (run / "mail.txt").write_text(text + "\nFurther runs in this folder:\n  batch ±%sd   %change   reorder ±%sd  ns/op\n"
+                                  + "-" * 62 + "\n" + row.replace("mode=1", "again mode=1") + "\n")
+    before = V.verify(run)
+    assert before.ok, before.text()
+    assert before.checked >= V.verify(rendered).checked + 3
+    pct = re.search(r"[+-][\d.]+%", row).group(0)
+    wrong = f"{float(pct[:-1]) + 5:+.1f}%"
+    (run / "mail.txt").write_text((run / "mail.txt").read_text().replace(
+        row.replace("mode=1", "again mode=1"), row.replace("mode=1", "again mode=1").replace(pct, wrong, 1)))
+    assert any(f.file == "mail.txt" and "again" in f.row and f.field == "%change" for f in V.verify(run).findings)

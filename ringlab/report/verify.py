@@ -872,8 +872,20 @@ def _mail_conds(label: str) -> dict:
     return conds
 
 
-def check_mail(text: str, rows: list[Row], res: Result, nexts: dict) -> None:
+def _further_rows(run: Path | None, name: str, cache: dict) -> list[Row] | None:
+    """The recomputed rows of the run folder's sub-run ``name`` (a further run the mail prints
+    below its table, labelled by its folder's name), or None when there is no such sub-run."""
+    if run is None or not name or "/" in name or name.startswith("."):
+        return None
+    if name not in cache:
+        sub = run / name
+        cache[name] = recompute(sub)[0] if (sub / "raw.csv").is_file() else None
+    return cache[name]
+
+
+def check_mail(text: str, rows: list[Row], res: Result, nexts: dict, run: Path | None = None) -> None:
     ck = Checker(res, "mail.txt")
+    further: dict = {}
     candidates = sorted({r.candidate for r in rows}, key=len, reverse=True)
     baseline = rows[0].baseline if rows else ""
     lines = text.splitlines()
@@ -902,6 +914,9 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict) -> None:
             continue
         r = _lookup(rows, cand, _mail_conds(label))
         rl = f"{cand} {label}"
+        sub = _further_rows(run, first, further) if r is None else None
+        if sub:
+            r = _lookup(sub, cand, _mail_conds(label[len(first):]))
         if r is None:
             ck.bad(rl, "row", "present", "no single comparison of raw.csv matches it")
             continue
@@ -1066,7 +1081,7 @@ def verify(run_dir) -> Result:
             res.not_checked.append("summary.md: no A/B table found")
     if (run / "mail.txt").is_file():
         res.files.append("mail.txt")
-        check_mail((run / "mail.txt").read_text(errors="replace"), rows, res, nexts)
+        check_mail((run / "mail.txt").read_text(errors="replace"), rows, res, nexts, run)
     rerendered = _rerendered(run)
     for nb in sorted(run.glob("*.ipynb")):
         if rerendered:
