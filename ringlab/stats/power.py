@@ -38,6 +38,7 @@ relative to the mean for normal data), rounded up and never below 5 per arm.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -123,6 +124,13 @@ class Plan:
         return math.expm1(self.half_width) * 100 if math.isfinite(self.half_width) else math.nan
 
 
+@functools.lru_cache(maxsize=8192)
+def _t_ppf(q: float, df: int) -> float:
+    """scipy's t quantile, cached: a plan walks K upwards and asks for the same quantiles at every
+    look of a staged run (and a simulation makes thousands of plans), and the ppf is the slow part."""
+    return float(sst.t.ppf(q, df))
+
+
 def least_layouts(var_estimate: float, shift: float, alpha: float = 0.05, power: float | None = 0.8,
                   k_max: int = MAX_LAYOUTS) -> float:
     """The least K >= MIN_LAYOUTS layout pairs with (t_{1-alpha/2,K-1} + t_{power,K-1})^2 var / shift^2
@@ -132,7 +140,7 @@ def least_layouts(var_estimate: float, shift: float, alpha: float = 0.05, power:
     if not (math.isfinite(var_estimate) and math.isfinite(shift)) or shift == 0:
         return math.nan
     for k in range(MIN_LAYOUTS, k_max + 1):
-        q = float(sst.t.ppf(1 - alpha / 2, k - 1)) + (float(sst.t.ppf(power, k - 1)) if power is not None else 0.0)
+        q = _t_ppf(1 - alpha / 2, k - 1) + (_t_ppf(power, k - 1) if power is not None else 0.0)
         if q * q * var_estimate / (shift * shift) <= k:
             return float(k)
     return math.nan
