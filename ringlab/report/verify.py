@@ -3,7 +3,10 @@
 A second implementation of the formulas docs/verdicts.md states, written the way a reviewer
 would follow the doc with pandas, numpy, scipy and statsmodels, and deliberately without
 ``ringlab.stats``: a number that the report's own code gets wrong would otherwise be
-"recomputed" by the same code and agree with itself.
+"recomputed" by the same code and agree with itself.  The files themselves are read as every
+ringlab reader reads them (``ringlab.rundir``: raw.csv's checks, the run constants env.json
+keeps, env.json's typed fields; ``ringlab.schema``'s warm-up and failed-trial rules): the second
+implementation is of the statistics, not of the file format.
 
 Recomputed per row (configuration x candidate against the baseline):
 
@@ -49,7 +52,9 @@ from scipy import stats as sst
 from statsmodels.stats.multitest import multipletests
 
 from ringlab import schema
-from ringlab.errors import ParamError
+from ringlab.errors import DataError, ParamError
+from ringlab.rundir.envjson import RunEnv
+from ringlab.rundir.run import Run
 
 ALPHA = 0.05
 LEVEL = 0.95
@@ -273,22 +278,20 @@ def _parse_label(text: str) -> dict:
     return out
 
 
-def _margin(env: dict) -> float:
+def _margin(env: RunEnv) -> float:
     """The equivalence margin, a fraction: the run's ``-p margin`` (percent, env.json
     ``parameters.margin``), else 1%."""
-    params = env.get("parameters") if isinstance(env.get("parameters"), dict) else {}
-    pct = params.get("margin")
+    pct = env.parameters.get("margin")
     if isinstance(pct, (int, float)) and not isinstance(pct, bool) and 0 <= pct < 100:
         return float(pct) / 100
     return DEFAULT_MARGIN
 
 
-def _baseline(env: dict, variants: list[str]) -> str | None:
-    rep = env.get("report") if isinstance(env.get("report"), dict) else {}
-    params = env.get("parameters") if isinstance(env.get("parameters"), dict) else {}
+def _baseline(env: RunEnv, variants: list[str]) -> str | None:
+    params = env.parameters
     listed = params.get("variants")
     listed = listed.split(",") if isinstance(listed, str) else (listed or [])
-    for name in (rep.get("baseline"), env.get("baseline"), params.get("baseline"), *listed):
+    for name in (env.report.get("baseline"), env.baseline, params.get("baseline"), *listed):
         if name and str(name) in variants:
             return str(name)
     return variants[0] if variants else None
@@ -328,9 +331,9 @@ class Row:
 def _measurements(raw: pd.DataFrame, metric: str) -> pd.DataFrame:
     keep = pd.Series(True, index=raw.index)
     if "status" in raw.columns:
-        keep &= raw["status"].astype(str) == "ok"
+        keep &= ~schema.failed_mask(raw)
     if "warmup" in raw.columns:
-        keep &= ~raw["warmup"].astype(str).str.strip().str.lower().isin(("true", "1", "1.0", "yes"))
+        keep &= ~schema.warmup_mask(raw)
     vals = pd.to_numeric(raw[metric], errors="coerce")
     keep &= vals.notna()
     out = raw.loc[keep].copy()
@@ -1002,24 +1005,22 @@ def recompute(run_dir) -> tuple[list[Row], dict]:
     if not raw_path.is_file():
         raise VerifyError(f"{run}: no raw.csv; verify needs the run's raw.csv (and env.json) to recompute "
                           "the printed numbers from")
+    # the files are read as every ringlab reader reads them (ringlab.rundir: raw.csv's checks and the
+    # run constants env.json keeps); what verify writes again is the statistics, not the file format
     try:
-        raw = pd.read_csv(raw_path, low_memory=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise VerifyError(f"{raw_path}: not a readable CSV ({e})") from e
-    env = {}
-    if (run / "env.json").is_file():
-        try:
-            env = json.loads((run / "env.json").read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise VerifyError(f"{run / 'env.json'}: not JSON ({e})") from e
+        folder = Run(run)
+        env = folder.env
+        raw = folder.read_raw(required=())
+    except DataError as e:
+        raise VerifyError(str(e)) from e
     if "variant" not in raw.columns:
         raise VerifyError(f"{raw_path}: no 'variant' column; verify needs the arms compared")
     cmp = pd.read_csv(run / "compare.csv") if (run / "compare.csv").is_file() else None
-    rep = env.get("report") if isinstance(env.get("report"), dict) else {}
+    rep = env.report
     metric = None
     if cmp is not None and "metric" in cmp.columns and len(cmp):
         metric = str(cmp["metric"].iloc[0])
-    metric = metric or rep.get("metric") or env.get("metric") or schema.PRIMARY_METRIC
+    metric = metric or rep.get("metric") or schema.PRIMARY_METRIC
     if metric not in raw.columns:
         raise VerifyError(f"{raw_path}: no '{metric}' column; verify needs the metric the report compared")
     variants = sorted(map(str, raw["variant"].dropna().unique()))
@@ -1047,10 +1048,10 @@ def _rerendered(run: Path) -> str:
     the executed notebook then keeps the tables it printed with the code of its run, and only the
     re-rendered reports are held to today's formulas (docs/results.md)."""
     try:
-        rec = json.loads((run / "env.json").read_text()).get("rerendered")
-    except (OSError, ValueError, AttributeError):
+        rec = Run(run).env.rerendered
+    except DataError:
         return ""
-    if not isinstance(rec, dict) or not rec.get("commit"):
+    if not rec.get("commit"):
         return ""
     files = ", ".join(map(str, rec.get("files") or [])) or "the reports"
     return (f"{files} were re-rendered from the same trials by ringlab {str(rec['commit'])[:12]} on "

@@ -37,7 +37,7 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "binaries_used": (dict,), "plan": (dict,), "governor": (dict,), "cpu_lock": (dict,), "quiet": (dict,),
     "c2c_latency_ns": (dict,), "warnings": (list,), "skipped_reason": (str,), "environment": (dict,),
     "stopping": (dict,), "baseline": (str,), "measured_commands": (dict,),
-    "run_constants": (dict,), "raw_values": (dict,),
+    "run_constants": (dict,), "raw_values": (dict,), "rerendered": (dict,),
 }
 _JSON_NAMES = {int: "an integer", str: "a string", list: "a list", dict: "an object", float: "a number"}
 
@@ -230,6 +230,12 @@ class RunEnv(Mapping):
     @property
     def warnings(self) -> list[str]:
         return self.doc.get("warnings") or []
+
+    @property
+    def rerendered(self) -> dict[str, Any]:
+        """When the reports were re-rendered after the run from its own files (commit, utc, files;
+        nothing re-measured); {} when they are those the run wrote."""
+        return _dict(self.doc.get("rerendered"))
 
     @property
     def report(self) -> dict[str, Any]:
