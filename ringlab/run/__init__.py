@@ -237,7 +237,7 @@ def _time_pilot(f: RunFolder, p, st: Stopping, done: set, todo: list, res: "RunR
     warm_keys = {s.key() for _, s in warm}
     if (st.layouts, st.rounds_per_layout) == before:
         return st, [(i, s) for i, s in todo if s.key() not in warm_keys]
-    log(f"target_ci: pilot cut to {st.layouts} layouts x {st.rounds_per_layout} rounds: a round took "
+    log(f"target_ci: pilot re-sized to {st.layouts} layouts x {st.rounds_per_layout} rounds: a round took "
         f"{st.stages[0].round_s_measured:.2f} s here, {left:.0f} s of the budget are left")
     p.specs = stopping.pilot_specs(p.specs, st)
     p.ctx.values["trials"] = int(st.stages[0].new_rounds)
