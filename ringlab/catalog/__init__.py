@@ -1,0 +1,13 @@
+"""What ringlab knows, declared once: its experiments, ring variants, verdict words and stop reasons.
+
+The catalog is part of the base layer: it imports nothing of ringlab but ``ringlab.errors``, and every
+other layer derives its tables from it instead of keeping copies.  Each module holds one kind of entry:
+
+- ``verdicts``: the verdict words, one enum whose members say whether they are a call and whether
+  they are settled;
+- ``stops``: why a staged run stopped;
+- ``variants``: the built-in ring variants (header, batch support, cache-line layout);
+- ``experiments``: the experiments (raw.csv columns, parameter bounds, binaries, notebook).
+
+This file only re-exports.
+"""
