@@ -11,3 +11,6 @@ other layer derives its tables from it instead of keeping copies.  Each module h
 
 This file only re-exports.
 """
+from ringlab.catalog.experiments import (EXPERIMENT_NAMES, EXPERIMENTS, NOTEBOOKS, Bound, Experiment, Notebook,
+                                         PublishedCounts, all_extra_columns, experiment, notebook)
+from ringlab.catalog.variants import LAYOUTS, VARIANT_NAMES, VARIANTS, RingLayout, RingVariant, layout, variant
