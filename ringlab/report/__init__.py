@@ -32,7 +32,7 @@ from ringlab.report import tables as _tab
 from ringlab.report.analysis import Analysis, pick_metric
 from ringlab.rundir import pick_baseline
 from ringlab.rundir.calibration import run_host
-from ringlab.rundir.run import raw_experiment
+from ringlab.rundir.reader import raw_experiment
 from ringlab.report.method_text import method_text
 from ringlab.report.stopping_sentences import stopping_text
 from ringlab.stats.summary import BOOTSTRAP_MAX_N, CI_METHOD_LARGE_N, StatsError, group_columns

@@ -54,7 +54,7 @@ from statsmodels.stats.multitest import multipletests
 from ringlab import schema
 from ringlab.errors import DataError, ParamError
 from ringlab.rundir.envjson import RunEnv
-from ringlab.rundir.run import Run
+from ringlab.rundir.reader import Run
 
 ALPHA = 0.05
 LEVEL = 0.95

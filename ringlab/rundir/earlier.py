@@ -17,7 +17,7 @@ import math
 import re
 from pathlib import Path
 
-from ringlab.rundir.run import Run
+from ringlab.rundir.reader import Run
 
 #: parameters that differ between runs of one command without making it another comparison
 IGNORED_PARAMETERS = ("seed", "out")

@@ -30,6 +30,7 @@ import pandas as pd
 from ringlab.errors import DataError
 from ringlab.rundir.baseline import pick_baseline, run_variants
 from ringlab.rundir.envjson import RunEnv, read_env
+from ringlab.rundir.folder import RunFolder
 from ringlab.rundir.inputs import open_input, read_input
 from ringlab.rundir.rawcsv import read_raw, resume_keys
 
@@ -153,7 +154,6 @@ class Run:
             state, line = "unknown", ""
             if self.has_env:
                 self.env   # a corrupt env.json: DataError naming it
-                from ringlab.rundir import RunFolder
                 folder = RunFolder(self.path)
                 try:
                     state, line = folder.status().state, folder.status_line()
@@ -176,7 +176,6 @@ class Run:
     def run_status(self):
         """The :class:`RunStatus` of the folder (env.json, raw.csv and the lock); DataError when
         env.json cannot be read."""
-        from ringlab.rundir import RunFolder
         return RunFolder(self.path).status()
 
     # -- names --------------------------------------------------------------------------------------------
@@ -269,4 +268,10 @@ class Run:
                 if not p.parent.is_symlink() and not (self.path / "steps").is_symlink()]
 
 
-__all__ = ["Run", "raw_experiment", "RAW_CSV", "ENV_JSON", "SUMMARY_MD", "SUMMARY_CSV", "COMPARE_CSV"]
+def read_run(path: str | os.PathLike, need_env: bool = False) -> tuple[pd.DataFrame, RunEnv | None]:
+    """raw.csv and env.json of a run folder (``Run(path).read(need_env)``)."""
+    return Run(path).read(need_env)
+
+
+__all__ = ["Run", "read_run", "raw_experiment", "RAW_CSV", "ENV_JSON", "SUMMARY_MD", "SUMMARY_CSV", "COMPARE_CSV"]
+
