@@ -1,31 +1,29 @@
-"""Every committed run's summary.md is what today's code renders from its raw.csv and env.json.
+"""What a committed run under results/ promises (docs/results.md), checked without re-rendering it.
 
-For each run folder under results/ of a measuring experiment (one with raw.csv and summary.md;
-environment, compare-runs and explore folders are not summaries of trials) the folder is
-copied to a temporary directory and rendered there by ``write_report``, the function
-``ringlab summarize`` calls, with the run's own baseline, metric and labels from env.json
-(``env["report"]`` when the run recorded how it was rendered, else the top-level
-``baseline``/``metric``).  The result must equal the committed summary.md byte for byte:
-a committed summary that today's code would write differently is stale, and the run has to
-be re-made (or re-summarized) before it is committed.  results/ itself is never written.
+A committed run's raw.csv, env.json, executed notebook and reports come from one run of one clean
+commit (env.json's ``git``); reports re-rendered later from the same trials say so in env.json's
+``rerendered`` record (commit, time, the files it wrote).  Its printed numbers are held to its raw.csv
+by ``ringlab verify`` (tests/test_verify.py), never its bytes to today's renderer: a change of how
+reports are rendered leaves results/ as it is.  Each experiment keeps one committed run per host,
+and a host's set comes from one ringlab.  results/ itself is never written.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import shutil
+import re
 from pathlib import Path
 
 import pytest
 
 from ringlab import paths
-from ringlab.report import write_report
 from ringlab.rundir import read_env
 from tests.committed import committed
 
 #: results/ folders whose runs are not summaries of trials
 NOT_TRIALS = ("environment", "compare-runs", "explore")
+#: results/ folders that are not runs of a notebook (a host's calibration: its A/A runs and drift record)
+NOT_RUNS = ("calibration",)
 RESULTS = paths.ROOT / "results"
+RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
 
 
 def committed_runs() -> list[Path]:
@@ -36,40 +34,67 @@ def committed_runs() -> list[Path]:
     return runs
 
 
-def render_args(env: dict) -> dict:
-    """write_report's arguments for a run: what env.json says it was rendered with."""
-    rec = env.get("report") if isinstance(env.get("report"), dict) else {}
-    args = {"baseline": rec.get("baseline", env.get("baseline")), "metric": rec.get("metric", env.get("metric"))}
-    if isinstance(rec.get("labels"), dict):
-        args["labels"] = rec["labels"]
-    return {k: v for k, v in args.items() if v is not None}
-
-
-def _tree_digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()
-
-
 def test_there_are_committed_runs_to_check():
     assert committed_runs(), f"no run folder with raw.csv and summary.md under {RESULTS}"
 
 
-@pytest.mark.parametrize("run", committed_runs(), ids=lambda p: str(p.relative_to(RESULTS)))
-def test_committed_summary_is_what_todays_code_renders(run, tmp_path):
-    before = _tree_digest(run)
-    copy = tmp_path / run.name
-    shutil.copytree(run, copy)
-    (copy / "summary.md").unlink()
-    env = json.loads((run / "env.json").read_text()) if (run / "env.json").is_file() else {}
-    write_report(copy, figures=False, **render_args(env))
-    assert _tree_digest(run) == before, f"rendering wrote into {run}"
-    committed = (run / "summary.md").read_bytes()
-    rendered = (copy / "summary.md").read_bytes()
-    assert rendered == committed, (f"{run.relative_to(paths.ROOT)}/summary.md is not what today's code renders "
-                                   f"(ringlab summarize {run.relative_to(paths.ROOT)}): re-make or re-summarize the run")
+def run_folders() -> list[Path]:
+    """Every committed run folder: results/<experiment>/<host>/<run-id>/."""
+    return committed(sorted(p for p in RESULTS.glob("*/*/*") if p.is_dir() and RUN_ID.match(p.name)
+                            and p.parts[-3] not in NOT_RUNS))
+
+
+def one_run_per_experiment_and_host(folders: list[Path]) -> list[str]:
+    """The experiment/host folders that hold more than one of ``folders`` (each a run folder)."""
+    by: dict[str, list[str]] = {}
+    for f in folders:
+        by.setdefault(f"{f.parts[-3]}/{f.parts[-2]}", []).append(f.name)
+    return [f"{k}: {', '.join(v)}" for k, v in sorted(by.items()) if len(v) > 1]
+
+
+def test_each_experiment_keeps_one_committed_run_per_host():
+    """A new run of an experiment on a host replaces the committed one (git keeps the older)."""
+    extra = one_run_per_experiment_and_host(run_folders())
+    assert not extra, "more than one committed run of an experiment on a host:\n" + "\n".join(extra)
+
+
+def test_the_one_run_rule_can_fail(tmp_path):
+    a, b = (tmp_path / "patch-ab" / "h" / f"2026010{d}T000000Z-{x * 6}" for d, x in ((1, "a"), (2, "b")))
+    c = tmp_path / "patch-ab" / "g" / "20260101T000000Z-cccccc"
+    assert one_run_per_experiment_and_host([a, c]) == []
+    assert one_run_per_experiment_and_host([a, b, c]) == [f"patch-ab/h: {a.name}, {b.name}"]
+
+
+def rerendered_problems(env: dict) -> list[str]:
+    """What is missing from a run's ``rerendered`` record: the commit that re-rendered, when, and
+    which kinds of report it wrote (a kind the run has no file of may be named), never the notebook."""
+    rec = env.get("rerendered")
+    if rec is None:
+        return []
+    if not isinstance(rec, dict):
+        return [f"rerendered is {type(rec).__name__}, not an object"]
+    out = [f"rerendered has no {k}" for k in ("commit", "utc", "files") if not rec.get(k)]
+    files = rec.get("files") or []
+    out += [f"rerendered names the notebook {f}: an executed notebook keeps what its run printed"
+            for f in files if str(f).endswith(".ipynb")]
+    return out
+
+
+@pytest.mark.parametrize("run", run_folders(), ids=lambda p: str(p.relative_to(RESULTS)))
+def test_a_rerendered_run_says_what_was_rerendered(run):
+    """Reports written after the run, from the same trials, are named with the commit that wrote them;
+    the executed notebook is never among them (``ringlab verify`` lists it as not checked)."""
+    env = read_env(run).doc if (run / "env.json").is_file() else {}
+    assert not rerendered_problems(env), f"{run.relative_to(RESULTS)}: {rerendered_problems(env)}"
+
+
+def test_the_rerendered_rule_can_fail():
+    good = {"rerendered": {"commit": "0" * 40, "utc": "2026-12-07T19:02:48Z", "files": ["summary.md"]}}
+    assert rerendered_problems(good) == [] and rerendered_problems({}) == []
+    assert rerendered_problems({"rerendered": {"commit": "0" * 40, "files": ["mail.txt", "10-x.ipynb"]}}) \
+        == ["rerendered has no utc",
+            "rerendered names the notebook 10-x.ipynb: an executed notebook keeps what its run printed"]
+    assert rerendered_problems({"rerendered": "yes"}) == ["rerendered is str, not an object"]
 
 
 def _env_files() -> list[Path]:
