@@ -10,10 +10,9 @@ opens no file.
 """
 from ringlab.stats.compare import compare, compare_arrays
 from ringlab.stats.contract import JSON_FIELDS, VERDICTS, Comparison, check_rule, to_records
-from ringlab.stats.decide import Verdict, decide
+from ringlab.stats.decide import Verdict, decide, holm
 from ringlab.stats.diagnose import diagnose, diagnose_ab, find_cause
 from ringlab.stats.estimate import Estimate
-from ringlab.stats.holm import holm
 from ringlab.stats.outliers import modality, tukey_flags
 from ringlab.stats.power import Plan, recommended_trials, trials_needed
 from ringlab.stats.rounds import Rounds

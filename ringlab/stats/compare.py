@@ -112,7 +112,7 @@ from ringlab.stats import ranktests as _rt
 from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, NOT_AFTER_HOLM, SIGNIFICANT, Comparison, check_rule,
                                     to_frame)
 from ringlab.stats.decide import EQUIVALENCE_MARGIN, INSTRUCTION_METRICS, Verdict, decide, state_note
-from ringlab.stats.holm import holm, holm_levels
+from ringlab.stats.decide import holm, holm_levels
 from ringlab.stats.layouts import LayoutRounds
 from ringlab.stats.power import plan_more
 from ringlab.stats.robust import hodges_lehmann
