@@ -19,7 +19,7 @@ the machine simulated with ringlab.simulate.noise at this host's calibrated sigm
 calibrate`; default 2 points without one) and states, analysed with ringlab.stats.layouts (K
 layout pairs x R rounds, t interval across the pairs), beside the one-build design of the same
 machine time and the K layouts pooled into one signed-rank test.  It prints the K and R that
-80% power needs for a 5% and a 2% effect (ringlab.stats.power.layout_plan) and what they cost in
+80% power needs for a 5% and a 2% effect (ringlab.stats.plan.layout_plan) and what they cost in
 machine time (K x R rounds x seconds per round, from the calibration run or the committed
 ptr_ring runs' trials), and checks that the layout design's A/A is consistent with <= 5%
 (one-sided binomial test at 1%).
@@ -161,7 +161,7 @@ def _seconds_per_round(cal, files) -> tuple[float, str]:
 def layout_section(a, files) -> bool:
     """The layout design's A/A and power beside the one-build design's; True when its A/A passes."""
     from ringlab.simulate import layoutsim
-    from ringlab.stats import power
+    from ringlab.stats.plan import layout_plan
     from ringlab.rundir.calibration import find_calibration
     from ringlab.system.envinfo import host_id
 
@@ -177,7 +177,7 @@ def layout_section(a, files) -> bool:
     spr, spr_src = _seconds_per_round(cal, files)
     print(f"layout design ({src}): sigma_L {sigma * 100:.2f} pts, round noise {s * 100:.2f} pts"
           + (f", states {kw['durations'][0]:.0f}/{kw['durations'][1]:.0f} trials" if kw else ""))
-    plan = power.layout_plan(5.0, sigma, s)
+    plan = layout_plan(5.0, sigma, s)
     K, R = plan.layouts, plan.rounds_per_layout
     if not isinstance(K, int):
         print("  no layout count up to 1000 reaches 80% power for 5%; section skipped")
@@ -191,7 +191,7 @@ def layout_section(a, files) -> bool:
     print(f"  seconds per round (two trials): {spr:.3g} s, from {spr_src}")
     times = {}
     for e in (5.0, 2.0):
-        p = power.layout_plan(e, sigma, s)
+        p = layout_plan(e, sigma, s)
         t = times[e] = layoutsim.machine_time_s(p.layouts, p.rounds_per_layout, spr)
         print(f"  80% power for a {e:g}% effect: K={p.layouts} layouts x R={p.rounds_per_layout} rounds "
               f"= {p.trials} rounds, {t:.0f} s ({t / 60:.1f} min) of trials (builds not counted)")

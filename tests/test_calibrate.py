@@ -16,7 +16,7 @@ from ringlab.lab import cli
 from ringlab.rundir import calibration as cal_files
 from ringlab.stats import calibration as cal
 from ringlab.simulate import noise
-from ringlab.stats import power
+from ringlab.stats import plan
 
 TRUE_SIGMA = 0.03
 
@@ -130,15 +130,15 @@ def test_run_without_layout_column_is_refused(tmp_path, capsys):
 
 
 def test_planning_more_layouts_for_larger_sigma_and_smaller_effect():
-    base = power.layout_plan(5.0, 0.02, 0.03)
-    assert base.layouts >= power.MIN_LAYOUTS
-    assert power.layout_plan(5.0, 0.05, 0.03).layouts > base.layouts
-    assert power.layout_plan(2.0, 0.02, 0.03).layouts > base.layouts
+    base = plan.layout_plan(5.0, 0.02, 0.03)
+    assert base.layouts >= plan.LEAST_LAYOUTS_MIN
+    assert plan.layout_plan(5.0, 0.05, 0.03).layouts > base.layouts
+    assert plan.layout_plan(2.0, 0.02, 0.03).layouts > base.layouts
     assert base.trials == base.layouts * base.rounds_per_layout
     # the smallest K: K - 1 does not satisfy the sizing inequality
     from scipy import stats as sst
     k, var = base.layouts, 0.02 ** 2 + 0.03 ** 2 / 20
-    if k > power.MIN_LAYOUTS:
+    if k > plan.LEAST_LAYOUTS_MIN:
         q = sst.t.ppf(0.975, k - 2) + sst.t.ppf(0.8, k - 2)
         assert k - 1 < q * q * var / math.log(1.05) ** 2
 

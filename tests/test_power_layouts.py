@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from ringlab.simulate import layoutsim
-from ringlab.stats import power
+from ringlab.stats.plan import layout_plan
 from tests.committed import committed
 
 REPS = 120
@@ -20,7 +20,7 @@ SIGMA = 0.02
 
 @pytest.fixture(scope="module")
 def rates():
-    plan = power.layout_plan(5.0, SIGMA, 0.03)
+    plan = layout_plan(5.0, SIGMA, 0.03)
     return plan, layoutsim.layout_rates(plan.layouts, plan.rounds_per_layout, SIGMA, reps=REPS, seed=11)
 
 

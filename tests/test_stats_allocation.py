@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ringlab.errors import ParamError
-from ringlab.stats.allocation import Level, allocate, variance_upper
+from ringlab.stats.plan import Level, allocate
 
 
 def _brute(layout, process, iteration, n_l):
@@ -72,12 +72,6 @@ def test_predicted_half_width_holds_in_simulation():
         lo, hi = sst.ttest_1samp(per, 0).confidence_interval(a.level)
         hits += lo <= 0 <= hi
     assert sst.binomtest(hits, n, a.level).pvalue > 0.001
-
-
-def test_variance_upper_bound():
-    assert variance_upper(1.0, 0) == math.inf
-    assert variance_upper(1.0, 10, 0.9) > 1.0
-    assert variance_upper(1.0, 1000, 0.9) < 1.1
 
 
 @pytest.mark.parametrize("kw, word", [({}, "neither"), ({"target_half_width": -1}, "target_half_width"),

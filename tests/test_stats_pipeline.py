@@ -13,7 +13,7 @@ import pytest
 
 from ringlab.stats import JSON_FIELDS, Estimate, Rounds, compare, compare_arrays, decide
 from ringlab.stats.contract import EXTRA_FIELDS
-from ringlab.stats.power import Plan, least_layouts, plan_more
+from ringlab.stats.plan import Plan, least_layouts, plan_more
 from ringlab.stats.rounds import Scale
 
 STATS = Path(__file__).resolve().parent.parent / "ringlab" / "stats"

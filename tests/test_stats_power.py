@@ -51,6 +51,6 @@ def test_bench_power_lists_and_refuses_bad_input(tmp_path):
 def test_least_layouts_cached_quantile_is_scipys():
     """The cached t quantile the layout plan walks with is scipy's, to the bit."""
     from scipy import stats as sst
-    from ringlab.stats.power import _t_ppf
+    from ringlab.stats.plan import t_quantile
     for q, df in ((0.975, 3), (0.8, 11), (0.99375, 200)):
-        assert _t_ppf(q, df) == float(sst.t.ppf(q, df))
+        assert t_quantile(q, df) == float(sst.t.ppf(q, df))

@@ -26,7 +26,7 @@ import pytest
 from scipy import stats as sst
 
 from ringlab.simulate import designsim as ds
-from ringlab.stats import allocation, layouts
+from ringlab.stats import layouts, plan
 
 RUNS = 200
 FAST = (ds.Design(4, 1, 1), ds.Design(4, 8, 5), ds.Design(16, 2, 1), ds.Design(32, 1, 5))
@@ -61,7 +61,7 @@ def _check(r: dict) -> None:
 
 
 def test_the_grid_is_what_the_planner_can_pick():
-    assert min(d.layouts for d in ds.GRID) == allocation.MIN_LAYOUTS
+    assert min(d.layouts for d in ds.GRID) == plan.MIN_LAYOUTS
     assert {(d.layouts, d.rounds, d.iterations) for d in ds.GRID} == {
         (K, R, I) for K in (4, 8, 16, 32) for R in (1, 2, 4, 8) for I in (1, 5)}
 

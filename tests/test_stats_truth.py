@@ -21,8 +21,7 @@ from layout_runs import tidy_frame
 from ringlab.simulate import noise
 from ringlab.stats import compare
 from ringlab.stats import ranktests as rt
-from ringlab.stats import compare_arrays, recommended_trials
-from ringlab.stats.power import minimum_detectable_effect
+from ringlab.stats import compare_arrays
 
 N_RUNS = 2000
 LEVEL = 0.01       # of the binomial tests on simulated rates
@@ -106,16 +105,6 @@ def test_simulation_can_see_an_inflated_rate():
     for n in range(10, 61, 5):
         hit |= rt.signed_rank_reject_batch(d[:, :n], 0.05)
     assert _inflated(hit.sum(), N_RUNS), hit.mean()
-
-
-def test_recommended_trials_formula():
-    n = recommended_trials(3.0, 0.05)
-    assert 60 <= n <= 80  # normal approximation x pi/2 for the median
-    assert recommended_trials(6.0, 0.05) < n
-    # the plan and the detectable effect are one formula read both ways
-    sigma = math.sqrt(math.log1p(0.05 ** 2))
-    assert minimum_detectable_effect(int(math.ceil(n)), sigma) == pytest.approx(3.0, rel=0.02)
-    assert minimum_detectable_effect(int(math.ceil(n)) // 2, sigma) > 3.0
 
 
 # -- the layout design through compare() -----------------------------------------------------

@@ -239,10 +239,10 @@ def _in_context(df):
 
 
 def test_the_cached_t_quantile_is_scipy_s():
-    from ringlab.stats import allocation
+    from ringlab.stats import plan
     for df in (1, 2, 7, 40, 300):
         for level in (0.95, 0.99):
-            assert allocation._half_width(0.04, df + 1, level) == \
+            assert plan._half_width(0.04, df + 1, level) == \
                 float(sst.t.ppf(0.5 + level / 2, df) * math.sqrt(0.04 / (df + 1)))
 
 

@@ -1,7 +1,7 @@
 """Error rates of the layouts verdict at the designs the level planner picks, by simulation.
 
-The planner (``ringlab.stats.allocation.allocate``) picks K layout pairs (at least
-``allocation.MIN_LAYOUTS``), R processes per layout pair and arm (= rounds per layout) and I
+The planner (``ringlab.stats.plan.allocate``) picks K layout pairs (at least
+``plan.MIN_LAYOUTS``), R processes per layout pair and arm (= rounds per layout) and I
 timed iterations per process.  ``simulate_runs`` draws runs of such a design from noise at the
 three levels the planner plans with, on a machine that switches between a fast and a slow state:
 
@@ -85,7 +85,7 @@ class Design:
         return s_l + s_p / self.rounds + s_i / (self.rounds * self.iterations)
 
     def half_width(self, components=None, upper: float = UPPER, level: float = 0.95) -> float:
-        """The plan's t half-width (log scale) on K - 1 df, as ``allocation.allocate`` predicts it."""
+        """The plan's t half-width (log scale) on K - 1 df, as ``plan.allocate`` predicts it."""
         K = self.layouts
         return float(sst.t.ppf(0.5 + level / 2, K - 1) * math.sqrt(self.unit_variance(components, upper) / K))
 

@@ -14,12 +14,12 @@ from ringlab.stats.decide import Verdict, decide, holm
 from ringlab.stats.diagnose import diagnose, diagnose_ab, find_cause
 from ringlab.stats.estimate import Estimate
 from ringlab.stats.outliers import modality, tukey_flags
-from ringlab.stats.power import Plan, recommended_trials, trials_needed
+from ringlab.stats.plan import Plan
 from ringlab.stats.rounds import Rounds
 from ringlab.stats.sequential import target_met
 from ringlab.stats.summary import StatsError, format_value, measurements, summarize
 
 __all__ = ["Comparison", "Estimate", "JSON_FIELDS", "Plan", "Rounds", "StatsError", "VERDICTS",
            "Verdict", "check_rule", "compare", "compare_arrays", "decide", "diagnose", "diagnose_ab", "find_cause",
-           "format_value", "holm", "measurements", "modality", "recommended_trials", "summarize",
-           "target_met", "to_records", "trials_needed", "tukey_flags"]
+           "format_value", "holm", "measurements", "modality", "summarize",
+           "target_met", "to_records", "tukey_flags"]

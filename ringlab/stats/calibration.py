@@ -12,7 +12,7 @@ code is the same, every difference between the arms is layout or noise:
   of one estimate, so sigma_L^2 lies in [(K-1) v / chi^2_{.975} - w, (K-1) v / chi^2_{.025} - w]
   (clipped at 0), v the sample variance of the e_k;
 * the round noise s: the root mean square over layout pairs of the robust SD of the per-round
-  log ratios (what ``ringlab.stats.power.layout_plan`` needs);
+  log ratios (what ``ringlab.stats.plan.layout_plan`` needs);
 * the machine states: ``ringlab.stats.states.classify`` on the trial-ordered log times with each
   arm's level (and the median A/A ratio) taken out, through ``layouts.rounds_from_trials``;
 * seconds per round: the median over rounds of the rounds' summed ``wall_s``.

@@ -114,7 +114,7 @@ from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, NOT_AFTER_HOLM, SIG
 from ringlab.stats.decide import EQUIVALENCE_MARGIN, INSTRUCTION_METRICS, Verdict, decide, state_note
 from ringlab.stats.decide import holm, holm_levels
 from ringlab.stats.layouts import LayoutRounds
-from ringlab.stats.power import plan_more
+from ringlab.stats.plan import plan_more
 from ringlab.stats.robust import hodges_lehmann
 from ringlab.stats.rounds import ROUND_COLUMN, Rounds, Scale, comparison_columns, round_key, round_values
 from ringlab.stats.summary import DEFAULT_SEED, StatsError, measurements

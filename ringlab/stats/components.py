@@ -16,7 +16,7 @@ component from above at the stated confidence whatever the level below does.
 statsmodels' ``MixedLM`` fits the same components by REML, but it needs seconds to minutes on
 calibration-sized frames and gives no per-level degrees of freedom to bound them with; these
 moment estimators are exact for balanced designs and what the allocation in
-``ringlab.stats.allocation`` is derived for.
+``ringlab.stats.plan.allocate`` is derived for.
 """
 from __future__ import annotations
 

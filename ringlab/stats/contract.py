@@ -34,7 +34,7 @@ from ringlab.stats.summary import StatsError
 if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict names
     from ringlab.stats.decide import Verdict
     from ringlab.stats.estimate import Estimate
-    from ringlab.stats.power import Plan
+    from ringlab.stats.plan import Plan
 
 #: The ``--json`` fields, in order.  Meanings:
 #:   group             configuration label "col=value,..." ("all" without parameters)

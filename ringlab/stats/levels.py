@@ -9,7 +9,7 @@ costs: an iteration (the timed region of both arms), a process (both arms' wall 
 the timed region) and a layout pair (two builds, measured by the caller).
 
 ``LevelCalibration.plan`` turns them, at their upper confidence bounds, into layouts x processes
-x iterations (``ringlab.stats.allocation``).  A mode without a calibration is planned with
+x iterations (``ringlab.stats.plan.allocate``).  A mode without a calibration is planned with
 ``CAUTIOUS``: the components of the noisiest host measured so far, rounded up, and said so.
 """
 from __future__ import annotations
@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ringlab.errors import DataError
-from ringlab.stats.allocation import MAX_LAYOUTS, Level, allocate
-from ringlab.stats.power import Plan
+from ringlab.stats.plan import MAX_LAYOUTS, Level, Plan, allocate
 from ringlab.stats.components import Component, nested_components
 
 LEVELS = ("layout", "process", "iteration")

@@ -248,7 +248,7 @@ def pilot_for_measured_costs(layouts: int, seconds_per_round: float, build_s_per
     (the ones built for it), at least ``pilot_min_layouts``; with the layouts at that cap the
     share buys more rounds per layout instead.  Where even the smallest pilot costs more than the
     whole rest, as many rounds as the rest pays for (``pilot_for_round_time``)."""
-    from ringlab.stats.allocation import Level, best_repeats
+    from ringlab.stats.plan import Level, best_repeats
     k_max = int(layouts)
     if budget_left_s is None or not (math.isfinite(seconds_per_round) and seconds_per_round > 0):
         return k_max, policy.min_rounds_per_layout
@@ -507,7 +507,7 @@ def reach_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pc
     time from the start at the measured costs (layouts x ``build_s_per_layout`` + layouts x
     rounds x ``seconds_per_round``), so it is never less than what the design that ran cost;
     ``new_rounds``: the rounds it adds; ``planned``: "" or why it falls short (the layout cap)."""
-    from ringlab.stats.allocation import Level, allocate
+    from ringlab.stats.plan import Level, allocate
     level = policy.level if level is None else level
 
     def var(name, default):
@@ -655,7 +655,7 @@ def next_design(upper: dict, layouts: int, rounds_per_layout: int, target_ci_pct
 
     ``level``: the confidence level (``policy.level`` unless given).  new_rounds is 0 when the
     budget pays for nothing more."""
-    from ringlab.stats.allocation import Level, allocate, best_repeats
+    from ringlab.stats.plan import Level, allocate, best_repeats
     level = policy.level if level is None else level
     s_l = upper.get("layout", math.inf)
     s_p = upper.get("process", math.inf)
