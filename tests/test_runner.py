@@ -22,7 +22,8 @@ import pytest
 
 from ringlab import rundir
 from ringlab.lab import cli
-from ringlab import run as runner
+from ringlab.run import runner
+from ringlab.run.plan import order_plan
 from ringlab.experiments.base import TrialSpec
 
 FAKES = Path(__file__).resolve().parent / "fakes"
@@ -44,10 +45,10 @@ def run(params, out, **kw):
 # -- order ------------------------------------------------------------------------------
 def test_order_plan_is_seeded_and_in_rounds():
     specs = [TrialSpec({"variant": v, "size": s}, t, t < 1) for v in "abc" for s in (1, 2) for t in range(4)]
-    a = runner.order_plan(list(specs), 7)
+    a = order_plan(list(specs), 7)
     assert [(s.config["variant"], s.config["size"], s.trial) for s in a] == \
-           [(s.config["variant"], s.config["size"], s.trial) for s in runner.order_plan(list(specs), 7)]
-    b = runner.order_plan(list(specs), 8)
+           [(s.config["variant"], s.config["size"], s.trial) for s in order_plan(list(specs), 7)]
+    b = order_plan(list(specs), 8)
     assert [id(s) for s in a] != [id(s) for s in b]
     # Round r holds trial r of every configuration: warm-ups first, balanced drift.
     assert [s.trial for s in a] == sorted(s.trial for s in a)

@@ -18,7 +18,7 @@ import pytest
 from scipy import stats as sst
 
 from ringlab import rundir
-from ringlab import run as runner
+from ringlab.run import runner
 from ringlab.build.layouts import copy_groups, layout_spec
 from ringlab.errors import ParamError
 from ringlab.experiments.params import has_target
