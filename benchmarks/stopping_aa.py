@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from ringlab.rundir.calibration import level_calibration  # noqa: E402
 from ringlab.simulate import stoppingsim  # noqa: E402
-from ringlab.stats.levels import CAUTIOUS  # noqa: E402
+from ringlab.stats.calibration import CAUTIOUS  # noqa: E402
 from ringlab.system.envinfo import host_id  # noqa: E402
 from ringlab.lab.commands import options  # noqa: E402
 

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as sst
 
 from ringlab.errors import DataError
-from ringlab.stats.components import nested_components
+from ringlab.stats.calibration import nested_components
 
 
 def _frame(rng, s_l, s_p, s_i, n_l=12, n_p=10, n_i=6):

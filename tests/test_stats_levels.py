@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ringlab.errors import DataError
-from ringlab.stats.levels import CAUTIOUS, LevelCalibration, calibrate_levels
+from ringlab.stats.calibration import CAUTIOUS, LevelCalibration, calibrate_levels
 
 
 def _aa(rng, s_l=0.01, s_p=0.005, s_i=0.002, n_l=16, n_r=8, n_i=4, ns=3.0, count=1_000_000):
@@ -71,7 +71,7 @@ def _lengths(rng, counts, startup_ns, ns=3.0, sd=0.01, n=12):
 
 
 def test_the_shortest_unbiased_trial_is_where_start_up_stays_within_the_tolerance():
-    from ringlab.stats.levels import LENGTH_TOLERANCE, shortest_unbiased, trial_lengths
+    from ringlab.stats.calibration import LENGTH_TOLERANCE, shortest_unbiased, trial_lengths
     rng = np.random.default_rng(3)
     counts = (10_000_000, 2_500_000, 625_000, 156_250)
     # a start-up of 20 us at 3 ns/op: 0.07% of a 10M-op trial, 1.1% at 625k ops, 4.3% at 156k

@@ -28,7 +28,7 @@ from ringlab.stats import compare as stats_compare
 from ringlab.report.stopping_sentences import stopping_text
 from ringlab.stats import sequential
 from ringlab.stats.decide import row_decision
-from ringlab.stats.levels import CAUTIOUS, LevelCalibration
+from ringlab.stats.calibration import CAUTIOUS, LevelCalibration
 from ringlab.stats.stopping_record import RowRecord, Stopping
 
 FAKES = Path(__file__).resolve().parent / "fakes"

@@ -15,7 +15,7 @@ from ringlab.run import stopping
 from ringlab.simulate import stoppingsim
 from ringlab.stats import compare
 from ringlab.stats.sequential import ci_half_width_pct
-from ringlab.stats.levels import CAUTIOUS, LevelCalibration
+from ringlab.stats.calibration import CAUTIOUS, LevelCalibration
 from ringlab.stats.stopping_record import RowRecord, StageRecord, Stopping
 from tests.committed import committed
 

@@ -153,7 +153,7 @@ def levels():
 
 
 def test_a_seeded_run_of_each_kind_goes_through_the_run_s_stopping_code(levels):
-    from ringlab.stats.levels import LevelCalibration
+    from ringlab.stats.calibration import LevelCalibration
     planner = LevelCalibration(mode="0", variance={"layout": 0.02 ** 2, "process": 0.03 ** 2, "iteration": 0.01 ** 2},
                                upper={"layout": 0.03 ** 2, "process": 0.035 ** 2, "iteration": 0.012 ** 2},
                                df={"layout": 7, "process": 100, "iteration": 200},

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from ringlab.simulate import stoppingsim
-from ringlab.stats.levels import CAUTIOUS, LevelCalibration
+from ringlab.stats.calibration import CAUTIOUS, LevelCalibration
 
 #: a host like the EPYC guest's mode 0: SDs of a pair's log ratio 0.9% (layout), 1.6% (process), 0.4%
 #: (iteration); a layout pair builds in 0.4 s, a process costs 3 ms and an iteration 65 ms

@@ -53,7 +53,7 @@ from ringlab.rundir.calibration import level_calibrations
 from ringlab.run.plan import full_plan, round_layout
 from ringlab.stats import sequential
 from ringlab.stats.compare import compare
-from ringlab.stats.levels import LevelCalibration
+from ringlab.stats.calibration import LevelCalibration
 from ringlab.stats.stopping_record import StageRecord, Stopping
 from ringlab.stats.summary import StatsError
 
@@ -230,7 +230,7 @@ def fit_pilot_to_rounds(stopping: Stopping, seconds: float, rounds: int, left_s:
 
 def uncalibrated(stopping: Stopping) -> bool:
     """Whether every mode of the run was planned without a level calibration (``CAUTIOUS``)."""
-    from ringlab.stats.levels import CAUTIOUS
+    from ringlab.stats.calibration import CAUTIOUS
     by_mode = stopping.calibration_by_mode or {}
     return bool(by_mode) and all(str(src) == CAUTIOUS.source for src in by_mode.values())
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ringlab import paths
 from ringlab.errors import DataError
-from ringlab.stats.levels import CAUTIOUS, LevelCalibration
+from ringlab.stats.calibration import CAUTIOUS, LevelCalibration
 
 FILE_NAME = "calibration.json"
 

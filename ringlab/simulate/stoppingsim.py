@@ -44,7 +44,7 @@ from scipy import stats as sst
 
 from ringlab.run import stopping
 from ringlab.stats.compare import compare, states_diagnostic
-from ringlab.stats.levels import LevelCalibration
+from ringlab.stats.calibration import LevelCalibration
 from ringlab.stats.stopping_record import StageRecord, Stopping
 
 BASELINE, CANDIDATE = "batch", "reorder"

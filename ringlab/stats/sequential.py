@@ -57,7 +57,7 @@ from ringlab import schema
 from ringlab.stats.compare import compare
 from ringlab.stats.contract import EXACT_NOTE
 from ringlab.stats.decide import row_decision
-from ringlab.stats.levels import LevelCalibration
+from ringlab.stats.calibration import LevelCalibration
 from ringlab.stats.rounds import comparison_columns
 from ringlab.stats.stopping_record import RowRecord, StageRecord, Stopping, json_number
 from ringlab.stats.summary import StatsError, measurements
@@ -590,8 +590,7 @@ def observed_components(df: pd.DataFrame, baseline: str, metric: str = schema.PR
     ratios, per (configuration, candidate), and their maxima over the rows (what re-planning uses).
     Returns ``{"rows": [{"group", "candidate", "variance", "upper", "df"}], "upper": {level: max},
     "variance": {level: max}}``; a level no row could estimate is infinite in ``upper``."""
-    from ringlab.stats.components import nested_components
-    from ringlab.stats.levels import LEVELS, pair_differences
+    from ringlab.stats.calibration import LEVELS, nested_components, pair_differences
     meas, _ = measurements(df, metric)
     meas["variant"] = meas["variant"].astype(str)
     cols = comparison_columns(meas, by)

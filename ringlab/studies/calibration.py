@@ -8,7 +8,7 @@ that pair's estimate by several points and shows up as layout spread), in each o
 ``REPEATS`` timed iterations per process.  The layout spread and states are those of mode 0 (one
 value per process: the median of its iterations); ``levels`` holds, per mode, the variance of the
 A/A log ratio at each level (layout, process, iteration) with its upper bound and the seconds
-each level costs (``ringlab.stats.levels``).  A layout's cost is measured as the run's time
+each level costs (``ringlab.stats.calibration``).  A layout's cost is measured as the run's time
 outside its trials divided by the binaries it built.  The run goes through ``ringlab.run.run_experiment`` like any other, into
 ``<out>/runs/<UTC date>/``; ``ringlab.stats.calibration.calibrate_frame`` analyses it, and
 ``<out>/calibration.json`` (written atomically) records the result with the run id, the date,
@@ -35,7 +35,7 @@ from ringlab.run.prepare import new_run_id
 from ringlab.sources import kernel_header
 from ringlab.rundir import calibration as _cal_files
 from ringlab.stats import calibration as _cal
-from ringlab.stats.levels import CAUTIOUS, calibrate_levels, shortest_unbiased, trial_lengths
+from ringlab.stats.calibration import CAUTIOUS, calibrate_levels, shortest_unbiased, trial_lengths
 from ringlab.stats.summary import measurements
 from ringlab.stats.summary import StatsError
 from ringlab.system.checkout import git_info
@@ -178,7 +178,7 @@ def levels_of(meas, metric: str, build_s: float) -> dict[str, dict]:
 
 def probe_lengths(header: Path, params: dict[str, Any], out: Path, log: Callable[[str], None] | None = None,
                   build: bool = True) -> dict[str, list[dict]]:
-    """The trial-length probe: per mode, ``ringlab.stats.levels.trial_lengths`` of fresh processes
+    """The trial-length probe: per mode, ``ringlab.stats.calibration.trial_lengths`` of fresh processes
     of arm ``a`` (one build, layouts 1) at the A/A's count divided by each of ``LENGTH_DIVISORS``;
     each count is a run folder ``out/count-N``.  A count that fails to run is left out, and says so."""
     import pandas as pd
