@@ -19,6 +19,9 @@ Prints figures and hit rates; asserts nothing.  In one invocation:
 4. Per arm and mode, the random-effects combination of all runs but the last (HKSJ CI and its
    prediction interval) and whether each holds the last run's estimate.
 
+Every effect, CI and interval prints in the one sign of every ringlab report, stated in the
+output's header: %change + = better (less time per op than base), past ±50% a factor (×2.1 slower).
+
     ringlab bench repro [--runs 5] [--gap 0] [--layouts 8] [--modes 0,1] [--arms d2,d8] [--out DIR]
     ringlab bench repro --from DIR [--modes 0,1] [--arms d2,d8]
 
@@ -86,13 +89,11 @@ def series_dirs(folder: Path) -> list[Path]:
     return [d for _, d in sorted(found)]
 
 
-def _fmt(lo: float, hi: float) -> str:
-    return f"[{lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) and math.isfinite(hi) else "n/a"
-
-
 def analyse(run_dirs: list[Path], arms: list[str], modes: list[str], out=print) -> bool:
     """Print the runs' table, transitions held and the combination's check; True when every
-    next-run interval held the following run's estimate."""
+    next-run interval held the following run's estimate.  Every effect and interval prints in the
+    reports' one sign (``sessions.change_cells``: + = better, a factor past ±50%); whether an
+    interval held a run is decided on the estimates themselves."""
     rows = sessions.run_rows(run_dirs, vc.BASELINE)
     if not len(rows):
         out("repro: no run could be compared against base")
@@ -103,21 +104,26 @@ def analyse(run_dirs: list[Path], arms: list[str], modes: list[str], out=print) 
     out(f"host {', '.join(hosts) or '?'}; host A/A drift calibration: "
         + (", ".join(f"mode {m} {b.text}" for m, b in sorted(aa.items())) if aa else "none")
         + f"; a run's own series is used from its run {MIN_RUNS} on")
+    out("%change: + = better (less time per op than base), as in every ringlab report; past ±50% a factor "
+        "(×2.1 slower); each CI and interval in the same sign")
     hits = sessions.hit_rates(rows, aa)
     ok = True
     for (cand, config), grp in rows.groupby(["candidate", "config"], sort=True):
         h = hits[(hits["candidate"] == cand) & (hits["config"] == config)]
+        lib = bool(grp["lower_is_better"].iloc[0]) if "lower_is_better" in grp else True
+        header = f"%change (+ = {'faster' if lib else 'better'})"
         out("")
         out(f"{cand} vs base, {config}")
-        out(f"  {'run':<10} {'%change':>8} {'95% CI':>18}   {'next run here (95%)':>20}  held by the next run: CI / PI  basis")
+        out(f"  {'run':<10} {header:>20} {'95% CI':>18}   {'next run here (95%)':>20}  held by the next run: CI / PI  basis")
         for _, r in grp.iterrows():
             t = h[h["run"] == r["run"]]
-            nxt = "" if t.empty else _fmt(t["next_low_pct"].iloc[0], t["next_high_pct"].iloc[0])
+            est, ci = sessions.change_cells(r["delta_pct"], r["ci_low_pct"], r["ci_high_pct"], lib)
+            nxt = "" if t.empty else sessions.change_cells(r["delta_pct"], t["next_low_pct"].iloc[0],
+                                                           t["next_high_pct"].iloc[0], lib)[1]
             held = "" if t.empty else (f"{'yes' if t['ci_held'].iloc[0] else 'no':>3} / "
                                        f"{'yes' if t['pi_held'].iloc[0] else 'no':<3}")
             basis = "" if t.empty else t["next_source"].iloc[0]
-            out(f"  {r['run']:<10} {r['delta_pct']:>+7.2f}% {_fmt(r['ci_low_pct'], r['ci_high_pct']):>18}   "
-                f"{nxt:>20}  {held:<30} {basis}".rstrip())
+            out(f"  {r['run']:<10} {est:>20} {ci:>18}   {nxt:>20}  {held:<30} {basis}".rstrip())
         n = len(h)
         out(f"  transitions held: 95% CI {int(h['ci_held'].sum())} of {n}; next-run interval "
             f"{int(h['pi_held'].sum())} of {n} ({n} of {n} wanted)")
@@ -132,11 +138,12 @@ def analyse(run_dirs: list[Path], arms: list[str], modes: list[str], out=print) 
                 continue
             ci_ok = pct(re_.ci_low) <= last["delta_pct"] <= pct(re_.ci_high)
             pi_ok = re_.covers(math.log1p(last["delta_pct"] / 100))
-            out(f"  the first {len(first)} runs combined (random effects, HKSJ): {pct(re_.estimate):+.2f}% "
-                f"{_fmt(pct(re_.ci_low), pct(re_.ci_high))}, tau {re_.tau * 100:.2f} points; its CI "
-                f"{'holds' if ci_ok else 'does not hold'} run {last['run']}'s {last['delta_pct']:+.2f}%; its "
-                f"prediction interval {_fmt(pct(re_.pi_low), pct(re_.pi_high))} "
-                f"{'holds' if pi_ok else 'does not hold'} it")
+            est, ci = sessions.change_cells(pct(re_.estimate), pct(re_.ci_low), pct(re_.ci_high), lib)
+            pi = sessions.change_cells(pct(re_.estimate), pct(re_.pi_low), pct(re_.pi_high), lib)[1]
+            last_est = sessions.change_cells(last["delta_pct"], math.nan, math.nan, lib)[0]
+            out(f"  the first {len(first)} runs combined (random effects, HKSJ): {est} {ci}, tau "
+                f"{re_.tau * 100:.2f} points; its CI {'holds' if ci_ok else 'does not hold'} run {last['run']}'s "
+                f"{last_est}; its prediction interval {pi} {'holds' if pi_ok else 'does not hold'} it")
         else:
             out(f"  combination of the runs before the last: needs 4 runs or more ({len(g)} here)")
     for line in sessions.moved_text(sessions.combined(rows), rows):

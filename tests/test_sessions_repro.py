@@ -67,3 +67,32 @@ def test_repro_from_a_folder_of_one_run_says_a_series_needs_two(tmp_path, capsys
     _session(tmp_path / "session-1", 1, {})
     assert _repro().main(["--from", str(tmp_path)]) == 1
     assert "a series needs two runs or more" in capsys.readouterr().out
+
+
+def test_repro_prints_the_reports_one_sign(tmp_path, capsys):
+    """d8 takes about 8% more time than base: every report prints that as -8% (+ = better), and so
+    does repro, its CI and next-run interval in the same sign; past ±50% a factor."""
+    import re
+    from ringlab.studies.sessions import change_cells
+    for i in range(1, 6):
+        _session(tmp_path / f"session-{i}", i, {})
+    _repro().main(["--from", str(tmp_path), "--modes", "0", "--arms", "d8"])
+    out = capsys.readouterr().out
+    assert "%change: + = better" in out and "%change (+ = faster)" in out
+    runs = re.findall(r"^  session-\d\s+([+-]\d+\.\d\d)%\s+\[([+-][\d.]+), ([+-][\d.]+)\]", out, re.M)
+    assert len(runs) == 5
+    for est, lo, hi in runs:
+        assert -9.5 < float(est) < -6.5 and float(lo) <= float(est) <= float(hi)
+    assert change_cells(8.0, 6.0, 10.0) == ("-8.00%", "[-10.00, -6.00]")
+    assert change_cells(8.0, 6.0, 10.0, lower_is_better=False) == ("+8.00%", "[+6.00, +10.00]")
+    assert change_cells(890.0, 680.0, 1060.0) == ("×9.9 slower", "[×7.8, ×11.6] slower")
+
+
+def test_sessions_table_prints_the_reports_one_sign():
+    from ringlab.studies.sessions import table_lines
+    comb = pd.DataFrame([{"candidate": "d8", "baseline": "base", "config": "mode=0", "k": 5, "estimate_pct": 8.0,
+                          "ci_low_pct": 6.0, "ci_high_pct": 10.0, "tau_pct": 0.5, "i2": 0.1, "q_p": 0.4,
+                          "pi_low_pct": 4.0, "pi_high_pct": 12.0, "heterogeneous": False, "lower_is_better": True}])
+    lines = table_lines(comb)
+    assert "-8.00% [-10.00, -6.00]" in lines[1] and lines[1].endswith("[-12.00, -4.00]")
+    assert lines[-1].startswith("%change: + = better")

@@ -27,6 +27,7 @@ from ringlab.errors import ParamError
 from ringlab import rundir
 from ringlab.rundir import Run
 from ringlab.rundir.earlier import config_columns
+from ringlab.report import tables
 from ringlab.stats.compare import compare
 from ringlab.stats.replication import (NONE, between_of_runs, combine, log_ratio, next_run_interval, pct,
                                        row_df, row_se)
@@ -185,35 +186,57 @@ def hit_rates(rows: pd.DataFrame, host_aa=None, level: float = 0.95) -> pd.DataF
     return pd.DataFrame(out)
 
 
+def change_cells(delta_pct: float, low_pct: float, high_pct: float, lower_is_better: bool = True,
+                 digits: int = 2) -> tuple[str, str]:
+    """A run's effect and an interval of it, given in delta's sign (candidate / baseline - 1, in
+    percent), as every report prints them: %change + = better (``tables.gain_of_ratio``), the
+    interval's bounds in the same sign, ``digits`` decimals; past ±50% a factor ("×2.1 slower")
+    with the interval in factors (``tables.change_text``)."""
+    g = tables.gain_of_ratio(1 + delta_pct / 100, lower_is_better)
+    lo, hi = sorted(tables.gain_of_ratio(1 + x / 100, lower_is_better) for x in (low_pct, high_pct))
+    if tables.is_factor(g):
+        return tables.change_text(g, lower_is_better), tables.change_ci_text(lo, hi, g, lower_is_better)
+    est = f"{g:+.{digits}f}%" if math.isfinite(g) else "n/a"
+    ci = f"[{lo:+.{digits}f}, {hi:+.{digits}f}]" if math.isfinite(lo) and math.isfinite(hi) else "n/a"
+    return est, ci
+
+
 def moved_text(comb: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
-    """One line per heterogeneous comparison: its effect moved between runs, with the runs."""
+    """One line per heterogeneous comparison: its effect moved between runs, with the runs (each
+    run's %change and 95% CI, + = better)."""
     lines = []
     if comb is None or not len(comb):
         return lines
     keys = [k for k in ("experiment", "baseline", "candidate", "config") if k in comb.columns and k in rows.columns]
     for _, c in comb[comb["heterogeneous"]].iterrows():
         sub = rows[np.logical_and.reduce([rows[k] == c[k] for k in keys])]
-        runs = "; ".join(f"{r['run']} {r['delta_pct']:+.2f}% [{r['ci_low_pct']:+.2f}, {r['ci_high_pct']:+.2f}]"
+        runs = "; ".join("{} {} {}".format(r["run"], *change_cells(r["delta_pct"], r["ci_low_pct"], r["ci_high_pct"],
+                                                                     bool(r.get("lower_is_better", True))))
                          for _, r in sub.iterrows())
         what = f"{c['experiment']}: " if "experiment" in keys else ""
         lines.append(f"{what}{c['candidate']} vs {c['baseline']} ({c['config']}): the effect moved between runs "
-                     f"(tau {c['tau_pct']:.2f} points, I² {c['i2']:.0%}, Q p={c['q_p']:.2g}): {runs}")
+                     f"(tau {c['tau_pct']:.2f} points, I² {c['i2']:.0%}, Q p={c['q_p']:.2g}; %change + = better): "
+                     f"{runs}")
     return lines
 
 
 def table_lines(comb: pd.DataFrame) -> list[str]:
-    """The combined comparisons as text lines (delta's sign: candidate / baseline - 1)."""
+    """The combined comparisons as text lines, in the reports' one sign (``change_cells``: %change
+    + = better, a factor past ±50%)."""
     if comb is None or not len(comb):
         return ["no comparison with two or more runs that have a CI"]
     out = [f"{'comparison':<34} {'k':>2} {'%change':>8} {'95% CI':>17} {'tau':>6} {'I²':>4} {'Q p':>6}  next run (95%)"]
     for _, c in comb.iterrows():
         name = f"{c['candidate']} vs {c['baseline']} {c['config']}"
-        out.append(f"{name[:34]:<34} {int(c['k']):>2} {c['estimate_pct']:>+7.2f}% "
-                   f"[{c['ci_low_pct']:+.2f}, {c['ci_high_pct']:+.2f}]".ljust(63)
+        lib = bool(c.get("lower_is_better", True))
+        est, ci = change_cells(c["estimate_pct"], c["ci_low_pct"], c["ci_high_pct"], lib)
+        nxt = change_cells(c["estimate_pct"], c["pi_low_pct"], c["pi_high_pct"], lib)[1]
+        out.append(f"{name[:34]:<34} {int(c['k']):>2} {est:>8} {ci}".ljust(63)
                    + f" {c['tau_pct']:>5.2f} {c['i2']:>4.0%} {c['q_p']:>6.2g}  "
-                   + (f"[{c['pi_low_pct']:+.2f}, {c['pi_high_pct']:+.2f}]" if math.isfinite(c["pi_low_pct"])
-                      else "n/a (3+ runs)") + ("  heterogeneous" if c["heterogeneous"] else ""))
-    out.append("Random effects over runs (Paule-Mandel tau², statsmodels): tau is the SD of the runs' own "
+                   + (nxt if math.isfinite(c["pi_low_pct"]) else "n/a (3+ runs)")
+                   + ("  heterogeneous" if c["heterogeneous"] else ""))
+    out.append("%change: + = better (less time, more ops/s), as in every ringlab report; past ±50% a factor. "
+               "Random effects over runs (Paule-Mandel tau², statsmodels): tau is the SD of the runs' own "
                "effects; next run: where another run's estimate is expected (Higgins et al. 2009, t with k-2 df).")
     return out
 
