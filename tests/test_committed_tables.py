@@ -201,7 +201,7 @@ def test_summary_md_verdicts_below_the_noise_floor_say_so(path):
 
 
 def _render(run: Path):
-    from ringlab.report import _render, compute
+    from ringlab.report.summary import _render, compute
     return _render(compute(run))[0]
 
 

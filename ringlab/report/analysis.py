@@ -16,7 +16,7 @@ use and kept:
 * ``kept(key, make)``: any other result made once (the published-vs-reproduced tables, the
   mail's published counts, the analyses of a folder's sub-runs).
 
-summary.md and compare.csv (:func:`ringlab.report.build`), mail.txt (:mod:`ringlab.report.mail`,
+summary.md and compare.csv (:func:`ringlab.report.summary.build`), mail.txt (:mod:`ringlab.report.mail`,
 :mod:`ringlab.report.mail_harness`), the notebook tables (:mod:`ringlab.report.vs_published`) and
 ``ringlab compare`` render from it; :func:`of` takes a run folder, a ``Report`` or an
 ``Analysis``, so that a caller holding one passes it on instead of computing again.
