@@ -8,7 +8,7 @@ import pandas as pd
 
 from ringlab import fmt, rundir
 from ringlab.system import checkout, envinfo
-from ringlab.studies.explore.run import Run
+from ringlab.studies.explore.opened_run import Run
 from ringlab.rundir import RunFolder
 
 

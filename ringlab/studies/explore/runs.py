@@ -9,7 +9,7 @@ import pandas as pd
 
 from ringlab import paths
 from ringlab.errors import DataError
-from ringlab.studies.explore.run import Run
+from ringlab.studies.explore.opened_run import Run
 
 #: the leading columns of open_all()'s frame, before raw.csv's own
 KEY_COLUMNS = ["run", "results_experiment", "run_id", "experiment", "host", "profile", "run_status"]
