@@ -181,18 +181,6 @@ def param_columns(columns) -> list[str]:
     return params + [c for c in CONFIG_PLACEMENT_COLUMNS if c in cols and c not in params]
 
 
-#: Columns each experiment adds after the common ones (its ``extra_columns``), by experiment.
-#: Held here, with the rest of the column contract, so that raw.csv readers know them without
-#: importing the experiments.
-EXPERIMENT_COLUMNS: dict[str, tuple[str, ...]] = {
-    "page_frag": ("elapsed_us", "ring_full", "ring_empty", "page_refills", "page_refills_order0",
-                  "page_reuses", "page_abandons"),
-    "ringtest": ("cpu_user_s", "cpu_sys_s", "cpu_util", "source_sha256"),
-    "kmod": ("elapsed_us", "kmod_label", "insmod_exit", "insmod_wall_s"),
-    "perf_rb": ("elapsed_us", "perf_wakeups", "perf_captured_mb", "perf_samples", "perf_lost", "perf_cpu"),
-}
-
-
 #: How a true ``warmup`` reads back from a CSV cell (pandas writes ``True``; older files ``1``).
 TRUE_TEXT = ("true", "1", "yes")
 

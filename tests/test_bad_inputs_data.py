@@ -366,17 +366,3 @@ def test_raw_over_the_row_cap_is_refused(good_run, tmp_path, monkeypatch):
     monkeypatch.setattr(rawrows, "MAX_RAW_ROWS", 49)
     with pytest.raises(DataError, match="more than 49 trial rows"):
         read_raw(raw)
-
-
-def test_int_parameter_bounds_match_the_experiments():
-    from ringlab.experiments import get
-    from ringlab.rundir.rawrows import INT_PARAM_COLUMNS
-    plural = {"mode": "modes", "size": "sizes", "align": "aligns", "alloc_len": "alloc_lens",
-              "ring_size": "ring_sizes"}
-    for exp, cols in INT_PARAM_COLUMNS.items():
-        params = get(exp).all_params()
-        for col, (lo, hi) in cols.items():
-            p = params[plural.get(col, col)]
-            want_lo = min(p.choices) if p.choices else p.min
-            want_hi = max(p.choices) if p.choices else p.max
-            assert (lo, hi) == (want_lo, want_hi), (exp, col)

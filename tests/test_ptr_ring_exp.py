@@ -178,10 +178,11 @@ def test_batch_reaches_only_the_rings_that_can_set_it():
     sweep pairs the batching ring with the one it replaces."""
     import re
     from ringlab import paths
-    from ringlab.experiments.ptr_ring import BUILTIN_VARIANTS, SETS_BATCH
+    from ringlab import catalog
+    from ringlab.experiments.ptr_ring import SETS_BATCH
     defines = {h.stem.removeprefix("ptr_ring_") for h in (paths.ROOT / "csrc" / "rings").glob("*.h")
                if re.search(r"^#define RINGLAB_HAS_SET_BATCH\b", h.read_text(), re.M)}
-    assert set(SETS_BATCH) == defines and defines <= set(BUILTIN_VARIANTS)
+    assert set(SETS_BATCH) == defines and defines <= set(catalog.VARIANT_NAMES)
     v = PtrRing.resolve({"profile": "smoke", "batch": 4, "variants": "prebatch,batch", "modes": "2", "sizes": "1024"})
     ctx = FakeCtx(v)
     for spec in PtrRing().plan(v, ctx):

@@ -21,7 +21,7 @@ from ringlab.build.driver import BuildInfo, plan_jobs
 from ringlab.build.layouts import Layout, base_name
 from ringlab.build.sourceset import (hashed_flags, label_path, source_label, source_record_path, source_set,
                                write_json)
-from ringlab.build.targets import BuildJob
+from ringlab.build.targets import BuildJob, ring_variant
 
 
 class StaleBinaryError(BuildError):
@@ -53,7 +53,7 @@ def check_binaries(kernel_headers: dict[str, str | Path] | None = None, cflags: 
 
 
 def _hint(job: BuildJob) -> str:
-    variant = base_name(job.name).removeprefix("ptr_ring_test-")
+    variant = ring_variant(job.name)
     return ("rebuild it: run without --no-build, or `ringlab build"
             + (f" --kernel-header {variant}=...`" if job.header is not None else "`"))
 
@@ -91,7 +91,7 @@ def _check_sources(job: BuildJob, rec: dict, out: Path) -> None:
     if hashed_flags(job.flags) != rec.get("flags"):
         changed.append("compile flags")
     built_from = (rec.get("header") or {}).get("spec") or (rec.get("header") or {}).get("header")
-    variant = base_name(job.name).removeprefix("ptr_ring_test-")
+    variant = ring_variant(job.name)
     raise StaleBinaryError(
         f"variant {variant}: {out} was built from source set {recorded}"
         + (f" (kernel header {built_from})" if built_from else "")
@@ -105,7 +105,7 @@ def _check_one(job: BuildJob, out: Path, info: BuildInfo) -> None:
     rec = _read_record(job, out)
     _check_sources(job, rec, out)
     _check_layout(job, rec, out, _hint(job))
-    variant = base_name(job.name).removeprefix("ptr_ring_test-")
+    variant = ring_variant(job.name)
     digest = sha256_file(out)
     if digest != rec.get("binary_sha256"):
         raise StaleBinaryError(f"variant {variant}: {out} (sha256 {digest}) is not the binary "

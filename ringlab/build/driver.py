@@ -29,7 +29,7 @@ from ringlab.build.binutils import compiler_version
 from ringlab.build.cflags import BuildError, validate_cflags
 from ringlab.build.compile import BinaryInfo, compile_all
 from ringlab.build.layouts import Layout, base_name
-from ringlab.build.targets import TARGETS, BuildJob, kernel_targets, with_layouts
+from ringlab.build.targets import TARGETS, BuildJob, kernel_targets, ring_binary, ring_variant, with_layouts
 
 #: Flags shared by the standalone binaries and the cffi module (ringlab.native
 #: reads DEFAULT_CFLAGS).  -O2 like ringtest and ptr_ring_test; -g so perf and
@@ -133,7 +133,7 @@ def plan_jobs(kernel_headers, cflags, sanitize, out_dir, only, layouts=None) -> 
             raise BuildError(f"{t.name}: missing source {missing[0]}")
         jobs.append(BuildJob(t.name, srcs, [f"-I{paths.CSRC}", *t.flags, *common], t.name))
     wanted = {k: v for k, v in dict(kernel_headers or {}).items()
-              if only is None or f"ptr_ring_test-{k}" in only}
+              if only is None or ring_binary(k) in only}
     jobs += kernel_targets(wanted, common, out_dir)
     return with_layouts(jobs, layouts), skipped, {"user": user, "common": common, "out_dir": out_dir}
 
@@ -159,7 +159,7 @@ def build_all(kernel_headers: dict[str, str | Path] | None = None, cflags: str |
                      skipped=skipped, target=compiler_target(cc))
     for job in jobs_list:
         if job.header is not None:
-            variant = base_name(job.name).removeprefix("ptr_ring_test-")
+            variant = ring_variant(job.name)
             info.kernel_headers[variant] = str(job.header)
             info.header_sources[variant] = job.header_record
 

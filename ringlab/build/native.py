@@ -52,6 +52,7 @@ from ringlab.build import driver
 from ringlab.build.binutils import compiler_version
 from ringlab.build.cflags import BuildError
 from ringlab.build.targets import RING_HEADERS
+from ringlab.catalog.variants import DEFAULT_VARIANT
 from ringlab.sources import kernel_header as kh
 from ringlab.system import privilege
 
@@ -171,7 +172,7 @@ def _hashed_files(extra: list[Path]) -> list[Path]:
     return files + list(extra)
 
 
-def module_name(variant: str = "batch", kernel_header=None) -> str:
+def module_name(variant: str = DEFAULT_VARIANT, kernel_header=None) -> str:
     """``_ringlab_<variant>_<sha12>`` for the current sources and flags."""
     import cffi  # optional: pip install cffi
     cc, flags = _build_defaults()
@@ -239,7 +240,7 @@ def _compile(name: str, variant: str, kernel_header, verbose: bool) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def load(variant: str = "batch", kernel_header=None, verbose: bool = False):
+def load(variant: str = DEFAULT_VARIANT, kernel_header=None, verbose: bool = False):
     """The compiled module for ``variant`` (``module.ffi``, ``module.lib``), built if needed.
 
     ``kernel_header``: a ptr_ring.h / kernel tree / headers package; ``variant``
@@ -275,7 +276,7 @@ def load(variant: str = "batch", kernel_header=None, verbose: bool = False):
 
 # ----------------------------------------------------------------------------- run
 
-def run(variant: str = "batch", mode: int = 0, size: int = 1000, count: int = 1_000_000,
+def run(variant: str = DEFAULT_VARIANT, mode: int = 0, size: int = 1000, count: int = 1_000_000,
         producer_cpu: int = -1, consumer_cpu: int = -1, repeats: int = 1, lock: bool = False,
         counters: str = "none", batch: int = 0, kernel_header=None) -> dict:
     """One in-process call of the harness; returns the binary's ``--json`` object as a dict.
@@ -322,7 +323,7 @@ def run(variant: str = "batch", mode: int = 0, size: int = 1000, count: int = 1_
     return out
 
 
-def selftest(variant: str = "batch", kernel_header=None) -> None:
+def selftest(variant: str = DEFAULT_VARIANT, kernel_header=None) -> None:
     """The harness's full/empty/FIFO/wrap/batch unit test, in process; raises NativeError."""
     mod = load(variant, kernel_header)
     err = mod.ffi.new("char[]", 512)

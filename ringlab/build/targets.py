@@ -1,9 +1,10 @@
 """Which binaries exist: the table of built-in targets, the kernel-header variants, and each
 binary once per code layout.
 
-* The table :data:`TARGETS` says which sources make which binary; optional
-  targets (page_frag, syscall_loop, c2c_latency, trial_launcher) are built only if their
-  sources exist, so another engineer's layout change is a one-line edit.
+* The table :data:`TARGETS` says which sources make which binary: the experiments' binaries
+  and sources are ringlab.catalog's (the ring experiment's once per ring variant, with its
+  header); optional targets (the other experiments', c2c_latency, trial_launcher) are built
+  only if their sources exist.
 * A ``--kernel-header NAME=SOURCE`` adds ``ptr_ring_test-NAME``: the ptr_ring harness compiled
   with that header (ringlab.sources.header_source.resolve_source, through csrc/compat/).
 * ``layouts`` (ringlab.build.layouts) builds a binary K times, each with its pad of unused
@@ -19,23 +20,19 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringlab import paths
+from ringlab import catalog, paths
 from ringlab.build.cflags import BuildError
-from ringlab.build.layouts import PLAIN, Layout, LayoutCopies
+from ringlab.build.layouts import PLAIN, Layout, LayoutCopies, base_name
 from ringlab.build.stamps import remove_binary
 from ringlab.sources.header_files import KernelHeaderError
 from ringlab.sources.header_source import resolve_source
 from ringlab.sources.kernel_header import compile_flags
 
-#: Ring headers of the built-in ptr_ring variants (relative to csrc/).
-RING_HEADERS = {
-    "prebatch": "rings/ptr_ring_prebatch.h",
-    "batch": "rings/ptr_ring_batch.h",
-    "reorder": "rings/ptr_ring_reorder.h",
-    "spsc": "rings/spsc_lamport.h",
-}
+#: Ring headers of the built-in ptr_ring variants (relative to csrc/; ringlab.catalog.variants).
+RING_HEADERS = {v.name: v.header for v in catalog.VARIANTS}
+_PTR_RING = catalog.experiment(catalog.RING_EXPERIMENT)
 
-_PTR_RING_SOURCES = ["harness/ptr_ring_bench.c", "harness/ptr_ring_main.c", "harness/turns.c", "harness/counters.c"]
+_PTR_RING_SOURCES = list(_PTR_RING.sources)
 #: the source a binary of layout copies holds several times (its entry: csrc/harness/ptr_ring_bench.h)
 COPY_SOURCE = "harness/ptr_ring_bench.c"
 #: the global symbols of COPY_SOURCE, made local in each copy (objcopy wildcards)
@@ -51,18 +48,36 @@ class Target:
     optional: bool = False          # skipped (with a reason) when a source is missing
 
 
+def ring_binary(variant: str) -> str:
+    """The ring experiment's binary of ``variant`` (a built-in or a kernel-header NAME)."""
+    return _PTR_RING.binary_of(variant)
+
+
+def ring_variant(binary: str) -> str:
+    """The variant a ring binary (``ptr_ring_test-NAME[@layout]``) builds; any other binary's
+    name without its layout suffix."""
+    return _PTR_RING.arm_of_binary(binary) or base_name(binary)
+
+
 def _ptr_ring_target(variant: str, header: str) -> Target:
-    return Target(f"ptr_ring_test-{variant}", tuple(_PTR_RING_SOURCES),
+    return Target(_PTR_RING.binary_of(variant), tuple(_PTR_RING_SOURCES),
                   (f'-DRINGLAB_RING_HEADER="{header}"', f'-DRINGLAB_VARIANT="{variant}"'))
 
 
-#: Every built-in binary.  Edit here when a source moves.
+def _experiment_targets(exp: catalog.Experiment) -> list[Target]:
+    """The binaries of an experiment other than the ring one (its catalog entry's binary and
+    sources, once per arm when the binary names it): optional."""
+    arms = exp.variants if "{variant}" in exp.binary else ("",)
+    return [Target(exp.binary_of(v), tuple(src.format(variant=v) for src in exp.sources), optional=True)
+            for v in arms]
+
+
+#: Every built-in binary.  The experiments' sources are in ringlab.catalog; edit here when
+#: another tool's source moves.
 TARGETS: list[Target] = [
     *(_ptr_ring_target(v, h) for v, h in RING_HEADERS.items()),
-    *(Target(f"page_frag_test-{v}",
-             ("page_frag/page_frag_test.c", f"page_frag/page_frag_{v}.c", "page_frag/page_pool.c",
-              "harness/counters.c"), optional=True) for v in ("before", "after")),
-    Target("syscall_loop", ("workloads/syscall_loop.c", "harness/counters.c"), optional=True),
+    *(t for e in catalog.EXPERIMENTS if e.name != catalog.RING_EXPERIMENT and e.binary and e.sources
+      for t in _experiment_targets(e)),
     Target("c2c_latency", ("harness/c2c_latency.c",), optional=True),
     Target("trial_launcher", ("harness/trial_launcher.c",), optional=True),
 ]
@@ -104,10 +119,10 @@ def kernel_targets(kernel_headers: dict, base_flags: list[str], out_dir: Path) -
             src = resolve_source(spec)
             kflags = compile_flags(name, src.header)
         except KernelHeaderError as e:
-            remove_binary(out_dir, f"ptr_ring_test-{name}")
+            remove_binary(out_dir, _PTR_RING.binary_of(name))
             raise BuildError(str(e)) from None
         srcs = [paths.CSRC / s for s in _PTR_RING_SOURCES]
-        out.append(BuildJob(f"ptr_ring_test-{name}", srcs, [*kflags, *base_flags],
+        out.append(BuildJob(_PTR_RING.binary_of(name), srcs, [*kflags, *base_flags],
                             f"kernel header {src.header} (--kernel-header {name})", src.header,
                             dict(src.record, name=name)))
     return out

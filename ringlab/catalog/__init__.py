@@ -11,6 +11,8 @@ other layer derives its tables from it instead of keeping copies.  Each module h
 
 This file only re-exports.
 """
-from ringlab.catalog.experiments import (EXPERIMENT_NAMES, EXPERIMENTS, NOTEBOOKS, Bound, Experiment, Notebook,
-                                         PublishedCounts, all_extra_columns, experiment, notebook)
-from ringlab.catalog.variants import LAYOUTS, VARIANT_NAMES, VARIANTS, RingLayout, RingVariant, layout, variant
+from ringlab.catalog.experiments import (EXPERIMENT_NAMES, EXPERIMENTS, NOTEBOOKS, RING_EXPERIMENT, SEED000,
+                                         SEED003, STUDIES, Bound, Experiment, Notebook, PublishedCounts, Study,
+                                         all_extra_columns, experiment, notebook)
+from ringlab.catalog.variants import (DEFAULT_VARIANT, LAYOUTS, VARIANT_NAMES, VARIANTS, RingLayout, RingVariant,
+                                      layout, variant)

@@ -32,30 +32,40 @@ class Bound:
 
 @dataclass(frozen=True)
 class PublishedCounts:
-    """A study's published instruction counts per operation of two arms, set beside the
+    """A study's published instruction counts per operation of its two arms, set beside the
     callgrind counts of a run that measured both (the mail's "Published counts" paragraph).
 
-    ``study``: who published them ("seed 000"); ``tool``: how they were counted; ``per_op``:
-    {arm: instructions per operation}, the baseline's first; ``how``: the published figure each
-    comes from; ``mode``: the mode whose rows hold comparable counts ("" for every row);
-    ``function``: the measured function callgrind counted; ``notebook``: the notebook that shows
-    the loop's objdump."""
-    study: str
+    ``tool``: how they were counted; ``per_op``: {arm: instructions per operation}, the
+    baseline's first; ``how``: the published figure each comes from; ``mode``: the mode whose
+    rows hold comparable counts ("" for every row); ``loop``: the measured loop callgrind
+    counted, as the mail names it."""
     tool: str
     per_op: tuple[tuple[str, float], ...]
     how: tuple[tuple[str, str], ...]
     mode: str
-    function: str
-    notebook: str
-
-    @property
-    def arms(self) -> tuple[str, str]:
-        """(baseline, patched)."""
-        return self.per_op[0][0], self.per_op[1][0]
+    loop: str
 
     def counts(self) -> dict[str, float]:
         """{arm: instructions per operation}."""
         return dict(self.per_op)
+
+
+@dataclass(frozen=True)
+class Study:
+    """A published comparison that a notebook reproduces: who published it (``name``), the
+    experiment that measures it, its two arms, the notebook (its number) and, where the study
+    published instruction counts, those."""
+    name: str
+    experiment: str
+    baseline: str
+    patched: str
+    notebook: str
+    counts: PublishedCounts | None = None
+
+    @property
+    def arms(self) -> tuple[str, str]:
+        """(baseline, patched)."""
+        return self.baseline, self.patched
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,10 @@ class Experiment:
     for the arm; ``arms_text``: what its arms are, when no code names them; ``callgrind``: whether
     it has single-threaded trials that callgrind can count; ``slot_bytes``: the bytes of one ring
     slot when the ring moves one pointer per item (the core-to-core references of the SPSC
-    figure), else 0."""
+    figure), else 0; ``kernel_paths``: the kernel tree's paths whose code it measures (a bisect
+    of a tree's history tests only the commits that touch them); ``sources``: the C sources
+    under csrc/ of its binary (``{variant}`` standing for the arm), built when they exist
+    (the ring experiment's are built once per ring variant, with the variant's header)."""
     name: str
     implementation: str
     param_columns: tuple[str, ...]
@@ -80,7 +93,8 @@ class Experiment:
     arms_text: str = ""
     callgrind: bool = False
     slot_bytes: int = 0
-    published_counts: tuple[PublishedCounts, ...] = ()
+    kernel_paths: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
 
     def bound(self, column: str) -> Bound:
         """The bounds of integer parameter column ``column``; ParamError naming those it has."""
@@ -127,24 +141,24 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         bounds=(Bound("mode", 0, 2), Bound("size", 2, 10_000_000), Bound("count", 1, MAX_OPS),
                 Bound("batch", 0, 1_000_000)),
         variants=VARIANT_NAMES, binary="ptr_ring_test-{variant}", own_code="csrc/rings/ptr_ring_{}.h",
-        callgrind=True, slot_bytes=8,
-        published_counts=(PublishedCounts(
-            "seed 000", "perf stat", (("batch", 17424187640 / 1e8), ("reorder", 16124164124 / 1e8)),
-            (("batch", "17.42e9 / 1e8"), ("reorder", "16.12e9 / 1e8")),
-            mode="0", function="rl_measured_simple", notebook="10"),)),
+        callgrind=True, slot_bytes=8, kernel_paths=("include/linux/ptr_ring.h",),
+        sources=("harness/ptr_ring_bench.c", "harness/ptr_ring_main.c", "harness/turns.c", "harness/counters.c")),
     Experiment(
         "page_frag", "ringlab.experiments.page_frag:PageFrag",
         param_columns=("align", "alloc_len", "nr_test"),
         extra_columns=("elapsed_us", "ring_full", "ring_empty", "page_refills", "page_refills_order0",
                        "page_reuses", "page_abandons"),
         bounds=(Bound("align", 0, 1), Bound("alloc_len", 1, 4096), Bound("nr_test", 1, MAX_OPS)),
-        variants=("before", "after"), binary="page_frag_test-{variant}", own_code="csrc/page_frag ({})"),
+        variants=("before", "after"), binary="page_frag_test-{variant}", own_code="csrc/page_frag ({})",
+        sources=("page_frag/page_frag_test.c", "page_frag/page_frag_{variant}.c", "page_frag/page_pool.c",
+                 "harness/counters.c")),
     Experiment(
         "perf_rb", "ringlab.experiments.perf_rb:PerfRb",
         param_columns=("placement", "count"),
         extra_columns=("elapsed_us", "perf_wakeups", "perf_captured_mb", "perf_samples", "perf_lost", "perf_cpu"),
         bounds=(Bound("count", 1, MAX_OPS),),
         variants=("base", "forward", "backward"), binary="syscall_loop",
+        sources=("workloads/syscall_loop.c", "harness/counters.c"),
         arms_text=("close(-1) loop alone (base) and under perf record on the running kernel "
                    "(forward; backward: --overwrite)")),
     Experiment(
@@ -154,7 +168,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         bounds=(Bound("ring_size", 1, 1 << 30), Bound("run_cycles", 1, _RINGTEST_INT),
                 Bound("batch", 1, _RINGTEST_INT), Bound("outstanding", 0, _RINGTEST_INT),
                 Bound("param", 0, _RINGTEST_INT)),
-        own_code="tools/virtio/ringtest ({})"),
+        own_code="tools/virtio/ringtest ({})", kernel_paths=("tools/virtio/ringtest/", "include/linux/ptr_ring.h")),
     Experiment(
         "kmod", "ringlab.experiments.kmod:Kmod",
         param_columns=("args",),
@@ -162,6 +176,17 @@ EXPERIMENTS: tuple[Experiment, ...] = (
 )
 #: the experiment names, in declaration order
 EXPERIMENT_NAMES: tuple[str, ...] = tuple(e.name for e in EXPERIMENTS)
+#: the experiment whose arms are the built-in ring variants (the calibration, drift, bisect and
+#: patch studies run it)
+RING_EXPERIMENT = EXPERIMENTS[0].name
+
+#: seed 000: moving r->queue[] clearing after the consumer_head update (notebook 10)
+SEED000 = Study("seed 000", RING_EXPERIMENT, "batch", "reorder", "10", PublishedCounts(
+    "perf stat", (("batch", 17424187640 / 1e8), ("reorder", 16124164124 / 1e8)),
+    (("batch", "17.42e9 / 1e8"), ("reorder", "16.12e9 / 1e8")), mode="0", loop="rl_measured_simple, no locks"))
+#: seed 003: batch ring zeroing (notebook 11)
+SEED003 = Study("seed 003", RING_EXPERIMENT, "prebatch", "batch", "11")
+STUDIES: tuple[Study, ...] = (SEED000, SEED003)
 
 NOTEBOOKS: tuple[Notebook, ...] = (
     Notebook("00-environment", "environment"),

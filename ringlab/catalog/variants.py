@@ -67,6 +67,10 @@ VARIANTS: tuple[RingVariant, ...] = (
 )
 #: the variant names, in declaration order
 VARIANT_NAMES: tuple[str, ...] = tuple(v.name for v in VARIANTS)
+#: ringlab's copy of the ring most kernels have (v4.12+): the variant a tool builds when it is
+#: given none (the in-process harness, ``ringlab.build.native``) and the one set against a real
+#: kernel header (notebook 21)
+DEFAULT_VARIANT = "batch"
 
 
 def variant(name: str) -> RingVariant:

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ringlab import catalog
 from ringlab.errors import ParamError
 from ringlab.experiments.params import COMMON_PARAMS, Param
 from ringlab.schema import COUNTER_EVENTS
@@ -180,7 +181,10 @@ class Experiment:
 
     @classmethod
     def param_columns(cls) -> list[str]:
-        """Parameter columns of this experiment's raw.csv (after ``variant``)."""
+        """Parameter columns of this experiment's raw.csv (after ``variant``): its catalog entry's
+        (ringlab.catalog), else its parameters recorded per trial."""
+        if cls.name in catalog.EXPERIMENT_NAMES:
+            return list(catalog.experiment(cls.name).param_columns)
         return [p.name for p in cls.params if p.column and p.name != "variants"]
 
     # -- trials ---------------------------------------------------------------------
@@ -346,12 +350,8 @@ def harness_rows(doc, counter_events: Sequence[str] | None = None) -> list[dict[
 
 
 # -- registry -------------------------------------------------------------------------
-REGISTRY: dict[str, str] = {
-    # name -> "module:Class"; modules are imported lazily
-    "ptr_ring": "ringlab.experiments.ptr_ring:PtrRing",
-    "page_frag": "ringlab.experiments.page_frag:PageFrag",
-    "perf_rb": "ringlab.experiments.perf_rb:PerfRb",
-}
+#: name -> "module:Class" of every experiment (ringlab.catalog); modules are imported lazily
+REGISTRY: dict[str, str] = {e.name: e.implementation for e in catalog.EXPERIMENTS}
 
 
 def names() -> list[str]:

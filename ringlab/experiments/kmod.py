@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ringlab.paths import expand_user
-from ringlab import rundir, schema
+from ringlab import catalog, rundir, schema
 from ringlab.errors import DataError, InputFileError, ParamError, RunnerError
 from ringlab.names import check_name
 from ringlab.tools import kmod
@@ -51,6 +51,8 @@ from ringlab.system import modules
 from ringlab.experiments.base import Experiment, TrialSpec, last_json_object
 from ringlab.experiments.params import Param
 
+#: this experiment's catalog entry (raw.csv columns)
+ENTRY = catalog.experiment("kmod")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PAIR = re.compile(r"^\d+:\d+$")
 
@@ -127,7 +129,7 @@ def _check_module_file(p: Path) -> None:
 
 
 class Kmod(Experiment):
-    name = "kmod"
+    name = ENTRY.name
     description = "in-kernel test modules (page_frag_test.ko ...): insmod per trial, result from the kernel log"
     params = [
         Param("module", "str", "", "a .ko path, NAME=PATH.ko[,NAME2=PATH2.ko], or a module name with tree",
@@ -151,11 +153,7 @@ class Kmod(Experiment):
     binaries: list[str] = []
     code_params = ("module", "tree")
     trial_privilege = "root"      # insmod/rmmod need root; the module's code runs in the kernel
-    extra_columns = list(schema.EXPERIMENT_COLUMNS["kmod"])
-
-    @classmethod
-    def param_columns(cls) -> list[str]:
-        return ["args"]
+    extra_columns = list(ENTRY.extra_columns)
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:

@@ -30,32 +30,36 @@ import json
 import re
 from typing import Any
 
-from ringlab import schema
+from ringlab import catalog
 from ringlab.build.layouts import MAX_LAYOUTS, Layout, arm_layouts
 from ringlab.errors import ParamError
 from ringlab.experiments.base import Experiment, TrialSpec, parse_harness_json
-from ringlab.experiments.params import MAX_OPS, Param
+from ringlab.experiments.params import Param
 
-VARIANTS = ("before", "after")
-PAGE_SIZE = 4096  # the binary's PAGE_SIZE: the module accepts 0 < alloc_len <= PAGE_SIZE
+#: this experiment's catalog entry (raw.csv columns, bounds, arms, binaries)
+ENTRY = catalog.experiment("page_frag")
+VARIANTS = ENTRY.variants
+PAGE_SIZE = ENTRY.bound("alloc_len").high  # the binary's PAGE_SIZE: the module accepts 0 < alloc_len <= PAGE_SIZE
+#: test_align: 0 page_frag_alloc, 1 page_frag_alloc_align(64)
+ALIGNS = tuple(range(ENTRY.bound("align").low, ENTRY.bound("align").high + 1))
 _PAIR_RE = re.compile(r"^\d+:\d+$")
 
 #: Columns taken from the binary's JSON iteration as they are (counts, NaN if absent).
-_EXTRA_FROM_JSON = schema.EXPERIMENT_COLUMNS["page_frag"][1:]   # after elapsed_us
+_EXTRA_FROM_JSON = ENTRY.extra_columns[1:]   # after elapsed_us
 
 
 class PageFrag(Experiment):
-    name = "page_frag"
+    name = ENTRY.name
     description = "page_frag cache before/after Part-1: push/pop over a ptr_ring across CPUs (seed 002)"
     params = [
         Param("variants", "str_list", list(VARIANTS), "page_frag implementations to compare",
               choices=VARIANTS, names=True),
         Param("aligns", "int_list", [0, 1], "0: page_frag_alloc; 1: page_frag_alloc_align(64)",
-              choices=(0, 1), column=False),
+              choices=ALIGNS, column=False),
         Param("alloc_lens", "int_list", [12, 64, 2048], f"fragment sizes in bytes (test_alloc_len), "
-              f"1..{PAGE_SIZE}", min=1, max=PAGE_SIZE, column=False),
-        Param("nr_test", "int", 2_000_000, "fragments passed from push to pop per trial", min=1,
-              max=MAX_OPS),
+              f"1..{PAGE_SIZE}", min=ENTRY.bound("alloc_len").low, max=PAGE_SIZE, column=False),
+        Param("nr_test", "int", 2_000_000, "fragments passed from push to pop per trial",
+              min=ENTRY.bound("nr_test").low, max=ENTRY.bound("nr_test").high),
         Param("cpus", "str", "auto", "auto (one pair per topology class, same-cpu included) | all (every "
               "ordered pair, plus same-cpu) | none (unpinned) | explicit PUSH:POP pairs like 0:1,0:0",
               column=False),
@@ -74,12 +78,8 @@ class PageFrag(Experiment):
         "quick": {"trials": 5, "warmup": 1, "nr_test": 500_000, "timeout": 60.0, "layouts": 4},
         "full": {"trials": 10, "warmup": 1, "nr_test": 3_000_000, "timeout": 120.0, "layouts": 8},
     }
-    binaries = [f"page_frag_test-{v}" for v in VARIANTS]
-    extra_columns = list(schema.EXPERIMENT_COLUMNS["page_frag"])
-
-    @classmethod
-    def param_columns(cls) -> list[str]:
-        return ["align", "alloc_len", "nr_test"]
+    binaries = list(ENTRY.binaries())
+    extra_columns = list(ENTRY.extra_columns)
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
@@ -99,7 +99,7 @@ class PageFrag(Experiment):
     @staticmethod
     def layouts_of(values: dict[str, Any]) -> dict[str, list[Layout]]:
         """{page_frag_test-VARIANT: its layouts} (``[PLAIN]`` each when ``layouts`` is 1)."""
-        return {f"page_frag_test-{v}": arm_layouts(values["seed"], v, values.get("layouts", 1),
+        return {ENTRY.binary_of(v): arm_layouts(values["seed"], v, values.get("layouts", 1),
                                                    common=values.get("common_layouts", False))
                 for v in values["variants"]}
 
@@ -114,7 +114,7 @@ class PageFrag(Experiment):
         variant = str(spec.config["variant"])
         lays = arm_layouts(values["seed"], variant, values.get("layouts", 1),
                            common=values.get("common_layouts", False))
-        return lays[int(spec.extra.get("layout", 0))].binary_name(f"page_frag_test-{variant}")
+        return lays[int(spec.extra.get("layout", 0))].binary_name(ENTRY.binary_of(variant))
 
     # -- placement -------------------------------------------------------------------------
     def placements(self, values: dict[str, Any], ctx) -> list[tuple[int, int, str]]:

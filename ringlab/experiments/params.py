@@ -13,15 +13,16 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from ringlab.catalog import experiments as catalog_experiments
 from ringlab.errors import ParamError
 from ringlab.names import check_name
 
 
 KINDS = ("int", "float", "bool", "str", "int_list", "str_list", "float_list")
 
-#: The most operations one timed loop may run: the C binaries refuse more (ptr_ring_test and
-#: syscall_loop ``-N``, page_frag_test ``nr_test``), so the count parameters stop here too.
-MAX_OPS = 10**12
+#: The most operations one timed loop may run (ringlab.catalog.experiments): the count parameters
+#: stop there too.
+MAX_OPS = catalog_experiments.MAX_OPS
 #: Bounds of the common numeric parameters (documented in ``ringlab run EXP --list-params``).
 MAX_TRIALS = 100_000          # measured trials (or rounds) per configuration
 MAX_WARMUP = 1_000            # warm-up trials per configuration

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ringlab import schema
+from ringlab import catalog
 from ringlab.tools import perfrecord
 from ringlab.errors import ParamError
 from ringlab.experiments.base import Experiment, TrialSpec, parse_harness_json
@@ -55,13 +55,16 @@ from ringlab.experiments.params import Param
 from ringlab.system import privilege
 from ringlab.system.topology import Topology, pick_single_cpu, select_pairs
 
-VARIANTS = ("base", "forward", "backward")
-PERF_VARIANTS = ("forward", "backward")
+#: this experiment's catalog entry (raw.csv columns, bounds, arms, binary)
+ENTRY = catalog.experiment("perf_rb")
+VARIANTS = ENTRY.variants
+#: the arms under perf record (the first arm runs the loop alone)
+PERF_VARIANTS = VARIANTS[1:]
 CLASS_PLACEMENTS = ("smt-sibling", "same-llc", "cross-llc", "cross-numa")
 PLACEMENTS = ("none", "same-core", "split") + CLASS_PLACEMENTS + ("auto",)
 #: split = "cores on the same CPU" of the fix; nearest distinct-CPU class first.
 SPLIT_PREFERENCE = ("same-llc", "smt-sibling", "cross-llc", "cross-numa")
-BINARY = "syscall_loop"
+BINARY = ENTRY.binary
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class Placement:
 
 
 class PerfRb(Experiment):
-    name = "perf_rb"
+    name = ENTRY.name
     description = "perf ring buffer overhead: close(-1) loop alone / under perf record forward / backward"
     params = [
         Param("variants", "str_list", list(VARIANTS), "configurations: base, forward, backward",
@@ -82,7 +85,7 @@ class PerfRb(Experiment):
               "where workload and perf run: none, same-core, split, a topology class, or auto",
               choices=PLACEMENTS),
         Param("count", "int", 3_000_000, "close(-1) calls per timed loop (the seed: 3,000,000)",
-              min=1, max=10**12),
+              min=ENTRY.bound("count").low, max=ENTRY.bound("count").high),
         Param("perf", "str", "perf", "perf executable (name on PATH or a path); as root, a root-owned one "
               "only root can change", column=False),
     ]
@@ -93,14 +96,10 @@ class PerfRb(Experiment):
         # and is enough for the bimodality check (raise -p trials 100 on bare metal).
         "full": {"count": 3_000_000, "trials": 20, "warmup": 2, "timeout": 300.0},
     }
-    binaries = [BINARY]
+    binaries = list(ENTRY.binaries())
     code_params = ("perf",)
     trial_privilege = "wrapper"
-    extra_columns = list(schema.EXPERIMENT_COLUMNS["perf_rb"])
-
-    @classmethod
-    def param_columns(cls) -> list[str]:
-        return ["placement", "count"]
+    extra_columns = list(ENTRY.extra_columns)
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:

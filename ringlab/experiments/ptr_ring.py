@@ -24,20 +24,22 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ringlab import catalog
 from ringlab.build.layouts import MAX_LAYOUTS, Layout, LayoutCopies, arm_layouts, copy_groups
 from ringlab.errors import ParamError
 from ringlab.experiments.base import (AtMost, Experiment, TrialSpec, harness_rows, last_json_object,
                                       parse_harness_json)
-from ringlab.experiments.params import MAX_OPS, Param, parse_mode_targets
+from ringlab.experiments.params import Param, parse_mode_targets
 from ringlab.build.driver import validate_cflags
 from ringlab.digest import sha256_file
 from ringlab.sources import kernel_header as kh
 
-BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
+#: this experiment's catalog entry (raw.csv columns, bounds, binaries)
+ENTRY = catalog.experiment("ptr_ring")
 #: the rings whose consumer batch ``-b`` can set (their header defines RINGLAB_HAS_SET_BATCH); the
 #: others, a kernel header among them, run with their own batch in a run that sets one, so that a
 #: batch sweep sets the batching ring against the one it replaces at every batch
-SETS_BATCH = ("batch",)
+SETS_BATCH = tuple(v.name for v in catalog.VARIANTS if v.sets_batch)
 #: the most arms that take turns in one round (RL_TURNS_MAX_ARMS, csrc/harness/turns.h)
 MAX_TURN_ARMS = 8
 
@@ -48,7 +50,7 @@ MODE_DESCRIPTIONS = {
     1: "spsc: a producer and a consumer thread, free-running",
     2: "near-full: SPSC with the ring kept full, the producer refilling every freed slot at once",
 }
-MODES = tuple(MODE_DESCRIPTIONS)
+MODES = tuple(range(ENTRY.bound("mode").low, ENTRY.bound("mode").high + 1))
 _PAIR_RE = re.compile(r"^\d+:\d+$")
 
 
@@ -93,20 +95,23 @@ def parse_kernel_headers(text: str | None) -> dict[str, str]:
 DEFAULT_COUNT = 10_000_000
 
 class PtrRing(Experiment):
-    name = "ptr_ring"
-    description = "ptr_ring variants (prebatch/batch/reorder/spsc + your kernel header), seed 000/003"
+    name = ENTRY.name
+    description = f"ptr_ring variants ({'/'.join(ENTRY.variants)} + your kernel header), seed 000/003"
     params = [
-        Param("variants", "str_list", list(BUILTIN_VARIANTS),
-              "ring variants to compare: prebatch, batch, reorder, spsc, or a NAME from kernel_headers",
+        Param("variants", "str_list", list(ENTRY.variants),
+              f"ring variants to compare: {', '.join(ENTRY.variants)}, or a NAME from kernel_headers",
               names=True),
         Param("modes", "int_list", [0, 1], "; ".join(f"{m} {d}" for m, d in MODE_DESCRIPTIONS.items()),
               choices=MODES, column=False),
-        Param("sizes", "int_list", [1000], "ring sizes (entries)", min=2, max=10_000_000, column=False),
+        Param("sizes", "int_list", [1000], "ring sizes (entries)", min=ENTRY.bound("size").low,
+              max=ENTRY.bound("size").high, column=False),
         Param("count", "int", None, "operations per timed loop (-N); unset: planned (a run with target_ci takes "
               "the unbiased trial length of this host's calibration that plans narrowest, else "
-              f"{DEFAULT_COUNT}; a fixed design {DEFAULT_COUNT})", min=1, max=MAX_OPS),
-        Param("batch", "int", 0, "consumer zeroing batch of the rings that have one to set (batch; the others "
-              "run as they are); 0 = the ring's default", min=0, max=1_000_000),
+              f"{DEFAULT_COUNT}; a fixed design {DEFAULT_COUNT})", min=ENTRY.bound("count").low,
+              max=ENTRY.bound("count").high),
+        Param("batch", "int", 0, f"consumer zeroing batch of the rings that have one to set ({', '.join(SETS_BATCH)}; "
+              "the others run as they are); 0 = the ring's default", min=ENTRY.bound("batch").low,
+              max=ENTRY.bound("batch").high),
         Param("lock", "bool", False, "use the spinlocked ptr_ring_produce/consume (-l)"),
         Param("target_ci_by_mode", "str", "", "a half-width per mode that replaces target_ci there, "
               "MODE:PCT comma-separated (1:1.0: mode 1's rows at +-1%); empty: target_ci in every mode",
@@ -146,7 +151,7 @@ class PtrRing(Experiment):
         "full": {"trials": 30, "warmup": 2, "modes": [0, 1, 2], "sizes": [64, 1000],
                  "layouts": 8, "target_ci": 0.25, "target_ci_by_mode": "1:0.75,2:0.75", "budget": 300.0},
     }
-    binaries = [f"ptr_ring_test-{v}" for v in BUILTIN_VARIANTS]
+    binaries = list(ENTRY.binaries())
     code_params = ("kernel_headers",)
     # ptr_ring_test refuses -b BATCH above -s SIZE (csrc/harness/ptr_ring_bench.c); -b reaches only
     # the variants that set their batch (SETS_BATCH, ``command``).  Its other cross-option checks
@@ -158,16 +163,11 @@ class PtrRing(Experiment):
                why="ptr_ring_test refuses -b above -s: every trial of variant batch would fail"),
     ]
 
-    # raw.csv parameter columns: variant, mode, size, count, batch, lock.
-    @classmethod
-    def param_columns(cls) -> list[str]:
-        return ["mode", "size", "count", "batch", "lock"]
-
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:
         validate_cflags(values.get("cflags"), "cflags")
         headers = parse_kernel_headers(values.get("kernel_headers"))
-        allowed = list(BUILTIN_VARIANTS) + sorted(headers)
+        allowed = list(ENTRY.variants) + sorted(headers)
         for v in values["variants"]:
             if v not in allowed:
                 raise ParamError(f"parameter 'variants': unknown variant {v!r}; allowed: {', '.join(allowed)}"
@@ -204,12 +204,12 @@ class PtrRing(Experiment):
         out = {}
         for v in values["variants"]:
             lays = cls._arm_layouts(values, v)
-            out[f"ptr_ring_test-{v}"] = lays if len(lays) == 1 else copy_groups(lays)
+            out[ENTRY.binary_of(v)] = lays if len(lays) == 1 else copy_groups(lays)
         return out
 
     def _copy_of(self, spec, values) -> tuple[str, int | None]:
         """(the binary of this trial, its ``--copy``; None for a binary of one layout)."""
-        base = f"ptr_ring_test-{spec.config['variant']}"
+        base = ENTRY.binary_of(str(spec.config["variant"]))
         lays = self._arm_layouts(values, str(spec.config["variant"]))
         k = int(spec.extra.get("layout", 0))
         if len(lays) == 1:

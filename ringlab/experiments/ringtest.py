@@ -39,7 +39,7 @@ import math
 import re
 from typing import Any
 
-from ringlab import schema
+from ringlab import catalog
 from ringlab.build.layouts import MAX_LAYOUTS, layout_spec
 from ringlab.errors import InputFileError, ParamError, RunnerError
 from ringlab.tools import kernel_tests
@@ -51,6 +51,8 @@ from ringlab.digest import sha256_file
 from ringlab.schema import COUNTER_EVENTS
 from ringlab.system import privilege
 
+#: this experiment's catalog entry (raw.csv columns, bounds)
+ENTRY = catalog.experiment("ringtest")
 DEFAULT_TREE = "debian:linux-source-6.1"
 _PAIR = re.compile(r"^\d+:\d+$")
 
@@ -67,21 +69,24 @@ def parse_tree_param(text: str) -> list[kernel_tree.TreeSpec]:
 
 
 class Ringtest(Experiment):
-    name = "ringtest"
+    name = ENTRY.name
     description = "the kernel's tools/virtio/ringtest programs, built from your tree(s), timed per run"
     params = [
         Param("tree", "str", DEFAULT_TREE, "kernel tree(s): a folder, a source tarball, git:TREE@REV, "
               "debian:linux-source-X.Y; A/B as NAME=SPEC,NAME2=SPEC2", column=False),
         Param("rings", "str_list", ["ptr_ring"], "ringtest programs: ptr_ring, virtio_ring_0_9, "
               "virtio_ring_poll, ring, noring (or any other program of the tree's Makefile)"),
-        Param("ring_sizes", "int_list", [256], "--ring-size (a power of two)", min=1, max=1 << 30,
+        Param("ring_sizes", "int_list", [256], "--ring-size (a power of two)", min=ENTRY.bound("ring_size").low,
+              max=ENTRY.bound("ring_size").high,
               column=False),
-        Param("run_cycles", "int", 10_000_000, "--run-cycles: items per run", min=1, max=2**31 - 2),
-        Param("batch", "int", 1, "--batch: buffers added before a kick", min=1, max=2**31 - 2),
-        Param("outstanding", "int", 0, "--outstanding: most buffers in flight (0: unlimited)", min=0,
-              max=2**31 - 2),
+        Param("run_cycles", "int", 10_000_000, "--run-cycles: items per run", min=ENTRY.bound("run_cycles").low,
+              max=ENTRY.bound("run_cycles").high),
+        Param("batch", "int", 1, "--batch: buffers added before a kick", min=ENTRY.bound("batch").low,
+              max=ENTRY.bound("batch").high),
+        Param("outstanding", "int", 0, "--outstanding: most buffers in flight (0: unlimited)",
+              min=ENTRY.bound("outstanding").low, max=ENTRY.bound("outstanding").high),
         Param("param", "int", 0, "--param: ring-specific knob (ptr_ring: batch; 0: the ring's default)",
-              min=0, max=2**31 - 2),
+              min=ENTRY.bound("param").low, max=ENTRY.bound("param").high),
         Param("sleep", "bool", False, "--sleep: wait on eventfd instead of polling"),
         Param("relax", "bool", False, "--relax: cpu_relax() while polling"),
         Param("cpus", "str", "auto", "guest:host pairs: auto (one pair per topology class) | none | "
@@ -102,11 +107,7 @@ class Ringtest(Experiment):
     binaries: list[str] = []
     code_params = ("tree", "make")
     trial_privilege = "wrapper"      # the timing wrapper; it starts the program unprivileged
-    extra_columns = list(schema.EXPERIMENT_COLUMNS["ringtest"])
-
-    @classmethod
-    def param_columns(cls) -> list[str]:
-        return ["ring", "ring_size", "run_cycles", "batch", "outstanding", "param", "sleep", "relax"]
+    extra_columns = list(ENTRY.extra_columns)
 
     @classmethod
     def check(cls, values: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ringlab import fmt, paths, rundir, schema
+from ringlab import catalog, fmt, paths, rundir, schema
 from ringlab.report import mail
 from ringlab.report.figures import round_ratio
 from ringlab.errors import ParamError, RinglabError
@@ -258,13 +258,15 @@ def _record_notebook(run_dir: Path, notebook: tuple[str, dict] | None) -> None:
 
 #: the folder of notebook 21's ringlab SPSC run inside its kernel-tests run folder
 SPSC_FOLDER = "ringlab-spsc"
+#: the experiment of a kernel-tests run folder (notebook 21's first, ringlab.catalog)
+_HARNESS_EXPERIMENT = catalog.notebook("21-kernel-tests").experiments[0]
 
 
 def is_harness_folder(run_dir) -> bool:
     """True for a kernel-tests run folder (notebook 21): ringtest's raw.csv with the ringlab SPSC
     run beside it in ``ringlab-spsc/``."""
     run_dir = Path(run_dir)
-    return (run_dir / SPSC_FOLDER / "raw.csv").is_file() and Run(run_dir).env_doc.experiment == "ringtest"
+    return (run_dir / SPSC_FOLDER / "raw.csv").is_file() and Run(run_dir).env_doc.experiment == _HARNESS_EXPERIMENT
 
 
 def harness_mail(run_dir, width: int = mail.WIDTH, notebook: tuple[str, dict] | None = None) -> str:
@@ -301,7 +303,7 @@ def real_header(kernel_headers: str, variants: str, name: str = "kernel") -> tup
     return f"{name}={found}", ",".join([*variants.split(","), name])
 
 
-def measured_loop(run_dir: Path, arms: tuple[str, ...] = ("batch", "reorder"), head: int = 14, tail: int = 4):
+def measured_loop(run_dir: Path, arms: tuple[str, ...] = catalog.SEED000.arms, head: int = 14, tail: int = 4):
     """Show ``objdump -d`` of the measured loop (``rl_measured_simple``) of each arm's binary that
     ran (trimmed), with its static instruction count; or say why it cannot be shown."""
     from ringlab.report.mail import run_binaries

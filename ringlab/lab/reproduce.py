@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ringlab import paths
+from ringlab import catalog, paths
 from ringlab.errors import ParamError
 from ringlab.names import check_name
 from ringlab.rundir import Run
@@ -32,21 +32,9 @@ from ringlab.run import host_id, new_run_id
 from ringlab.system.envinfo import HOST_ENV
 
 
-#: notebook stem -> results experiment folder.  Order is execution order
+#: notebook stem -> results experiment folder (ringlab.catalog).  Order is execution order
 #: (90 merges what the others wrote).
-NOTEBOOKS: dict[str, str] = {
-    "00-environment": "environment",
-    "10-ptr-ring-reorder": "ptr-ring-reorder",
-    "11-ptr-ring-batch-zeroing": "ptr-ring-batch-zeroing",
-    "12-patch-ab": "patch-ab",
-    "13-bisect": "bisect",
-    "14-verdict-check": "verdict-check",
-    "20-page-frag": "page-frag",
-    "21-kernel-tests": "kernel-tests",
-    "30-perf-ring-buffer": "perf-ring-buffer",
-    "90-compare-runs": "compare-runs",
-    "95-explore": "explore",
-}
+NOTEBOOKS: dict[str, str] = {n.stem: n.folder for n in catalog.NOTEBOOKS}
 
 PROFILES = ("smoke", "quick", "full")
 #: per-cell limit handed to papermill (seconds), by profile

@@ -52,7 +52,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from scipy import stats as sst  # noqa: E402
 
-from ringlab import fmt, rundir  # noqa: E402
+from ringlab import catalog, fmt, rundir  # noqa: E402
 from ringlab.stats.outliers import flag_outliers  # noqa: E402
 from ringlab.stats import summarize  # noqa: E402
 from ringlab.report.figures_base import MODE_NAMES, mode_label  # noqa: E402,F401
@@ -262,8 +262,9 @@ def cpu_pairs(df, metric, params, out_dir):
 
 
 #: the experiments whose ring the two SPSC references describe: slots of one 8-byte pointer, one
-#: item per slot (a byte ring or a page allocator moves other units: no reference is drawn)
-REFERENCE_RINGS = ("ptr_ring",)
+#: item per slot (ringlab.catalog's ``slot_bytes``; a byte ring or a page allocator moves other
+#: units: no reference is drawn)
+REFERENCE_RINGS = tuple(e.name for e in catalog.EXPERIMENTS if e.slot_bytes == 8)
 #: a reference is drawn only within this factor of the data's range; further off, the title
 #: names it and its value instead (a line at 232 over dots at 0.5 leaves an empty plot)
 REFERENCE_FACTOR = 3.0

@@ -25,6 +25,7 @@ import pandas as pd
 import seaborn as sns
 
 from ringlab import fmt
+from ringlab.catalog import SEED000
 from ringlab.report import tables
 from ringlab.report.figures_base import mode_label
 from ringlab.rundir.calibration import noise_floor, with_host_next_run
@@ -438,7 +439,7 @@ def paired_size_sweep(rows: pd.DataFrame, out_dir, name: str = "size_sweep_hosts
     return _save(fig, Path(out_dir), name)
 
 
-def cross_run_forest(runs, out_dir, baseline: str = "batch", patched: str = "reorder",
+def cross_run_forest(runs, out_dir, baseline: str = SEED000.baseline, patched: str = SEED000.patched,
                      metric: str = "ns_per_op", root=None) -> list[Path]:
     """figures/forest.png of the compare-runs folder: for every run (objects with ``raw``,
     ``host``, ``experiment``, ``run_id``) holding both variants, each configuration's effect of

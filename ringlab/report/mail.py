@@ -41,7 +41,7 @@ from typing import Any
 
 import pandas as pd
 
-from ringlab import schema
+from ringlab import catalog, schema
 from ringlab.errors import ParamError
 from ringlab.stats import StatsError, measurements
 from ringlab.stats.rounds import comparison_columns
@@ -54,7 +54,6 @@ from ringlab.report.mail_run import (aa_controls, counters_line, cpus_text, desi
 from ringlab.report.mailfmt import (plain_number, as_float, hang_para, is_finite_number, sig4, wrap_para,
                                     path_lines, short_sha)
 from ringlab.report.analysis import INSTR, Analysis, of, pick_metric
-from ringlab.report.published import SEED000_INSTRUCTIONS_PER_OP
 from ringlab.rundir import RunEnv, pick_baseline as baseline_rule, require_metric, run_variants
 from ringlab.rundir.calibration import run_host, run_noise_floor
 from ringlab.report.tables import (change_ci_text, change_text, change_words, gain_ci, is_factor, next_gain_ci,
@@ -651,36 +650,51 @@ def _legend_text(info: dict) -> str:
 
 
 def published_counts_text(df: pd.DataFrame, env: RunEnv, base: str, cands: list[str]) -> str:
-    """Seed 000's perf stat counts beside ours, when this run counted batch and reorder ("" when
-    not): whether they agree (the same sign, within 2 points), with the static size of the
-    measured loop (objdump -d of the binaries that ran) as the evidence."""
-    pub = SEED000_INSTRUCTIONS_PER_OP
-    if RunEnv.of(env).experiment != "ptr_ring" or set(pub) - ({base} | set(cands)) or INSTR not in df.columns:
+    """The published instruction counts of a study of the run's experiment (ringlab.catalog's
+    ``STUDIES``) beside ours, when this run counted both of their arms ("" when not):
+    whether they agree (the same sign, within 2 points), with the static size of the measured
+    loop (objdump -d of the binaries that ran) as the evidence."""
+    exp = RunEnv.of(env).experiment
+    if exp not in catalog.EXPERIMENT_NAMES or INSTR not in df.columns:
+        return ""
+    for study in catalog.STUDIES:
+        txt = _counts_beside(df, env, study, {base} | set(cands)) if study.experiment == exp and study.counts else ""
+        if txt:
+            return txt
+    return ""
+
+
+def _counts_beside(df: pd.DataFrame, env: RunEnv, study: catalog.Study, arms: set[str]) -> str:
+    """:func:`published_counts_text` for one study's counts ("" when the run lacks an arm)."""
+    pub = study.counts
+    counts = pub.counts()
+    if set(counts) - arms:
         return ""
     try:
         meas, _ = measurements(df, INSTR)
     except StatsError:
         return ""
-    if "mode" in meas.columns:
-        meas = meas[meas["mode"].astype(str) == "0"]
+    if pub.mode and "mode" in meas.columns:
+        meas = meas[meas["mode"].astype(str) == pub.mode]
     med = meas.groupby(meas["variant"].astype(str))[INSTR].median()
-    if not set(pub) <= set(med.index):
+    if not set(counts) <= set(med.index):
         return ""
-    pb, pr = pub["batch"], pub["reorder"]
-    ob, orr = float(med["batch"]), float(med["reorder"])
+    base, patched = study.arms
+    pb, pr = counts[base], counts[patched]
+    ob, orr = float(med[base]), float(med[patched])
     dp, do = (pr / pb - 1) * 100, (orr / ob - 1) * 100
     agree = (dp > 0) == (do > 0) and abs(dp - do) <= 2
-    txt = (f"Published counts {'agree' if agree else 'disagree'} with ours: seed 000's perf stat gave "
+    txt = (f"Published counts {'agree' if agree else 'disagree'} with ours: {study.name}'s {pub.tool} gave "
            f"{pb:.0f} -> {pr:.0f} instructions/op ({dp:+.1f}%) for the whole process; callgrind counts "
-           f"{ob:.2f} -> {orr:.2f} ({do:+.2f}%) in the measured loop (rl_measured_simple, no locks).")
-    loops = loop_summary(run_binaries(env, ("batch", "reorder")))
+           f"{ob:.2f} -> {orr:.2f} ({do:+.2f}%) in the measured loop ({pub.loop}).")
+    loops = loop_summary(run_binaries(env, study.arms))
     if len(loops) == 2:
-        b, r = loops["batch"], loops["reorder"]
-        txt += (f" objdump -d: its loop holds {b['loop_instructions']} instructions in batch, "
-                f"{r['loop_instructions']} in reorder ({b['instructions']} and {r['instructions']} in the "
-                "function; notebook 10 shows them).")
+        b, r = loops[base], loops[patched]
+        txt += (f" objdump -d: its loop holds {b['loop_instructions']} instructions in {base}, "
+                f"{r['loop_instructions']} in {patched} ({b['instructions']} and {r['instructions']} in the "
+                f"function; notebook {study.notebook} shows them).")
     else:
-        txt += " Notebook 10 shows the loop's objdump."
+        txt += f" Notebook {study.notebook} shows the loop's objdump."
     return txt
 
 
@@ -704,10 +718,16 @@ def _published_icount(a: Analysis, base: str, cands: list[str], width: int) -> l
 
 
 def run_binaries(env: RunEnv, arms) -> dict[str, str]:
-    used = RunEnv.of(env).binaries_used
+    """{arm: the path of the binary that ran it}, for the arms whose binary (the run's
+    experiment's, ringlab.catalog) is still the one that ran."""
+    env = RunEnv.of(env)
+    if env.experiment not in catalog.EXPERIMENT_NAMES:
+        return {}
+    entry = catalog.experiment(env.experiment)
+    used = env.binaries_used
     out = {}
     for a in arms:
-        d = next((v for k, v in sorted(used.items()) if k.split("@")[0] == f"ptr_ring_test-{a}"
+        d = next((v for k, v in sorted(used.items()) if entry.arm_of_binary(k) == a
                   and isinstance(v, dict)), {})
         if d.get("path") and d.get("sha256") and _sha256(d["path"]) == d["sha256"]:
             out[a] = d["path"]   # the very binary that ran, not a rebuild

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab import catalog
 from ringlab.errors import DataError
 from ringlab.report.mailfmt import short_sha
 from ringlab.rundir import RunEnv
@@ -50,7 +51,7 @@ def counters_line(df: pd.DataFrame, env: RunEnv, elsewhere: str | None = None) -
     params = env.parameters
     exp = env.experiment
     why = (f"callgrind counts single-threaded trials only, and {exp} is not" if exp in
-           ("page_frag", "perf_rb", "ringtest", "kmod") else "icount=false" if params.get("icount") is False
+           [e.name for e in catalog.EXPERIMENTS if not e.callgrind] else "icount=false" if params.get("icount") is False
            else "callgrind counts single-threaded configurations only")
     return f"No PMU on this host{where}, and no callgrind counts in this run ({why})."
 
@@ -93,8 +94,9 @@ def aa_controls(env: RunEnv, baseline: str, candidates: list[str]) -> list[str]:
             if (c in specs and specs.get(c) == specs.get(baseline)) or (c == "control" and baseline in specs)]
 
 
-_OWN_CODE = {"ptr_ring": "csrc/rings/ptr_ring_{}.h", "page_frag": "csrc/page_frag ({})",
-"ringtest": "tools/virtio/ringtest ({})"}
+def _own_code(exp: str) -> str:
+    """Where an arm's code is in experiment ``exp`` (``{}`` the arm; ringlab.catalog)."""
+    return catalog.experiment(exp).own_code if exp in catalog.EXPERIMENT_NAMES else "{}"
 
 
 def _patch_subject(run_dir: Path) -> str | None:
@@ -119,9 +121,8 @@ def tested_line(env: RunEnv, baseline: str, candidates: list[str], run_dir) -> s
     specs = _header_specs(env)
     subject = _patch_subject(Path(run_dir))
     exp = env.experiment
-    if exp == "perf_rb":
-        arms = ("close(-1) loop alone (base) and under perf record on the running kernel "
-                "(forward; backward: --overwrite)")
+    if exp in catalog.EXPERIMENT_NAMES and catalog.experiment(exp).arms_text:
+        arms = catalog.experiment(exp).arms_text
     elif subject:
         arms = f"patch \"{subject}\" on {relative_to_tree(specs.get(baseline, baseline), env)}"
     elif any("+" in specs.get(c, "") for c in candidates):
@@ -131,9 +132,9 @@ def tested_line(env: RunEnv, baseline: str, candidates: list[str], run_dir) -> s
         arms += f"; base: {relative_to_tree(specs.get(baseline, baseline), env)}"
     elif specs:
         arms = "; ".join(f"{v}: {relative_to_tree(specs[v], env)}" if v in specs else
-                         f"{v}: {_OWN_CODE.get(exp, '{}').format(v)}" for v in [baseline, *candidates])
+                         f"{v}: {_own_code(exp).format(v)}" for v in [baseline, *candidates])
     else:
-        arms = ", ".join(_OWN_CODE.get(exp, "{}").format(v) for v in [*candidates, baseline])
+        arms = ", ".join(_own_code(exp).format(v) for v in [*candidates, baseline])
         arms = f"{arms} (ringlab's own code; base {baseline})"
     return f"tested: {arms}; {rl}"
 
@@ -151,8 +152,7 @@ def not_measured(df: pd.DataFrame, env: RunEnv) -> str:
     if isinstance(present, list):
         lack = [c for c in PAIR_CLASSES if c not in present]
         if lack:
-            bits.append(f"placements {', '.join(lack)} (this host has {topo.get('n_cpus')} CPUs: "
-                        f"{', '.join(present)} only)")
+            bits.append(f"placements {', '.join(lack)} ({topo.get('n_cpus')} CPUs: {', '.join(present)} only)")
     gov = env.machine_governor
     if gov and not gov.get("available"):
         bits.append("a fixed CPU frequency (" + (gov.get("reason") or "no governor") + ")")

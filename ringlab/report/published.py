@@ -3,7 +3,8 @@
 These are *citations*, not measurements: each figure is copied from a public
 mailing-list message named in ``source``, and is only ever shown beside ringlab's
 own measurements as a ratio (patched/unpatched, after/before, X/BASE) — never as
-a claim about this machine.  The perf stat blocks themselves are bundled in
+a claim about this machine.  Seed 000's instruction counts are declared with its arms in
+``ringlab.catalog`` (``SEED000.counts``).  The perf stat blocks themselves are bundled in
 ``ringlab/data/`` and parsed with ``ringlab.perfstat``.
 """
 from __future__ import annotations
@@ -43,10 +44,6 @@ def _bundled(name: str) -> str:
 def page_frag_perfstat_text() -> str:
     """The `perf stat -r 200 insmod page_frag_test.ko ...` blocks (before/after, 2 CPUs and 1 CPU)."""
     return _bundled("seed002_perfstat.txt")
-
-
-#: Seed 000's instruction counts (x86 perf stat) per operation: 17.42e9 and 16.12e9 per 1e8 ops.
-SEED000_INSTRUCTIONS_PER_OP = {"batch": 17424187640 / 1e8, "reorder": 16124164124 / 1e8}
 
 
 def _perf_rb_table(rows) -> pd.DataFrame:

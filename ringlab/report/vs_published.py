@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab import fmt
+from ringlab.catalog import SEED000, SEED003
 from ringlab.report import published
 from ringlab.report import tables as _tab
 from ringlab.report.analysis import Analysis, of
@@ -99,7 +100,8 @@ def mail_table(a: Analysis, baseline: str, patched: str, metric: str = "ns_per_o
 
 
 @_one_table
-def published_vs_reproduced_reorder(a: Analysis, baseline: str = "batch", patched: str = "reorder") -> pd.DataFrame:
+def published_vs_reproduced_reorder(a: Analysis, baseline: str = SEED000.baseline,
+                                    patched: str = SEED000.patched) -> pd.DataFrame:
     """patched/unpatched time ratios: the mail's (arm64, x86) beside ours, per mode."""
     df, env = a.df, a.env
     pub = published.ptr_ring_reorder_table()
@@ -128,11 +130,10 @@ def instructions_vs_published(a: Analysis) -> pd.DataFrame:
     """Instructions per op (mode 0) per variant: callgrind/perf here, perf stat in the mail."""
     df, env = a.df, a.env
     rows = []
-    pub = published.SEED000_INSTRUCTIONS_PER_OP
+    pub, how, ref = SEED000.counts.counts(), dict(SEED000.counts.how), SEED000.baseline
     for v, ipo in pub.items():
         rows.append({"source": "published (x86 perf stat, seed 000)", "variant": v, "instructions_per_op": round(ipo, 2),
-                     "how": "17.42e9 / 1e8" if v == "batch" else "16.12e9 / 1e8",
-                     "ratio to batch": round(ipo / pub["batch"], 4)})
+                     "how": how[v], "ratio to batch": round(ipo / pub[ref], 4)})
     if "instructions_per_op" in df.columns:
         meas, _ = measurements(df, "instructions_per_op")
         if "mode" in meas.columns:
@@ -141,7 +142,7 @@ def instructions_vs_published(a: Analysis) -> pd.DataFrame:
         meas = meas.assign(_src=src_col)
         med = meas.groupby(["_src", "variant"])["instructions_per_op"].agg(["median", "min", "max", "count"])
         for (src, v), r in med.iterrows():
-            base = med.loc[(src, "batch"), "median"] if (src, "batch") in med.index else float("nan")
+            base = med.loc[(src, ref), "median"] if (src, ref) in med.index else float("nan")
             exact = r["min"] == r["max"]
             rows.append({"source": f"reproduced ({src}, {arch_label(env)})", "variant": v,
                          "instructions_per_op": round(float(r["median"]), 2),
@@ -156,7 +157,7 @@ def instructions_vs_published(a: Analysis) -> pd.DataFrame:
 
 
 @_one_table
-def size_sweep_table(a: Analysis, baseline: str = "prebatch", metric: str = "ns_per_op") -> pd.DataFrame:
+def size_sweep_table(a: Analysis, baseline: str = SEED003.baseline, metric: str = "ns_per_op") -> pd.DataFrame:
     """Per ring size: the arms' centers the effect is computed from, %change (+ = better) with its
     CI in the same sign under the one CI heading (``tables.ci_heading``), p (Holm), verdict."""
     df = a.df
@@ -274,7 +275,7 @@ def _batch_rows(run_dir, baseline: str) -> list[dict]:
 
 
 @_one_table
-def published_vs_reproduced_batch(a: Analysis, baseline: str = "prebatch", more=()) -> pd.DataFrame:
+def published_vs_reproduced_batch(a: Analysis, baseline: str = SEED003.baseline, more=()) -> pd.DataFrame:
     """Seed 003's vhost Mpps ratios beside our throughput ratios: every ring size (with its
     effective batch), lock arm and pair of the run, and of the runs in ``more`` (other hosts'
     runs, side by side: one block per run).  ``CI level`` gives each row's printed level (95%;

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ringlab import schema
+from ringlab import catalog, schema
 from ringlab.errors import DataError
 from ringlab.rundir.inputs import clean, quote
 from ringlab.rundir.rawconstants import has_column
@@ -53,12 +53,10 @@ LEGACY_COLUMNS = ("elapsed_us",)
 
 def known_columns() -> set[str]:
     """Every column a raw.csv may hold after the parameter columns: ``ringlab.schema``'s, with
-    every experiment's own (``schema.EXPERIMENT_COLUMNS``)."""
+    every experiment's own (its ``extra_columns`` in ringlab.catalog)."""
     cols = set(schema.NON_PARAM_COLUMNS) | {"variant"} | set(LEGACY_COLUMNS)
     cols |= {c + schema.REF_SUFFIX for c in schema.REF_COLUMNS}
-    for extra in schema.EXPERIMENT_COLUMNS.values():
-        cols |= set(extra)
-    return cols
+    return cols | set(catalog.all_extra_columns())
 
 #: raw.csv with more trial rows than this is refused (docs/results.md)
 MAX_RAW_ROWS = 4_000_000
@@ -67,14 +65,10 @@ MAX_RAW_ROWS = 4_000_000
 MAX_INDEX = 10**9
 #: columns that hold one value for the whole file
 RUN_COLUMNS = ("run_id", "experiment", "host")
-#: integer parameter columns and their inclusive bounds (the experiments' own parameter bounds)
+#: integer parameter columns and their inclusive bounds, by experiment (the catalog's bounds, which
+#: the experiments' parameters take too)
 INT_PARAM_COLUMNS: dict[str, dict[str, tuple[int, int]]] = {
-    "ptr_ring": {"mode": (0, 2), "size": (2, 10_000_000), "count": (1, 10**12), "batch": (0, 1_000_000)},
-    "page_frag": {"align": (0, 1), "alloc_len": (1, 4096), "nr_test": (1, 10**12)},
-    "perf_rb": {"count": (1, 10**12)},
-    "ringtest": {"ring_size": (1, 1 << 30), "run_cycles": (1, 2**31 - 2), "batch": (1, 2**31 - 2),
-                 "outstanding": (0, 2**31 - 2), "param": (0, 2**31 - 2)},
-}
+    e.name: {b.column: (b.low, b.high) for b in e.bounds} for e in catalog.EXPERIMENTS if e.bounds}
 #: plausible values of a metric in an ok trial (inclusive), in its unit
 METRIC_BOUNDS: dict[str, tuple[float, float]] = {
     "ns_per_op": (1e-3, 1e12),

@@ -42,12 +42,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sst
 
+from ringlab.catalog import SEED000, SEED003
 from ringlab.run import stopping
 from ringlab.stats.compare import compare, states_diagnostic
 from ringlab.stats.calibration import LevelCalibration
 from ringlab.stats.stopping_record import StageRecord, Stopping
 
-BASELINE, CANDIDATE = "batch", "reorder"
+#: the simulated arms: seed 000's (ringlab.catalog; labels only, the noise is simulated)
+BASELINE, CANDIDATE = SEED000.arms
 #: the simulated baseline ns/op (the verdicts are of ratios: any value serves)
 NS_PER_OP = 3.0
 
@@ -165,7 +167,7 @@ def rate_interval(calls: int, runs: int, confidence: float = 0.95) -> tuple[floa
 # --- runs whose noise has what real runs have (``ringlab bench stopping``'s scenarios) -------------
 
 #: the candidates of a family scenario, in order (the first is the one-candidate scenarios')
-CANDIDATES = (CANDIDATE, "prebatch", "kernel")
+CANDIDATES = (CANDIDATE, SEED003.baseline, "kernel")
 
 
 @dataclass(frozen=True)

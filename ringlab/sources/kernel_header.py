@@ -30,14 +30,14 @@ from pathlib import Path
 
 from ringlab.paths import expand_user
 from ringlab.names import NAME_RULE, name_problem
-from ringlab import paths
+from ringlab import catalog, paths
 from ringlab.paths import CSRC
 from ringlab.sources.header_files import IN_TREE, KernelHeaderError, read_header_bytes
 from ringlab.sources.header_source import resolve_source
 from ringlab.system import privilege
 
-#: Built-in ring variants; a kernel-header NAME may not shadow one of them.
-BUILTIN_VARIANTS = ("prebatch", "batch", "reorder", "spsc")
+#: the two generations of the kernel's struct ptr_ring, named as their layouts (ringlab.catalog)
+PREBATCH, BATCH = catalog.variants.PREBATCH_LAYOUT.name, catalog.variants.BATCH_LAYOUT.name
 
 COMPAT_DIR = CSRC / "compat"
 STUB_INCLUDE_DIR = COMPAT_DIR / "include"
@@ -94,10 +94,10 @@ def parse_spec(spec: str) -> tuple[str, Path]:
     if why is not None:
         shown = name if len(name) <= 40 else name[:40] + "..."
         raise KernelHeaderError(f"--kernel-header: invalid NAME {shown!r} ({why}); allowed: {NAME_RULE}")
-    if name in BUILTIN_VARIANTS:
+    if name in catalog.VARIANT_NAMES:   # a kernel-header NAME may not shadow a built-in variant
         raise KernelHeaderError(
             f"--kernel-header: NAME {name!r} clashes with a built-in variant; "
-            f"choose a name other than {', '.join(BUILTIN_VARIANTS)}")
+            f"choose a name other than {', '.join(catalog.VARIANT_NAMES)}")
     if not path:
         raise KernelHeaderError(f"--kernel-header: empty PATH in {spec!r}; expected NAME=PATH")
     return name, expand_user(path, KernelHeaderError)
@@ -125,9 +125,9 @@ def detect_generation(header) -> str:
         raise KernelHeaderError(f"kernel header {header}: no 'struct ptr_ring {{ ... }};' definition found")
     body = m.group(1)
     if re.search(r"\bconsumer_head\b", body):
-        return "batch"
+        return BATCH
     if re.search(r"\bconsumer\b", body):
-        return "prebatch"
+        return PREBATCH
     raise KernelHeaderError(
         f"kernel header {header}: struct ptr_ring has neither 'consumer_head' (v4.12+) nor "
         "'consumer' (v4.8-v4.11); cannot tell which generation it is")
@@ -165,7 +165,7 @@ def compile_flags(name: str, header) -> list[str]:
         f"-I{CSRC}",
         f"-DRINGLAB_RING_HEADER={_c_string('ring header', WRAPPER)}",
         f"-DRINGLAB_KERNEL_HEADER={_c_string('kernel header path', str(header))}",
-        f"-DRINGLAB_GEN_BATCH={1 if gen == 'batch' else 0}",
+        f"-DRINGLAB_GEN_BATCH={1 if gen == BATCH else 0}",
         f"-DRINGLAB_KERNEL_HAS_CONSUME_BATCHED={1 if has_consume_batched(header) else 0}",
         f"-DRINGLAB_VARIANT={_c_string('variant name', name)}",
     ]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ringlab.paths import expand_user
-from ringlab import paths, rundir
+from ringlab import catalog, paths, rundir
 from ringlab.errors import DataError
 from ringlab.rundir import Run
 from ringlab.sources import kernel_header as kh
@@ -144,6 +144,10 @@ def keep_patch(plan: ABPlan, run_dir) -> Path | None:
     return rundir.write_bytes(run_dir, name, plan.patch_file.read_bytes())
 
 
+#: the experiment whose binaries the A/B arms are (ringlab.catalog)
+_RING = catalog.experiment(catalog.RING_EXPERIMENT)
+
+
 def run_binaries(run_dir, plan: ABPlan) -> dict[str, str]:
     """Paths of both arms' binaries as the run recorded them (env.json binaries_used)."""
     try:
@@ -152,7 +156,7 @@ def run_binaries(run_dir, plan: ABPlan) -> dict[str, str]:
         used = {}
     out = {}
     for n in plan.names:
-        d = next((v for k, v in sorted(used.items()) if k.split("@")[0] == f"ptr_ring_test-{n}"), {})
+        d = next((v for k, v in sorted(used.items()) if _RING.arm_of_binary(k) == n), {})
         if d.get("path"):
             out[n] = d["path"]
     return out

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab import fmt, paths
+from ringlab.catalog import SEED003
 from ringlab.errors import DataError
 from ringlab.report import published
 from ringlab.report.figures import effect_rows, host_noise_floor
@@ -54,7 +55,7 @@ def arm_runs(run_dir) -> dict[str, Path]:
 
 
 def _expected(r) -> float | None:
-    return published.batch_zeroing_gain_pct() if str(r.get("candidate")) == "batch" else None
+    return published.batch_zeroing_gain_pct() if str(r.get("candidate")) == SEED003.patched else None
 
 
 def _rows(run_dir, host: str, baseline: str, arm: str) -> pd.DataFrame:
@@ -85,7 +86,7 @@ def _rows(run_dir, host: str, baseline: str, arm: str) -> pd.DataFrame:
     return rows
 
 
-def effects(run_dir, host: str, baseline: str = "prebatch") -> pd.DataFrame:
+def effects(run_dir, host: str, baseline: str = SEED003.baseline) -> pd.DataFrame:
     """Forest rows of every timing run of ``run_dir`` (:func:`arm_runs`): batch against
     ``baseline`` per arm, size and effective batch, + = batch better; the published effect
     (seed 003: 1.84 -> 2.00 Mpps, 8% less time) as the marker."""
@@ -106,7 +107,7 @@ def committed_sweeps(root=None, exclude: str | None = None) -> dict[str, Path]:
     return out
 
 
-def host_effects(run_dir, host: str, baseline: str = "prebatch", root=None):
+def host_effects(run_dir, host: str, baseline: str = SEED003.baseline, root=None):
     """(rows, {host: A/A bound %}): this run's size sweep beside the latest committed sweep of
     every other host, rows = size x host (the main sweep of each, as :func:`effects`)."""
     runs = {host: Path(run_dir), **committed_sweeps(root, exclude=host)}
@@ -139,7 +140,7 @@ def hosts_table(rows: pd.DataFrame, noise: dict) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def instruction_table(run_dir, baseline: str = "prebatch") -> pd.DataFrame:
+def instruction_table(run_dir, baseline: str = SEED003.baseline) -> pd.DataFrame:
     """Callgrind instructions per operation (mode 0: one produce + one consume) of each ring per
     ring size of ``run_dir/icount`` (or ``run_dir`` itself), with the effective batch and the
     difference to ``baseline``; empty when no run holds callgrind rows."""
@@ -165,7 +166,7 @@ def instruction_table(run_dir, baseline: str = "prebatch") -> pd.DataFrame:
     return pd.DataFrame()
 
 
-def batch_one_text(instructions: pd.DataFrame, rows: pd.DataFrame, baseline: str = "prebatch") -> str:
+def batch_one_text(instructions: pd.DataFrame, rows: pd.DataFrame, baseline: str = SEED003.baseline) -> str:
     """One sentence per ring size where the batch ring ran with batch 1: its callgrind
     instructions per operation against ``baseline``'s, beside the timed effect of the size
     sweep at that size (``rows``: :func:`effects`); "" when either is missing."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ringlab import paths
+from ringlab.catalog import RING_EXPERIMENT
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments.base import get as get_experiment
 from ringlab.rundir import Run, RunEnv, atomic_write_json, utc_now
@@ -56,7 +57,7 @@ FIXED = ("variants", "kernel_headers", "layouts")
 
 def layouts_supported() -> bool:
     """Whether ptr_ring has the ``layouts`` parameter in this checkout."""
-    return "layouts" in get_experiment("ptr_ring").all_params()
+    return "layouts" in get_experiment(RING_EXPERIMENT).all_params()
 
 
 def pick_header(header: str | None = None) -> Path:
@@ -189,7 +190,7 @@ def probe_lengths(header: Path, params: dict[str, Any], out: Path, log: Callable
         p = {k: v for k, v in params.items() if k not in ("repeats", "trials", "warmup")}
         p.update(variants=ARMS[0], kernel_headers=f"{ARMS[0]}={header}", layouts="1", count=str(c),
                  trials=str(LENGTH_TRIALS), warmup="1", repeats="1", counters="false")
-        res = run_experiment("ptr_ring", p, out / f"count-{c}", build=build, log=log)
+        res = run_experiment(RING_EXPERIMENT, p, out / f"count-{c}", build=build, log=log)
         if res.exit_code:
             if log:
                 log(f"calibrate: the {c}-op trials ended {res.status} ({res.status_reason}); left out")
@@ -258,7 +259,7 @@ def calibrate(out: Path | None = None, params: dict[str, Any] | None = None, hea
     src = pick_header(header)
     run_dir = out / "runs" / new_run_id()     # the folder is named by its run id
     t0 = time.monotonic()
-    res = run_experiment("ptr_ring", aa_params(src, params), run_dir, build=build, log=log)
+    res = run_experiment(RING_EXPERIMENT, aa_params(src, params), run_dir, build=build, log=log)
     total_s = time.monotonic() - t0
     if res.exit_code:
         raise RunnerError(f"{res.raw_csv}: the A/A run ended {res.status} ({res.status_reason}); no calibration")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab import fmt, paths, rundir
+from ringlab.catalog import SEED000, SEED003
 from ringlab.report import provenance, tables
 from ringlab.errors import DataError, ParamError
 from ringlab.report import pick_metric
@@ -81,7 +82,7 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def cross_machine_table(runs: list[Run], baseline: str = "batch", patched: str = "reorder",
+def cross_machine_table(runs: list[Run], baseline: str = SEED000.baseline, patched: str = SEED000.patched,
                         metric: str = "ns_per_op") -> pd.DataFrame:
     """For every run holding both variants: the arms' centers, %change (+ = faster), its CI
     and verdict per config.
@@ -185,10 +186,10 @@ def summary_text(runs: list[Run], t_cross: pd.DataFrame, t_stale: pd.DataFrame, 
 
 #: experiment -> the published effect of a comparison row, in the + = better sign (seed threads)
 EXPECTED = {
-    "ptr-ring-reorder": lambda r: published.reorder_gain_pct(r.get("mode")) if r.get("candidate") == "reorder"
-    and r.get("baseline") == "batch" else None,
-    "ptr-ring-batch-zeroing": lambda r: published.batch_zeroing_gain_pct() if r.get("candidate") == "batch"
-    and r.get("baseline") == "prebatch" else None,
+    "ptr-ring-reorder": lambda r: published.reorder_gain_pct(r.get("mode"))
+    if (r.get("baseline"), r.get("candidate")) == SEED000.arms else None,
+    "ptr-ring-batch-zeroing": lambda r: published.batch_zeroing_gain_pct()
+    if (r.get("baseline"), r.get("candidate")) == SEED003.arms else None,
 }
 
 
@@ -286,7 +287,8 @@ def experiment_forests(runs: list[Run], out_dir, root=None) -> list[Path]:
     return out
 
 
-def write(run_dir: str | Path, runs: list[Run], baseline: str = "batch", patched: str = "reorder") -> list[Path]:
+def write(run_dir: str | Path, runs: list[Run], baseline: str = SEED000.baseline,
+          patched: str = SEED000.patched) -> list[Path]:
     """The merged tables as files: runs.csv, cross_machine.csv, stale.csv, summary.md, env.json
     (written by ringlab.rundir)."""
     run_dir = Path(run_dir)

@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+from ringlab.catalog import RING_EXPERIMENT
 from ringlab.errors import ParamError
 from ringlab.rundir import atomic_write_json, utc_now
 from ringlab.rundir import calibration as _cal_files
@@ -130,7 +131,7 @@ def measure(out: Path | None = None, sessions: int = SESSIONS, gap_s: float = 0.
     series.mkdir(parents=True, exist_ok=True)
     patch = series / f"flush-spin-{spins}.patch"
     builtin_patches.write_builtin(f"builtin:flush-spin:{spins}", base, patch)
-    records = _sessions.run_sessions("ptr_ring", session_params(src, patch, params), sessions, series, gap_s,
+    records = _sessions.run_sessions(RING_EXPERIMENT, session_params(src, patch, params), sessions, series, gap_s,
                                      build=build, log=log)
     done = [r["dir"] for r in records if r["status"] == "complete"]
     if len(done) < 2:

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ringlab import rundir, schema
+from ringlab.catalog import DEFAULT_VARIANT
 from ringlab.tools import kernel_tests
 from ringlab.sources import kernel_tree
 from ringlab.stats.compare import compare, compare_arrays
@@ -180,7 +181,7 @@ def within(lo: float, hi: float, tol: float = RATIO_TOLERANCE) -> bool | None:
     return lo <= 1 + tol and hi >= 1 - tol
 
 
-def layouts_ratio(run_dir, ours: str = "batch", real: str = "kernel", metric: str = "ns_per_op") -> pd.DataFrame:
+def layouts_ratio(run_dir, ours: str = DEFAULT_VARIANT, real: str = "kernel", metric: str = "ns_per_op") -> pd.DataFrame:
     """Per mode (and size) of a ptr_ring run holding ``ours`` and ``real``: ours/real as
     exp(estimate) with its CI from ``compare`` (the layouts design when the run has more than one
     layout per variant), the layout spread, the verdict and ``within_target`` (:func:`within`)."""

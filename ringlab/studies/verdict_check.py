@@ -45,6 +45,7 @@ from ringlab.stats.replication import NONE, with_next_run
 from ringlab.rundir.calibration import frame_host, results_root_of, with_host_next_run
 from ringlab.build import driver
 from ringlab.build.layouts import UNALIGNED_LOOP_FLAGS
+from ringlab.build.targets import ring_binary
 from ringlab.tools import icount
 
 BASELINE = "base"
@@ -152,8 +153,8 @@ def _counts(sources: dict[str, str], out_dir: Path | None) -> dict[str, float]:
     with the loop flags of the run's layouts (their loops are unaligned: no padding NOPs run)."""
     out_dir = Path(out_dir) if out_dir else paths.build_dir() / "verdict-check"
     info = driver.build_all(kernel_headers=sources, out_dir=out_dir, cflags=" ".join(UNALIGNED_LOOP_FLAGS),
-                            only=[f"ptr_ring_test-{n}" for n in sources])
-    return {n: _count(Path(info.binaries[f"ptr_ring_test-{n}"].path)) for n in sources}
+                            only=[ring_binary(n) for n in sources])
+    return {n: _count(Path(info.binaries[ring_binary(n)].path)) for n in sources}
 
 
 def base_instructions(header: Path, out_dir: Path | None = None) -> tuple[float | None, str]:

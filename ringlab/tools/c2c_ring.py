@@ -13,24 +13,18 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab import catalog
 from ringlab.errors import ParamError
 from ringlab.tools.perfc2c import LINE_BYTES, C2cReport
 
-#: ringlab's struct ptr_ring (csrc/rings/ptr_ring_batch.h, LP64, pthread_spinlock_t = 4 bytes):
-#: byte ranges [start, end) from the struct's address; three 64-byte aligned groups as in the
-#: kernel's include/linux/ptr_ring.h.  The slot array is a separate allocation (``queue``).
-PTR_RING_FIELDS = {
-    "producer": (0, 4), "producer_lock": (4, 8),
-    "consumer_head": (64, 68), "consumer_tail": (68, 72), "consumer_lock": (72, 76),
-    "size": (128, 132), "batch": (132, 136), "queue": (136, 144),
-}
+#: ringlab's struct ptr_ring (csrc/rings/ptr_ring_batch.h; ringlab.catalog.variants.BATCH_LAYOUT):
+#: byte ranges [start, end) from the struct's address.  The slot array is a separate allocation
+#: (``queue``).
+PTR_RING_FIELDS = catalog.variants.BATCH_LAYOUT.ranges()
 #: the pre-2017 ring (csrc/rings/ptr_ring_prebatch.h): one consumer index, no batch
-PTR_RING_PREBATCH_FIELDS = {
-    "producer": (0, 4), "producer_lock": (4, 8),
-    "consumer": (64, 68), "consumer_lock": (68, 72),
-    "size": (128, 132), "queue": (136, 144),
-}
-LAYOUTS = {"batch": PTR_RING_FIELDS, "reorder": PTR_RING_FIELDS, "prebatch": PTR_RING_PREBATCH_FIELDS}
+PTR_RING_PREBATCH_FIELDS = catalog.variants.PREBATCH_LAYOUT.ranges()
+#: {built-in variant: its struct's fields}, for the variants whose ring is a struct ptr_ring
+LAYOUTS = {v.name: v.layout.ranges() for v in catalog.VARIANTS if v.layout is not None}
 
 #: label of a cache line that holds nothing of the ring
 OUTSIDE = "outside ring"
@@ -66,11 +60,12 @@ class RingLayout:
 
     @classmethod
     def from_spec(cls, spec: str) -> "RingLayout":
-        """``base=ADDR[,queue=ADDR,size=N][,layout=batch|reorder|prebatch|FILE.json][,line=BYTES]``.
+        """``base=ADDR[,queue=ADDR,size=N][,layout=VARIANT|FILE.json][,line=BYTES]`` (VARIANT a
+        built-in variant whose ring is a struct ptr_ring, :data:`LAYOUTS`).
 
         FILE.json: {"field": [start, end], ...} byte ranges from base; ``line``: the cache line
         size perf grouped by (64 unless the host's is larger)."""
-        allowed = ("allowed: base=ADDR[,queue=ADDR,size=N][,layout=batch|reorder|prebatch|FILE.json]"
+        allowed = (f"allowed: base=ADDR[,queue=ADDR,size=N][,layout={'|'.join(LAYOUTS)}|FILE.json]"
                    "[,line=BYTES], ADDR in hex (0x...) or decimal")
         kv = {}
         for part in (spec or "").split(","):

@@ -33,7 +33,7 @@ import pandas as pd
 
 from ringlab.errors import DataError, ParamError
 from ringlab.lab.bisect import gitrange, steps
-from ringlab import rundir, schema
+from ringlab import catalog, rundir, schema
 from ringlab.experiments.params import MAX_TRIALS
 from ringlab.run.prepare import draw_seed
 from ringlab.stats.sequential import look_alpha
@@ -133,8 +133,8 @@ def _seed(cfg: Config) -> dict:
 
 def init_state(cfg: Config) -> dict:
     """Resolve and check the range (ParamError, exit 2) and list its candidates."""
-    if cfg.experiment not in gitrange.MEASURED_PATHS or cfg.experiment != "ptr_ring":
-        raise ParamError(f"experiment {cfg.experiment!r}: not bisectable; allowed: ptr_ring")
+    if cfg.experiment not in gitrange.MEASURED_PATHS or cfg.experiment != catalog.RING_EXPERIMENT:
+        raise ParamError(f"experiment {cfg.experiment!r}: not bisectable; allowed: {catalog.RING_EXPERIMENT}")
     check_config(cfg)
     tree = gitrange.check_tree(cfg.tree)
     good = gitrange.resolve(tree, cfg.good, "good")

@@ -11,15 +11,13 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ringlab import catalog
 from ringlab.paths import expand_user
 from ringlab.errors import ParamError
 from ringlab.system import git as hgit
 
-#: what each experiment measures: the paths whose change makes a commit a candidate
-MEASURED_PATHS = {
-    "ptr_ring": ("include/linux/ptr_ring.h",),
-    "ringtest": ("tools/virtio/ringtest/", "include/linux/ptr_ring.h"),
-}
+#: what each experiment measures (ringlab.catalog): the paths whose change makes a commit a candidate
+MEASURED_PATHS = {e.name: e.kernel_paths for e in catalog.EXPERIMENTS if e.kernel_paths}
 @dataclass(frozen=True)
 class Commit:
     sha: str

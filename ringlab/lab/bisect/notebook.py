@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ringlab import catalog
 from ringlab.errors import ParamError as BaseParamError
 from ringlab.errors import RinglabError
 from ringlab.lab import notebook as rn
@@ -39,7 +40,7 @@ def _step_params(profile: str, layouts: int, modes: str, trials: int, count: int
     """The steps' pass-through parameters, validated as ``ringlab run`` would; trials 0: the
     profile's, at least 2 per layout (a t interval across layout pairs needs several); count 0:
     the profile's, at least MIN_COUNT."""
-    P = rn.params("ptr_ring", profile=profile, modes=modes, layouts=layouts, trials=trials or None,
+    P = rn.params(catalog.RING_EXPERIMENT, profile=profile, modes=modes, layouts=layouts, trials=trials or None,
                   count=count or None, seed=seed, icount=icount)
     usable = bool(icount) and icount_tool.availability().ok
     out = {"profile": profile, "modes": ",".join(map(str, P["modes"])), "layouts": str(P["layouts"]),
@@ -85,7 +86,7 @@ def plan(out: Path, tree: str = "", good: str = "", bad: str = "", threshold: fl
                                                 "so there is no real header to build the test repository from; "
                                                 "pass tree, good and bad to bisect your own tree")
             tree, good, bad = str(repo.tree), good or repo.good, bad or repo.bad
-        cfg = engine.Config(experiment="ptr_ring", tree=tree, good=good, bad=bad, out=Path(out),
+        cfg = engine.Config(experiment=catalog.RING_EXPERIMENT, tree=tree, good=good, bad=bad, out=Path(out),
                             threshold_pct=float(threshold), params=params, command=command,
                             tree_name=(f"the test repository (built from {repo.source}, spins {spins})"
                                        if repo else ""))

@@ -10,6 +10,7 @@ import click
 from ringlab.build import native
 from ringlab.build.cflags import BuildError
 from ringlab.build.driver import SANITIZERS, build_all
+from ringlab.build.targets import ring_binary
 from ringlab.errors import ParamError
 from ringlab.lab.commands import options
 from ringlab.sources.header_files import KernelHeaderError
@@ -19,7 +20,7 @@ from ringlab.sources.kernel_header import detect_generation, parse_spec
 
 @click.command(cls=options.Command)
 @click.option("--kernel-header", multiple=True, metavar="NAME=SOURCE",
-              help="also build ptr_ring_test-NAME from a real kernel ptr_ring.h; SOURCE is a "
+              help=f"also build {ring_binary('NAME')} from a real kernel ptr_ring.h; SOURCE is a "
                    "file, a kernel tree or a headers package root, git:TREE@REV, BASE+PATCH "
                    "or BASE+lore:MSGID; repeatable")
 @click.option("--cflags", default="", metavar='"FLAGS"',

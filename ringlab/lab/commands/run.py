@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from ringlab import catalog
 from ringlab.errors import ParamError
 from ringlab.experiments.base import get
 from ringlab.lab.commands import options
@@ -19,7 +20,7 @@ from ringlab.rundir.outputs import check_run_out
 
 @click.command(cls=options.Command)
 @click.argument("experiment", cls=options.Argument, metavar="experiment",
-                help="experiment name (ptr_ring, page_frag, perf_rb, ringtest, kmod)")
+                help=f"experiment name ({', '.join(catalog.EXPERIMENT_NAMES)})")
 @options.parameter("set a parameter, as papermill's -p (same names as the notebook's parameters "
                    "cell); also -p NAME=VALUE; VALUE may begin with '-' (-p cflags -O3)")
 @click.option("--out", metavar="DIR", help="run folder (default scratch/EXPERIMENT/HOST/RUN-ID/, or under "
