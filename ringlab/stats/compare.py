@@ -97,6 +97,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import math
 import warnings
 from dataclasses import dataclass, field, replace
@@ -360,7 +361,20 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     one state, the same headline); None: as ``states_diagnostic`` says (default: look).
     The ``layout`` columns never define a configuration.
     """
-    _check_args(noise, alpha)
+    return compare_alphas(df, baseline, (alpha,), metric, by, noise, seed, plan_target, plan_target_by_mode,
+                          states)[0]
+
+
+def compare_alphas(df: pd.DataFrame, baseline: str, alphas, metric: str = schema.PRIMARY_METRIC, by=None,
+                   noise: float = EQUIVALENCE_MARGIN, seed=DEFAULT_SEED, plan_target: float | None = None,
+                   plan_target_by_mode: dict | None = None, states: bool | None = None) -> list[pd.DataFrame]:
+    """``compare()`` of one frame at each of ``alphas``, in order: each frame is the one compare()
+    gives at that alpha.  The arms are paired and fitted once (nothing of that depends on alpha;
+    an estimate at a level is computed once for all), then each alpha's Holm family is finished
+    on its own copy of the rows: a staged run's look reads the same data at 5% and at its strict
+    level."""
+    for alpha in alphas:
+        _check_args(noise, alpha)
     if "variant" not in df.columns:
         raise StatsError("raw.csv has no 'variant' column; compare needs one")
     meas, _ = measurements(df, metric)
@@ -382,8 +396,20 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
         key = key if isinstance(key, tuple) else (key,)
         arms += _group_arms(sub, cols, key, baseline, variants, metric, exact_src,
                             None if rk is not None else False, has_layout, states)
-    return to_frame(_finish_family(arms, noise, alpha, seed, plan_target, plan_target_by_mode), cols, metric,
-                    alpha)
+    out = []
+    for alpha in alphas:
+        fresh = [_unfinished(a) for a in arms] if len(alphas) > 1 else arms
+        out.append(to_frame(_finish_family(fresh, noise, alpha, seed, plan_target, plan_target_by_mode), cols,
+                            metric, alpha))
+    return out
+
+
+def _unfinished(arms: Arms) -> Arms:
+    """A copy of ``arms`` whose row ``finish`` fills in without touching the original's; the
+    estimates made at each level are shared (they depend on the level alone)."""
+    out = copy.copy(arms)
+    out.comparison = copy.copy(arms.comparison)
+    return out
 
 
 def _row_target(c: Comparison, plan_target: float | None, by_mode: dict | None) -> tuple[float, str] | None:
@@ -412,4 +438,4 @@ def _finish_family(arms: list[Arms], noise: float, alpha: float, seed, plan_targ
 
 
 __all__ = ["Arms", "JSON_FIELDS", "check_rule", "compare", "compare_arrays", "comparison_columns", "describe",
-           "holm", "holm_levels", "pair_arms", "round_key", "round_values", "states_diagnostic"]
+           "compare_alphas", "holm", "holm_levels", "pair_arms", "round_key", "round_values", "states_diagnostic"]

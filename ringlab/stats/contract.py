@@ -311,11 +311,12 @@ def to_frame(comparisons: list[Comparison], group_columns: list[str], metric: st
     ``EXTRA_FIELDS``; ``attrs``: metric, group_columns, alpha), checked by ``check_rule``."""
     if not comparisons:
         return pd.DataFrame(columns=JSON_FIELDS)
-    out = pd.DataFrame([c.row() for c in comparisons])
+    rows = [c.row() for c in comparisons]
+    check_rule(rows)    # the rows' own values, before the frame: the same fields the frame holds
+    out = pd.DataFrame(rows)
     cols = [c for c in group_columns if c not in JSON_FIELDS and c not in EXTRA_FIELDS]
     out = out[JSON_FIELDS + cols + EXTRA_FIELDS]
     out.attrs["metric"] = metric
     out.attrs["group_columns"] = group_columns
     out.attrs["alpha"] = alpha
-    check_rule(out)
     return out

@@ -54,7 +54,7 @@ import pandas as pd
 from scipy import stats as sst
 
 from ringlab import schema
-from ringlab.stats.compare import compare
+from ringlab.stats.compare import compare_alphas
 from ringlab.stats.contract import EXACT_NOTE
 from ringlab.stats.decide import row_decision
 from ringlab.stats.calibration import LevelCalibration
@@ -348,11 +348,9 @@ def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Polic
     st, target, budget = stopping, stopping.target_ci, stopping.budget_s
     by_mode, arms = st.target_ci_by_mode, list(st.target_arms)
     try:
-        printed = compare(df, st.baseline)
-        rows = review_rows(printed, target,
-                           strict=compare(df, st.baseline,
-                                          alpha=look_alpha(st.looks + 1, policy.max_stages, policy.alpha)),
-                           by_mode=by_mode, arms=arms)
+        printed, strict = compare_alphas(df, st.baseline,
+                                         (0.05, look_alpha(st.looks + 1, policy.max_stages, policy.alpha)))
+        rows = review_rows(printed, target, strict=strict, by_mode=by_mode, arms=arms)
     except StatsError as e:   # out of time: the budget stopped it, and the data say why no verdict
         reason = "budget" if out_of_time else "no plan"
         return dataclasses.replace(st, stop_reason=reason, error=str(e), target_met=False
