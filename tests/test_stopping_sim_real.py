@@ -168,7 +168,7 @@ def test_a_seeded_run_of_each_kind_goes_through_the_run_s_stopping_code(levels):
     assert len(fam.rows) == 6 and all(r.truth == 0.0 for r in fam.rows)
     st = stoppingsim.simulate_real_run(levels, scs["two states, state-dependent effect"], planner, 1.0, 4, seed=4)
     r = st.rows[0]
-    # the geometric-mean effect over the candidate's trials: between the two states' effects, not their mean
+    # the states' effects weighted by the run's trials in each: between the two, not their mean
     assert -0.02 < r.truth < 0.02 and r.truth != 0.0 and not st.aa
 
 
@@ -230,6 +230,66 @@ def test_compare_without_the_state_classifier_gives_the_same_headline():
         pd.testing.assert_frame_equal(quick[head], full[head])
     with states_diagnostic(False):
         assert int(compare(df, "batch", states=True)["states"].iloc[0]) == 2   # an explicit keyword wins
+
+
+def test_compare_at_several_alphas_gives_each_alpha_s_own_compare():
+    from ringlab.stats.compare import compare, compare_alphas
+    frames = [_two_state_raw(seed=s, rounds=r, layouts=k) for s, r, k in ((3, 96, 8), (5, 24, 4), (7, 40, 1))]
+    family = pd.concat([f.assign(variant=f["variant"].replace("reorder", v), mode=m)
+                        for f, (v, m) in zip(frames[:2] * 2, (("reorder", "0"), ("kernel", "0"),
+                                                               ("reorder", "1"), ("kernel", "1")))])
+    family = family[~(family["variant"].eq("batch") & family.duplicated(["variant", "mode", "round"]))]
+    for df in (*frames, family):
+        for states in (True, False):
+            alphas = (0.05, 0.0125, 0.05 / 3)
+            for alpha, got in zip(alphas, compare_alphas(df, "batch", alphas, states=states)):
+                pd.testing.assert_frame_equal(got, compare(df, "batch", alpha=alpha, states=states))
+
+
+def test_the_rule_check_of_the_rows_is_the_check_of_their_frame():
+    from ringlab.stats.compare import compare
+    from ringlab.stats.contract import NOT_AFTER_HOLM, check_rule
+    from ringlab.stats.summary import StatsError
+    row = compare(_two_state_raw(), "batch").iloc[0].to_dict()
+    called = dict(row, verdict="slower", holm_ci_low_pct=1.0, holm_ci_high_pct=3.0, ci_low_pct=1.5, ci_high_pct=2.5)
+    cases = {"called": (called, True),
+             "inconclusive, CI excludes 0": (dict(called, verdict="inconclusive"), False),
+             "called, printed CI holds 0": (dict(called, holm_ci_low_pct=math.nan, holm_ci_high_pct=math.nan,
+                                                 ci_low_pct=-1.0, ci_high_pct=1.0), False),
+             "not after Holm": (dict(called, verdict=NOT_AFTER_HOLM, holm_ci_low_pct=-1.0), True),
+             "no difference, printed CI excludes 0": (dict(called, verdict="no significant difference",
+                                                           holm_ci_low_pct=-1.0), False)}
+    for name, (r, ok) in cases.items():
+        for form in ([r], pd.DataFrame([r]), [r, called]):
+            if ok:
+                check_rule(form)
+            else:
+                with pytest.raises(StatsError):
+                    check_rule(form)
+
+
+def test_a_two_state_run_s_effect_is_what_its_rounds_estimate():
+    gap = 0.2
+    eff = (gap, -gap)   # the slow state slows the baseline alone: a round's log ratio is then the mean
+    #                     effect of its two trials' states, whatever order the arms ran in
+    apart = 0
+    for seed in range(20):
+        n = _noise(seed, state_gap=gap, durations=(3.0, 2.0), effects={KEY_C: eff})
+        order = np.random.default_rng(100 + seed)
+        keys = [tuple(k) for _ in range(200) for k in order.permutation([KEY_B, KEY_C])]
+        y, st = n.trials(keys, np.zeros(len(keys), int), 1)
+        log = {}
+        for k, s in zip(keys, st):
+            log.setdefault(k, []).append(int(s))
+        by = {k: y[[i for i, kk in enumerate(keys) if kk == k], 0] for k in (KEY_B, KEY_C)}
+        mean_log_ratio = float(np.mean(by[KEY_C] - by[KEY_B]))
+        truth = stoppingsim.run_effect(eff, stoppingsim.slow_share(log), 0.0)
+        assert mean_log_ratio == pytest.approx(truth, abs=1e-12)
+        # the candidate's trials alone: off by the state gap between a round's two trials
+        apart += abs(stoppingsim.run_effect(eff, float(np.mean(log[KEY_C])), 0.0) - truth) > 1e-3
+    assert apart >= 10
+    assert stoppingsim.slow_share({}) == 0.0
+    assert stoppingsim.slow_share({KEY_B: [0, 1, 1], KEY_C: [1]}) == 0.75
 
 
 def _in_context(df):

@@ -69,8 +69,8 @@ def simulate_ab(K: int = 8, rounds_per_layout: int = 20, effect=(0.0, 0.0), sigm
 
 def long_run_effect(effect) -> float:
     """The effect with the states weighted equally (log scale).  Not what a run's headline
-    estimates: that is the geometric-mean effect over the trials the run made, the states weighted
-    by the share of its candidate's trials in each (``ringlab.simulate.stoppingsim.run_effect``)."""
+    estimates: that is the states' effects weighted by the share of the run's trials (every arm's)
+    in each (``ringlab.simulate.stoppingsim.run_effect``, ``slow_share``)."""
     return float(np.mean(effect))
 
 

@@ -198,10 +198,25 @@ def scenarios(levels) -> list[Scenario]:
 
 
 def run_effect(effect, slow_share: float, drift: float) -> float:
-    """The effect one run measures of one row (log scale), what its CI is a statement about: the
-    geometric-mean effect over the candidate's trials it ran (``effect`` = (fast, slow) weighted
-    by the share of those trials in the slow state, ``slow_share``) plus the run's own drift."""
+    """The effect one run measures of one row (log scale), what its CI is a statement about:
+    ``effect`` = (fast, slow) weighted by the share of the run's trials in the slow state,
+    ``slow_share`` (``slow_share``: every arm's, the machine's state mix over the run), plus the
+    run's own drift."""
     return float(effect[0] * (1 - slow_share) + effect[1] * slow_share + drift)
+
+
+def slow_share(state_log: dict) -> float:
+    """The share of a run's trials, of every arm and mode, that ran in the slow state (0 with
+    none).  What a row's estimate is centred on given the machine's states: each round runs every
+    arm once in a random order, so the candidate's trial is equally likely in each of the round's
+    slots and its log ratio to the baseline's has the expectation effect(state of a random slot)
+    (the gap between the two trials' states averages out over the order); the mean per-round log
+    ratio the fit estimates (``ringlab.stats.fit``) is then the states' effects weighted by the
+    share of all the round's trials in each.  The share of the candidate's own trials is not: it
+    moves with the order, together with the state gap between a round's two trials, so a truth
+    weighted by it is off by a term the CI does not hold."""
+    states = [s for log in state_log.values() for s in log]
+    return float(np.mean(states)) if states else 0.0
 
 
 def false_call(verdict, truth: float) -> bool:
@@ -209,9 +224,9 @@ def false_call(verdict, truth: float) -> bool:
     call ("faster" / "slower") when the run's effect is 0 (A/A: identical arms), or a call of the
     sign opposite to the run's effect (the call then excludes the run's own effect on the far side
     of 0)."""
-    if verdict not in ("faster", "slower"):
+    if not is_call(verdict):
         return False
-    return truth == 0 or (verdict == "slower") != (truth > 0)
+    return truth == 0 or (Verdict(verdict).direction < 0) != (truth > 0)
 
 
 def _group_mode(group: str, modes: list) -> str:
@@ -344,9 +359,7 @@ def simulate_real_run(levels, sc: Scenario, planner: LevelCalibration, target_pc
     layouts_before, looks, looks_called = 0, 0, 0
 
     def truth(key) -> float:
-        eff = effects.get(key, (0.0, 0.0))
-        slow = float(np.mean(state_log[key])) if state_log.get(key) else 0.0
-        return run_effect(eff, slow, noise.shift.get(key, 0.0))
+        return run_effect(effects.get(key, (0.0, 0.0)), slow_share(state_log), noise.shift.get(key, 0.0))
 
     def key_of(mode, candidate) -> tuple:
         mode = str(mode)
