@@ -310,13 +310,16 @@ def _finite_or(v, default: float) -> float:
 #: the plan of a mode no calibration covers: per-level SDs of the log ratio of 6% (layout),
 #: 6% (process) and 2% (iteration), a little above the noisiest A/A measured (a 2-vCPU Xeon
 #: guest, process SD about 14% per arm, so about 5% for a round-paired ratio after its pairing),
-#: and costs of 1 s a build pair, 20 ms a process pair, 40 ms an iteration pair
+#: and costs of 1 s a build pair, 20 ms a process pair, 40 ms an iteration pair.  With a budget the
+#: pilot's shape and size come from the run's own timed builds and warm-up round instead
+#: (``ringlab.stats.sequential.pilot_for_measured_costs``)
 CAUTIOUS = LevelCalibration(
     mode="any", variance={"layout": 0.06 ** 2, "process": 0.06 ** 2, "iteration": 0.02 ** 2},
     upper={"layout": 0.06 ** 2, "process": 0.06 ** 2, "iteration": 0.02 ** 2},
     df={n: 0 for n in LEVELS}, cost_s={"layout": 1.0, "process": 0.02, "iteration": 0.04}, count=10_000_000,
-    source=("no calibration of this mode on this host: a wide pilot from cautious defaults, then stages "
-            "planned from the noise this run measured"))
+    source=("no calibration of this mode on this host: a pilot sized from this run's own timed builds and "
+            "warm-up round (from cautious defaults without a budget), then stages planned from the noise this "
+            "run measured"))
 
 
 #: how far (relative) a short trial's median may lie from the longest trials' and still count as
