@@ -63,8 +63,8 @@ def _both(runs):
 def _rows(a: Analysis) -> list[pd.Series]:
     """The compared rows of the run's own baseline, the A/A controls left out."""
     from ringlab.report.mail_run import aa_controls
-    cmp = a.cmp
-    ctl = set(aa_controls(a.env, a.base, [str(c) for c in cmp["candidate"].unique()]))
+    cmp = a.comparison
+    ctl = set(aa_controls(a.env, a.baseline, [str(c) for c in cmp["candidate"].unique()]))
     return [r for _, r in cmp.iterrows() if str(r["candidate"]) not in ctl]
 
 
@@ -124,9 +124,9 @@ def test_summary_and_notebook_30_use_the_one_sign_and_factors(run):
     as "×9.7 faster", never "+89.7%" (nor, + = slower, "-89.7%")."""
     from ringlab.report import vs_published as vp
     a = Analysis(run)
-    header, rows = tables.comparison_rows(a.cmp)
-    ch = header.index(tables.change_header(a.cmp))
-    base_rows = [row for row, (_, r) in zip(rows, a.cmp.iterrows()) if r["candidate"] == "base"]
+    header, rows = tables.comparison_rows(a.comparison)
+    ch = header.index(tables.change_header(a.comparison))
+    base_rows = [row for row, (_, r) in zip(rows, a.comparison.iterrows()) if r["candidate"] == "base"]
     assert base_rows and all(row[ch].startswith("×") and row[ch].endswith("faster") for row in base_rows)
     v = vp.perf_rb_verdicts(a)
     assert "delta" not in v.columns
@@ -171,8 +171,8 @@ def test_each_comparison_has_a_headline_in_the_robots_form(run, which, tmp_path)
     text = _text(run, which, tmp_path)
     heads = [m for m in map(ROBOT.match, text.splitlines()) if m]
     for cand in {str(r["candidate"]) for r in _rows(a)}:
-        mine = [m for m in heads if m.group(1) == cand and m.group(2) == a.base]
-        assert mine, f"{run}: no headline for {cand} vs {a.base}"
+        mine = [m for m in heads if m.group(1) == cand and m.group(2) == a.baseline]
+        assert mine, f"{run}: no headline for {cand} vs {a.baseline}"
         called = [r for r in _rows(a) if str(r["candidate"]) == cand and str(r["verdict"]) in tables.SIGNIFICANT]
         for r in called:   # its size is the line's, or inside the line's range
             g = tables.gain(r)
@@ -220,18 +220,18 @@ def test_a_block_to_paste_into_the_commit_message(run, which, tmp_path):
 def test_the_block_gives_the_next_run_basis_when_the_row_has_one(monkeypatch):
     """The rows' ``next_basis`` (where the next-run interval's between-run part comes from) is
     printed in the block's rerun line; a row without one prints the interval alone."""
-    real = Analysis.comparison
+    real = Analysis.compare
 
     def without_basis(self, *args, **kwargs):
         return real(self, *args, **kwargs).drop(columns=["next_basis"], errors="ignore")
-    monkeypatch.setattr(Analysis, "comparison", without_basis)
+    monkeypatch.setattr(Analysis, "compare", without_basis)
     assert any("(next-run interval)" in ln for ln in _block(mail.mail_text(DATA)))
 
     def with_basis(self, *args, **kwargs):
         cmp = real(self, *args, **kwargs).copy()
         cmp["next_basis"] = "host A/A"
         return cmp
-    monkeypatch.setattr(Analysis, "comparison", with_basis)
+    monkeypatch.setattr(Analysis, "compare", with_basis)
     assert "(next-run interval, host A/A drift bound)" in _flat("\n".join(_block(mail.mail_text(DATA))))
 
 
@@ -256,7 +256,7 @@ def test_row_labels_are_never_cut(run, which, tmp_path):
     words = set()   # every word of a row's label: its placement class, each "name=value"
     for r in _rows(a):
         words.add(str(r["pair_class"]))
-        words |= {f"{mail.SHORT.get(c, c)}={mail.plain_number(r[c])}" for c in a.cmp.attrs.get("group_columns", [])
+        words |= {f"{mail.SHORT.get(c, c)}={mail.plain_number(r[c])}" for c in a.comparison.attrs.get("group_columns", [])
                   if c not in ("pair_class", "cpu_req_producer", "cpu_req_consumer")}
     for ln in lines:
         if not ln.startswith(" "):

@@ -28,7 +28,7 @@ def test_a_runs_margin_is_what_its_report_tests_and_says(tmp_path):
     (run / "env.json").write_text(json.dumps(env))
     wide = analysis.Analysis(run)
     assert wide.margin == 0.5
-    rows = wide.cmp[wide.cmp["design"] != "exact"]
+    rows = wide.comparison[wide.comparison["design"] != "exact"]
     assert len(rows)
     # every CI lies within +-50%: each row is settled against the margin, and its note says which
     assert rows["note"].str.contains("±50% (the equivalence margin)", regex=False).all(), list(rows["note"])

@@ -5,12 +5,15 @@
 for its report (env.json ``report``) unless told otherwise.  Each of these is computed on first
 use and kept:
 
-* ``host``, ``floor``: the run's host and its noise floor (``rundir.calibration.run_host`` and
+* ``host``, ``noise_floor``: the run's host and its noise floor (``rundir.calibration.run_host`` and
   ``run_noise_floor``, the one rule every report of a run quotes);
-* ``comparison(baseline, metric, by, noise, alpha)``: compare()'s frame with the next-run
-  interval (this comparison's earlier runs, else the host's A/A, else none), one per set of arguments; ``cmp`` is the one of the run's own
-  baseline and metric (None for a run with a single variant);
-* ``meas`` / ``excluded``, ``params``, ``summ``, ``diags``, ``ab``: the statistics of summary.md;
+* ``compare(baseline, metric, by, noise, alpha)``: compare()'s frame with the next-run
+  interval (this comparison's earlier runs, else the host's A/A, else none), one per set of
+  arguments; ``comparison`` is the one of the run's own ``baseline`` and metric (None for a run
+  with a single variant);
+* ``measurements`` / ``excluded``, ``params``, ``summary``, ``diagnoses`` (modality, outliers and
+  their causes) and ``instructions_vs_time`` ("same instructions, different time"): the
+  statistics of summary.md;
 * ``spread(metric, cols)`` and ``instructions(baseline, cols)``: each arm's spread and the
   instructions-per-op comparison the mail's table shows;
 * ``kept(key, make)``: any other result made once (the published-vs-reproduced tables, the
@@ -18,7 +21,7 @@ use and kept:
 
 summary.md and compare.csv (:func:`ringlab.report.summary.build`), mail.txt (:mod:`ringlab.report.mail`,
 :mod:`ringlab.report.mail_harness`), the notebook tables (:mod:`ringlab.report.vs_published`) and
-``ringlab compare`` render from it; :func:`of` takes a run folder, a ``Report`` or an
+``ringlab compare`` render from it; :meth:`Analysis.for_run` takes a run folder, a ``Report`` or an
 ``Analysis``, so that a caller holding one passes it on instead of computing again.
 """
 from __future__ import annotations
@@ -125,7 +128,7 @@ class Analysis:
         return self._patched_given or self.asked.get("patched")
 
     @cached_property
-    def base(self) -> str | None:
+    def baseline(self) -> str | None:
         return pick_baseline(self.df, self.env, self._baseline_given)
 
     @cached_property
@@ -133,7 +136,7 @@ class Analysis:
         return run_host(self.df, self.env)
 
     @cached_property
-    def floor(self) -> dict | None:
+    def noise_floor(self) -> dict | None:
         return run_noise_floor(self.host, self.path)
 
     # -- the comparisons ---------------------------------------------------------------------
@@ -154,7 +157,7 @@ class Analysis:
 
     @cached_property
     def plan_targets(self) -> dict:
-        """compare()'s plan targets: a staged run's ``target_ci`` and ``target_ci_by_mode`` as
+        """``ringlab.stats.compare``'s plan targets: a staged run's ``target_ci`` and ``target_ci_by_mode`` as
         fractions, the half-widths its ``trials_needed`` plan for ({} for any other run: the margin)."""
         st = self.env.stopping_record
         if st is None or not float(st.target_ci or 0) > 0:
@@ -162,9 +165,9 @@ class Analysis:
         return {"plan_target": float(st.target_ci) / 100,
                 "plan_target_by_mode": {str(m): float(t) / 100 for m, t in (st.target_ci_by_mode or {}).items()}}
 
-    def comparison(self, baseline: str, metric: str | None = None, by=None, noise: float | None = None,
-                   alpha: float = 0.05) -> pd.DataFrame:
-        """compare()'s frame of every other variant against ``baseline`` with each row's next-run
+    def compare(self, baseline: str, metric: str | None = None, by=None, noise: float | None = None,
+                alpha: float = 0.05) -> pd.DataFrame:
+        """``ringlab.stats.compare``'s frame of every other variant against ``baseline`` with each row's next-run
         interval (``with_host_next_run``), made once per set of arguments; callers do not change it.
         ``noise``: the equivalence margin (a fraction), the run's own (``margin``) when None."""
         metric = metric or self.metric
@@ -176,8 +179,9 @@ class Analysis:
             results_root_of(self.path), run_dir=self.path, metric=metric, by=by))
 
     @cached_property
-    def cmp(self) -> pd.DataFrame | None:
-        return self.comparison(self.base, self.metric) if self.base else None
+    def comparison(self) -> pd.DataFrame | None:
+        """The comparison of the run's own baseline and metric (``compare``); None without a baseline."""
+        return self.compare(self.baseline, self.metric) if self.baseline else None
 
     def spread(self, metric: str, cols: list[str]) -> dict[tuple, float]:
         """:func:`arm_spread` of the run, made once per metric and columns."""
@@ -194,7 +198,7 @@ class Analysis:
         return measurements(self.df, self.metric)
 
     @property
-    def meas(self) -> pd.DataFrame:
+    def measurements(self) -> pd.DataFrame:
         return self._measured[0]
 
     @property
@@ -206,37 +210,39 @@ class Analysis:
         return group_columns(self.df, include_variant=False)
 
     @cached_property
-    def summ(self) -> pd.DataFrame:
+    def summary(self) -> pd.DataFrame:
         return summarize(self.df, self.metric)
 
     @cached_property
-    def diags(self) -> list:
+    def diagnoses(self) -> list:
         return diagnose(self.df, self.metric)
 
     @cached_property
-    def ab(self) -> list:
+    def instructions_vs_time(self) -> list:
+        """``diagnose_ab`` of each candidate against the baseline: same instructions, different time."""
         out = []
-        if self.base and INSTR in self.df.columns:
-            for cand in sorted(set(self.df["variant"].astype(str)) - {self.base}):
-                out += diagnose_ab(self.df, self.base, cand, time_metric=self.metric, comparison=self.cmp)
+        if self.baseline and INSTR in self.df.columns:
+            for cand in sorted(set(self.df["variant"].astype(str)) - {self.baseline}):
+                out += diagnose_ab(self.df, self.baseline, cand, time_metric=self.metric, comparison=self.comparison)
         return out
 
     def compute(self) -> "Analysis":
         """Every statistic of summary.md, in the order summary.md's reader asked for them (errors
         surface here, before anything is rendered)."""
-        for name in ("metric", "base", "_measured", "params", "summ", "cmp", "diags", "ab", "floor"):
+        for name in ("metric", "baseline", "_measured", "params", "summary", "comparison", "diagnoses",
+                     "instructions_vs_time", "noise_floor"):
             getattr(self, name)
         return self
 
+    @classmethod
+    def for_run(cls, run, **kwargs) -> "Analysis":
+        """The Analysis of ``run``: itself when it is one, a Report's, else a new one of the folder."""
+        if isinstance(run, Analysis):
+            return run
+        held = getattr(run, "analysis", None)
+        if isinstance(held, Analysis):
+            return held
+        return cls(run, **kwargs)
 
-def of(run, **kwargs) -> Analysis:
-    """The Analysis of ``run``: itself when it is one, a Report's, else a new one of the folder."""
-    if isinstance(run, Analysis):
-        return run
-    held = getattr(run, "analysis", None)
-    if isinstance(held, Analysis):
-        return held
-    return Analysis(run, **kwargs)
 
-
-__all__ = ["Analysis", "INSTR", "arm_spread", "instruction_comparison", "of", "pick_metric"]
+__all__ = ["Analysis", "INSTR", "arm_spread", "instruction_comparison", "pick_metric"]

@@ -53,7 +53,7 @@ from ringlab.report.mail_run import (aa_controls, counters_line, cpus_text, desi
                                      not_measured, tested_line, trial_text, wall_time)
 from ringlab.report.mailfmt import (plain_number, as_float, hang_para, is_finite_number, sig4, wrap_para,
                                     path_lines, short_sha)
-from ringlab.report.analysis import INSTR, Analysis, of, pick_metric
+from ringlab.report.analysis import INSTR, Analysis, pick_metric
 from ringlab.rundir import RunEnv, pick_baseline as baseline_rule, require_metric, run_variants
 from ringlab.rundir.calibration import run_host, run_noise_floor
 from ringlab.report.tables import (change_ci_text, change_text, change_words, gain_ci, is_factor, next_gain_ci,
@@ -78,7 +78,7 @@ class MailError(ParamError):
 
 def read_env(run_dir) -> RunEnv:
     """env.json of a run folder (an empty RunEnv when missing or unreadable): ``Run(run_dir).env_doc``."""
-    return of(run_dir).run.env_doc
+    return Analysis.for_run(run_dir).run.env_doc
 
 
 def _baseline(df: pd.DataFrame, env: dict, baseline: str | None) -> str:
@@ -193,7 +193,7 @@ def _table(a: Analysis, baseline: str, metric: str, width: int,
            candidates: list[str] | None) -> tuple[list[str], dict]:
     """The LKP-shaped table (one block per candidate) and what the footnotes need."""
     env = a.env
-    cmp = a.comparison(baseline, metric)
+    cmp = a.compare(baseline, metric)
     if candidates:
         cmp = cmp[cmp["candidate"].astype(str).isin(candidates)]
     if not len(cmp):
@@ -305,7 +305,7 @@ def _further_runs(a: Analysis, baseline: str, metric: str, width: int,
             params = sa.env.parameters
             if params.get("icount") is True:    # counts of another baseline: not a row of this table
                 continue
-            cmp = sa.comparison(baseline, metric)
+            cmp = sa.compare(baseline, metric)
         except Exception:   # noqa: BLE001 - not a comparison of this baseline: not a row of this table
             continue
         if not len(cmp) or cmp["candidate"].astype(str).nunique() != 1:
@@ -706,7 +706,7 @@ def _published_counts(a: Analysis, base: str, cands: list[str]) -> str:
 
 def published_counts(run_dir, baseline: str | None = None) -> str:
     """:func:`published_counts_text` of a run folder, a Report or an Analysis (notebook 10)."""
-    a = of(run_dir)
+    a = Analysis.for_run(run_dir)
     a.run.read()   # DataError naming the file when raw.csv or env.json is corrupt
     base = _baseline(a.df, a.env, baseline)
     return _published_counts(a, base, sorted(set(a.df["variant"].astype(str)) - {base}))
@@ -744,7 +744,7 @@ def _sha256(path) -> str | None:
 def counters_text(run_dir) -> str:
     """The mail's second line for a run folder (or its Report / Analysis): whether the host has a
     PMU and what counts instructions instead (the first line of a notebook's run overview)."""
-    a = of(run_dir)
+    a = Analysis.for_run(run_dir)
     a.run.read()
     return counters_line(a.df, a.env)
 
@@ -763,7 +763,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     if width > MAX_WIDTH:
         raise MailError(f"--width: {width!r} is too wide; allowed: an integer in [{MIN_WIDTH}, {MAX_WIDTH}] "
                         f"(default {WIDTH})")
-    a = of(run_dir)
+    a = Analysis.for_run(run_dir)
     run_dir, run = a.path, a.run
     raw = run.raw_csv
     if run_dir.is_dir() and not run.has_raw:
@@ -797,7 +797,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines.append("")
     lines += wrap_para(tested_line(env, base, variants[1:], run_dir), width)
     lines += wrap_para("test machine: " + machine_line(env), width)
-    lines += noise_floor_lines(a.host, a.floor, env, info, width)
+    lines += noise_floor_lines(a.host, a.noise_floor, env, info, width)
     lines.append("")
     lines += header_lines(a, info, width, printed)
     lines += table

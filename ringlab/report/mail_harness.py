@@ -16,7 +16,7 @@ import math
 import pandas as pd
 
 from ringlab import schema
-from ringlab.report.analysis import Analysis, of
+from ringlab.report.analysis import Analysis
 from ringlab.report.mail import MIN_WIDTH, WIDTH, MailError, noise_floor_lines, sd_label, value_label
 from ringlab.report.mail_reproduce import reproduce_lines, run_path
 from ringlab.report.mail_run import counters_line, duration_text, machine_line, not_measured, trial_text, wall_time
@@ -95,7 +95,7 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     ``ringtest_run`` and ``spsc_run`` are run folders or their Analysis (``report.analysis``)."""
     if not isinstance(width, int) or width < MIN_WIDTH:
         raise MailError(f"--width: {width!r} is too narrow; allowed: an integer >= {MIN_WIDTH} (default {WIDTH})")
-    rt, spsc = of(ringtest_run), of(spsc_run)
+    rt, spsc = Analysis.for_run(ringtest_run), Analysis.for_run(spsc_run)
     ringtest_run = rt.path
     rt.run.read()   # DataError naming the file when raw.csv or env.json is corrupt
     df, env = rt.df, rt.env
@@ -125,7 +125,7 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
     lines += wrap_para(f"tested: include/linux/ptr_ring.h of {tree}, in tools/virtio/ringtest (its own "
                        f"Makefile) and in ringlab's SPSC harness; ringlab {short_sha(git.commit)}", width)
     lines += wrap_para("test machine: " + machine_line(env), width)
-    lines += noise_floor_lines(rt.host, rt.floor, env, {"gains": []}, width)
+    lines += noise_floor_lines(rt.host, rt.noise_floor, env, {"gains": []}, width)
     lines.append("")
     nr = sorted({int(x) for x in pd.to_numeric(table["n_ringtest"], errors="coerce").dropna()})
     ns = sorted({int(x) for x in pd.to_numeric(table["n_spsc"], errors="coerce").dropna()})

@@ -112,7 +112,7 @@ def _method(cmp: pd.DataFrame) -> str:
 
 def _head(c: Analysis) -> list[str]:
     """summary.md's title and the sentences above its tables."""
-    run, df, env, metric, meas, excluded, params = c.run, c.df, c.env, c.metric, c.meas, c.excluded, c.params
+    run, df, env, metric, meas, excluded, params = c.run, c.df, c.env, c.metric, c.measurements, c.excluded, c.params
     title = df['experiment'].iloc[0] if 'experiment' in df.columns and len(df) else 'run'
     md = [f"# {title}: {metric}", ""]
     if run.status_line:
@@ -123,7 +123,7 @@ def _head(c: Analysis) -> list[str]:
     md.append(excluded_text(df, meas, excluded, metric))
     if env.host or env.hostname:
         md.append(f"Host: {env.host or env.hostname}.")
-    md.append(_tab.noise_floor_text(run_host(df, env), c.floor))
+    md.append(_tab.noise_floor_text(run_host(df, env), c.noise_floor))
     const = _tab.constant_settings(df, params)
     if const:
         md.append(f"Same in every trial (left out of the tables): {const}.")
@@ -133,13 +133,13 @@ def _head(c: Analysis) -> list[str]:
 
 def _render(c: Analysis) -> tuple[Report, list]:
     """The Report (tables, markdown, what is missing) and the sections of summary.tex."""
-    df, metric, base, labels, meas, summ, cmp, diags, ab = (c.df, c.metric, c.base, c.labels, c.meas,
-                                                            c.summ, c.cmp, c.diags, c.ab)
+    df, metric, base, labels = c.df, c.metric, c.baseline, c.labels
+    meas, summ, cmp, diags, ab = c.measurements, c.summary, c.comparison, c.diagnoses, c.instructions_vs_time
     rep = Report(c.run.path, metric, base, c.run.status, "")
     md = _head(c)
     sections = []
     if cmp is not None and len(cmp):
-        h, r = _tab.comparison_rows(cmp, labels, c.floor)
+        h, r = _tab.comparison_rows(cmp, labels, c.noise_floor)
         rep.tables["ab"] = _frame(h, r)
         md += [f"## A/B verdicts (baseline {base})", "", _tab.sign_text(cmp), ""]
         if "note" in cmp.columns and (cmp["note"] == "exact (deterministic metric)").any():
@@ -206,28 +206,28 @@ def _variance(rep: Report, df: pd.DataFrame, summ: pd.DataFrame) -> list[str]:
 def render_files(rep: Report, c: Analysis, sections: list) -> dict[str, str]:
     """The text of every file of the report: summary.md, summary.csv, compare.csv (when there
     is a comparison) and summary.tex; {file name: text}."""
-    csv = c.summ.copy()
+    csv = c.summary.copy()
     csv.insert(0, "metric", c.metric)
     files = {"summary.md": rep.markdown, "summary.csv": csv.to_csv(index=False)}
-    if c.cmp is not None and len(c.cmp):
-        files["compare.csv"] = c.cmp.to_csv(index=False)
+    if c.comparison is not None and len(c.comparison):
+        files["compare.csv"] = c.comparison.to_csv(index=False)
     files["summary.tex"] = _tab.tex_text(sections)
     return files
 
 
 def _draw(rep: Report, c: Analysis, out_dir: Path) -> None:
     """Render every applicable figure into out_dir/figures/ (through rundir.write_figure)."""
-    meas, metric, base = c.meas, c.metric, c.base
+    meas, metric, base = c.measurements, c.metric, c.baseline
     figdir = Path(out_dir) / "figures"
     ring = c.env.experiment or raw_experiment(c.df)
     drawn = _fig.render_all(meas, metric, c.params, figdir, ring=ring)
     if _fig.wants_size_sweep(meas):
         drawn["size_sweep"] = _fig.size_sweep(meas, metric, figdir, baseline=base,
                                               patched=c.patched, labels=c.labels)
-    if c.cmp is not None and len(c.cmp):
+    if c.comparison is not None and len(c.comparison):
         # the headline figure of an A/B run: each row's CI, next-run interval and call
-        bound = (c.floor or {}).get("bound_pct")
-        paths = _fig.forest(_fig.effect_rows(c.cmp, ""), figdir, "forest",
+        bound = (c.noise_floor or {}).get("bound_pct")
+        paths = _fig.forest(_fig.effect_rows(c.comparison, ""), figdir, "forest",
                             f"{ring or 'run'} on {c.host or 'this host'}: each arm against {base}, {metric}",
                             noise={"": bound} if bound is not None else None)
         if paths:
@@ -257,7 +257,7 @@ def build(run_dir, metric: str | None = None, baseline: str | None = None, label
     target = rep.run_dir if out_dir is None else Path(out_dir)
     for name, text in rep.files.items():
         rep.paths[name] = rundir.write_text(target, name, text)
-    if figures and len(c.meas):
+    if figures and len(c.measurements):
         _draw(rep, c, target)
     else:
         why = "figures were not requested" if not figures else f"no {c.metric} measurement to draw"

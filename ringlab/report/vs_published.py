@@ -20,7 +20,7 @@ from ringlab import fmt
 from ringlab.catalog import SEED000, SEED003
 from ringlab.report import published
 from ringlab.report import tables as _tab
-from ringlab.report.analysis import Analysis, of
+from ringlab.report.analysis import Analysis
 from ringlab.stats import measurements, summarize
 from ringlab.stats.contract import NOT_AFTER_HOLM
 from ringlab.rundir import RunEnv
@@ -32,7 +32,7 @@ from ringlab.tools.perfstat import parse_perf_stat
 
 def load(run_dir) -> tuple[pd.DataFrame, dict]:
     """raw.csv and env.json of a run (folder, Report or Analysis)."""
-    a = of(run_dir)
+    a = Analysis.for_run(run_dir)
     return a.df, a.env
 
 
@@ -41,7 +41,7 @@ def _one_table(make):
     is returned, so that a caller may change its own)."""
     @functools.wraps(make)
     def table(run_dir, *args, **kwargs) -> pd.DataFrame:
-        a = of(run_dir)
+        a = Analysis.for_run(run_dir)
         key = ("table", make.__name__, repr(args), repr(sorted(kwargs.items())))
         return a.kept(key, lambda: make(a, *args, **kwargs)).copy()
     return table
@@ -76,7 +76,7 @@ def mail_table(a: Analysis, baseline: str, patched: str, metric: str = "ns_per_o
     %change is + = better: (unpatched - patched) / unpatched for times, so "+6.2%" means the
     patched ring is faster, with its CI in the same sign under the report's one CI heading."""
     df, env = a.df, a.env
-    cmp = a.comparison(baseline, metric)
+    cmp = a.compare(baseline, metric)
     cmp = cmp[cmp["candidate"] == patched]
     arch = arch_label(env)
     cfg = _config_cols(cmp)
@@ -105,7 +105,7 @@ def published_vs_reproduced_reorder(a: Analysis, baseline: str = SEED000.baselin
     """patched/unpatched time ratios: the mail's (arm64, x86) beside ours, per mode."""
     df, env = a.df, a.env
     pub = published.ptr_ring_reorder_table()
-    cmp = a.comparison(baseline, "ns_per_op")
+    cmp = a.compare(baseline, "ns_per_op")
     cmp = cmp[cmp["candidate"] == patched]
     cih = f"{_tab.ci_heading(cmp)} of ratio"
     rows = [{"source": f"published ({r.arch}, seed 000)", "mode": r.mode,
@@ -161,7 +161,7 @@ def size_sweep_table(a: Analysis, baseline: str = SEED003.baseline, metric: str 
     """Per ring size: the arms' centers the effect is computed from, %change (+ = better) with its
     CI in the same sign under the one CI heading (``tables.ci_heading``), p (Holm), verdict."""
     df = a.df
-    cmp = a.comparison(baseline, metric)
+    cmp = a.compare(baseline, metric)
     change, cih = _tab.change_header(cmp), f"{_tab.ci_heading(cmp)} of {_tab.CHANGE}"
     rows = []
     for _, r in cmp.sort_values([c for c in ("mode", "pair_class", "size") if c in cmp.columns]).iterrows():
@@ -180,7 +180,7 @@ def by_placement_table(a: Analysis, baseline: str, metric: str = "ns_per_op") ->
     """The A/B verdict per placement (same CPU vs pairs), the seed-002 question, in the tables'
     one sign (+ = better) beside the arms' centers the effect is computed from."""
     df = a.df
-    cmp = a.comparison(baseline, metric)
+    cmp = a.compare(baseline, metric)
     change, cih = _tab.change_header(cmp), f"{_tab.ci_heading(cmp)} of {_tab.CHANGE}"
     cols = [c for c in ("pair_class", "cpu_req_producer", "cpu_req_consumer", "align", "alloc_len") if c in cmp.columns]
     rows = []
@@ -237,7 +237,7 @@ def published_vs_reproduced_page_frag(a: Analysis, baseline: str = "before") -> 
                         "after / before": round(aft.iloc[0] / bef.iloc[0], 4), "95% CI of ratio": "not published",
                         "verdict": "-"})
     df, env = a.df, a.env
-    cmp = a.comparison(baseline, "ns_per_op")
+    cmp = a.compare(baseline, "ns_per_op")
     if "alloc_len" in cmp.columns:
         cmp = cmp[cmp["alloc_len"].astype(int) == 12] if (cmp["alloc_len"].astype(int) == 12).any() else cmp
     for _, r in cmp.iterrows():
@@ -252,9 +252,9 @@ def published_vs_reproduced_page_frag(a: Analysis, baseline: str = "before") -> 
 
 
 def _batch_rows(run_dir, baseline: str) -> list[dict]:
-    a = of(run_dir)
+    a = Analysis.for_run(run_dir)
     env = a.env
-    cmp = a.comparison(baseline, "ns_per_op")
+    cmp = a.compare(baseline, "ns_per_op")
     sort = [c for c in ("mode", "pair_class", "lock", "batch", "size") if c in cmp.columns]
     rows = []
     for _, r in cmp.sort_values(sort).iterrows():
@@ -326,7 +326,7 @@ def perf_rb_verdicts(a: Analysis) -> pd.DataFrame:
     for base in ("forward", "base"):
         if base not in set(df["variant"].astype(str)):
             continue
-        cmp = a.comparison(base, metric, by=["placement"] if "placement" in df.columns else None)
+        cmp = a.compare(base, metric, by=["placement"] if "placement" in df.columns else None)
         if base == "base":
             cmp = cmp[cmp["candidate"] == "forward"]
         for _, r in cmp.iterrows():

@@ -42,7 +42,7 @@ def run(args) -> int:
     df = read_raw(args.raw)   # DataError (exit 2) naming the file and line when it is corrupt
     require_metric(df, args.metric, args.raw)
     # the comparison as every report of a run makes it: compare() with the host's next-run interval
-    res = Analysis(Path(args.raw).parent, frame=df).comparison(args.baseline, args.metric, by=args.by,
+    res = Analysis(Path(args.raw).parent, frame=df).compare(args.baseline, args.metric, by=args.by,
                                                                noise=args.noise, alpha=args.alpha)
     if args.json:
         print(json.dumps(to_records(res), indent=2))
