@@ -1,13 +1,17 @@
 """ringlab: a reproducibility kit for ring-buffer microbenchmarks.
 
-The folders are the data flow, each layer importing only the layers below it
-(docs/architecture.md, the contract in pyproject.toml):
+The layers, top to bottom: each imports only the layers below it (the ``layers`` contract in
+pyproject.toml's ``[tool.importlinter]``; docs/architecture.md has who imports whom)::
 
-    sources/ (what is measured)  ->  build/  ->  experiments/ + tools/ (trials)  ->  run/
-    ->  rundir/ (the run folder)  ->  stats/  ->  report/  ->  studies/ (across runs)
-    ->  lab/ (notebooks, reproduce, the command line)
+    lab/  simulate/  studies/  report/  run/  experiments/  tools/  build/  sources/  system/
+    rundir/  stats/  base (catalog/, digest, fmt, names, paths, schema)  errors
 
-system/ is the machine; errors, paths, schema, fmt and digest are the base.
+simulate/ is used only by the benchmarks and the tests.
+
+The data flow is another order: what is measured (sources/) is built (build/), its trials
+(experiments/, tools/) are run (run/) into a run folder (rundir/), whose rows are analysed
+(stats/), reported (report/) and set beside other runs (studies/); lab/ holds the notebooks'
+steps, reproduce and the command line, and system/ reads and tunes the machine.
 """
 __version__ = "0.1.0"
 
