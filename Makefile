@@ -61,5 +61,11 @@ $(LAB_STAMP): $(STAMP) pyproject.toml
 lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab --notebook-dir=. $(LAB_ROOT)
 
+# build/, and this checkout's build folder under /var/cache/ringlab where a checkout others cannot
+# reach builds under root (ringlab/paths.py: private_checkout_folder); other checkouts' folders there
+# are left alone, and /var/cache/ringlab goes once it is empty
 clean:
 	rm -rf build
+	@cache=$$($(PYTHON) -c 'from ringlab import paths; print(paths.private_checkout_folder())') && \
+	  if [ -e "$$cache" ]; then echo "rm -rf $$cache"; rm -rf "$$cache"; fi && \
+	  rmdir "$$(dirname "$$cache")" 2>/dev/null || true

@@ -58,10 +58,17 @@ def build_dir() -> Path:
     if os.environ.get("RINGLAB_BUILD"):
         return Path(os.environ["RINGLAB_BUILD"])
     if private_checkout():
-        import hashlib
-        tag = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
-        return PRIVATE_CHECKOUT_BUILDS / f"{ROOT.name}-{tag}" / "build"
+        return private_checkout_folder() / "build"
     return ROOT / "build"
+
+
+def private_checkout_folder() -> Path:
+    """This checkout's own folder under :data:`PRIVATE_CHECKOUT_BUILDS`, named by the checkout
+    and a hash of its path (other checkouts have their own): where its build folder lies when it
+    is a private checkout, and what ``make clean`` removes there."""
+    import hashlib
+    tag = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
+    return PRIVATE_CHECKOUT_BUILDS / f"{ROOT.name}-{tag}"
 
 
 def bin_dir() -> Path:
