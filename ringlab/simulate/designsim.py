@@ -11,7 +11,7 @@ three levels the planner plans with, on a machine that switches between a fast a
   ratio carries s_L^2;
 * process level: each process adds Student t (4 df) noise scaled to variance s_P^2 / 2;
 * iteration level: each of the I iterations adds N(0, s_I^2 / 2); a process's value is the median
-  of its iterations, as ``ringlab.stats.designs`` takes it;
+  of its iterations, as ``ringlab.stats.layouts`` takes it;
 * machine states: a persistent two-state Markov chain on the sequence of processes (mean
   durations ``durations`` processes), so states last many processes and switch between the two
   processes of a round; the slow state adds ``state_gap`` to the log time, and the change's

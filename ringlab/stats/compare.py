@@ -107,7 +107,7 @@ import pandas as pd
 from scipy import stats as sst
 
 from ringlab import schema
-from ringlab.stats import designs as _designs
+from ringlab.stats import layouts as _designs
 from ringlab.stats import estimate as _est
 from ringlab.stats import ranktests as _rt
 from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, NOT_AFTER_HOLM, SIGNIFICANT, Comparison, check_rule,

@@ -31,7 +31,7 @@ from scipy import stats as sst
 from ringlab import schema
 from ringlab.stats import outliers as _out
 from ringlab.stats.compare import compare
-from ringlab.stats.designs import LAYOUT_COLUMNS
+from ringlab.stats.layouts import LAYOUT_COLUMNS
 from ringlab.stats.decide import holm
 from ringlab.stats.rounds import comparison_columns, round_key
 from ringlab.stats.summary import format_value, group_columns, measurements

@@ -11,7 +11,7 @@ The designs (see ``ringlab.stats.compare`` for when each applies):
                 interval on K - 1 df and the same t test's p; ``se``, ``sigma_layout``,
                 ``sigma_round`` and ``layout_share`` from the same fit.
 
-With a ``layout`` column the machine states are looked for too (``ringlab.stats.designs``), as a
+With a ``layout`` column the machine states are looked for too (``ringlab.stats.layouts``), as a
 diagnostic: ``states``, ``slow_share``, ``per_state``, ``heterogeneity_p`` and
 ``state_dependent`` describe how the effect differs between the states, and the estimate, CI and
 p are the same whatever the classifier finds.
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ringlab.stats import designs as _designs
+from ringlab.stats import layouts as _layouts
 from ringlab.stats import ranktests as _rt
 from ringlab.stats.rounds import Scale
 
@@ -114,8 +114,8 @@ def _with_states(v: dict, scale: Scale, level: float) -> Estimate:
                     state_dependent=bool(v["state_dependent"]))
 
 
-def of_layout_rounds(rd: _designs.LayoutRounds, scale: Scale, level: float) -> Estimate:
+def of_layout_rounds(rd: _layouts.LayoutRounds, scale: Scale, level: float) -> Estimate:
     """A paired comparison with a ``layout`` column: ``layouts`` with more than one layout pair
     (the fit of ``ringlab.stats.fit``), else ``paired`` (signed-rank), each with the state
-    diagnostic (``ringlab.stats.designs.verdict``)."""
-    return _with_states(_designs.verdict(rd, level), scale, level)
+    diagnostic (``ringlab.stats.layouts.verdict``)."""
+    return _with_states(_layouts.verdict(rd, level), scale, level)

@@ -28,6 +28,17 @@ p: per state, the same fit on the rounds whose two trials both ran in that state
 effects are equal (``heterogeneity_p``) and whether their CIs lie on opposite sides of 0
 (``state_dependent``).  A state whose rounds sit in a single layout pair has no fit, and the row
 then reports one state.
+
+A comparison's frames reach this analysis through ``round_data`` (a raw.csv with a ``layout``
+column: which layout pair every round measured) and ``verdict``.  For a paired comparison of
+positive values:
+
+* more than one layout pair: design ``layouts``, the fit above;
+* one layout pair (``fixed_build``): design ``paired``, the signed-rank Hodges-Lehmann estimate
+  of every paired round, as without a ``layout`` column; the CI describes this binary pair only
+  (``one_build``).  Its per-state effects are each state's signed-rank estimate and CI
+  (``MIN_STATE_ROUNDS`` rounds each), with a Mann-Whitney test between the two states' rounds as
+  the heterogeneity test.
 """
 from __future__ import annotations
 
@@ -36,6 +47,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+import pandas as pd
 from scipy import stats as sst
 
 from ringlab.stats import fit as _fit
@@ -43,9 +55,17 @@ from ringlab.stats import ranktests
 from ringlab.stats import states as _states
 from ringlab.stats.contract import ci_side
 from ringlab.stats.robust import hodges_lehmann, robust_sd
+from ringlab.stats.rounds import ROUND_COLUMN, Rounds
 
 #: rounds a layout pair needs for its Hodges-Lehmann estimate (``per_layout``)
 MIN_ROUNDS = 1
+#: raw.csv's column naming the layout pair (seeded build of each arm) a round measured
+LAYOUT_COLUMN = "layout"
+#: columns that describe the layout of a trial's binary, never a configuration
+LAYOUT_COLUMNS = ("layout", "ring_offset", "env_pad")
+#: rounds each state needs for its per-state effect in the one-build design (a 95% signed-rank CI
+#: needs 6 rounds)
+MIN_STATE_ROUNDS = 8
 #: the fewest layout pairs a machine state's rounds must span for its own fit (with one, there is
 #: no layout level to fit: ``ringlab.stats.fit.fit`` returns None)
 MIN_STATE_LAYOUTS = 2
@@ -194,3 +214,75 @@ def rounds_from_trials(order, round_id, layout, arm, log_y, classify: bool = Tru
     st = np.empty(len(rounds), dtype=int)
     st[inv] = np.where(cross, -1, fit.states)
     return LayoutRounds(d, rl, st, fit)
+
+
+# --- a comparison's frames: its rounds and its verdict ----------------------------------------------
+
+def n_layouts(*subs: pd.DataFrame) -> int:
+    """Layout pairs named in the frames' ``layout`` column (0 without one)."""
+    vals = set()
+    for s in subs:
+        if LAYOUT_COLUMN in s.columns:
+            vals |= set(s[LAYOUT_COLUMN].dropna().astype(str))
+    return len(vals)
+
+
+def _per_round(sub: pd.DataFrame, metric: str) -> pd.DataFrame:
+    g = sub.groupby(ROUND_COLUMN, sort=True)
+    out = pd.DataFrame({"y": g[metric].median(), "layout": g[LAYOUT_COLUMN].first().astype(str)})
+    if "order" in sub.columns:
+        out["order"] = pd.to_numeric(sub["order"], errors="coerce").groupby(sub[ROUND_COLUMN]).min()
+    else:
+        out["order"] = np.nan
+    return out
+
+
+def round_data(bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, states: bool = True) -> LayoutRounds | None:
+    """Per common round (``Rounds.pair``): d = ln(candidate / baseline), its layout pair and
+    machine state (``states=False``: every round in one state, the classifier not run).  None
+    when a round key or the layout column is missing or a value is not positive."""
+    if ROUND_COLUMN not in bsub.columns or LAYOUT_COLUMN not in bsub.columns or LAYOUT_COLUMN not in csub.columns:
+        return None
+    b, c = _per_round(bsub, metric), _per_round(csub, metric)
+    common = Rounds.pair(b["y"], c["y"], paired=True).common
+    if len(common) < 2:
+        return None
+    b, c = b.loc[common], c.loc[common]
+    if not (np.all(b["y"] > 0) and np.all(c["y"] > 0)):
+        return None
+    rid = np.concatenate([np.arange(len(common))] * 2)
+    order = np.concatenate([b["order"].to_numpy(float), c["order"].to_numpy(float)])
+    if not np.isfinite(order).all():   # no execution order: the rounds' order, baseline first
+        order = np.concatenate([2 * np.arange(len(common)), 2 * np.arange(len(common)) + 1]).astype(float)
+    arm = np.repeat([0, 1], len(common))
+    lay = np.concatenate([b["layout"].to_numpy(str), b["layout"].to_numpy(str)])
+    y = np.log(np.concatenate([b["y"].to_numpy(float), c["y"].to_numpy(float)]))
+    return rounds_from_trials(order, rid, lay, arm, y, classify=states)
+
+
+def one_build(d, state, level: float) -> dict:
+    """The one-build verdict (log scale): the signed-rank estimate, CI and p of every round, and
+    the per-state diagnostic; ``per_state`` empty unless both states hold ``MIN_STATE_ROUNDS``."""
+    d, state = np.asarray(d, dtype=float), np.asarray(state)
+    head = ranktests.signed_rank(d, level)
+    cells = {s: d[state == s] for s in (0, 1)}
+    if not all(len(v) >= MIN_STATE_ROUNDS for v in cells.values()):
+        return {**head, "states": 1, "per_state": {}, "state_dependent": False, "heterogeneity_p": math.nan}
+    per = {s: ranktests.signed_rank(v, level) for s, v in cells.items()}
+    dirs = {ci_side(p["ci_low"], p["ci_high"]) for p in per.values()}
+    return {**head, "states": 2, "per_state": per, "state_dependent": {1, -1} <= dirs,
+            "heterogeneity_p": ranktests.rank_sum(cells[0], cells[1], 0.95)["p"]}
+
+
+def verdict(rd: LayoutRounds, level: float) -> dict:
+    """The headline (log scale: estimate, ci_low, ci_high, p), the layout spread and the state
+    diagnostic of a comparison's ``round_data``."""
+    if rd.level_fit is not None:        # more than one layout pair
+        v = summary(rd.level_fit, rd.state_fits, level)
+        v["design"] = "layouts"
+    else:
+        v = one_build(rd.d, rd.state, level)
+        v.update(design="paired", n=len(rd.d), layouts=1, sigma_layout=math.nan, sigma_round=math.nan,
+                 layout_share=math.nan, layout_sensitive=None, note="")
+    v["slow_share"] = rd.fit.slow_share if v["states"] == 2 else 0.0
+    return v

@@ -6,7 +6,7 @@ depends on the state (a few more instructions hidden in the fast state, exposed 
 then has a different effect in each, and a run's estimate, the geometric mean over its rounds,
 moves with the share of slow trials in the run.  This module says which trials ran in which
 state, so that a compare() row can report how often each state occurred and the effect in each
-(``ringlab.stats.designs``): a diagnostic beside the estimate, which never depends on it.
+(``ringlab.stats.layouts``): a diagnostic beside the estimate, which never depends on it.
 
 Method: a two-state hidden Markov model with Gaussian emissions on the trial-ordered log
 metric, fitted by EM (Baum-Welch) and decoded by Viterbi.  Each arm's own level (its median,
