@@ -220,7 +220,7 @@ def _table(a: Analysis, baseline: str, metric: str, width: int,
             icand = instr[0][instr[0]["candidate"].astype(str) == cand]
         wide = _wide([r for _, r in grp.iterrows() if cand not in controls]
                      + ([r for _, r in icand.iterrows()] if icand is not None else []))
-        out += ([""] if out else []) + _header(baseline, cand, width, metric, wide)
+        out += _header(baseline, cand, width, metric, wide)   # each head and rule start a table
         for _, r in grp.iterrows():
             ck = _config_key(r, cols)
             out += _row(r, cv.get((baseline,) + ck, math.nan), cv.get((cand,) + ck, math.nan), control,
@@ -804,16 +804,19 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines.append("")
     lines += _interval_lines(info, width)
     lines += further
-    lines += paste_block(a, info, base, width, notebook)
+    block = paste_block(a, info, base, width, notebook)
+    lines += block
     lines += _published_icount(a, base, variants[1:], width)
     lines += wrap_para("not measured here: " + not_measured(df, env), width)
     for w in env.warnings:
         lines += wrap_para(f"warning: {w}", width)
     lines.append("")
     lines += reproduce_lines(run_dir, env, width, notebook)
-    rel = run_path(run_dir, env)
-    lines += wrap_para("Hashes, layouts and every trial: summary.md, env.json and raw.csv in", width)
-    lines += path_lines(f"{rel}/", width)
+    if block:   # the block's data line names the folder
+        lines += wrap_para("Hashes, layouts and every trial: summary.md and env.json beside raw.csv.", width)
+    else:
+        lines += wrap_para("Hashes, layouts and every trial: summary.md, env.json and raw.csv in", width)
+        lines += path_lines(f"{run_path(run_dir, env)}/", width)
     text = "\n".join(ln.rstrip() for ln in lines) + "\n"
     return text
 

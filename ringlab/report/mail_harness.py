@@ -18,9 +18,10 @@ import pandas as pd
 from ringlab import schema
 from ringlab.report.analysis import Analysis
 from ringlab.report.mail import MIN_WIDTH, WIDTH, MailError, noise_floor_lines, sd_label, value_label
-from ringlab.report.mail_reproduce import reproduce_lines, run_path
-from ringlab.report.mail_run import counters_line, duration_text, machine_line, not_measured, trial_text, wall_time
-from ringlab.report.mailfmt import as_float, hang_para, wrap_para, short_sha
+from ringlab.report.mail_reproduce import command_words, reproduce_lines, run_path
+from ringlab.report.mail_run import (counters_line, cpus_text, duration_text, machine_line, not_measured, trial_text,
+                                     wall_time)
+from ringlab.report.mailfmt import as_float, hang_para, path_lines, sig4, wrap_para, short_sha
 from ringlab.report.tables import change_ci_text, change_text, gain_of_ratio, is_factor
 
 #: the table's columns: SPSC, its spread, ringtest/SPSC, ringtest, its spread (then the row)
@@ -87,6 +88,28 @@ def _ratio_text(r) -> str:
         return f"{change_text(g)} {ci}".rstrip()
     return (f"{change_text(g)} {ci} (ringtest/spsc ×{ratio:.2f}" + (f" [×{lo:.2f}, ×{hi:.2f}])" if has_ci else ")")
             ).replace("  ", " ")
+
+
+def paste_block(rt: Analysis, table: pd.DataFrame, width: int, notebook=None) -> list[str]:
+    """The lines to paste into a commit message, marked as such, for the headline row (the decided
+    row with the largest effect, else the first): the command, n, spsc -> ringtest with the
+    %change and its 95% CI (+ = ringtest takes less; a factor past ±50%), the data."""
+    rows = [r for _, r in table.iterrows()]
+    called = [r for r in rows if _significant(r)]
+    r = max(called, key=lambda x: abs(_gain(x))) if called else rows[0]
+    env, g = rt.env, _gain(r)
+    rl = f"ringlab {short_sha(env.git.commit)}" + (" (uncommitted changes)" if env.git.dirty else "")
+    out = hang_para(f"To paste into the commit message (ringtest vs spsc, size={int(r['ring_size'])} {r['cpus']}):",
+                    width)
+    out += hang_para(f"Measured with {rl} ({command_words(rt.path, env, notebook)}):", width)
+    out += hang_para(f"  n: {int(r['n_ringtest'])} ringtest and {int(r['n_spsc'])} SPSC trials (unpaired), "
+                     f"{cpus_text(env)}", width, 4)
+    out += hang_para(f"  spsc -> ringtest: {sig4(as_float(r['spsc_ns_per_op']))} -> "
+                     f"{sig4(as_float(r['ringtest_ns_per_item']))} ns per item, {change_text(g)} {_ci_text(r, g)} "
+                     "(95% CI)", width, 4)
+    first = "  data: "
+    parts = path_lines(f"{run_path(rt.path, env)}/raw.csv", width - len(first), 0)
+    return out + [first + parts[0]] + [" " * 4 + x for x in parts[1:]] + [""]
 
 
 def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = WIDTH,
@@ -160,11 +183,11 @@ def harness_mail_text(ringtest_run, spsc_run, table: pd.DataFrame, width: int = 
                        + "; ".join(ratios) + ". They do different work (ringtest's producer also waits for "
                        "the used ring), so the change says how much of ringtest's time the bare ring "
                        "accounts for, not which is better.", width)
+    lines += [""] + paste_block(rt, table, width, notebook)
     lines += wrap_para("not measured here: " + not_measured(df, env), width)
     lines.append("")
     lines += reproduce_lines(ringtest_run, env, width, notebook)
-    lines += wrap_para(f"Every trial: {run_path(ringtest_run, env)}/summary.md, raw.csv, "
-                       "ringlab-spsc/raw.csv.", width)
+    lines += wrap_para("Every trial: summary.md and ringlab-spsc/raw.csv beside raw.csv.", width)
     return "\n".join(ln.rstrip() for ln in lines) + "\n"
 
 

@@ -197,7 +197,7 @@ def reproduce_lines(run_dir: Path, env: RunEnv, width: int,
             if k in ("out_dir", "host") or (k != "profile" and k in defaults and _is_default(v, defaults[k])):
                 continue    # the notebook's own default gives the same value: the line stays short
             words += ["-p", k, shlex.quote(relative_to_tree(str(v), env))]
-        out = wrap_para(f"reproduce (ringlab checkout at {commit}, notebook {Path(name).stem}):", width)
+        out = wrap_para(f"reproduce (ringlab {commit}, notebook {Path(name).stem}):", width)
         return out + _cmd_lines(words, width)
     if experiment and params:
         try:
@@ -209,7 +209,7 @@ def reproduce_lines(run_dir: Path, env: RunEnv, width: int,
             txt = spec[k].format(v) if k in spec else (",".join(map(str, v)) if isinstance(v, list)
                                                        else str(v).lower() if isinstance(v, bool) else str(v))
             words += ["-p", k, shlex.quote(relative_to_tree(txt, env))]
-        out = wrap_para(f"reproduce (ringlab checkout at {commit}), every parameter spelled out:", width)
+        out = wrap_para(f"reproduce (ringlab {commit}), every parameter spelled out:", width)
         out += _cmd_lines(words, width)
         for note in _patch_copies(str(params.get("kernel_headers") or ""), run_dir):
             out += wrap_para(note, width, 2)

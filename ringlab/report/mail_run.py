@@ -145,8 +145,9 @@ def not_measured(df: pd.DataFrame, env: RunEnv) -> str:
     env = RunEnv.of(env)
     bits = []
     missing = _pmu_missing(env)
-    if missing:
-        bits.append(f"{', '.join(missing)} (no PMU)")
+    if missing:   # all of them: the counters line above names the PMU's absence
+        bits.append("the PMU's counters (no PMU)" if len(missing) == len(_COUNTER_EVENTS)
+                    else f"{', '.join(missing)} (no PMU)")
     topo = env.topology
     present = topo.get("classes_present")
     if isinstance(present, list):
