@@ -16,6 +16,13 @@ from ringlab.stats.stopping_record import StageRecord, Stopping
 RUNS = 4000
 
 
+def _rejects(D, alpha: float) -> np.ndarray:
+    """Rows of D (runs x rounds) whose signed-rank CI at 1 - alpha excludes 0: the paired test's
+    call at alpha, as compare() makes it."""
+    lo, hi = rt.signed_rank_ci_batch(D, 1 - alpha)
+    return (lo > 0) | (hi < 0)
+
+
 def _any_look_calls(rng, rounds_per_look: int, looks: int, level) -> int:
     """A/A runs whose rounds arrive ``rounds_per_look`` at a time; each look tests all the rounds so
     far with the signed-rank test at ``level(look)``; how many runs some look called."""
@@ -24,7 +31,7 @@ def _any_look_calls(rng, rounds_per_look: int, looks: int, level) -> int:
     for j in range(1, looks + 1):
         a = level(j)
         if a > 0:
-            called |= rt.signed_rank_reject_batch(d[:, :rounds_per_look * j], a)
+            called |= _rejects(d[:, :rounds_per_look * j], a)
     return int(called.sum())
 
 

@@ -65,7 +65,7 @@ def test_rounds_pair_once_and_choose_the_design():
     c = pd.Series([1.1, 2.2, 3.3, 4.4], index=[0, 1, 2, 3])
     r = Rounds.pair(b, c)
     assert list(r.common) == [0, 1, 2] and r.paired and r.positive()
-    assert r.log_ratios() == pytest.approx([math.log(1.1)] * 3)
+    assert r.differences(r.scale(2.0)) == pytest.approx([math.log(1.1)] * 3)
     few = Rounds.pair(pd.Series([1.0, 2.0, 3.0, 4.0], index=[0, 1, 2, 3]), pd.Series([1.0, 2.0], index=[3, 9]))
     assert not few.paired and few.n_common == 1
 

@@ -302,27 +302,3 @@ def rank_sum_ci_batch(X: np.ndarray, Y: np.ndarray, level: float = 0.95) -> tupl
         Dd = np.partition(Dd, [k - 1, null.M - k], axis=1)
         out_lo[s:s + step], out_hi[s:s + step] = Dd[:, k - 1], Dd[:, null.M - k]
     return out_lo, out_hi
-
-
-def signed_rank_reject_batch(D: np.ndarray, alpha: float) -> np.ndarray:
-    """Rows of D (B x n) whose paired test rejects at level alpha (p <= alpha), vectorised.
-
-    Same decision as ``signed_rank(d)['p'] <= alpha`` when no |d| ties and no Walsh average is
-    exactly 0 (continuous data): T = sum of the ranks of the positive d."""
-    B, n = D.shape
-    null = NullDist("signed_rank", n)
-    ranks = np.argsort(np.argsort(np.abs(D), axis=1), axis=1) + 1
-    t_pos = np.where(D > 0, ranks, 0).sum(axis=1)
-    t_neg = n * (n + 1) // 2 - t_pos - np.where(D == 0, ranks, 0).sum(axis=1)
-    return 2 * null.cdf(np.minimum(t_pos, t_neg)) <= alpha
-
-
-def rank_sum_reject_batch(X: np.ndarray, Y: np.ndarray, alpha: float) -> np.ndarray:
-    """Rows whose Mann-Whitney test of Y vs X rejects at level alpha (continuous data)."""
-    B, nx = X.shape
-    ny = Y.shape[1]
-    null = NullDist("mwu", nx, ny)
-    Z = np.concatenate([X, Y], axis=1)
-    ranks = np.argsort(np.argsort(Z, axis=1), axis=1) + 1
-    u = ranks[:, nx:].sum(axis=1) - ny * (ny + 1) // 2
-    return 2 * null.cdf(np.minimum(u, nx * ny - u)) <= alpha

@@ -136,10 +136,6 @@ class Rounds:
         """Whether every common round of both arms is > 0 (the log scale applies)."""
         return bool((self.baseline.loc[self.common] > 0).all() and (self.candidate.loc[self.common] > 0).all())
 
-    def log_ratios(self) -> np.ndarray:
-        """ln(candidate / baseline) per common round."""
-        return np.log(self.candidate.loc[self.common].to_numpy()) - np.log(self.baseline.loc[self.common].to_numpy())
-
     def scale(self, median_baseline: float) -> Scale:
         return Scale.of(self.baseline.to_numpy(), self.candidate.to_numpy(), median_baseline)
 
