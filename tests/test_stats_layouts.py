@@ -17,7 +17,7 @@ from scipy import stats as sst
 
 from ringlab.simulate import noise
 from ringlab.stats import fit, layouts, states
-from ringlab.stats.robust import hodges_lehmann
+from ringlab.stats.ranktests import hodges_lehmann
 
 RUNS = 300
 

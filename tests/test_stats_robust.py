@@ -1,5 +1,6 @@
-"""ringlab.stats.robust: the Hodges-Lehmann estimate is exactly np.median of the n(n+1)/2 Walsh
-averages, without forming them; `ringlab compare` of one long configuration stays small."""
+"""ringlab.stats.ranktests.hodges_lehmann: the Hodges-Lehmann estimate is exactly np.median of the
+n(n+1)/2 Walsh averages, without forming them; `ringlab compare` of one long configuration stays
+small."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ringlab.stats import robust
-from ringlab.stats.robust import hodges_lehmann
+from ringlab.stats import ranktests
+from ringlab.stats.ranktests import hodges_lehmann
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,13 +45,13 @@ def _sample(rng, n: int, kind: int) -> np.ndarray:
     return v
 
 
-@pytest.mark.parametrize("sample, form", [(robust._SAMPLE, robust._FORM_PER_ROW), (7, 0), (1, 0)])
+@pytest.mark.parametrize("sample, form", [(ranktests._SAMPLE, ranktests._FORM_PER_ROW), (7, 0), (1, 0)])
 def test_hodges_lehmann_equals_the_walsh_median_exactly(monkeypatch, sample, form):
     # the selection path for every n (no direct formation); small draws force many rounds and
     # pivots at the ends of the windows
-    monkeypatch.setattr(robust, "HL_DIRECT_MAX", 0)
-    monkeypatch.setattr(robust, "_SAMPLE", sample)
-    monkeypatch.setattr(robust, "_FORM_PER_ROW", form)
+    monkeypatch.setattr(ranktests, "HL_DIRECT_MAX", 0)
+    monkeypatch.setattr(ranktests, "_SAMPLE", sample)
+    monkeypatch.setattr(ranktests, "_FORM_PER_ROW", form)
     rng = np.random.default_rng(20261207 + sample)
     sizes = list(range(1, 41)) + [int(n) for n in rng.integers(41, 400, 60)] + [999, 1000, 2000]
     for t, n in enumerate(sizes):
@@ -60,7 +61,7 @@ def test_hodges_lehmann_equals_the_walsh_median_exactly(monkeypatch, sample, for
 
 def test_hodges_lehmann_default_path_matches_on_both_sides_of_the_direct_limit():
     rng = np.random.default_rng(5)
-    for n in (robust.HL_DIRECT_MAX - 1, robust.HL_DIRECT_MAX, robust.HL_DIRECT_MAX + 1, 1500):
+    for n in (ranktests.HL_DIRECT_MAX - 1, ranktests.HL_DIRECT_MAX, ranktests.HL_DIRECT_MAX + 1, 1500):
         for kind in range(6):
             d = _sample(rng, n, kind)
             assert hodges_lehmann(d) == _walsh_median(d), (n, kind)
@@ -68,7 +69,7 @@ def test_hodges_lehmann_default_path_matches_on_both_sides_of_the_direct_limit()
 
 
 def test_hodges_lehmann_non_finite_values_as_np_median(monkeypatch):
-    monkeypatch.setattr(robust, "HL_DIRECT_MAX", 0)
+    monkeypatch.setattr(ranktests, "HL_DIRECT_MAX", 0)
     rng = np.random.default_rng(3)
     base = rng.normal(size=300)
     with np.errstate(invalid="ignore"):

@@ -116,7 +116,7 @@ from ringlab.stats.decide import EQUIVALENCE_MARGIN, INSTRUCTION_METRICS, Verdic
 from ringlab.stats.decide import holm, holm_levels
 from ringlab.stats.layouts import LayoutRounds
 from ringlab.stats.plan import plan_more
-from ringlab.stats.robust import hodges_lehmann
+from ringlab.stats.ranktests import hodges_lehmann
 from ringlab.stats.rounds import ROUND_COLUMN, Rounds, Scale, comparison_columns, round_key, round_values
 from ringlab.stats.summary import DEFAULT_SEED, StatsError, measurements
 

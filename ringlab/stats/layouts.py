@@ -54,7 +54,7 @@ from ringlab.stats import fit as _fit
 from ringlab.stats import ranktests
 from ringlab.stats import states as _states
 from ringlab.stats.contract import ci_side
-from ringlab.stats.robust import hodges_lehmann, robust_sd
+from ringlab.stats.ranktests import hodges_lehmann, robust_sd
 from ringlab.stats.rounds import ROUND_COLUMN, Rounds
 
 #: rounds a layout pair needs for its Hodges-Lehmann estimate (``per_layout``)

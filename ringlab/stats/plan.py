@@ -73,7 +73,7 @@ import numpy as np
 from scipy import stats as sst
 
 from ringlab.errors import ParamError
-from ringlab.stats.robust import robust_sd
+from ringlab.stats.ranktests import robust_sd
 
 if TYPE_CHECKING:
     from ringlab.stats.estimate import Estimate
