@@ -56,7 +56,7 @@ def _one_run(K: int, R: int, sigma_layout: float, rng: np.random.Generator, sim_
     for s in shifts:
         v = _layouts.layout_verdict(r.d + s, r.layout)
         out["layouts"].append(_direction_called(v))
-    p = _layouts.pooled_signed_rank(r.d)
+    p = _rt.signed_rank(np.asarray(r.d, dtype=float))
     out["pooled"] = [_calls(p["ci_low"], p["ci_high"], s) for s in shifts]
     one = _noise.simulate_ab(1, K * R, (0.0, 0.0), sigma_layout, rng=rng, **sim_kw)
     d1 = _layouts.rounds_from_trials(one["order"], one["round"], one["layout"], one["arm"], one["log_y"],

@@ -20,7 +20,7 @@ K), while the t interval is exact for normal layout effects and close for others
 in tests/test_stats_layouts.py and tests/test_stats_states_designs.py check its coverage with
 heavy-tailed round noise, machine states and layout spreads of 1-3.4 points.  Pooling all rounds
 into one signed-rank test instead treats the K layouts as if they were one: its A/A rate grows
-with sigma_L (``pooled_signed_rank``, kept for that comparison).
+with sigma_L (``ringlab.simulate.layoutsim``'s "pooled" design).
 
 Machine states (``ringlab.stats.states``) are a diagnostic here and never change theta, its CI or
 p: per state, the same fit on the rounds whose two trials both ran in that state
@@ -155,11 +155,6 @@ def layout_verdict(d, layout, state=None, level: float = 0.95) -> dict:
     if head is None:
         raise ValueError("layout: one layout pair has no layout level; the one-build design applies")
     return summary(head, state_levels(d, layout, state) if state is not None else {}, level)
-
-
-def pooled_signed_rank(d, level: float = 0.95) -> dict:
-    """The one-binary analysis applied to every round at once (for comparison in benchmarks)."""
-    return ranktests.signed_rank(np.asarray(d, dtype=float), level)
 
 
 @dataclass(frozen=True)
