@@ -16,3 +16,5 @@ from ringlab.catalog.experiments import (EXPERIMENT_NAMES, EXPERIMENTS, NOTEBOOK
                                          all_extra_columns, experiment, notebook)
 from ringlab.catalog.variants import (DEFAULT_VARIANT, LAYOUTS, VARIANT_NAMES, VARIANTS, RingLayout, RingVariant,
                                       layout, variant)
+from ringlab.catalog.stops import STOP_MODES, StopReason
+from ringlab.catalog.verdicts import CALLS, NOT_CALLED, UNSETTLED, Verdict, is_call
