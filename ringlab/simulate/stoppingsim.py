@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sst
 
-from ringlab.catalog import SEED000, SEED003
+from ringlab.catalog import SEED000, SEED003, Verdict, is_call
 from ringlab.run import stopping
 from ringlab.stats.compare import compare, states_diagnostic
 from ringlab.stats.calibration import LevelCalibration
@@ -69,7 +69,7 @@ class SimRun:
 
     @property
     def called(self) -> bool:
-        return self.verdict in ("faster", "slower")
+        return is_call(self.verdict)
 
 
 def _values(target_pct: float, budget_s: float | None, stop: str, mode: str) -> dict:
