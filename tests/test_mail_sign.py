@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ringlab.catalog import is_call
 from ringlab.report import mail, tables
 from ringlab.report.analysis import Analysis
 from ringlab.report.mail_harness import harness_mail_text
@@ -143,8 +144,8 @@ def test_the_summary_counts_which_way_the_rows_point(run, which, tmp_path):
     which way the others point."""
     a = Analysis(run)
     rows = _rows(a)
-    called = [r for r in rows if str(r["verdict"]) in tables.SIGNIFICANT]
-    rest = [r for r in rows if str(r["verdict"]) not in tables.SIGNIFICANT]
+    called = [r for r in rows if is_call(r["verdict"])]
+    rest = [r for r in rows if not is_call(r["verdict"])]
     title = _flat("\n".join(_text(run, which, tmp_path).split("\n\n")[0].splitlines()))
     if not called:
         slower = sum(tables.gain(r) < 0 for r in rows)
@@ -173,7 +174,7 @@ def test_each_comparison_has_a_headline_in_the_robots_form(run, which, tmp_path)
     for cand in {str(r["candidate"]) for r in _rows(a)}:
         mine = [m for m in heads if m.group(1) == cand and m.group(2) == a.baseline]
         assert mine, f"{run}: no headline for {cand} vs {a.baseline}"
-        called = [r for r in _rows(a) if str(r["candidate"]) == cand and str(r["verdict"]) in tables.SIGNIFICANT]
+        called = [r for r in _rows(a) if str(r["candidate"]) == cand and is_call(r["verdict"])]
         for r in called:   # its size is the line's, or inside the line's range
             g = tables.gain(r)
             if not tables.is_factor(g):
@@ -208,7 +209,7 @@ def test_a_block_to_paste_into_the_commit_message(run, which, tmp_path):
     data = block[i][len("  data: "):] + "".join(ln.strip() for ln in block[i + 1:])   # broken after a '/'
     assert (ROOT / data).is_file(), data
     a = Analysis(run)
-    called = [r for r in _rows(a) if str(r["verdict"]) in tables.SIGNIFICANT]
+    called = [r for r in _rows(a) if is_call(r["verdict"])]
     # the headline row: the largest called effect; none called: the run's patched arm's first row
     top = max(called, key=lambda r: abs(tables.gain(r))) if called else next(
         (r for r in _rows(a) if str(r["candidate"]) == str(a.patched)), _rows(a)[0])

@@ -25,12 +25,11 @@ import pandas as pd
 import seaborn as sns
 
 from ringlab import fmt
-from ringlab.catalog import SEED000
+from ringlab.catalog import SEED000, is_call
 from ringlab.report import tables
 from ringlab.report.figures_base import mode_label
 from ringlab.rundir.calibration import noise_floor, with_host_next_run
 from ringlab.stats import compare
-from ringlab.stats.contract import SIGNIFICANT
 
 #: the columns of a forest row (``effect_rows`` makes them from a comparison)
 FOREST_COLUMNS = ("host", "config", "effect_pct", "ci_low_pct", "ci_high_pct", "ci_level", "verdict")
@@ -106,8 +105,8 @@ def level_text(levels) -> str:
 
 
 def called(verdict) -> bool:
-    """Whether a row's verdict is a call (``stats.contract.SIGNIFICANT``: faster, slower, ...)."""
-    return str(verdict) in SIGNIFICANT
+    """Whether a row's verdict is a call (``ringlab.catalog.Verdict.is_call``: faster, slower, ...)."""
+    return is_call(verdict)
 
 
 def magnitude_groups(effects) -> list[np.ndarray]:

@@ -45,7 +45,6 @@ from ringlab import catalog, schema
 from ringlab.errors import ParamError
 from ringlab.stats import StatsError, measurements
 from ringlab.stats.rounds import comparison_columns
-from ringlab.stats.contract import SIGNIFICANT
 from ringlab.stats.replication import NO_BETWEEN_TEXT
 from ringlab.report.mail_objdump import loop_summary
 from ringlab.report.mail_reproduce import command_words, reproduce_lines, run_path
@@ -130,7 +129,7 @@ def _change(r, control: bool) -> str:
     if not math.isfinite(g):
         return "n/a"
     txt = row_change_text(r)
-    return f"*{txt}*" if str(r.get("verdict")) in SIGNIFICANT else f" {txt} "
+    return f"*{txt}*" if catalog.is_call(r.get("verdict")) else f" {txt} "
 
 
 #: short names of configuration columns in the table's metric column
@@ -227,7 +226,7 @@ def _table(a: Analysis, baseline: str, metric: str, width: int,
                         _label(r, vary, metric, places), width, wide)
             info["rows"] += 1
             if not control:
-                info["significant"] += str(r.get("verdict")) in SIGNIFICANT
+                info["significant"] += catalog.is_call(r.get("verdict"))
                 info["gains"].append((r, _label(r, vary, metric, places)))
         if instr is not None:
             icmp, src = instr
@@ -341,7 +340,7 @@ def _direction(r) -> int:
 
 
 def _called(r) -> bool:
-    return str(r.get("verdict")) in SIGNIFICANT
+    return catalog.is_call(r.get("verdict"))
 
 
 def _ways(rows, metric: str) -> str:
@@ -469,7 +468,7 @@ def noise_floor_lines(host: str | None, nf: dict | None, env: dict, info: dict, 
     # the significant rows whose effect is inside the A/A bound: their arms, by configuration
     below: dict[str, list[str]] = {}
     for r, lab in info["gains"]:
-        if str(r.get("verdict")) in SIGNIFICANT and abs(_gain(r)) < nf["bound_pct"]:
+        if catalog.is_call(r.get("verdict")) and abs(_gain(r)) < nf["bound_pct"]:
             below.setdefault(lab, []).append(str(r["candidate"]))
     named = [" ".join(x for x in (", ".join(arms), lab) if x) for lab, arms in below.items()]
     txt = (f"noise floor: |Δ| < {nf['bound_pct']:.1f}% (A/A, calibration {nf['run_id']}, "

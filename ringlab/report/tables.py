@@ -19,7 +19,8 @@ import math
 import pandas as pd
 
 from ringlab import fmt
-from ringlab.stats.contract import NOT_AFTER_HOLM, SIGNIFICANT, ci_side
+from ringlab.catalog import Verdict, is_call
+from ringlab.stats.contract import ci_side
 from ringlab.stats.decide import INSTRUCTION_METRICS
 from ringlab.stats.summary import format_value
 
@@ -129,11 +130,12 @@ def layout_texts(r) -> list[tuple[str, str]]:
 
 
 def better_word(metric: str, lower_is_better: bool) -> str:
-    """What + means for ``metric``: "faster", "fewer instructions", "more <metric>"."""
+    """What + means for ``metric``: "faster", "fewer instructions" (the words of a call in the
+    candidate's favour), "more <metric>"."""
     if metric in INSTRUCTION_METRICS:
-        return "fewer instructions"
+        return Verdict.call(+1, instructions=True).value
     if lower_is_better:
-        return "faster" if metric in TIME_METRICS else f"lower {metric}"
+        return Verdict.call(+1).value if metric in TIME_METRICS else f"lower {metric}"
     return "more ops/s" if metric in ("ops_per_s", "mops") else f"higher {metric}"
 
 
@@ -245,7 +247,7 @@ def change_words(metric: str) -> tuple[str, str]:
     if metric in INSTRUCTION_METRICS:
         return "fewer", "more"
     if metric in TIME_METRICS or metric in ("ops_per_s", "mops"):
-        return "faster", "slower"
+        return Verdict.call(+1).value, Verdict.call(-1).value
     return "better", "worse"
 
 
@@ -360,10 +362,10 @@ def holm_footnote(cmp: pd.DataFrame) -> str:
     text = (f"p (Holm): p adjusted by Holm over the run's {fam} comparisons (every candidate in every configuration), so the verdicts keep a "
             f"{alpha:.0%} family-wise error rate: a row is called only when p (Holm) <= {alpha:g}, that is when "
             f"its CI at its Holm step's level ({_levels_text(holm)}) excludes 0.")
-    excl_uncalled = [r for _, r in cmp.iterrows() if str(r.get("verdict")) not in SIGNIFICANT
+    excl_uncalled = [r for _, r in cmp.iterrows() if not is_call(r.get("verdict"))
                      and ci_side(r.get("ci_low_pct"), r.get("ci_high_pct")) != 0]
     if excl_uncalled:
-        text += (f" {len(excl_uncalled)} row(s) read \"{NOT_AFTER_HOLM}\": their {fmt.ci_header(1 - alpha)} "
+        text += (f" {len(excl_uncalled)} row(s) read \"{Verdict.NOT_AFTER_HOLM}\": their {fmt.ci_header(1 - alpha)} "
                  "excludes 0, but with several configurations that also happens by chance, and Holm does not "
                  "reject them.")
     return text

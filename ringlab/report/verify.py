@@ -52,6 +52,7 @@ from scipy import stats as sst
 from statsmodels.stats.multitest import multipletests
 
 from ringlab import schema
+from ringlab.catalog import CALLS, Verdict
 from ringlab.errors import DataError, ParamError
 from ringlab.rundir.envjson import RunEnv
 from ringlab.rundir.reader import Run
@@ -66,8 +67,6 @@ EXACT_MWU_MAX = 2500
 #: compare.csv writes floats at full precision: recomputed values agree to this relative error
 CSV_REL_TOL = 1e-6
 INSTRUCTION_METRICS = {"instructions_per_op", "instructions"}
-SIGNIFICANT = {"faster", "slower", "fewer instructions", "more instructions"}
-NOT_AFTER_HOLM = "not significant after Holm"
 
 
 class VerifyError(ParamError):
@@ -455,13 +454,14 @@ def finish_family(rows: list[Row], margin: float) -> None:
         if r.design == "exact":
             est = r.est
             if est == 0:
-                r.v["verdict"] = "same instructions" if r.metric in INSTRUCTION_METRICS else "no significant difference"
+                r.v["verdict"] = (Verdict.SAME_INSTRUCTIONS if r.metric in INSTRUCTION_METRICS
+                                  else Verdict.NO_DIFFERENCE).value
             else:
-                r.v["verdict"] = _direction(est, r.metric)
+                r.v["verdict"] = _direction(est, r.metric).value
             continue
         if r.design not in ("layouts", "paired", "unpaired"):
             if r.design == "too few":
-                r.v["verdict"] = "inconclusive"
+                r.v["verdict"] = Verdict.INCONCLUSIVE.value
             continue
         lo, hi = r.v["ci_low_pct"], r.v["ci_high_pct"]
         gl, gh = sorted((_gain(lo, lib), _gain(hi, lib)))
@@ -471,22 +471,22 @@ def finish_family(rows: list[Row], margin: float) -> None:
         r.v.update(holm_ci_low_pct=hl_lo, holm_ci_high_pct=hl_hi, holm_ci_level=lev)
         nz = margin * 100
         if not math.isfinite(hl_lo):
-            verdict = "inconclusive"
+            verdict = Verdict.INCONCLUSIVE
         elif hl_lo > 0 or hl_hi < 0:
             verdict = _direction(hl_lo if hl_lo > 0 else hl_hi, r.metric)
         elif lo > 0 or hi < 0:
-            verdict = NOT_AFTER_HOLM
+            verdict = Verdict.NOT_AFTER_HOLM
         elif -nz <= hl_lo and hl_hi <= nz:
-            verdict = "no significant difference"
+            verdict = Verdict.NO_DIFFERENCE
         else:
-            verdict = "inconclusive"
-        r.v["verdict"] = verdict
+            verdict = Verdict.INCONCLUSIVE
+        r.v["verdict"] = verdict.value
 
 
-def _direction(sign: float, metric: str) -> str:
-    if metric in INSTRUCTION_METRICS:
-        return "fewer instructions" if sign < 0 else "more instructions"
-    return "faster" if (sign < 0) == (metric in schema.LOWER_IS_BETTER) else "slower"
+def _direction(sign: float, metric: str) -> Verdict:
+    instructions = metric in INSTRUCTION_METRICS
+    better = (sign < 0) == (instructions or metric in schema.LOWER_IS_BETTER)
+    return Verdict.call(+1 if better else -1, instructions=instructions)
 
 
 def next_run(r: Row, tau_pct: float, basis: str, source: str) -> tuple[float, float]:
@@ -684,7 +684,7 @@ def check_compare_csv(path: Path, rows: list[Row], res: Result) -> None:
         r.v.update(next_low_pct=nlo, next_high_pct=nhi)
         if "sign_reproducible" in cmp.columns:
             # a called row: does its next-run interval lie on the side of 0 its CI lies on?
-            called = r.v.get("verdict") in SIGNIFICANT and r.design != "exact" and math.isfinite(nlo)
+            called = r.v.get("verdict") in CALLS and r.design != "exact" and math.isfinite(nlo)
             same_side = (nlo > 0 and r.v["ci_low_pct"] > 0) or (nhi < 0 and r.v["ci_high_pct"] < 0)
             want = str(same_side) if called else ""
             got = c.get("sign_reproducible")

@@ -17,12 +17,11 @@ from pathlib import Path
 import pandas as pd
 
 from ringlab import fmt
-from ringlab.catalog import SEED000, SEED003
+from ringlab.catalog import SEED000, SEED003, UNSETTLED
 from ringlab.report import published
 from ringlab.report import tables as _tab
 from ringlab.report.analysis import Analysis
 from ringlab.stats import measurements, summarize
-from ringlab.stats.contract import NOT_AFTER_HOLM
 from ringlab.rundir import RunEnv
 from ringlab.report import provenance
 from ringlab.report.figures import size_sweep
@@ -93,7 +92,7 @@ def mail_table(a: Analysis, baseline: str, patched: str, metric: str = "ns_per_o
         row["p (Holm)"] = _p(r["p_holm"])
         row["n"] = f"{int(r['n_baseline'])}/{int(r['n_candidate'])}"
         row["verdict"] = r["verdict"] + (f" (need ~{int(r['trials_needed'])} trials/arm)"
-                                         if r["verdict"] in ("inconclusive", NOT_AFTER_HOLM) and not math.isnan(r["trials_needed"])
+                                         if r["verdict"] in UNSETTLED and not math.isnan(r["trials_needed"])
                                          else "")
         rows.append(row)
     return pd.DataFrame(rows)

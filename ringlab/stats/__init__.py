@@ -8,9 +8,10 @@ opens no file.
 * ``diagnose``   modality, outliers and the recorded column that explains them
 * ``diagnose_ab`` "same instructions, different time"
 """
+from ringlab.catalog import Verdict
 from ringlab.stats.compare import compare, compare_arrays
 from ringlab.stats.contract import JSON_FIELDS, VERDICTS, Comparison, check_rule, to_records
-from ringlab.stats.decide import Verdict, decide, holm
+from ringlab.stats.decide import Decision, decide, holm
 from ringlab.stats.diagnose import diagnose, diagnose_ab, find_cause
 from ringlab.stats.estimate import Estimate
 from ringlab.stats.outliers import modality, tukey_flags
@@ -19,7 +20,7 @@ from ringlab.stats.rounds import Rounds
 from ringlab.stats.sequential import target_met
 from ringlab.stats.summary import StatsError, format_value, measurements, summarize
 
-__all__ = ["Comparison", "Estimate", "JSON_FIELDS", "Plan", "Rounds", "StatsError", "VERDICTS",
+__all__ = ["Comparison", "Decision", "Estimate", "JSON_FIELDS", "Plan", "Rounds", "StatsError", "VERDICTS",
            "Verdict", "check_rule", "compare", "compare_arrays", "decide", "diagnose", "diagnose_ab", "find_cause",
            "format_value", "holm", "measurements", "modality", "summarize",
            "target_met", "to_records", "tukey_flags"]

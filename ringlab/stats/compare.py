@@ -4,8 +4,8 @@ The pipeline, in the order the data flows: the measurement rows of two arms are 
 round once (``ringlab.stats.rounds.Rounds``, held with the design in ``Arms``); Holm is run
 over the run's family (every row with a p); at the row's Holm level each design's estimator
 gives the ``Estimate`` the verdict rests on, and at 1 - alpha the printed one
-(``ringlab.stats.estimate``); ``decide`` turns the first into a ``Verdict``
-(``ringlab.stats.decide``); an inconclusive one gets a ``Plan`` (``ringlab.stats.power.plan_more``);
+(``ringlab.stats.estimate``); ``decide`` turns the first into a ``Decision`` (``ringlab.stats.decide``:
+a ``ringlab.catalog.Verdict`` and its note); an inconclusive one gets a ``Plan`` (``ringlab.stats.power.plan_more``);
 the row is a ``Comparison`` (``ringlab.stats.contract``), serialized once by ``to_frame``.
 
 Unit of analysis: the **round**.  The runner measures every arm of a configuration in
@@ -64,7 +64,7 @@ configuration of the frame (one compare() call).  ``p_holm`` is Holm-adjusted wi
 (``family_size`` rows with a p-value).  Every row's CI is printed at one level, ``ci_level`` = 1 - alpha (95%); the verdict
 is decided from the same estimator's CI at the row's Holm step level (``holm_ci_*``,
 ``ringlab.stats.holm``), so a row is significant exactly when Holm rejects it.  A row Holm does
-not reject whose printed CI excludes 0 says "not significant after Holm" (``NOT_AFTER_HOLM``),
+not reject whose printed CI excludes 0 says "not significant after Holm" (``Verdict.NOT_AFTER_HOLM``),
 with p (Holm) in its note: no row reads "inconclusive" or "no significant difference" beside a
 printed CI that excludes 0.
 
@@ -110,9 +110,9 @@ from ringlab import schema
 from ringlab.stats import layouts as _designs
 from ringlab.stats import estimate as _est
 from ringlab.stats import ranktests as _rt
-from ringlab.stats.contract import (EXACT_NOTE, JSON_FIELDS, NOT_AFTER_HOLM, SIGNIFICANT, Comparison, check_rule,
-                                    to_frame)
-from ringlab.stats.decide import EQUIVALENCE_MARGIN, INSTRUCTION_METRICS, Verdict, decide, state_note
+from ringlab.catalog import Verdict
+from ringlab.stats.contract import EXACT_NOTE, JSON_FIELDS, Comparison, check_rule, to_frame
+from ringlab.stats.decide import EQUIVALENCE_MARGIN, INSTRUCTION_METRICS, Decision, decide, state_note
 from ringlab.stats.decide import holm, holm_levels
 from ringlab.stats.layouts import LayoutRounds
 from ringlab.stats.plan import plan_more
@@ -201,15 +201,15 @@ class Arms:
         ``noise``); with ``printed_level`` (the report's one level) the printed estimate at it too."""
         c = self.comparison
         if self.design == "too few":
-            c.verdict = Verdict("inconclusive", self.too_few, settled=False)
+            c.verdict = Decision(Verdict.INCONCLUSIVE, self.too_few)
             return c
         c.estimate = self.estimate(level)
         c.verdict = decide(c.estimate, c.metric, noise)
         if printed_level is not None and self.design != "exact" and abs(printed_level - level) > 1e-12:
             c.shown = self.estimate(printed_level)
             lo, hi = c.shown.ci_pct
-            if c.verdict.verdict not in SIGNIFICANT and (lo > 0 or hi < 0):
-                c.verdict = Verdict(NOT_AFTER_HOLM, (
+            if not c.verdict.verdict.is_call and (lo > 0 or hi < 0):
+                c.verdict = Decision(Verdict.NOT_AFTER_HOLM, (
                     f"its {printed_level * 100:.4g}% CI excludes 0; p (Holm) = {c.p_holm:.2g} over the "
                     f"{c.family_size} rows of the run"), settled=c.verdict.settled)
                 if c.estimate.state_dependent:      # the states' note stays with the verdict

@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ringlab.catalog import CALLS, Verdict
 from ringlab.stats.summary import StatsError
 
 if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict names
-    from ringlab.stats.decide import Verdict
+    from ringlab.stats.decide import Decision
     from ringlab.stats.estimate import Estimate
     from ringlab.stats.plan import Plan
 
@@ -98,12 +99,13 @@ HOLM_FIELDS = JSON_FIELDS[JSON_FIELDS.index("holm_ci_low_pct"):JSON_FIELDS.index
 #: the interval for another run on this host (``ringlab.stats.replication.with_next_run``)
 NEXT_FIELDS = JSON_FIELDS[JSON_FIELDS.index("next_low_pct"):]
 #: a verdict of files made when machine states could decide it (read, never produced)
-STATE_DEPENDENT = "depends on machine state"
+STATE_DEPENDENT = Verdict.STATE_DEPENDENT
 #: Not called, though the printed (95%) CI excludes 0: Holm over the family does not reject it.
-NOT_AFTER_HOLM = "not significant after Holm"
-VERDICTS = ("faster", "slower", "fewer instructions", "more instructions", "same instructions",
-            "no significant difference", "inconclusive", NOT_AFTER_HOLM, STATE_DEPENDENT)
-SIGNIFICANT = ("faster", "slower", "fewer instructions", "more instructions")
+NOT_AFTER_HOLM = Verdict.NOT_AFTER_HOLM
+#: the verdict words (``ringlab.catalog.Verdict``), in its order
+VERDICTS = tuple(v.value for v in Verdict)
+#: the words that call a difference
+SIGNIFICANT = CALLS
 EXACT_NOTE = "exact (deterministic metric)"
 _INT_FIELDS = ("trials_needed", "n_pairs", "family_size", "layouts", "states")
 
@@ -157,7 +159,7 @@ def check_rule(result) -> None:
                              "includes 0")
         if (r["verdict"] == NOT_AFTER_HOLM) != (r["verdict"] not in SIGNIFICANT and ci_side(plo, phi) != 0):
             raise StatsError(f"{r.get('group')}: verdict {r['verdict']!r} with the printed CI [{plo}, {phi}]: "
-                             f"{NOT_AFTER_HOLM!r} is the verdict of exactly the rows not called whose printed "
+                             f"{NOT_AFTER_HOLM.value!r} is the verdict of exactly the rows not called whose printed "
                              "CI excludes 0")
 
 
@@ -205,7 +207,7 @@ class Comparison:
     """One compare() row: a candidate against the baseline in one configuration.
 
     Built by ``ringlab.stats.compare`` from the descriptive statistics, the ``Estimate``, the
-    ``Verdict`` and (inconclusive rows) the ``Plan``; ``row`` is the one place it is turned
+    ``Decision`` and (inconclusive rows) the ``Plan``; ``row`` is the one place it is turned
     into the fields of ``JSON_FIELDS`` + configuration + ``EXTRA_FIELDS``."""
     group: str
     baseline: str
@@ -220,7 +222,7 @@ class Comparison:
     p_welch: float
     n_pairs: int
     estimate: Estimate | None = None     # the verdict's, at the Holm level; None: too few to estimate
-    verdict: Verdict | None = None
+    verdict: Decision | None = None
     plan: Plan | None = None             # inconclusive rows only
     p_holm: float = math.nan
     family_size: int = 0
@@ -287,7 +289,7 @@ class Comparison:
                "n_baseline": self.n_baseline, "n_candidate": self.n_candidate,
                "median_baseline": self.median_baseline, "median_candidate": self.median_candidate,
                "delta_pct": delta, "ci_low_pct": lo, "ci_high_pct": hi, "p_value": p, "p_holm": self.p_holm,
-               "verdict": self.verdict.verdict, "trials_needed": self.plan.trials if self.plan else math.nan,
+               "verdict": self.verdict.verdict.value, "trials_needed": self.plan.trials if self.plan else math.nan,
                "design": self.estimate.design if self.estimate is not None else "unpaired",
                "n_pairs": self.n_pairs, "ci_level": level, "family_size": self.family_size,
                **self._layout_fields(), **self._holm_fields(),

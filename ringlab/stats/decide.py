@@ -5,7 +5,7 @@ printed CI alone (``LOWER_IS_BETTER`` gives the direction):
   no significant difference  the CI includes 0 and lies within +-margin: an equivalence test
                              against the margin, whose note states the margin tested
   inconclusive               the CI includes 0 and reaches beyond +-margin, or there is no CI
-                             (``Verdict.settled`` False: the planner says how many more)
+                             (``Decision.settled`` False: the planner says how many more)
 
 The margin is the equivalence margin (``EQUIVALENCE_MARGIN``, a fraction: 0.01 = +-1%, the
 default of compare()'s ``noise``, ``ringlab compare --noise`` and a run's ``-p margin``): the
@@ -36,6 +36,7 @@ import numpy as np
 from statsmodels.stats.multitest import multipletests
 
 from ringlab import schema
+from ringlab.catalog import Verdict
 from ringlab.stats.contract import SIGNIFICANT, verdict_ci
 from ringlab.stats.estimate import Estimate
 
@@ -51,20 +52,28 @@ def margin_text(margin: float) -> str:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """One of ``VERDICTS``, the note that goes with it ("" when none), and whether it is
-    settled (False: inconclusive, more data would decide it)."""
-    verdict: str
+class Decision:
+    """A row's verdict (a ``ringlab.catalog.Verdict``; its word is read into one), the note that
+    goes with it ("" when none), and whether it is settled (False: more data would decide it; by
+    default what the word says, ``Verdict.is_settled``)."""
+    verdict: Verdict
     note: str = ""
-    settled: bool = True
+    settled: bool | None = None
+
+    def __post_init__(self):
+        v = Verdict.parse(self.verdict)
+        object.__setattr__(self, "verdict", v)
+        if self.settled is None:
+            object.__setattr__(self, "settled", v.is_settled)
 
 
-def direction(sign: float, metric: str) -> str:
-    """The verdict of a significant effect of this sign (negative: the candidate is lower)."""
-    lib = metric in schema.LOWER_IS_BETTER
-    if metric in INSTRUCTION_METRICS:
-        return "fewer instructions" if sign < 0 else "more instructions"
-    return "faster" if (sign < 0) == lib else "slower"
+def direction(sign: float, metric: str) -> Verdict:
+    """The verdict of a significant effect of this sign (negative: the candidate is lower): the
+    call in the candidate's favour when lower is better (fewer instructions, always), else
+    against it."""
+    instructions = metric in INSTRUCTION_METRICS
+    better = (sign < 0) == (instructions or metric in schema.LOWER_IS_BETTER)
+    return Verdict.call(+1 if better else -1, instructions=instructions)
 
 
 def state_note(est: Estimate, metric: str) -> str:
@@ -77,25 +86,25 @@ def state_note(est: Estimate, metric: str) -> str:
             "of the trials")
 
 
-def decide(est: Estimate, metric: str, noise: float = EQUIVALENCE_MARGIN) -> Verdict:
+def decide(est: Estimate, metric: str, noise: float = EQUIVALENCE_MARGIN) -> Decision:
     """The verdict of ``est`` at the equivalence margin ``noise`` (a fraction: 0.01 = +-1%)."""
     if est.design == "exact":
         if est.estimate == 0:
-            return Verdict("same instructions" if metric in INSTRUCTION_METRICS else "no significant difference")
-        return Verdict(direction(est.estimate, metric))
+            return Decision(Verdict.SAME_INSTRUCTIONS if metric in INSTRUCTION_METRICS else Verdict.NO_DIFFERENCE)
+        return Decision(direction(est.estimate, metric))
     if est.state_dependent:     # the verdict of the CI, with the states' note
         v = decide(replace(est, state_dependent=False), metric, noise)
         return replace(v, note="; ".join(t for t in (v.note, state_note(est, metric)) if t))
     (lo, hi), nz = est.ci_pct, noise * 100
     if not math.isfinite(lo):
-        return Verdict("inconclusive", f"too few {est.unit} ({est.n}) for a {est.level:.4g} CI", settled=False)
+        return Decision(Verdict.INCONCLUSIVE, f"too few {est.unit} ({est.n}) for a {est.level:.4g} CI")
     if lo > 0 or hi < 0:
         within = -nz <= lo and hi <= nz
-        return Verdict(direction(lo if lo > 0 else hi, metric),
-                       f"significant but within {margin_text(noise)}" if within else "")
+        return Decision(direction(lo if lo > 0 else hi, metric),
+                        f"significant but within {margin_text(noise)}" if within else "")
     if -nz <= lo and hi <= nz:
-        return Verdict("no significant difference", f"within {margin_text(noise)}")
-    return Verdict("inconclusive", f"the CI reaches beyond {margin_text(noise)}", settled=False)
+        return Decision(Verdict.NO_DIFFERENCE, f"within {margin_text(noise)}")
+    return Decision(Verdict.INCONCLUSIVE, f"the CI reaches beyond {margin_text(noise)}")
 
 
 # What a finished compare() row has decided.  A staged run stops when every row is decided

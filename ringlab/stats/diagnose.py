@@ -29,6 +29,7 @@ import pandas as pd
 from scipy import stats as sst
 
 from ringlab import schema
+from ringlab.catalog import Verdict, is_call
 from ringlab.stats import outliers as _out
 from ringlab.stats.compare import compare
 from ringlab.stats.layouts import LAYOUT_COLUMNS
@@ -333,8 +334,8 @@ SAME_ICOUNT_CHECKS = ("diff `size` and `objdump -d` of the two binaries around t
 def _layout_suspected(rec: dict, mb: float, mc: float, time_verdict: str, has_layout: bool) -> None:
     """Time moves against the instruction counts beyond its CI (the time CI excludes 0 on the
     side opposite to the counts): the layout, not the code, is the likely cause."""
-    rec["layout_suspected"] = bool((mc > mb and time_verdict == "faster")
-                                   or (mc < mb and time_verdict == "slower"))
+    rec["layout_suspected"] = bool((mc > mb and time_verdict == Verdict.FASTER)
+                                   or (mc < mb and time_verdict == Verdict.SLOWER))
     if rec["layout_suspected"]:
         rec["layout_text"] = (f"layout suspected: {'more' if mc > mb else 'fewer'} instructions but "
                               f"{time_verdict} beyond the CI (measure several layouts of each arm)")
@@ -438,7 +439,7 @@ def diagnose_ab(df: pd.DataFrame, baseline: str, candidate: str, time_metric: st
             s = sorted(set(isub["icount_source"].dropna().astype(str)) - {""})
             src = f" ({'/'.join(s)})" if s else ""
         same = mb != 0 and abs(mc - mb) <= tolerance * abs(mb)
-        differ = tv["verdict"] in ("faster", "slower")
+        differ = is_call(tv["verdict"])
         ic_txt = f"{icount_metric}{src} {baseline} {mb:.6g} vs {candidate} {mc:.6g}"
         _set_finding(rec, label, ic_txt, time_txt, same, differ, "layout" in df.columns)
         out.append(rec)

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab import fmt, paths
+from ringlab import catalog, fmt, paths
+from ringlab.catalog import Verdict
 from ringlab.errors import ParamError
 from ringlab.rundir import Run
 from ringlab.report.figures import effect_rows
@@ -40,7 +41,6 @@ from ringlab.sources import kernel_header as kh
 from ringlab.sources import patches
 from ringlab.sources import builtin_patches
 from ringlab.stats.compare import compare
-from ringlab.stats.contract import NOT_AFTER_HOLM
 from ringlab.stats.replication import NONE, with_next_run
 from ringlab.rundir.calibration import frame_host, results_root_of, with_host_next_run
 from ringlab.build import driver
@@ -55,8 +55,8 @@ ARMS = {"pad48": ("builtin:pad:48", 0.0), "d2": ("builtin:flush-spin", 2.5), "d8
 PROBE_SPINS = (1, 8)
 #: the second run's compiler flags (loops and jumps pinned to 64 bytes as well as functions)
 ALIGN_CFLAGS = "-falign-functions=64 -falign-loops=64 -falign-jumps=64"
-#: the verdicts that do not call a difference
-NOT_CALLED = ("no significant difference", "inconclusive", NOT_AFTER_HOLM)
+#: the verdicts of a time that do not call a difference (``ringlab.catalog.NOT_CALLED``)
+NOT_CALLED = catalog.NOT_CALLED
 #: what must hold, stated before measuring (the rows of :func:`expectations`, in order)
 EXPECTATIONS = (
     "pad48 (layout only) is not called: no significant difference or inconclusive",
@@ -115,7 +115,7 @@ class CheckPlan:
         """What each arm is expected to change, stated before measuring."""
         rows = [{"arm": BASELINE, "patch": "none", "expected extra instructions/op": 0.0,
                  "expected extra %": 0.0, "expected verdict": "(the baseline)"}]
-        verdicts = {"pad48": " or ".join(NOT_CALLED), "d2": "not faster", "d8": "slower"}
+        verdicts = {"pad48": " or ".join(NOT_CALLED), "d2": "not faster", "d8": Verdict.SLOWER.value}
         for arm, spec in self.specs.items():
             extra = self.expected_extra(spec)
             rows.append({"arm": arm, "patch": spec, "expected extra instructions/op": round(extra, 3),
@@ -302,8 +302,8 @@ def expectations(cmp_default: pd.DataFrame, cmp_aligned: pd.DataFrame | None) ->
                 "held": bool(all(ok(str(v)) for v in rows["verdict"]))}
 
     out = [verdict_row(EXPECTATIONS[0], "pad48", lambda v: v in NOT_CALLED),
-           verdict_row(EXPECTATIONS[1], "d2", lambda v: v != "faster"),
-           verdict_row(EXPECTATIONS[2], "d8", lambda v: v == "slower")]
+           verdict_row(EXPECTATIONS[1], "d2", lambda v: v != Verdict.FASTER),
+           verdict_row(EXPECTATIONS[2], "d8", lambda v: v == Verdict.SLOWER)]
     a, b = _rows(cmp_default, "d8"), _rows(cmp_aligned, "d8")
     if a.empty or b.empty:
         out.append({"expectation": EXPECTATIONS[3], "held": None,
