@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ringlab.catalog import experiments as catalog_experiments
+from ringlab.catalog import STOP_MODES
 from ringlab.errors import ParamError
 from ringlab.names import check_name
 
@@ -268,7 +269,7 @@ COMMON_PARAMS = [
           column=False),
     Param("stop", "str", "decided", "what ends a run with target_ci before its budget: decided (every row "
           "decided or at its target) or target (every row at its target half-width)",
-          choices=("decided", "target"), column=False),
+          choices=STOP_MODES, column=False),
     Param("baseline", "str", "", "the arm every other is compared with, one of variants (empty: the first "
           "of variants); a run with target_ci judges its rows against it", column=False),
     Param("target_arms", "str", "", "the arms whose rows a run with target_ci judges, comma-separated "

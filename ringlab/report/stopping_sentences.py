@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ringlab.catalog import StopReason
 from ringlab.stats.sequential import POLICY, dominant_level
 from ringlab.stats.stopping_record import Stopping
 
@@ -30,15 +31,15 @@ def stopping_text(stopping: Stopping | None) -> str:
         return (f"Stop on a target ({pct}): only {ran} of {planned} planned rounds ran (the run was "
                 "interrupted; `ringlab run ... --resume` finishes it), so the target is not judged.")
     reason = stopping.stop_reason
-    if reason == "pilot met target":
+    if reason == StopReason.PILOT_MET_TARGET:
         return f"Stop on a target ({pct} 95% CI half-width): the {pilot}-round pilot already met it, so no rounds were added." + end
-    if reason == "budget":
+    if reason == StopReason.BUDGET:
         budget = stopping.budget_s
         return (f"Stopped by the budget: reaching {pct} needed {stopping.rounds_for_target} rounds, "
                 f"the budget of {float(budget or 0):g} s paid for {planned} ({pilot} of them the pilot), "
                 "and all of them ran." + (" Every CI reached the target anyway." if met else
                                           " The CIs are wider than the target."))
-    if reason == "target":
+    if reason == StopReason.TARGET:
         text = (f"Stopped on the target: after a {pilot}-round pilot the two-stage plan asked for {planned} "
                 f"rounds to bring every 95% CI half-width to {pct}, and all of them ran.")
         return text + (" Every CI reached the target." if met else
@@ -88,8 +89,8 @@ def _short_text(stopping: Stopping) -> str:
     got, why (the levels' measured SDs, upper bounds, from the last stage) and what the last
     stage's plan says would reach it; "" when every judged row reached its target or was decided."""
     short = [r for r in stopping.rows or () if r.judged and r.target_met is False
-             and (stopping.stop == "target" or not r.decided)]
-    if not short or stopping.stop_reason in ("target", "decided"):
+             and (not stopping.mode.decided_answers or not r.decided)]
+    if not short or StopReason.parse(stopping.stop_reason).answered:
         return ""
     last = stopping.stages[-1] if stopping.stages else None
     got = "; ".join(f"{r.candidate} {_mode_of(r.group)}±{float(r.half_width_pct):.2f}% of "

@@ -45,6 +45,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from ringlab import schema
+from ringlab.catalog import StopReason
 from ringlab.build.layouts import MAX_LAYOUTS
 from ringlab.errors import ParamError
 from ringlab.experiments.base import TrialSpec
@@ -364,7 +365,7 @@ def review(df: pd.DataFrame, stopping: Stopping, log: Callable[[str], None], out
     deadline passed (``Deadline``), the run stops."""
     policy = sequential.POLICY
     st = sequential.review(_timing_rows(df), stopping, MAX_LAYOUTS, policy, out_of_time=out_of_time)
-    if st.stop_reason == "no plan" and st.error is not None and stopping.error is None:
+    if st.stop_reason == StopReason.NO_PLAN and st.error is not None and stopping.error is None:
         log(f"target_ci: the data cannot be analysed ({st.error}); the run stops")
     elif st.stop_reason is None:
         nxt = st.last_stage

@@ -54,6 +54,7 @@ import pandas as pd
 from scipy import stats as sst
 
 from ringlab import schema
+from ringlab.catalog import StopReason
 from ringlab.stats.compare import compare_alphas
 from ringlab.stats.contract import EXACT_NOTE
 from ringlab.stats.decide import row_decision
@@ -325,13 +326,13 @@ def stage_stop_reason(rows: list[RowRecord], spent_s: float, budget_s: float | N
     Rows the stop does not judge (``judged`` false) do not count."""
     rows = [r for r in rows if r.judged]
     if rows and all(r.target_met for r in rows):
-        return "target"
+        return StopReason.TARGET
     if on_decided and rows and all(r.decided for r in rows):
-        return "decided"
+        return StopReason.DECIDED
     if budget_s is not None and spent_s >= budget_s:
-        return "budget"
+        return StopReason.BUDGET
     if stages >= policy.max_stages:
-        return "stages"
+        return StopReason.STAGES
     return None
 
 
@@ -352,15 +353,16 @@ def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Polic
                                          (0.05, look_alpha(st.looks + 1, policy.max_stages, policy.alpha)))
         rows = review_rows(printed, target, strict=strict, by_mode=by_mode, arms=arms)
     except StatsError as e:   # out of time: the budget stopped it, and the data say why no verdict
-        reason = "budget" if out_of_time else "no plan"
+        reason = StopReason.BUDGET if out_of_time else StopReason.NO_PLAN
         return dataclasses.replace(st, stop_reason=reason, error=str(e), target_met=False
                                    ).with_last_stage(stop_reason=reason)
     spent = st.stages_spent_s()
     st = dataclasses.replace(st, rows=tuple(rows), spent_s=spent,
                              target_met=bool(rows) and all(r.target_met for r in rows))
-    reason = stage_stop_reason(rows, spent, budget, len(st.stages), on_decided=st.stop == "decided", policy=policy)
+    reason = stage_stop_reason(rows, spent, budget, len(st.stages), on_decided=st.mode.decided_answers,
+                               policy=policy)
     if reason is None and out_of_time:
-        reason = "budget"
+        reason = StopReason.BUDGET
     if reason is None:
         last = st.last_stage
         fitted = fit_components(printed, target, by_mode, arms)
@@ -374,20 +376,20 @@ def review(df: pd.DataFrame, stopping: Stopping, max_layouts: int, policy: Polic
                           observed_half_width_pct=widest_at_target(rows, target), policy=policy)
         st = st.with_last_stage(**_components_fields(upper, fitted))
         if nxt.new_rounds < max(1, policy.min_stage_share * int(st.rounds_planned)):
-            reason = "budget"     # what the budget left buys would not move the half-widths
+            reason = StopReason.BUDGET     # what the budget left buys would not move the half-widths
         else:
             stage = StageRecord(stage=len(st.stages), layouts=nxt.layouts, rounds_per_layout=nxt.rounds_per_layout,
                                 new_rounds=nxt.new_rounds, first_round=last.first_round + last.new_rounds,
                                 planned=nxt.planned, predicted_s=json_number(nxt.predicted_s),
                                 predicted_half_width_pct=json_number(nxt.predicted_half_width_pct))
-            st = st.with_last_stage(stop_reason="continue")
+            st = st.with_last_stage(stop_reason=StopReason.CONTINUE)
             return dataclasses.replace(st, stages=st.stages + (stage,), layouts=nxt.layouts,
                                        rounds_per_layout=nxt.rounds_per_layout,
                                        rounds_planned=int(st.rounds_planned) + nxt.new_rounds)
     st = dataclasses.replace(st, stop_reason=reason).with_last_stage(stop_reason=reason)
     # a run that asks for its half-width (stop "target") is short of it on a decided row too
-    short = [r for r in rows if r.judged and not r.target_met and (st.stop == "target" or not r.decided)]
-    if reason in ("budget", "stages") and short:
+    short = [r for r in rows if r.judged and not r.target_met and (not st.mode.decided_answers or not r.decided)]
+    if StopReason(reason).limit and short:
         st = _with_reach(df, st, short, max_layouts, policy, printed)
     return st
 

@@ -42,6 +42,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+from ringlab.catalog import StopReason
+
 
 def _float(x) -> float | None:
     return None if x is None else float(x)
@@ -49,6 +51,11 @@ def _float(x) -> float | None:
 
 def _int(x) -> int | None:
     return None if x is None else int(x)
+
+
+def _word(reason) -> str | None:
+    """A stop reason as env.json holds it: the plain word (None stays None)."""
+    return None if reason is None else str(reason)
 
 
 def json_number(x) -> float | int | None:
@@ -127,7 +134,7 @@ class StageRecord:
         out = {"stage": self.stage, "layouts": self.layouts, "rounds_per_layout": self.rounds_per_layout,
                "new_rounds": self.new_rounds, "first_round": self.first_round, "planned": self.planned,
                "predicted_s": self.predicted_s, "predicted_half_width_pct": self.predicted_half_width_pct,
-               "build_s": self.build_s, "measure_s": self.measure_s, "stop_reason": self.stop_reason}
+               "build_s": self.build_s, "measure_s": self.measure_s, "stop_reason": _word(self.stop_reason)}
         if self.build_s_per_layout_measured is not None:
             out["build_s_per_layout_measured"] = self.build_s_per_layout_measured
         if self.built is not None:
@@ -220,18 +227,13 @@ class Stopping:
     def stopped_head(self, max_stages: int) -> str:
         """How the run stopped, as the runner's log and summary.md's first sentence say it ("" while
         it runs); ``max_stages``: the policy's most stages."""
-        reason = self.stop_reason
-        if reason == "target":
-            return "stopped: target reached"
-        if reason == "decided":
-            return "stopped: all rows decided"
-        if reason == "budget":
-            return f"stopped: budget spent ({float(self.spent_s or 0):.0f} s of {float(self.budget_s or 0):g})"
-        if reason == "stages":
-            return f"stopped: {max_stages} stages ran, the most a run makes"
-        if reason == "no plan":
-            return f"stopped: the data could not be analysed ({self.error})"
-        return ""
+        reason = StopReason.lookup(self.stop_reason)
+        return "" if reason is None else reason.stopped_head(self.spent_s, self.budget_s, max_stages, self.error)
+
+    @property
+    def mode(self) -> StopReason:
+        """The stop asked for (``stop``, ``-p stop``) as its ``StopReason``."""
+        return StopReason.mode_of(self.stop)
 
     def stages_spent_s(self) -> float:
         """Machine time spent so far: every stage's builds and trials (their wall clock)."""
@@ -247,7 +249,7 @@ class Stopping:
                "calibration_by_mode": dict(self.calibration_by_mode), "warmup_rounds": self.warmup_rounds,
                "repeats": self.repeats, "pilot_rounds": self.pilot_rounds, "rounds_planned": self.rounds_planned,
                "rounds_run": self.rounds_run, "layouts": self.layouts, "rounds_per_layout": self.rounds_per_layout,
-               "spent_s": self.spent_s, "stop_reason": self.stop_reason, "target_met": self.target_met,
+               "spent_s": self.spent_s, "stop_reason": _word(self.stop_reason), "target_met": self.target_met,
                "stages": [s.to_json() for s in self.stages]}
         if self.count is not None:
             out["count"] = self.count
@@ -263,7 +265,7 @@ class Stopping:
     def _two_stage_json(self) -> dict:
         out = {"target_ci": self.target_ci, "budget_s": self.budget_s, "pilot_rounds": self.pilot_rounds,
                "rounds_planned": self.rounds_planned, "rounds_run": self.rounds_run,
-               "stop_reason": self.stop_reason, "target_met": self.target_met, "baseline": self.baseline}
+               "stop_reason": _word(self.stop_reason), "target_met": self.target_met, "baseline": self.baseline}
         if self.rounds_for_target is not None:
             out["rounds_for_target"] = self.rounds_for_target
         if self.error is not None:
