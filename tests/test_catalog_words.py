@@ -35,10 +35,16 @@ def test_a_member_is_its_word_wherever_it_is_written():
 
 
 def test_the_attributes_of_the_verdicts():
-    assert {v.value for v in CALLS} == {"faster", "slower", "fewer instructions", "more instructions"}
-    assert {v.value for v in UNSETTLED} == {"inconclusive", "not significant after Holm"}
-    assert [v.value for v in NOT_CALLED] == ["no significant difference", "inconclusive",
-                                             "not significant after Holm"]
+    """What today's words state (a word added later needs no line here), and the sets derived from
+    every member."""
+    assert CALLS == {v for v in Verdict if v.is_call} and UNSETTLED == {v for v in Verdict if not v.is_settled}
+    assert NOT_CALLED == tuple(v for v in Verdict if v.produced and not v.is_call and not v.instructions)
+    for v in ("faster", "slower", "fewer instructions", "more instructions"):
+        assert v in CALLS and Verdict(v).is_settled
+    for v in ("inconclusive", "not significant after Holm"):
+        assert v in UNSETTLED and v in NOT_CALLED
+    assert "no significant difference" in NOT_CALLED and Verdict.NO_DIFFERENCE.is_settled
+    assert "same instructions" not in NOT_CALLED and Verdict.SAME_INSTRUCTIONS.instructions
     for v in Verdict:
         assert (v.direction != 0) == v.is_call
         assert v.meaning and v.meaning == v.meaning.strip()
@@ -60,9 +66,13 @@ def test_parse_names_the_allowed_words():
 
 
 def test_the_stop_reasons():
-    assert STOP_MODES == ("decided", "target")
-    assert {r.value for r in StopReason if r.limit} == {"budget", "stages"}
-    assert {r.value for r in StopReason if r.answered and r.staged} == {"decided", "target"}
+    """What today's reasons state (a reason added later needs no line here)."""
+    assert STOP_MODES == tuple(r.value for r in StopReason if r.mode)
+    assert STOP_MODES[0] == "decided" and "target" in STOP_MODES      # the parameter's default first
+    assert StopReason.BUDGET.limit and StopReason.STAGES.limit and not StopReason.NO_PLAN.limit
+    assert StopReason.DECIDED.answered and StopReason.TARGET.answered and not StopReason.BUDGET.answered
+    assert StopReason.DECIDED.decided_answers and not StopReason.TARGET.decided_answers
+    assert StopReason.mode_of("target") is StopReason.TARGET and StopReason.mode_of(None) is StopReason.DECIDED
     assert StopReason.BUDGET.stopped_head(117.4, 120) == "stopped: budget spent (117 s of 120)"
     assert StopReason.STAGES.stopped_head(max_stages=6) == "stopped: 6 stages ran, the most a run makes"
     assert StopReason.CONTINUE.stopped_head() == "" and not StopReason.CONTINUE.ends_run
