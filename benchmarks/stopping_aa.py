@@ -123,6 +123,7 @@ def run_scenarios(a) -> int:
     all_sc = stoppingsim.scenarios(levels)
     ok = True
     t_all = time.monotonic()
+    missed, cpu_all, runs_all = [], 0.0, 0
     with ProcessPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         for i in wanted:
             sc = all_sc[i - 1]
@@ -133,6 +134,7 @@ def run_scenarios(a) -> int:
             got = [f.result() for f in futs]
             runs = [r for rs, _ in got for r in rs]
             cpu = sum(c for _, c in got)
+            cpu_all, runs_all = cpu_all + cpu, runs_all + len(runs)
             s = stoppingsim.scenario_summary(runs, sc)
             lo, hi = s["aa_interval"]
             inside = lo <= s["aa_rate"] <= hi
@@ -156,8 +158,11 @@ def run_scenarios(a) -> int:
                   f"{time.monotonic() - t0:.0f} s wall")
             if s["failed"]:
                 ok = False
+                missed.append(f"{i} ({'; '.join(s['failed'])})")
                 print(f"  MISSED: {'; '.join(s['failed'])}")
-    print(f"total {time.monotonic() - t_all:.0f} s wall")
+    print(f"total {time.monotonic() - t_all:.0f} s wall, {cpu_all:.0f} CPU s ({cpu_all / max(1, runs_all):.3f} a "
+          f"simulated run)")
+    print("criteria missed: " + ", ".join(missed) if missed else "criteria met in every scenario")
     return 0 if ok else 1
 
 

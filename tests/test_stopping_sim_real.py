@@ -172,6 +172,21 @@ def test_a_seeded_run_of_each_kind_goes_through_the_run_s_stopping_code(levels):
     assert -0.02 < r.truth < 0.02 and r.truth != 0.0 and not st.aa
 
 
+def test_the_harness_reads_the_frame_the_last_look_printed_as_compare_would_make_it(levels, monkeypatch):
+    from ringlab.stats.calibration import LevelCalibration
+    planner = LevelCalibration(mode="0", variance={"layout": 0.02 ** 2, "process": 0.03 ** 2, "iteration": 0.01 ** 2},
+                               upper={"layout": 0.03 ** 2, "process": 0.035 ** 2, "iteration": 0.012 ** 2},
+                               df={"layout": 7, "process": 100, "iteration": 200},
+                               cost_s=dict(levels.cost_s), count=10_000_000)
+    scs = stoppingsim.scenarios(levels)
+    kept = [stoppingsim.simulate_real_run(levels, sc, planner, 1.0, 4, seed=5) for sc in (scs[0], scs[3], scs[5])]
+    used = []
+    real = stoppingsim.last_look_printed
+    monkeypatch.setattr(stoppingsim, "last_look_printed", lambda seen, df: used.append(real(seen, df)) or None)
+    made = [stoppingsim.simulate_real_run(levels, sc, planner, 1.0, 4, seed=5) for sc in (scs[0], scs[3], scs[5])]
+    assert kept == made and len(used) == 3 and all(u is not None for u in used)
+
+
 def _bench():
     import importlib.util
     from pathlib import Path
