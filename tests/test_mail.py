@@ -412,6 +412,22 @@ def test_kernel_tests_reply_sets_ringtest_beside_the_spsc(run):
     _list_shape(text, str(committed))
 
 
+@pytest.mark.parametrize("ratio, lo, hi, change", [
+    (1.1, 1.05, 1.15, "-10.0% [-15.0, -5.0] (95% CI, + = ringtest takes less)"),
+    (3.15, 2.47, 3.88, "×3.1 slower [×2.5, ×3.9] (95% CI)")])
+def test_the_kernel_tests_block_gives_the_change_in_the_tables_sign_and_says_so(ratio, lo, hi, change):
+    """The block to paste prints the table's %change (+ = ringtest takes less; past ±50% a factor
+    with its word) and says the sign in the line: it is pasted without the mail's header."""
+    from ringlab.report.analysis import Analysis
+    from ringlab.report.mail_harness import paste_block
+    from ringlab.studies.harness_compare import side_by_side
+    run = committed(sorted((Path(__file__).resolve().parent.parent / "results" / "kernel-tests")
+                           .glob("*/*/ringlab-spsc")))[0]
+    table = side_by_side(run.parent, run).head(1).assign(ratio=ratio, ratio_ci_low=lo, ratio_ci_high=hi)
+    joined = " ".join(" ".join(paste_block(Analysis.for_run(run.parent), table, 72)).split())
+    assert f" ns per item, {change}" in joined, joined
+
+
 @pytest.mark.parametrize("mail_file", _committed_mails(), ids=lambda p: f"{p.parts[-4]}/{p.parts[-3]}")
 def test_todays_reply_of_every_committed_run_is_in_the_lists_shape(mail_file, tmp_path):
     """The reply today's code renders from each committed run's raw.csv (into tmp_path) has n, the

@@ -198,13 +198,15 @@ def _block(text: str) -> list[str]:
 @pytest.mark.parametrize("run, which", _both(_runs("ptr-ring-reorder", "patch-ab")))
 def test_a_block_to_paste_into_the_commit_message(run, which, tmp_path):
     """Marked as such: the command and commit, n, before -> after with its 95% CI, where a
-    rerun here should land, the data; its figures are the headline row's."""
+    rerun here should land, the data; its figures are the headline row's, its %change and both
+    intervals in the table's one sign, which the line states (the block is pasted without the
+    mail's header)."""
     text = _text(run, which, tmp_path)
     assert "To paste into the commit message" in text, f"{run}: no block to paste"
     block = _block(text)
     joined = _flat("\n".join(block))
     assert block[0].startswith("Measured with ringlab ") and block[1].startswith("  n: ")
-    assert "before -> after: " in joined and "(95% CI)" in joined and "a rerun here should show:" in joined
+    assert "before -> after: " in joined and "a rerun here should show:" in joined
     i = next(k for k, ln in enumerate(block) if ln.startswith("  data: "))
     data = block[i][len("  data: "):] + "".join(ln.strip() for ln in block[i + 1:])   # broken after a '/'
     assert (ROOT / data).is_file(), data
@@ -215,7 +217,11 @@ def test_a_block_to_paste_into_the_commit_message(run, which, tmp_path):
         (r for r in _rows(a) if str(r["candidate"]) == str(a.patched)), _rows(a)[0])
     b, c = tables.arm_centers(top)
     assert f"{b:#.4g}".rstrip(".") in joined and f"{c:#.4g}".rstrip(".") in joined
-    assert f"[{top['next_low_pct']:+.1f}, {top['next_high_pct']:+.1f}]" in joined
+    est, ci = tables.row_change_text(top), tables.row_change_ci_text(top, percent_sign=False)
+    assert not tables.is_factor(tables.gain(top))   # these runs' headline rows are percents
+    assert f"{est} {ci} (95% CI, + = better)" in joined, (est, ci, joined)
+    nlo, nhi = tables.next_gain_ci(top)
+    assert f"should show: [{nlo:+.1f}, {nhi:+.1f}]" in joined
 
 
 def test_the_block_gives_the_next_run_basis_when_the_row_has_one(monkeypatch):
@@ -233,7 +239,7 @@ def test_the_block_gives_the_next_run_basis_when_the_row_has_one(monkeypatch):
         cmp["next_basis"] = "host A/A"
         return cmp
     monkeypatch.setattr(Analysis, "compare", with_basis)
-    assert "(next-run interval, host A/A drift bound)" in _flat("\n".join(_block(mail.mail_text(DATA))))
+    assert "] (host A/A drift bound)" in _flat("\n".join(_block(mail.mail_text(DATA))))
 
 
 def test_three_rows_fit_one_screen(tmp_path):

@@ -569,9 +569,10 @@ def _block_row(a: Analysis, info: dict):
 
 def paste_block(a: Analysis, info: dict, base: str, width: int, notebook=None) -> list[str]:
     """Five lines to paste into a commit message, marked as such, for the run's headline row:
-    the command, n, before -> after with the change of the metric (after/before - 1, the way the
-    arrow reads; a factor beyond ±50%) and its 95% CI, where a rerun here should land (the
-    next-run interval and, when the row has one, its basis), the data."""
+    the command, n, before -> after with the %change in the table's one sign (+ = better, stated in
+    the line: the block travels without the mail's header; a factor beyond ±50%) and its 95% CI,
+    where a rerun here should land (the next-run interval in the same sign and, when the row has
+    one, its basis), the data."""
     pick = _block_row(a, info)
     if pick is None:
         return []
@@ -582,22 +583,19 @@ def paste_block(a: Analysis, info: dict, base: str, width: int, notebook=None) -
     git = env.git
     rl = f"ringlab {short_sha(git.commit)}" + (" (uncommitted changes)" if git.dirty else "")
     g = _gain(r)
-    lo, hi = gain_ci(r)
-    if is_factor(g):
-        est = row_change_text(r)
-        change = f"{est} {_once(row_change_ci_text(r, percent_sign=False), est.split()[-1])} (95% CI)"
-    else:
-        flip = -1.0 if lib else 1.0   # the change of the metric itself, as before -> after reads
-        dlo, dhi = sorted((flip * lo, flip * hi))
-        change = f"{flip * g:+.1f}% [{dlo:+.1f}, {dhi:+.1f}] (95% CI)"
-    nlo, nhi = as_float(r.get("next_low_pct")), as_float(r.get("next_high_pct"))
+    est = row_change_text(r)   # the table's %change: + = better, a factor (its own direction word) past ±50%
+    note = "(95% CI)" if is_factor(g) else "(95% CI, + = better)"   # the sign stated: pasted without the header
+    change = f"{est} {_once(row_change_ci_text(r, percent_sign=False), est.split()[-1])} {note}"
+    nlo, nhi = next_gain_ci(r)
     basis = r.get("next_basis")   # where its between-run part comes from; absent from older frames
-    basis = f", {_BASIS_WORDS.get(basis, basis)}" if isinstance(basis, str) and basis.strip() else ""
+    # the line's label says what the interval is; its basis alone keeps the line as short as the block's
+    # one screen needs, beside the sign stated above
+    basis = f"({_BASIS_WORDS.get(basis, basis)})" if isinstance(basis, str) and basis.strip() else "(next-run interval)"
     if math.isfinite(nlo) and math.isfinite(nhi):
         if is_factor(g):
-            nxt = f"{change_ci_text(*next_gain_ci(r), g, lib, metric, percent_sign=False)} (next-run interval{basis})"
+            nxt = f"{change_ci_text(nlo, nhi, g, lib, metric, percent_sign=False)} {basis}"
         else:
-            nxt = f"[{nlo:+.1f}, {nhi:+.1f}] (next-run interval{basis})"
+            nxt = f"[{nlo:+.1f}, {nhi:+.1f}] {basis}"
     else:
         nxt = "not estimated (no next-run interval for this row)"
     out = hang_para(f"To paste into the commit message ({r['candidate']} vs {base}"
@@ -605,7 +603,7 @@ def paste_block(a: Analysis, info: dict, base: str, width: int, notebook=None) -
     out += hang_para(f"Measured with {rl} ({command_words(a.path, env, notebook)}):", width)
     out += hang_para(f"  n: {design_text([r])}, {trial_text(a.df, short=True)}, {cpus_text(env)}", width, 4)
     out += hang_para(f"  before -> after: {sig4(_arm(r, 'baseline'))} -> {sig4(_arm(r, 'candidate'))} {mname}, "
-                     f"{change}", width, 4)
+                     f"{change}", width, 4, whole=(note,))
     out += hang_para(f"  a rerun here should show: {nxt}", width, 4)
     first = "  data: "
     parts = path_lines(f"{run_path(a.path, env)}/raw.csv", width - len(first), 0)

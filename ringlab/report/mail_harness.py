@@ -93,7 +93,8 @@ def _ratio_text(r) -> str:
 def paste_block(rt: Analysis, table: pd.DataFrame, width: int, notebook=None) -> list[str]:
     """The lines to paste into a commit message, marked as such, for the headline row (the decided
     row with the largest effect, else the first): the command, n, spsc -> ringtest with the
-    %change and its 95% CI (+ = ringtest takes less; a factor past ±50%), the data."""
+    %change and its 95% CI (+ = ringtest takes less, said in the line, which travels without the
+    mail's header; a factor past ±50%), the data."""
     rows = [r for _, r in table.iterrows()]
     called = [r for r in rows if _significant(r)]
     r = max(called, key=lambda x: abs(_gain(x))) if called else rows[0]
@@ -104,9 +105,10 @@ def paste_block(rt: Analysis, table: pd.DataFrame, width: int, notebook=None) ->
     out += hang_para(f"Measured with {rl} ({command_words(rt.path, env, notebook)}):", width)
     out += hang_para(f"  n: {int(r['n_ringtest'])} ringtest and {int(r['n_spsc'])} SPSC trials (unpaired), "
                      f"{cpus_text(env)}", width, 4)
+    note = "(95% CI)" if is_factor(g) else "(95% CI, + = ringtest takes less)"   # pasted without the header
     out += hang_para(f"  spsc -> ringtest: {sig4(as_float(r['spsc_ns_per_op']))} -> "
                      f"{sig4(as_float(r['ringtest_ns_per_item']))} ns per item, {change_text(g)} {_ci_text(r, g)} "
-                     "(95% CI)", width, 4)
+                     f"{note}", width, 4, whole=(note,))
     first = "  data: "
     parts = path_lines(f"{run_path(rt.path, env)}/raw.csv", width - len(first), 0)
     return out + [first + parts[0]] + [" " * 4 + x for x in parts[1:]] + [""]

@@ -58,10 +58,18 @@ def short_sha(sha: str | None) -> str:
     return (sha or "")[:12] or "n/a"
 
 
-def hang_para(text: str, width: int, indent: int = 2) -> list[str]:
+#: a space textwrap does not break at (its whitespace is ASCII only); ``hang_para`` glues phrases with it
+_GLUE = "\u00a0"
+
+
+def hang_para(text: str, width: int, indent: int = 2, whole: tuple[str, ...] = ()) -> list[str]:
     """A paragraph whose second and later lines hang ``indent`` columns in: one item of a list
-    that reads as one line (a headline) even where the width breaks it."""
-    return textwrap.wrap(text, width=width, subsequent_indent=" " * indent, break_on_hyphens=False)
+    that reads as one line (a headline) even where the width breaks it.  The phrases in ``whole``
+    are never broken across lines ("(95% CI, + = better)": a line ending in "+" hides the sign)."""
+    for phrase in whole:
+        text = text.replace(phrase, phrase.replace(" ", _GLUE))
+    lines = textwrap.wrap(text, width=width, subsequent_indent=" " * indent, break_on_hyphens=False)
+    return [ln.replace(_GLUE, " ") for ln in lines] if whole else lines
 
 
 def sig4(v) -> str:
