@@ -151,6 +151,45 @@ def test_wrong_centers_in_the_mail_are_named(rendered, tmp_path):
     assert [(f.file, f.field) for f in found] == [("mail.txt", "after")], found
 
 
+def _block_line(run: Path) -> str:
+    """The commit block's before -> after line, its continuation joined."""
+    lines = (run / "mail.txt").read_text().splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("  before -> after: "))
+    return lines[i] + "\n" + lines[i + 1] if lines[i + 1].startswith("    ") else lines[i]
+
+
+def test_a_wrong_change_in_the_commit_block_is_named(rendered, tmp_path):
+    run = _copy(rendered, tmp_path / "run")
+    r = _prebatch_slower_row(run)
+    g = f"{r['gain_pct']:+.1f}%"
+    line = _block_line(run)
+    assert f", {g} [" in line and "(95% CI, + = better)" in line    # the table's sign, stated in the line
+    wrong = f"{r['gain_pct'] - 0.4:+.1f}%"
+    _plant(run, "mail.txt", line, line.replace(f", {g} [", f", {wrong} ["))
+    found = V.verify(run).findings
+    assert [(f.file, f.field, f.printed) for f in found] == [("mail.txt", "change", wrong)], found
+    assert "(commit block)" in found[0].row
+
+
+def test_a_commit_block_in_the_arrows_sign_is_named(rendered, tmp_path):
+    """after / before - 1, the sign of the arrow, is not the mail's: its change, both intervals and
+    the missing sign statement are each named."""
+    run = _copy(rendered, tmp_path / "run")
+    r = _prebatch_slower_row(run)
+    line = _block_line(run)
+    flat = " ".join(line.split())
+    lo, hi = r["gain_low_pct"], r["gain_high_pct"]
+    arrow = flat.replace(f"{r['gain_pct']:+.1f}% [{lo:+.1f}, {hi:+.1f}] (95% CI, + = better)",
+                         f"{r['delta_pct']:+.1f}% [{r['ci_low_pct']:+.1f}, {r['ci_high_pct']:+.1f}] (95% CI)")
+    assert arrow != flat
+    _plant(run, "mail.txt", line, arrow)
+    nxt = re.search(r"should show: (\[[^\]]*\])", (run / "mail.txt").read_text()).group(1)
+    nlo, nhi = (float(x) for x in nxt.strip("[]").split(","))
+    _plant(run, "mail.txt", f"should show: {nxt}", f"should show: [{-nhi:+.1f}, {-nlo:+.1f}]")
+    found = {f.field for f in V.verify(run).findings if "(commit block)" in f.row}
+    assert found == {"change", "95% CI low", "95% CI high", "sign stated", "next run low", "next run high"}, found
+
+
 def test_bad_input_exits_2_naming_what_is_needed(tmp_path, capsys):
     assert cli.main(["verify", str(tmp_path)]) == 2
     err = capsys.readouterr().err

@@ -968,29 +968,30 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict, run: Path |
         ck.equal(rl, "headline direction", m.group(4), "improvement" if g > 0 else "regression")
         ck.change_ci(rl, "headline 95% CI", m.group(6), r.v.get("gain_low_pct", math.nan),
                      r.v.get("gain_high_pct", math.nan), r.lower_is_better)
-    # the commit block: "(<cand> vs <base>, <label>):" ... "before -> after: A -> B unit, +x% [lo, hi]"
+    # the commit block: "(<cand> vs <base>, <label>):" ... "before -> after: A -> B unit, -x% [lo, hi] (95% CI,
+    # + = better)" and "should show: [lo, hi]": the tables' one sign (gain_pct), a factor past ±50%
     for m in re.finditer(r"\((\S+) vs (\S+), ([^)]*)\):.*?before -> after: ([\d.]+(?:e[+\-]?\d+)?) -> "
-                         r"([\d.]+(?:e[+\-]?\d+)?) \S+, (\S+) (\[[^\]]*\])(?:[^\n]*?should show: (\[[^\]]*\]))?",
-                         joined, re.S):
+                         r"([\d.]+(?:e[+\-]?\d+)?) \S+, ([×x][\d.]+ \w+|\S+) (\[[^\]]*\])(?: \((95% CI[^)]*)\))?"
+                         r"(?:[^\n]*?should show: (\[[^\]]*\]))?", joined, re.S):
         r = _lookup(rows, m.group(1), _mail_conds(m.group(3)))
         rl = f"{m.group(1)} {m.group(3)} (commit block)"
         if r is None:
             ck.bad(rl, "commit block", "present", "no single comparison of raw.csv matches it")
             continue
+        lib = r.lower_is_better
         ck.number(rl, "before", m.group(4), r.v.get("center_baseline"))
         ck.number(rl, "after", m.group(5), r.v.get("center_candidate"))
-        d = r.v.get("delta_pct", math.nan)
-        if m.group(6).startswith(("×", "x")):
-            res.not_checked.append("mail.txt commit block: a factor in delta's sign")
-        else:
-            ck.number(rl, "change", m.group(6), d)
-            ck.change_ci(rl, "95% CI", m.group(7), r.v.get("ci_low_pct", math.nan), r.v.get("ci_high_pct", math.nan),
-                         False)
-            if m.group(8) and id(r) not in nexts:
-                res.not_checked.append("mail.txt next intervals: no compare.csv states the rows' tau and basis")
-            elif m.group(8):
-                lo, hi = nexts[id(r)]
-                ck.change_ci(rl, "next run", m.group(8), lo, hi, False)
+        ck.change(rl, "change", m.group(6), r.v.get("gain_pct", math.nan), lib)
+        ck.change_ci(rl, "95% CI", m.group(7), r.v.get("gain_low_pct", math.nan), r.v.get("gain_high_pct", math.nan),
+                     lib)
+        if not m.group(6).startswith(("×", "x")):   # a percent states its sign in the line (pasted without the header)
+            ck.equal(rl, "sign stated", m.group(8) or "none", "95% CI, + = better")
+        if m.group(9) and id(r) not in nexts:
+            res.not_checked.append("mail.txt next intervals: no compare.csv states the rows' tau and basis")
+        elif m.group(9):
+            lo, hi = nexts[id(r)]
+            gl, gh = sorted((_gain(lo, lib), _gain(hi, lib)))
+            ck.change_ci(rl, "next run", m.group(9), gl, gh, lib)
     res.not_checked.append("mail.txt ±%sd, trial length and wall time, noise floor, instruction counts: not in "
                            "docs/verdicts.md's formulas (arm spread, timings, calibration files)")
 
