@@ -153,8 +153,7 @@ def not_measured(df: pd.DataFrame, env: RunEnv) -> str:
     if isinstance(present, list):
         lack = [c for c in PAIR_CLASSES if c not in present]
         if lack:
-            bits.append(f"placements {', '.join(lack)} (this host has {topo.get('n_cpus')} CPUs: "
-                        f"{', '.join(present)} only)")
+            bits.append(f"placements {', '.join(lack)} ({topo.get('n_cpus')} CPUs: {', '.join(present)} only)")
     gov = env.machine_governor
     if gov and not gov.get("available"):
         bits.append("a fixed CPU frequency (" + (gov.get("reason") or "no governor") + ")")
