@@ -543,7 +543,7 @@ def test_a_stage_too_small_to_move_the_half_widths_is_not_run(monkeypatch):
     """What the budget left buys is measured only when it adds at least ``min_stage_share`` of the
     rounds so far: a smaller stage would cost its review and narrow nothing."""
     up = {"layout": 1e-4, "process": 1e-4, "iteration": 0.0}
-    monkeypatch.setattr(sequential, "compare", lambda df, base, **kw: pd.DataFrame())
+    monkeypatch.setattr(sequential, "compare_alphas", lambda df, base, alphas, **kw: [pd.DataFrame()] * len(alphas))
     monkeypatch.setattr(sequential, "review_rows", lambda *a, **kw: [
         RowRecord(group="mode=0", candidate="reorder", half_width_pct=0.7, target_pct=0.5,
                   target_met=False, decided="faster", judged=True)])
@@ -741,7 +741,7 @@ def test_what_would_reach_the_target_is_planned_at_the_seconds_per_round_measure
     rounds = k0 * p0 + st.warmup_rounds
     df = pd.DataFrame({"round": range(rounds)})
     up = {"layout": 0.03 ** 2, "process": 0.05 ** 2, "iteration": 0.0}
-    monkeypatch.setattr(sequential, "compare", lambda df, base, **kw: pd.DataFrame())
+    monkeypatch.setattr(sequential, "compare_alphas", lambda df, base, alphas, **kw: [pd.DataFrame()] * len(alphas))
     monkeypatch.setattr(sequential, "review_rows", lambda *a, **kw: [
         RowRecord(group="mode=0,size=1000", candidate="reorder", half_width_pct=1.6, target_pct=0.5,
                   target_met=False, decided=None, judged=True)])
@@ -799,7 +799,8 @@ def test_a_stop_short_says_which_level_stopped_it_and_plans_the_reach_from_the_f
                                                          new_rounds=128),))
     st = stopping.add_time(st, measure_s=55.0, build_s=3.0)
     df = pd.DataFrame({"round": range(128 + st.warmup_rounds)})
-    monkeypatch.setattr(sequential, "compare", lambda df, base, **kw: _fit_row(0.3, 6.0))
+    monkeypatch.setattr(sequential, "compare_alphas",
+                        lambda df, base, alphas, **kw: [_fit_row(0.3, 6.0) for _ in alphas])
     monkeypatch.setattr(sequential, "review_rows", lambda *a, **kw: [
         RowRecord(group="mode=0,size=1000", candidate="reorder", half_width_pct=1.6, target_pct=0.5,
                   target_met=False, decided=None, judged=True)])
