@@ -78,7 +78,7 @@ class Design:
     iterations: int
 
     def unit_variance(self, components=None, upper: float = UPPER) -> float:
-        """Variance of one layout pair's estimate as the planner computes it (``allocation``'s
+        """Variance of one layout pair's estimate as the planner computes it (``plan.allocate``'s
         formula, at upper bounds ``upper`` x the calibrated components)."""
         comps = calibrated_components() if components is None else components
         s_l, s_p, s_i = (upper * c * c for c in comps)

@@ -5,7 +5,7 @@ round once (``ringlab.stats.rounds.Rounds``, held with the design in ``Arms``); 
 over the run's family (every row with a p); at the row's Holm level each design's estimator
 gives the ``Estimate`` the verdict rests on, and at 1 - alpha the printed one
 (``ringlab.stats.estimate``); ``decide`` turns the first into a ``Decision`` (``ringlab.stats.decide``:
-a ``ringlab.catalog.Verdict`` and its note); an inconclusive one gets a ``Plan`` (``ringlab.stats.power.plan_more``);
+a ``ringlab.catalog.Verdict`` and its note); an inconclusive one gets a ``Plan`` (``ringlab.stats.plan.plan_more``);
 the row is a ``Comparison`` (``ringlab.stats.contract``), serialized once by ``to_frame``.
 
 Unit of analysis: the **round**.  The runner measures every arm of a configuration in
@@ -41,7 +41,7 @@ Design (``design`` column):
   CI then describes that binary pair, not the code change.
 * ``exact``: a deterministic metric (see below), no CI, no p.
 
-Machine states (with a ``layout`` column, ``ringlab.stats.designs``): trials are classified
+Machine states (with a ``layout`` column, ``ringlab.stats.layouts``): trials are classified
 by a two-state Markov model on the trial-ordered log metric, as a diagnostic only: the
 estimate, CI, p and verdict are the same whatever states are found.  With two states the row
 reports the slow share, each state's effect and CI (layouts: the same fit on the rounds whose
@@ -63,7 +63,7 @@ Multiplicity: the family is the run: every candidate against the baseline in eve
 configuration of the frame (one compare() call).  ``p_holm`` is Holm-adjusted within the family
 (``family_size`` rows with a p-value).  Every row's CI is printed at one level, ``ci_level`` = 1 - alpha (95%); the verdict
 is decided from the same estimator's CI at the row's Holm step level (``holm_ci_*``,
-``ringlab.stats.holm``), so a row is significant exactly when Holm rejects it.  A row Holm does
+``ringlab.stats.decide``), so a row is significant exactly when Holm rejects it.  A row Holm does
 not reject whose printed CI excludes 0 says "not significant after Holm" (``Verdict.NOT_AFTER_HOLM``),
 with p (Holm) in its note: no row reads "inconclusive" or "no significant difference" beside a
 printed CI that excludes 0.
@@ -74,7 +74,7 @@ Verdict (``LOWER_IS_BETTER`` decides the direction), decided from the Holm CI al
   inconclusive               the CI includes 0 and reaches beyond +-noise (or no CI exists);
                              ``trials_needed`` rounds (= trials per arm) bring the CI
                              half-width to +-noise at the variances measured, never from the
-                             observed effect (``ringlab.stats.power.plan_more``).
+                             observed effect (``ringlab.stats.plan.plan_more``).
   not significant after Holm the Holm CI includes 0 but the printed 95% CI excludes it (settled
                              as the Holm CI's verdict would be: within +-noise or not)
 ``check_rule`` (``ringlab.stats.contract``) enforces that no row says inconclusive while its
@@ -107,7 +107,7 @@ import pandas as pd
 from scipy import stats as sst
 
 from ringlab import schema
-from ringlab.stats import layouts as _designs
+from ringlab.stats import layouts
 from ringlab.stats import estimate as _est
 from ringlab.stats import ranktests as _rt
 from ringlab.catalog import Verdict
@@ -300,12 +300,12 @@ def states_diagnostic(on: bool):
 def _layout_analysis(arms: Arms, bsub: pd.DataFrame, csub: pd.DataFrame, metric: str, has_layout: bool,
                      states: bool = True) -> None:
     """For a paired comparison of positive values in a raw.csv with a ``layout`` column: the
-    layout / machine-state design (``ringlab.stats.designs``)."""
+    layout / machine-state design (``ringlab.stats.layouts``)."""
     arms.comparison.frame_has_layout = has_layout
-    arms.comparison.n_layouts = _designs.n_layouts(bsub, csub)
+    arms.comparison.n_layouts = layouts.n_layouts(bsub, csub)
     if not (has_layout and arms.design == "paired" and arms.scale.log):
         return
-    rd = _designs.round_data(bsub, csub, metric, states=states)
+    rd = layouts.round_data(bsub, csub, metric, states=states)
     if rd is not None:
         arms.add_layout_rounds(rd)
 
@@ -355,7 +355,7 @@ def compare(df: pd.DataFrame, baseline: str, metric: str = schema.PRIMARY_METRIC
     level (``holm_ci_level``; printed at ``ci_level`` = 1 - alpha), p from the same t test.  A t
     interval rather than a hierarchical bootstrap, because at K = 6-16 a bootstrap over layouts
     is too narrow (see ``ringlab.stats.layouts``).  With a ``layout`` column, machine states are
-    looked for as well (``ringlab.stats.designs``), as a diagnostic that never changes the
+    looked for as well (``ringlab.stats.layouts``), as a diagnostic that never changes the
     estimate, CI, p or verdict: per-state effects, slow share, heterogeneity p, and a note when
     the per-state CIs lie on opposite sides of 0.  ``states=False`` skips that search (every row
     one state, the same headline); None: as ``states_diagnostic`` says (default: look).
@@ -383,12 +383,12 @@ def compare_alphas(df: pd.DataFrame, baseline: str, alphas, metric: str = schema
         raise StatsError(f"baseline: {baseline!r} is not a variant of this raw.csv; allowed: "
                          + ", ".join(variants))
     meas["variant"] = meas["variant"].astype(str)
-    cols = [c for c in comparison_columns(meas, by) if by is not None or c not in _designs.LAYOUT_COLUMNS]
+    cols = [c for c in comparison_columns(meas, by) if by is not None or c not in layouts.LAYOUT_COLUMNS]
     rk = round_key(meas)
     if rk is not None:
         meas[ROUND_COLUMN] = rk
     exact_src = metric in INSTRUCTION_METRICS and "icount_source" in meas.columns
-    has_layout = _designs.LAYOUT_COLUMN in meas.columns
+    has_layout = layouts.LAYOUT_COLUMN in meas.columns
     states = STATES.get() if states is None else bool(states)
     arms = []
     groups = meas.groupby(cols, sort=True, dropna=False) if cols else [((), meas)]
@@ -424,7 +424,7 @@ def _row_target(c: Comparison, plan_target: float | None, by_mode: dict | None) 
 def _finish_family(arms: list[Arms], noise: float, alpha: float, seed, plan_target: float | None = None,
                    plan_target_by_mode: dict | None = None) -> list[Comparison]:
     """Holm over the run: one family of every row with a p (every candidate in every
-    configuration), each row's verdict from its CI at its Holm level (``ringlab.stats.holm``),
+    configuration), each row's verdict from its CI at its Holm level (``ringlab.stats.decide``),
     its printed CI at 1 - alpha.  A family per candidate would let the run's error rate grow with
     its candidates (three candidates at 5% each: about 14% that some row is called by chance)."""
     p = [a.p for a in arms]

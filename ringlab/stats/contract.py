@@ -7,7 +7,7 @@ Two intervals per row, from the same estimator and point estimate:
 * the **printed CI** (``ci_low_pct``, ``ci_high_pct``) is at one level for every row of a report,
   ``ci_level`` = 1 - alpha (95%): the interval every table, figure and mail shows;
 * the **Holm CI** (``holm_ci_low_pct``, ``holm_ci_high_pct``) is at the row's Holm step level
-  ``holm_ci_level`` (``ringlab.stats.holm``): the verdict rests on it, so a row is called
+  ``holm_ci_level`` (``ringlab.stats.decide``): the verdict rests on it, so a row is called
   exactly when Holm rejects it (``p_holm`` <= alpha).  It contains the printed CI; they are equal
   when the family has one comparison.
 
@@ -71,7 +71,7 @@ if TYPE_CHECKING:   # the pipeline's types; they import this module's verdict na
 #:   fixed_build       one layout only: the CI describes this binary pair, not the code change
 #:                     (null when raw.csv has no ``layout`` column)
 #:   holm_ci_low_pct, holm_ci_high_pct  the CI the verdict rests on, at ``holm_ci_level``
-#:   holm_ci_level     the row's Holm step level, 1 - alpha / (m - j + 1) (``ringlab.stats.holm``)
+#:   holm_ci_level     the row's Holm step level, 1 - alpha / (m - j + 1) (``ringlab.stats.decide``)
 #:   next_low_pct, next_high_pct  where another run of this comparison on this host is expected to
 #:                     put delta_pct, at ``next_level``: delta +- t * sqrt(2 se^2 + 2 tau^2)
 #:                     (``ringlab.stats.replication.next_run_interval``; null until a report fills

@@ -8,7 +8,7 @@ Read top to bottom:
 
 1. **Policy** (``Policy``, ``POLICY``): every number the design is tuned by, one documented field each.
 2. **The pilot** (stage 0, ``pilot_design``): the level planner's design (``LevelCalibration.plan``,
-   ``ringlab.stats.allocation``) for each measured mode's calibration (the host's, or ``CAUTIOUS``
+   ``ringlab.stats.plan``) for each measured mode's calibration (the host's, or ``CAUTIOUS``
    where it has none), within ``pilot_share`` of the budget shared over the modes, configurations
    and arm pairs a round measures; the largest over the modes.  A trial length left unset is
    planned per mode (``planned_counts``); the pilot's layouts are cut to the builds the run timed
@@ -37,7 +37,7 @@ Read top to bottom:
    CIs come from (``fit_components``: sigma_L^2 and sigma_R^2 of ``ringlab.stats.fit``), so the
    plan and the interval share one variance model; the upper bounds of the nested components
    (``observed_components``) only where the fit has none (one round per layout).  Planned
-   again (``allocation.allocate``) at the run's own costs, grown at most ``growth``-fold a level and
+   again (``plan.allocate``) at the run's own costs, grown at most ``growth``-fold a level and
    cut to what the budget left pays for: a ``StageDesign``.
 5. **The schedule** (``stage_schedule``): which layout each new round measures; layout k is the
    same build in every stage, so a stage extends the design and never restarts it.
@@ -244,7 +244,7 @@ def pilot_for_measured_costs(layouts: int, seconds_per_round: float, build_s_per
     ``seconds_per_round`` (the warm-up rounds) and ``build_s_per_layout`` (its first builds, one
     layout of every arm), within ``pilot_share`` of ``budget_left_s``.  Nothing says yet which
     level dominates, so the rounds per layout are the cost-optimal ones for equal layout and round
-    variances (``allocation.best_repeats``: sqrt(build / round seconds)), at least
+    variances (``plan.best_repeats``: sqrt(build / round seconds)), at least
     ``min_rounds_per_layout``; the layouts as many as the share then pays for, at most ``layouts``
     (the ones built for it), at least ``pilot_min_layouts``; with the layouts at that cap the
     share buys more rounds per layout instead.  Where even the smallest pilot costs more than the
