@@ -49,6 +49,7 @@ import click
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ringlab.catalog import Verdict  # noqa: E402
 from ringlab.rundir.calibration import level_calibration  # noqa: E402
 from ringlab.simulate import stoppingsim  # noqa: E402
 from ringlab.stats.calibration import CAUTIOUS  # noqa: E402
@@ -200,9 +201,9 @@ def run_gaussian(a) -> int:
                 effect = round(1.43 * a.target, 3)
                 pw = _many(pool, a.jobs, truth, planner, a.target, a.budget, a.power_runs, stop, effect,
                            a.seed + a.runs)
-                right = sum(r.verdict == "slower" for r in pw)
+                right = sum(r.verdict == Verdict.SLOWER for r in pw)
                 print(f"  power for a {effect:g}% slower candidate: {right / len(pw):.1%} ({right} of {len(pw)}); "
-                      f"wrong sign {sum(r.verdict == 'faster' for r in pw)}")
+                      f"wrong sign {sum(r.verdict == Verdict.FASTER for r in pw)}")
     return 0 if ok else 1
 
 

@@ -81,11 +81,6 @@ class LevelFit:
     layout_share: float = math.nan
     note: str = ""
 
-    @property
-    def fast_path(self) -> bool:
-        """The closed form gave it (no MixedLM fit)."""
-        return self.method != MIXEDLM
-
     def at(self, level: float) -> LevelFit:
         """The same fit with its CI at ``level`` (p does not depend on it)."""
         lo, hi = _ci(self.theta, self.se, self.df, level)
