@@ -13,7 +13,8 @@ Prints figures and hit rates; asserts nothing.  In one invocation:
 3. For each arm and mode and each run but the last: whether the run's 95% CI held the next run's
    estimate, and whether its next-run interval did.  Each run's interval is the one its own
    report prints (``ringlab.studies.sessions.hit_rates``): from the runs of the series up to it
-   once there are ``MIN_RUNS`` (never a later one), else the host's A/A upper bound
+   from its second run on (never a later one; their Q-profile bound before ``MIN_RUNS`` runs),
+   else the host's A/A upper bound
    (``ringlab calibrate --between``), else none (the interval of a rerun if nothing drifted); the
    basis is printed on each line.  Every transition held is what is wanted.
 4. Per arm and mode, the random-effects combination of all runs but the last (HKSJ CI and its
@@ -44,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from ringlab.rundir import Run  # noqa: E402
 from ringlab.rundir.calibration import host_between  # noqa: E402
-from ringlab.stats.replication import MIN_RUNS, combine, pct  # noqa: E402
+from ringlab.stats.replication import EARLY_RUNS_LEVEL, MIN_RUNS, combine, pct  # noqa: E402
 from ringlab.stats.summary import StatsError  # noqa: E402
 from ringlab.studies import sessions  # noqa: E402
 from ringlab.studies import verdict_check as vc  # noqa: E402
@@ -103,7 +104,8 @@ def analyse(run_dirs: list[Path], arms: list[str], modes: list[str], out=print) 
     aa = host_between(hosts[0]) if len(hosts) == 1 else {}
     out(f"host {', '.join(hosts) or '?'}; host A/A drift calibration: "
         + (", ".join(f"mode {m} {b.text}" for m, b in sorted(aa.items())) if aa else "none")
-        + f"; a run's own series is used from its run {MIN_RUNS} on")
+        + f"; a run's own series is used from its run 2 on (its Q-profile {EARLY_RUNS_LEVEL:.0%} bound"
+          f" before run {MIN_RUNS})")
     out("%change: + = better (less time per op than base), as in every ringlab report; past ±50% a factor "
         "(×2.1 slower); each CI and interval in the same sign")
     hits = sessions.hit_rates(rows, aa)

@@ -133,14 +133,15 @@ def _rec(run, log_delta, se, config="mode=0"):
 
 
 def test_hit_rates_take_each_runs_interval_from_the_runs_before_it_and_itself():
-    """Runs 1-3 of a comparison: the host's A/A of the row's mode (none in another mode); from run
-    MIN_RUNS on: the runs so far, never a later one."""
+    """Run 1 of a comparison: the host's A/A of the row's mode (none in another mode); from run 2
+    on: the runs so far, never a later one (their Q-profile bound before run MIN_RUNS)."""
     from ringlab.stats.replication import MIN_RUNS, Between, between_of_runs
     effs = [0.020, 0.031, 0.012, 0.027, 0.018, 0.024]
     rows = pd.DataFrame([_rec(f"r{i}", e, 0.004) for i, e in enumerate(effs)])
     aa = Between(tau2=0.005 ** 2, df=math.inf, basis="host A/A", runs=6, text="host A/A upper bound from 6 runs")
     hits = sessions.hit_rates(rows, {"0": aa})
-    assert list(hits["next_basis"]) == ["host A/A"] * (MIN_RUNS - 1) + ["runs"] * (len(effs) - MIN_RUNS)
+    assert list(hits["next_basis"]) == ["host A/A"] + ["runs"] * (len(effs) - 2)
+    assert hits.iloc[1]["next_source"] == "from 2 runs of this comparison (Q-profile 40% bound)"
     own = between_of_runs(effs[:MIN_RUNS], [0.004 ** 2] * MIN_RUNS)
     r = hits.iloc[MIN_RUNS - 1]
     assert r["next_source"] == f"from {MIN_RUNS} runs of this comparison"
@@ -151,5 +152,5 @@ def test_hit_rates_take_each_runs_interval_from_the_runs_before_it_and_itself():
     assert again["next_low_pct"].iloc[:-1].tolist() == pytest.approx(hits["next_low_pct"].iloc[:-1].tolist())
     other = sessions.hit_rates(pd.DataFrame([_rec(f"r{i}", e, 0.004, "mode=1") for i, e in enumerate(effs)]),
                                {"0": aa})
-    assert list(other["next_basis"][:MIN_RUNS - 1]) == ["none"] * (MIN_RUNS - 1), "no mode lends its A/A"
+    assert other["next_basis"].iloc[0] == "none", "no mode lends its A/A"
     assert sessions.hit_rates(rows)["next_basis"].iloc[0] == "none"

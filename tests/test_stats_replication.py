@@ -15,7 +15,7 @@ from scipy import stats as sps
 
 from ringlab.stats import compare
 from ringlab.stats.contract import JSON_FIELDS, NEXT_FIELDS, to_records
-from ringlab.stats.replication import (AA_UCB_LEVEL, MIN_RUNS, NO_BETWEEN_TEXT, NONE, Between, between_of_host_aa,
+from ringlab.stats.replication import (AA_UCB_LEVEL, EARLY_RUNS_LEVEL, MIN_RUNS, NO_BETWEEN_TEXT, NONE, Between, between_of_host_aa,
                                        between_of_runs, combine, next_run_interval, q_profile_upper,
                                        q_profile_upper_equal, row_se, welch_df, with_next_run)
 from ringlab.stats.summary import StatsError
@@ -49,7 +49,12 @@ def test_next_run_interval_t_by_welch_satterthwaite():
 def test_between_of_runs_needs_min_runs_and_uses_combine_tau2():
     eff = [0.017, 0.051, 0.022, 0.044, 0.034]
     var = [0.004 ** 2] * 5
-    assert between_of_runs(eff[:MIN_RUNS - 1], var[:MIN_RUNS - 1]) is None
+    assert between_of_runs(eff[:1], var[:1]) is None, "one run has no between-run variance"
+    early = between_of_runs(eff[:MIN_RUNS - 1], var[:MIN_RUNS - 1])
+    assert early.basis == "runs" and early.runs == MIN_RUNS - 1 and early.df == math.inf
+    assert early.tau2 == pytest.approx(q_profile_upper(eff[:MIN_RUNS - 1], var[:MIN_RUNS - 1], EARLY_RUNS_LEVEL))
+    assert early.tau2 > 0 and "Q-profile 40% bound" in early.text
+    assert between_of_runs([0.01, 0.01], [1e-4, 1e-4]).tau2 == 0, "two equal runs: no between-run variance"
     b = between_of_runs(eff, var)
     re = combine(eff, var)
     assert b.basis == "runs" and b.runs == 5 and b.df == 4 and b.tau2 == pytest.approx(re.tau2) and b.tau2 > 0

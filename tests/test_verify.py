@@ -357,14 +357,16 @@ def test_exact_and_too_few_rows_verify(tmp_path):
         assert {(f.field, f.row.split()[-1]) for f in V.verify(run).findings} == {("delta_pct", "fewer")}
 
 
-@pytest.mark.parametrize("basis", ["runs", "host A/A"])
+@pytest.mark.parametrize("basis", ["runs", "early runs", "host A/A"])
 def test_the_next_run_interval_uses_the_tau_and_basis_the_row_states(tmp_path, basis):
     from ringlab.stats.compare import compare
     from ringlab.stats.replication import Between, with_next_run
     run = _synthetic(tmp_path, incomplete=False)
     raw = pd.read_csv(run / "raw.csv")
-    text = "from 4 runs of this comparison" if basis == "runs" else "host A/A upper bound from 6 runs, 70% one-sided"
-    b = Between(tau2=0.01 ** 2, df=3.0 if basis == "runs" else math.inf, basis=basis, runs=4, text=text)
+    text, df = {"runs": ("from 4 runs of this comparison", 3.0),
+                "early runs": ("from 2 runs of this comparison (Q-profile 40% bound)", math.inf),
+                "host A/A": ("host A/A upper bound from 6 runs, 70% one-sided", math.inf)}[basis]
+    b = Between(tau2=0.01 ** 2, df=df, basis="host A/A" if basis == "host A/A" else "runs", runs=4, text=text)
     cmp = with_next_run(compare(raw, "base"), b)
     cmp.to_csv(run / "compare.csv", index=False)
     assert V.verify(run).ok

@@ -499,7 +499,7 @@ def next_run(r: Row, tau_pct: float, basis: str, source: str) -> tuple[float, fl
     lo, hi = r.ci(LEVEL)
     tau2 = (tau_pct / 100) ** 2 if basis != "none" and math.isfinite(tau_pct) else 0.0
     df_b = math.inf
-    if basis == "runs":
+    if basis == "runs" and "Q-profile" not in (source or ""):   # a bound of 2-3 runs is taken as known
         k = re.search(r"(\d+) runs", source or "")
         df_b = float(int(k.group(1)) - 1) if k else math.inf
     out = []

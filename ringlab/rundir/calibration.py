@@ -177,8 +177,8 @@ def with_host_next_run(cmp, host: str | None, root: str | Path | None = None, ru
                        metric: str | None = None, by=None):
     """A compare() frame with each row's next-run interval (``ringlab.stats.replication.
     with_next_run``), its between-run variance from, in this order: this comparison's own runs
-    (``run_dir``'s earlier runs, ``ringlab.rundir.earlier``, and this one) when there are
-    ``MIN_RUNS`` of them; the host's A/A upper bound in the row's mode (drift.json of ``root``,
+    (``run_dir``'s earlier runs, ``ringlab.rundir.earlier``, and this one) when there are two or
+    more (``between_of_runs``); the host's A/A upper bound in the row's mode (drift.json of ``root``,
     else of the checkout's results/); else none, which the row says."""
     from ringlab.rundir import earlier
     from ringlab.stats.replication import NONE, between_of_runs, log_ratio, row_se, with_next_run
