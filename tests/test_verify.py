@@ -18,23 +18,32 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ringlab import fmt
 from ringlab.lab import cli
 from ringlab.report import write_report
 from ringlab.report import verify as V
 from ringlab.report.mail import mail_text
+from ringlab.report.mailfmt import sig4
 from committed import RESULTS, committed
 
-SOURCE = RESULTS / "ptr-ring-reorder" / "xeon-kvm-2vcpu" / "20261201T053710Z-1902d8"
 PRINTED = ("compare.csv", "summary.md", "mail.txt")
+
+
+def committed_run(experiment: str, host: str) -> Path:
+    """The one committed run folder of ``experiment`` on ``host`` (found by pattern, not by run id:
+    a re-made set replaces the folder)."""
+    (run,) = committed(sorted(p.parent for p in (RESULTS / experiment / host).glob("*/raw.csv")))
+    return run
 
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory) -> Path:
     """A committed run's raw.csv and env.json, rendered with today's code."""
+    source = committed_run("ptr-ring-reorder", "xeon-kvm-2vcpu")
     run = tmp_path_factory.mktemp("verify") / "run"
     run.mkdir()
-    shutil.copy(SOURCE / "raw.csv", run / "raw.csv")
-    env = json.loads((SOURCE / "env.json").read_text())
+    shutil.copy(source / "raw.csv", run / "raw.csv")
+    env = json.loads((source / "env.json").read_text())
     env.pop("rerendered", None)     # rendered here with today's code, as when a run is made
     (run / "env.json").write_text(json.dumps(env))
     write_report(run, figures=False)
@@ -96,8 +105,9 @@ def test_a_wrong_verdict_in_compare_csv_is_named(rendered, tmp_path):
 def test_a_wrong_number_in_summary_md_is_named(rendered, tmp_path):
     run = _copy(rendered, tmp_path / "run")
     r = _prebatch_slower_row(run)
-    p = f"{r['p_holm']:.3f}"
-    line = next(ln for ln in (run / "summary.md").read_text().splitlines() if f"| {p} |" in ln and "prebatch" in ln)
+    p, g = fmt.p(r["p_holm"]), f"{r['gain_pct']:+.1f}%"      # as summary.md prints them ("< 0.001" too)
+    line = next(ln for ln in (run / "summary.md").read_text().splitlines()
+                if f"| {p} |" in ln and f"| {g} |" in ln and "prebatch" in ln)
     _plant(run, "summary.md", line, line.replace(f"| {p} |", "| 0.500 |"))
     (f,) = V.verify(run).findings
     assert (f.file, f.field, f.printed) == ("summary.md", "p (Holm)", "0.500")
@@ -143,10 +153,10 @@ def test_a_wrong_next_run_interval_in_the_mail_is_named(rendered, tmp_path):
 def test_wrong_centers_in_the_mail_are_named(rendered, tmp_path):
     run = _copy(rendered, tmp_path / "run")
     r = _prebatch_slower_row(run)
-    after = f"{r['center_candidate']:.4g}"
+    after = sig4(r["center_candidate"])                     # as the commit block prints it
     text = (run / "mail.txt").read_text()
     assert f"-> {after} " in text           # the commit block's before -> after
-    _plant(run, "mail.txt", f"-> {after} ", f"-> {float(after) * 1.01:.4g} ")
+    _plant(run, "mail.txt", f"-> {after} ", f"-> {sig4(float(after) * 1.01)} ")
     found = V.verify(run).findings
     assert [(f.file, f.field) for f in found] == [("mail.txt", "after")], found
 
@@ -422,3 +432,41 @@ def test_a_further_runs_rows_in_the_mail_are_checked_against_its_sub_run(rendere
     (run / "mail.txt").write_text((run / "mail.txt").read_text().replace(
         row.replace("mode=1", "again mode=1"), row.replace("mode=1", "again mode=1").replace(pct, wrong, 1)))
     assert any(f.file == "mail.txt" and "again" in f.row and f.field == "%change" for f in V.verify(run).findings)
+
+
+def test_a_notebook_row_of_a_sub_run_build_is_checked_against_that_sub_run(tmp_path):
+    """A notebook table's rows whose ``build`` cell names a sub-run folder (verdict-check's
+    ``aligned`` build, measured into RUN/aligned with its own raw.csv and no report) recompute from
+    that folder, the other rows from the run; a wrong number in the sub-run's row is named."""
+    from ringlab import fmt
+    from ringlab.stats.compare import compare
+    from ringlab.stats.replication import with_next_run
+    from ringlab.studies import verdict_check as vc
+    run = _synthetic(tmp_path, incomplete=False)
+    raw = pd.read_csv(run / "raw.csv")
+    sub = run / "aligned"
+    sub.mkdir()
+    other = raw[raw["variant"] != "same"].copy()
+    other.loc[other["variant"] == "cand", "ns_per_op"] *= 1.1      # another effect than the run's own
+    other.to_csv(sub / "raw.csv", index=False)
+    (sub / "env.json").write_text(json.dumps({"parameters": {"variants": "base,cand"}}))
+    default = vc.verdict_table(with_next_run(compare(raw, "base")), "default")
+    aligned = vc.verdict_table(with_next_run(compare(other, "base")), "aligned")
+
+    def write(tables) -> None:
+        nb = {"cells": [{"cell_type": "code", "source": [], "metadata": {}, "execution_count": 1, "outputs": [
+            {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": [fmt.df_to_markdown(t, ".4g")]}}
+            for t in tables]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        (run / "14-verdict-check.ipynb").write_text(json.dumps(nb))
+
+    before = V.verify(run).checked
+    write([default, aligned])
+    res = V.verify(run)
+    assert res.ok, res.text()
+    assert res.checked >= before + 2 * 6 + 2 * 6          # the default table's rows and the aligned one's
+    assert any(s.startswith("14-verdict-check.ipynb (aligned) next run here") for s in res.not_checked)
+    col = next(c for c in aligned.columns if c.startswith("%change"))
+    aligned.loc[1, col] = f"{float(aligned.loc[1, col].rstrip('%')) + 1:+.1f}%"
+    write([default, aligned])
+    (f,) = V.verify(run).findings
+    assert (f.file, f.field) == ("14-verdict-check.ipynb (aligned)", col) and "size=1024" in f.row
