@@ -432,3 +432,41 @@ def test_a_further_runs_rows_in_the_mail_are_checked_against_its_sub_run(rendere
     (run / "mail.txt").write_text((run / "mail.txt").read_text().replace(
         row.replace("mode=1", "again mode=1"), row.replace("mode=1", "again mode=1").replace(pct, wrong, 1)))
     assert any(f.file == "mail.txt" and "again" in f.row and f.field == "%change" for f in V.verify(run).findings)
+
+
+def test_a_notebook_row_of_a_sub_run_build_is_checked_against_that_sub_run(tmp_path):
+    """A notebook table's rows whose ``build`` cell names a sub-run folder (verdict-check's
+    ``aligned`` build, measured into RUN/aligned with its own raw.csv and no report) recompute from
+    that folder, the other rows from the run; a wrong number in the sub-run's row is named."""
+    from ringlab import fmt
+    from ringlab.stats.compare import compare
+    from ringlab.stats.replication import with_next_run
+    from ringlab.studies import verdict_check as vc
+    run = _synthetic(tmp_path, incomplete=False)
+    raw = pd.read_csv(run / "raw.csv")
+    sub = run / "aligned"
+    sub.mkdir()
+    other = raw[raw["variant"] != "same"].copy()
+    other.loc[other["variant"] == "cand", "ns_per_op"] *= 1.1      # another effect than the run's own
+    other.to_csv(sub / "raw.csv", index=False)
+    (sub / "env.json").write_text(json.dumps({"parameters": {"variants": "base,cand"}}))
+    default = vc.verdict_table(with_next_run(compare(raw, "base")), "default")
+    aligned = vc.verdict_table(with_next_run(compare(other, "base")), "aligned")
+
+    def write(tables) -> None:
+        nb = {"cells": [{"cell_type": "code", "source": [], "metadata": {}, "execution_count": 1, "outputs": [
+            {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": [fmt.df_to_markdown(t, ".4g")]}}
+            for t in tables]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        (run / "14-verdict-check.ipynb").write_text(json.dumps(nb))
+
+    before = V.verify(run).checked
+    write([default, aligned])
+    res = V.verify(run)
+    assert res.ok, res.text()
+    assert res.checked >= before + 2 * 6 + 2 * 6          # the default table's rows and the aligned one's
+    assert any(s.startswith("14-verdict-check.ipynb (aligned) next run here") for s in res.not_checked)
+    col = next(c for c in aligned.columns if c.startswith("%change"))
+    aligned.loc[1, col] = f"{float(aligned.loc[1, col].rstrip('%')) + 1:+.1f}%"
+    write([default, aligned])
+    (f,) = V.verify(run).findings
+    assert (f.file, f.field) == ("14-verdict-check.ipynb (aligned)", col) and "size=1024" in f.row

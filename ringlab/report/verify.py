@@ -886,6 +886,21 @@ def _further_rows(run: Path | None, name: str, cache: dict) -> list[Row] | None:
     return cache[name]
 
 
+def _by_sub_run(tables, run: Path, rows: list[Row], cache: dict) -> list[tuple[str, list, list[Row]]]:
+    """A notebook's tables with their rows grouped by the run folder they compare, as (sub-run name,
+    or "" for the run itself; the tables; its recomputed rows): a row whose ``build`` cell names a
+    sub-run of the run (verdict-check's ``aligned`` build, measured into ``RUN/aligned``) is that
+    sub-run's comparison, recomputed from its own raw.csv; every other row is the run's own."""
+    groups: dict = {}
+    for head, body in tables:
+        col = head.index("build") if "build" in head else None
+        for cells in body:
+            name = cells[col].strip() if col is not None and col < len(cells) else ""
+            key = name if _further_rows(run, name, cache) is not None else ""
+            groups.setdefault(key, {}).setdefault(tuple(head), []).append(cells)
+    return [(k, [(list(h), b) for h, b in t.items()], cache[k] if k else rows) for k, t in groups.items()]
+
+
 def check_mail(text: str, rows: list[Row], res: Result, nexts: dict, run: Path | None = None) -> None:
     ck = Checker(res, "mail.txt")
     further: dict = {}
@@ -1085,6 +1100,7 @@ def verify(run_dir) -> Result:
         res.files.append("mail.txt")
         check_mail((run / "mail.txt").read_text(errors="replace"), rows, res, nexts, run)
     rerendered = _rerendered(run)
+    further: dict = {}
     for nb in sorted(run.glob("*.ipynb")):
         if rerendered:
             res.not_checked.append(f"{nb.name}: its tables were printed when the run was made; {rerendered}")
@@ -1102,10 +1118,10 @@ def verify(run_dir) -> Result:
                     s = "".join(v) if isinstance(v, list) else str(v)
                     if "%change" not in s:
                         continue
-                    if kind == "text/markdown":
-                        found += check_ab_table(s, nb.name, rows, res, nexts)
-                    elif kind == "text/html":
-                        found += check_ab_table(html_tables(s), nb.name, rows, res, nexts)
+                    tables = {"text/markdown": _md_tables, "text/html": html_tables}.get(kind)
+                    for sub, tabs, sub_rows in _by_sub_run(tables(s) if tables else [], run, rows, further):
+                        found += check_ab_table(tabs, f"{nb.name} ({sub})" if sub else nb.name, sub_rows, res,
+                                                {} if sub else nexts)
         if not found:
             res.not_checked.append(f"{nb.name}: no A/B table in today's form (a %change column) among its outputs")
     return res
