@@ -157,8 +157,9 @@ def instructions_vs_published(a: Analysis) -> pd.DataFrame:
 
 @_one_table
 def size_sweep_table(a: Analysis, baseline: str = SEED003.baseline, metric: str = "ns_per_op") -> pd.DataFrame:
-    """Per ring size: the arms' centers the effect is computed from, %change (+ = better) with its
-    CI in the same sign under the one CI heading (``tables.ci_heading``), p (Holm), verdict."""
+    """Per ring size: the batch the ring used (``effective batch``: the configuration's ``batch`` 0
+    is the ring's default), the arms' centers the effect is computed from, %change (+ = better)
+    with its CI in the same sign under the one CI heading (``tables.ci_heading``), p (Holm), verdict."""
     df = a.df
     cmp = a.compare(baseline, metric)
     change, cih = _tab.change_header(cmp), f"{_tab.ci_heading(cmp)} of {_tab.CHANGE}"
@@ -167,7 +168,7 @@ def size_sweep_table(a: Analysis, baseline: str = SEED003.baseline, metric: str 
         size = int(r["size"])
         cb, cc = _tab.arm_centers(r)
         rows.append({"mode": r.get("mode"), "pair_class": r.get("pair_class"), "size": size,
-                     "batch": effective_batch(size, int(r.get("batch", 0) or 0)),
+                     "effective batch": effective_batch(size, int(r.get("batch", 0) or 0)),
                      f"{baseline} ns/op": cb, f"{r['candidate']} ns/op": cc,
                      change: _tab.row_change_text(r), cih: _tab.row_change_ci_text(r),
                      "p (Holm)": _p(r["p_holm"]), "verdict": r["verdict"]})
