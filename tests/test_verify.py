@@ -470,3 +470,46 @@ def test_a_notebook_row_of_a_sub_run_build_is_checked_against_that_sub_run(tmp_p
     write([default, aligned])
     (f,) = V.verify(run).findings
     assert (f.file, f.field) == ("14-verdict-check.ipynb (aligned)", col) and "size=1024" in f.row
+
+
+def test_a_notebook_row_against_another_variant_is_checked_against_that_variants_family(tmp_path):
+    """A table whose ``baseline`` cell names another variant than the run's ("each against base")
+    is recomputed against that variant, and one whose arm columns are named by the arm and the
+    unit ("base ns/op") has its centers checked; a planted wrong number in either is named."""
+    from ringlab.report import tables as tab
+    from ringlab.stats.compare import compare
+    run = _synthetic(tmp_path, False)
+    raw = pd.read_csv(run / "raw.csv")
+
+    def rows(baseline: str, arms: bool) -> pd.DataFrame:
+        cmp = compare(raw, baseline)
+        cmp = cmp[cmp["candidate"] == "cand"]
+        out = []
+        for _, r in cmp.iterrows():
+            cb, cc = tab.arm_centers(r)
+            arm = ({f"{baseline} ns/op": sig4(cb), "cand ns/op": sig4(cc)} if arms
+                   else {"baseline": baseline, "candidate": r["candidate"]})
+            out.append({"size": r["size"], **arm, tab.change_header(cmp): tab.row_change_text(r),
+                        "p (Holm)": f"{r['p_holm']:.3g}", "verdict": r["verdict"]})
+        return pd.DataFrame(out)
+
+    def write(tables: list[pd.DataFrame]) -> None:
+        nb = {"cells": [{"cell_type": "code", "source": [], "metadata": {}, "execution_count": 1, "outputs": [
+            {"output_type": "display_data", "metadata": {}, "data": {"text/html": [t.to_html(index=False)]}}
+            for t in tables]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        (run / "99-tables.ipynb").write_text(json.dumps(nb))
+
+    against_same, own = rows("same", arms=False), rows("base", arms=True)
+    write([own, against_same])
+    res = V.verify(run)
+    assert res.ok, res.text()
+    assert res.checked >= V.verify(tmp_path / "paired").checked
+    col = next(c for c in against_same.columns if c.startswith("%change"))
+    against_same.loc[1, col] = f"{float(against_same.loc[1, col].rstrip('%')) + 1:+.1f}%"
+    write([own, against_same])
+    (f,) = V.verify(run).findings
+    assert f.field == col and "size=1024" in f.row and "vs same" in f.row
+    own.loc[0, "cand ns/op"] = sig4(float(own.loc[0, "cand ns/op"]) * 1.01)
+    write([own, rows("same", arms=False)])
+    (f,) = V.verify(run).findings
+    assert f.field == "candidate center" and "size=64" in f.row

@@ -784,38 +784,49 @@ def html_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
     return [t for t in p.tables if t[0]]
 
 
-def check_ab_table(text, file: str, rows: list[Row], res: Result, nexts: dict) -> int:
+def check_ab_table(text, file: str, rows: list[Row], res: Result, nexts: dict, family=None) -> int:
     """The A/B tables of a markdown text (summary.md, a notebook's output), or of the (header,
-    rows) tables given; how many rows it checked."""
+    rows) tables given; how many rows it checked. A row whose ``baseline`` cell names another
+    variant than the rows' baseline is looked up in ``family(that variant)``, the comparisons
+    against it (``recompute(run, baseline=...)``), when ``family`` is given."""
     ck = Checker(res, file)
     candidates = sorted({r.candidate for r in rows})
+    own = rows[0].baseline if rows else None
+    variants = sorted({*candidates, *([own] if own else [])})
     cfg_cols = {k for r in rows for k in r.config}
+    unit = re.compile(r"(\S+) (?:\S+/\S+|" + re.escape(rows[0].metric if rows else "ns_per_op") + ")")
     n = 0
     for head, body in (_md_tables(text) if isinstance(text, str) else text):
         if not any(h.startswith("%change") for h in head):
             continue
         # the arms' columns: "baseline" / "candidate" (cells "name: 4.07 ns"), or one table per
-        # candidate whose headers name the arms ("before (before)", "after (after)")
-        arm_of = {}
+        # candidate whose headers name the arms ("before (before)", "after (after)", or the arm and
+        # the metric's unit: "prebatch ns/op"); a configuration column is no arm's
+        arm_of, name_of = {}, {}
         for h in head:
-            m = re.search(r"\(([^()]*)\)", h)
-            name = m.group(1) if m else h
+            if h in cfg_cols:
+                continue
+            m = re.search(r"\(([^()]*)\)", h) or unit.fullmatch(h)
+            name = name_of[h] = m.group(1) if m else h
             if h in ("baseline", "candidate"):
                 arm_of[h] = h
             elif name in candidates:
                 arm_of[h] = "candidate"
             elif rows and name == rows[0].baseline:
                 arm_of[h] = "baseline"
-        fixed = next((re.search(r"\(([^()]*)\)", h).group(1) if "(" in h else h
-                      for h, a in arm_of.items() if a == "candidate" and h != "candidate"), None)
+        fixed = next((name_of[h] for h, a in arm_of.items() if a == "candidate" and h != "candidate"), None)
         if "candidate" not in head and fixed is None:
             continue
         for cells in body:
             cell = dict(zip(head, cells))
-            cand = fixed or _candidate_of(cell.get("candidate", ""), candidates)
+            fam, against = rows, ""
+            base = _candidate_of(cell.get("baseline", ""), variants) if "baseline" in cell else None
+            if base and base != own and family is not None:
+                fam, against = family(base), f" vs {base}"
+            cand = fixed or _candidate_of(cell.get("candidate", ""), sorted({r.candidate for r in fam}))
             conds = {k: v for k, v in cell.items() if k in cfg_cols}
-            r = _lookup(rows, cand, conds) if cand else None
-            label = " ".join([f"{k}={v}" for k, v in conds.items()] + [cand or cell.get("candidate", "")])
+            r = _lookup(fam, cand, conds) if cand else None
+            label = " ".join([f"{k}={v}" for k, v in conds.items()] + [cand or cell.get("candidate", "")]) + against
             if r is None:
                 ck.bad(label, "row", "present", "no single comparison of raw.csv matches it")
                 continue
@@ -1011,9 +1022,11 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict, run: Path |
                            "docs/verdicts.md's formulas (arm spread, timings, calibration files)")
 
 
-def recompute(run_dir) -> tuple[list[Row], dict]:
+def recompute(run_dir, baseline: str | None = None) -> tuple[list[Row], dict]:
     """Every comparison of the run, recomputed from raw.csv and env.json (and the
-    configuration labels compare.csv prints, to name the rows)."""
+    configuration labels compare.csv prints, to name the rows); with ``baseline``, the family
+    of every other variant against that one (a notebook's table "each against base") instead
+    of the run's own."""
     run = Path(run_dir)
     raw_path = run / "raw.csv"
     if not run.is_dir():
@@ -1040,7 +1053,10 @@ def recompute(run_dir) -> tuple[list[Row], dict]:
     if metric not in raw.columns:
         raise VerifyError(f"{raw_path}: no '{metric}' column; verify needs the metric the report compared")
     variants = sorted(map(str, raw["variant"].dropna().unique()))
-    if cmp is not None and "baseline" in cmp.columns and len(cmp):
+    if baseline is not None:
+        if baseline not in variants:
+            raise VerifyError(f"{raw_path}: no variant '{baseline}' to compare against")
+    elif cmp is not None and "baseline" in cmp.columns and len(cmp):
         baseline = str(cmp["baseline"].iloc[0])
     else:
         baseline = _baseline(env, variants)
@@ -1101,6 +1117,14 @@ def verify(run_dir) -> Result:
         check_mail((run / "mail.txt").read_text(errors="replace"), rows, res, nexts, run)
     rerendered = _rerendered(run)
     further: dict = {}
+    families: dict = {}
+
+    def family(name: str) -> list[Row]:
+        """The comparisons against ``name``, for a notebook row whose baseline is another variant."""
+        if name not in families:
+            families[name] = recompute(run, baseline=name)[0]
+        return families[name]
+
     for nb in sorted(run.glob("*.ipynb")):
         if rerendered:
             res.not_checked.append(f"{nb.name}: its tables were printed when the run was made; {rerendered}")
@@ -1121,7 +1145,7 @@ def verify(run_dir) -> Result:
                     tables = {"text/markdown": _md_tables, "text/html": html_tables}.get(kind)
                     for sub, tabs, sub_rows in _by_sub_run(tables(s) if tables else [], run, rows, further):
                         found += check_ab_table(tabs, f"{nb.name} ({sub})" if sub else nb.name, sub_rows, res,
-                                                {} if sub else nexts)
+                                                {} if sub else nexts, None if sub else family)
         if not found:
             res.not_checked.append(f"{nb.name}: no A/B table in today's form (a %change column) among its outputs")
     return res
