@@ -623,3 +623,40 @@ def test_the_next_run_basis_of_a_row_is_said_in_a_few_words():
         "host A/A upper bound"
     assert mail._short_source({"next_basis": "runs", "next_source": "from 4 runs of this comparison"}) == \
         "from 4 runs of this comparison"
+
+
+def test_the_arms_of_ringlabs_own_code_are_one_brace_pattern_in_the_tested_line(tmp_path):
+    """Arms built from ringlab's own headers share one shell brace pattern; an arm built from
+    other code keeps its name and path; a single own-code arm is named as the others."""
+    from ringlab.report.mail_run import tested_line
+    from ringlab.rundir import RunEnv
+    hdr = "/usr/src/linux-headers-6.1/include/linux/ptr_ring.h"
+    env = RunEnv.of({"experiment": "ptr_ring", "parameters": {"kernel_headers": f"kernel={hdr}"}})
+    line = tested_line(env, "batch", ["kernel", "prebatch", "reorder"], tmp_path)
+    assert line.startswith(f"tested: csrc/rings/ptr_ring_{{batch,prebatch,reorder}}.h; kernel: {hdr}; ringlab "), line
+    one = tested_line(env, "batch", ["kernel"], tmp_path)
+    assert one.startswith(f"tested: batch: csrc/rings/ptr_ring_batch.h; kernel: {hdr}; ringlab "), one
+
+
+def test_the_commit_blocks_cpu_model_leaves_out_trademarks_and_the_word_processor():
+    from ringlab.report.mail_run import cpus_text
+    from ringlab.rundir import RunEnv
+    env = {"environment": {"cpu": {"model": "Intel(R) Xeon(R) Processor"}, "topology": {"n_cpus": 2}}}
+    assert cpus_text(RunEnv.of(env)) == "2 CPUs (Intel Xeon)"
+    env["environment"]["cpu"]["model"] = "AMD EPYC 7763 64-Core Processor"
+    assert cpus_text(RunEnv.of(env)) == "2 CPUs (AMD EPYC 7763 64-Core)"
+
+
+def test_the_legend_explains_a_factor_only_where_a_row_prints_one(tmp_path):
+    """"past ±50% a factor (×2.1 faster)" in the header paragraph where a table row prints a
+    factor; a run whose changes are all percents leaves it out."""
+    plain = mail.mail_text(DATA)
+    assert "×" not in plain and "past ±50% a factor" not in " ".join(plain.split())
+    run = tmp_path / "run"
+    shutil.copytree(DATA, run)
+    raw = pd.read_csv(run / "raw.csv")
+    cand = raw["variant"] != raw["variant"].iloc[0]
+    raw.loc[cand, "ns_per_op"] /= 3          # three times faster: a factor in the table
+    raw.to_csv(run / "raw.csv", index=False)
+    text = mail.mail_text(run)
+    assert "×" in text and "past ±50% a factor (×2.1 faster)" in " ".join(text.split())

@@ -531,10 +531,10 @@ def shared_settings(info: dict, printed: list[pd.DataFrame]) -> list[str]:
     return keep
 
 
-def header_lines(a: Analysis, info: dict, width: int, printed: list[pd.DataFrame]) -> list[str]:
+def header_lines(a: Analysis, info: dict, width: int, printed: list[pd.DataFrame], factors: bool = True) -> list[str]:
     """How many, and how to read the table, stated once above it: n (rounds, layout pairs), the
-    trials' length, the run's wall time; the metric, which way is better, the one sign; the
-    settings every row shares."""
+    trials' length, the run's wall time; the metric, which way is better, the one sign (and how a
+    change past ±50% prints, where ``factors``: a row prints one); the settings every row shares."""
     metric = info.get("metric", "ns_per_op")
     rows = [r for r, _ in info["gains"]] or [info["first"]]
     wall = wall_time(a.env, a.df)
@@ -543,7 +543,7 @@ def header_lines(a: Analysis, info: dict, width: int, printed: list[pd.DataFrame
     lib = metric in schema.LOWER_IS_BETTER
     good, _ = change_words(metric)
     txt += (f" {METRIC_NAMES.get(metric, metric)}: {'lower' if lib else 'higher'} is better. %change: the "
-            f"verdict's estimate, + = better ({good}); past ±50% a factor (×2.1 {good}).")
+            f"verdict's estimate, + = better ({good})" + (f"; past ±50% a factor (×2.1 {good})." if factors else "."))
     txt += " " + _legend_text(info)
     shared = shared_settings(info, printed)
     if shared:
@@ -796,7 +796,7 @@ def mail_text(run_dir, baseline: str | None = None, width: int = WIDTH, metric: 
     lines += wrap_para("test machine: " + machine_line(env), width)
     lines += noise_floor_lines(a.host, a.noise_floor, env, info, width)
     lines.append("")
-    lines += header_lines(a, info, width, printed)
+    lines += header_lines(a, info, width, printed, factors=any("×" in ln for ln in table + further))
     lines += table
     lines.append("")
     lines += _interval_lines(info, width)

@@ -131,8 +131,16 @@ def tested_line(env: RunEnv, baseline: str, candidates: list[str], run_dir) -> s
                          for c in candidates if "+" in specs.get(c, ""))
         arms += f"; base: {relative_to_tree(specs.get(baseline, baseline), env)}"
     elif specs:
-        arms = "; ".join(f"{v}: {relative_to_tree(specs[v], env)}" if v in specs else
-                         f"{v}: {_own_code(exp).format(v)}" for v in [baseline, *candidates])
+        code = {v: relative_to_tree(specs[v], env) if v in specs else _own_code(exp).format(v)
+                for v in [baseline, *candidates]}
+        # the arms of ringlab's own code in one shell brace pattern (csrc/rings/ptr_ring_{a,b}.h): one screen
+        own = [v for v, c in code.items() if c == _own_code(exp).format(v)]
+        pattern = _own_code(exp).split("{}")
+        if len(own) > 1 and len(pattern) == 2:
+            arms = "; ".join([pattern[0] + "{" + ",".join(own) + "}" + pattern[1]]
+                             + [f"{v}: {c}" for v, c in code.items() if v not in own])
+        else:
+            arms = "; ".join(f"{v}: {c}" for v, c in code.items())
     else:
         arms = ", ".join(_own_code(exp).format(v) for v in [*candidates, baseline])
         arms = f"{arms} (ringlab's own code; base {baseline})"
@@ -269,11 +277,12 @@ def wall_time(env: RunEnv, df: pd.DataFrame) -> float:
 
 
 def cpus_text(env: RunEnv) -> str:
-    """"2 CPUs (AMD EPYC)": the host's CPU count and model, trademark marks left out."""
+    """"2 CPUs (AMD EPYC)": the host's CPU count and model, trademark marks and the word
+    "Processor" left out ("Intel(R) Xeon(R) Processor": "Intel Xeon")."""
     env = RunEnv.of(env)
     n = env.topology.get("n_cpus")
     model = str(env.cpu.get("model") or "unknown CPU")
     for mark in ("(R)", "(TM)", "(tm)", "(r)"):
         model = model.replace(mark, "")
-    model = " ".join(model.split())
+    model = " ".join(w for w in model.split() if w != "Processor") or "unknown CPU"
     return f"{n} CPUs ({model})" if n else f"? CPUs ({model})"
