@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import pickle
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +15,7 @@ import pytest
 from ringlab.catalog import CALLS, NOT_CALLED, STOP_MODES, UNSETTLED, StopReason, Verdict, is_call
 from ringlab.catalog import stops as stops_catalog
 from ringlab.catalog import verdicts as verdicts_catalog
+from ringlab.catalog.words import Word
 from ringlab.errors import DataError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +55,21 @@ def test_the_attributes_of_the_verdicts():
     assert Verdict.call(-1, instructions=True) is Verdict.MORE_INSTRUCTIONS
     assert not Verdict.STATE_DEPENDENT.produced
     assert is_call("slower") and not is_call("inconclusive") and not is_call(float("nan")) and not is_call(None)
+
+
+def test_a_member_survives_pickling_and_states_each_declared_field():
+    for m in (*Verdict, *StopReason):
+        for proto in range(pickle.HIGHEST_PROTOCOL + 1):
+            assert pickle.loads(pickle.dumps(m, proto)) is m
+        assert all(hasattr(m, name) for name in type(m).__word_fields__)
+    assert Verdict("faster") is Verdict.FASTER and "__word_fields__" not in Verdict.__members__
+
+
+def test_a_word_with_the_wrong_number_of_attributes_is_refused():
+    with pytest.raises(TypeError, match="1 attributes"):
+        class Short(Word):
+            ONE = ("one", True)
+            __word_fields__ = ("a", "b")
 
 
 def test_parse_names_the_allowed_words():

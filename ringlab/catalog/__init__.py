@@ -8,6 +8,7 @@ other layer derives its tables from it instead of keeping copies.  Each module h
 - ``stops``: why a staged run stopped;
 - ``variants``: the built-in ring variants (header, batch support, cache-line layout);
 - ``experiments``: the experiments (raw.csv columns, parameter bounds, binaries, notebook).
+- ``words``: what the word enums and the name lookups share (``Word``, ``by_name``).
 
 This file only re-exports.
 """

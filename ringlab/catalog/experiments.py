@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ringlab.errors import ParamError
 from ringlab.catalog.variants import VARIANT_NAMES
+from ringlab.catalog.words import by_name
 
 #: the most operations one timed loop may run: the C binaries refuse more (ptr_ring_test and
 #: syscall_loop ``-N``, page_frag_test ``nr_test``)
@@ -206,18 +207,12 @@ NOTEBOOKS: tuple[Notebook, ...] = (
 
 def experiment(name: str) -> Experiment:
     """The experiment ``name``; ParamError naming the experiments otherwise."""
-    for e in EXPERIMENTS:
-        if e.name == name:
-            return e
-    raise ParamError(f"unknown experiment '{name}'; allowed: {', '.join(sorted(EXPERIMENT_NAMES))}", input=name)
+    return by_name(EXPERIMENTS, name, "experiment", allowed=sorted(EXPERIMENT_NAMES), shown=f"'{name}'")
 
 
 def notebook(stem: str) -> Notebook:
     """The notebook ``stem``; ParamError naming the notebooks otherwise."""
-    for n in NOTEBOOKS:
-        if n.stem == stem:
-            return n
-    raise ParamError(f"unknown notebook {stem!r}; allowed: {', '.join(n.stem for n in NOTEBOOKS)}", input=stem)
+    return by_name(NOTEBOOKS, stem, "notebook", key=lambda n: n.stem)
 
 
 def all_extra_columns() -> tuple[str, ...]:

@@ -25,12 +25,10 @@ Which reason a stage gives is decided by ``ringlab.stats.sequential`` (``stage_s
 """
 from __future__ import annotations
 
-import enum
-
-from ringlab.errors import DataError
+from ringlab.catalog.words import Word
 
 
-class StopReason(str, enum.Enum):
+class StopReason(Word):
     """A stop reason; see the module's docstring for the attributes."""
 
     # word, ends_run, answered, limit, mode, decided_answers, staged, head
@@ -42,30 +40,8 @@ class StopReason(str, enum.Enum):
     CONTINUE = ("continue", False, False, False, False, False, True, "")
     PILOT_MET_TARGET = ("pilot met target", True, True, False, False, False, False, "")
 
-    def __new__(cls, word: str, ends_run: bool, answered: bool, limit: bool, mode: bool, decided_answers: bool,
-                staged: bool, head: str):
-        obj = str.__new__(cls, word)
-        obj._value_ = word
-        obj.ends_run = ends_run
-        obj.answered = answered
-        obj.limit = limit
-        obj.mode = mode
-        obj.decided_answers = decided_answers
-        obj.staged = staged
-        obj.head = head
-        return obj
-
-    # the word itself wherever a member is printed (Enum's own str() would say "StopReason.BUDGET")
-    __str__ = str.__str__
-    __format__ = str.__format__
-
-    @classmethod
-    def lookup(cls, text) -> StopReason | None:
-        """The member whose word is ``text``; None for anything else (None, an unknown word)."""
-        try:
-            return cls(text)
-        except (ValueError, TypeError):
-            return None
+    __word_fields__ = ("ends_run", "answered", "limit", "mode", "decided_answers", "staged", "head")
+    __word_kind__ = "stop reason"
 
     @classmethod
     def mode_of(cls, text) -> StopReason:
@@ -73,15 +49,6 @@ class StopReason(str, enum.Enum):
         parameter's default, where it names none."""
         r = cls.lookup(text)
         return r if r is not None and r.mode else cls.DECIDED
-
-    @classmethod
-    def parse(cls, text) -> StopReason:
-        """The member whose word is ``text``; DataError naming the allowed words otherwise."""
-        r = cls.lookup(text)
-        if r is None:
-            raise DataError(f"unknown stop reason {text!r}: allowed: " + ", ".join(repr(w.value) for w in cls),
-                            input=str(text))
-        return r
 
     def stopped_head(self, spent_s: float = 0.0, budget_s: float = 0.0, max_stages: int = 0,
                      error: str | None = None) -> str:

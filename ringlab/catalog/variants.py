@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ringlab.errors import ParamError
+from ringlab.catalog.words import by_name
 
 
 @dataclass(frozen=True)
@@ -75,15 +75,9 @@ DEFAULT_VARIANT = "batch"
 
 def variant(name: str) -> RingVariant:
     """The built-in variant ``name``; ParamError naming the built-in variants otherwise."""
-    for v in VARIANTS:
-        if v.name == name:
-            return v
-    raise ParamError(f"unknown ring variant {name!r}; allowed: {', '.join(VARIANT_NAMES)}", input=name)
+    return by_name(VARIANTS, name, "ring variant")
 
 
 def layout(name: str) -> RingLayout:
     """The ring layout ``name``; ParamError naming the layouts otherwise."""
-    for lay in LAYOUTS:
-        if lay.name == name:
-            return lay
-    raise ParamError(f"unknown ring layout {name!r}; allowed: {', '.join(x.name for x in LAYOUTS)}", input=name)
+    return by_name(LAYOUTS, name, "ring layout")

@@ -20,12 +20,10 @@ Which word a row gets is decided by ``ringlab.stats.decide`` (and recomputed by
 """
 from __future__ import annotations
 
-import enum
-
-from ringlab.errors import DataError
+from ringlab.catalog.words import Word
 
 
-class Verdict(str, enum.Enum):
+class Verdict(Word):
     """A verdict word; see the module's docstring for the attributes."""
 
     # word, is_call, is_settled, direction, instructions, produced, meaning
@@ -48,39 +46,8 @@ class Verdict(str, enum.Enum):
     STATE_DEPENDENT = ("depends on machine state", False, True, 0, False, False,
                        "per-state CIs on opposite sides of 0 (older result files only)")
 
-    def __new__(cls, word: str, is_call: bool, is_settled: bool, direction: int, instructions: bool,
-                produced: bool, meaning: str):
-        obj = str.__new__(cls, word)
-        obj._value_ = word
-        obj.is_call = is_call
-        obj.is_settled = is_settled
-        obj.direction = direction
-        obj.instructions = instructions
-        obj.produced = produced
-        obj.meaning = meaning
-        return obj
-
-    # the word itself wherever a member is printed (Enum's own str() would say "Verdict.FASTER")
-    __str__ = str.__str__
-    __format__ = str.__format__
-
-    @classmethod
-    def lookup(cls, text) -> Verdict | None:
-        """The member whose word is ``text`` (a member, a string, or a frame's cell); None for
-        anything else (empty, NaN, an unknown word)."""
-        try:
-            return cls(text)
-        except (ValueError, TypeError):
-            return None
-
-    @classmethod
-    def parse(cls, text) -> Verdict:
-        """The member whose word is ``text``; DataError naming the allowed words otherwise."""
-        v = cls.lookup(text)
-        if v is None:
-            raise DataError(f"unknown verdict {text!r}: allowed: " + ", ".join(repr(w.value) for w in cls),
-                            input=str(text))
-        return v
+    __word_fields__ = ("is_call", "is_settled", "direction", "instructions", "produced", "meaning")
+    __word_kind__ = "verdict"
 
     @classmethod
     def call(cls, direction: int, instructions: bool = False) -> Verdict:
