@@ -152,11 +152,33 @@ def screen_limit(text: str) -> int:
     """The most lines a reply may have (docs/cli.md, "A reply for the list"): SCREEN, plus two for
     each compared row past three (its table row and its interval line), one for each other table
     row (instruction counts, an A/A control, a further run's row) and three for each table past
-    the first (its head, its rule and a blank line)."""
+    the first (its head, its rule and a blank line), and past three compared rows the lines of a
+    warning the run raised (what disturbed the measurement is never cut to fit)."""
     rows, nexts = len(_rows(text)), len(_next_rows(text))
     compared = nexts or rows
     tables = sum(1 for ln in text.splitlines() if ln.startswith("-----"))
-    return SCREEN + 2 * max(0, compared - 3) + max(0, rows - max(compared, 3)) + 3 * max(0, tables - 1)
+    warned = _warning_lines(text) if compared > 3 else 0
+    return SCREEN + 2 * max(0, compared - 3) + max(0, rows - max(compared, 3)) + 3 * max(0, tables - 1) + warned
+
+
+def _warning_lines(text: str) -> int:
+    """The lines of the reply's ``warning:`` paragraph (it runs to the next blank line or the next
+    line that starts a statement of its own)."""
+    lines, n, inside = text.splitlines(), 0, False
+    for ln in lines:
+        if ln.startswith("warning: "):
+            inside = True
+        elif inside and (not ln.strip() or ln.startswith(("reproduce ", "not measured", "Published", "To paste"))):
+            inside = False
+        n += inside
+    return n
+
+
+def test_a_warning_adds_its_lines_to_the_screen_past_three_rows():
+    six = "\n".join(["  +1.0% [-1, +3]    next [-2, +4]    a mode=0 same-cpu"] * 6)
+    assert screen_limit(six + "\nwarning: other work ran\n  on the CPUs\n\nreproduce (x)\n") == screen_limit(six) + 2
+    three = "\n".join(["  +1.0% [-1, +3]    next [-2, +4]    a mode=0 same-cpu"] * 3)
+    assert screen_limit(three + "\nwarning: other work ran\n") == screen_limit(three), "three rows: one screen, 60 lines"
 
 
 def _list_shape(text: str, where: str) -> None:
