@@ -48,7 +48,7 @@ def _summary_baseline(run_dir: Path) -> str:
 
 
 def _mail_baseline(run_dir: Path) -> str:
-    m = re.search(r" against (\S+) on ", mail.mail_text(run_dir))
+    m = re.search(r" against (\S+) on\s", mail.mail_text(run_dir))
     assert m, "mail has no title line"
     return m.group(1)
 
@@ -74,7 +74,9 @@ def test_mail_and_summary_agree_without_a_report_choice(tmp_path):
     shutil.copytree(COMMITTED[-1].parent, run_dir)
     env = json.loads((run_dir / "env.json").read_text())
     env.pop("report", None)
-    env["parameters"]["variants"] = "reorder,batch,prebatch"
+    env.pop("baseline", None)
+    env["parameters"].pop("baseline", None)
+    env["parameters"]["variants"] = "reorder,batch,prebatch,kernel"
     (run_dir / "env.json").write_text(json.dumps(env))
     write_report(run_dir, figures=False)
     assert _summary_baseline(run_dir) == _mail_baseline(run_dir) == "reorder"

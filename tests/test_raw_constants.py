@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import tempfile
 import sys
 from pathlib import Path
 
@@ -35,13 +36,24 @@ MOVED = set(schema.RUN_CONSTANT_COLUMNS) | set(schema.REF_COLUMNS)
 #: counter_errors values and binaries per layout, ringtest (source_sha256), a bisection step
 
 
-def _version_3(pattern: str) -> list[str]:
-    """The first committed raw.csv matching ``pattern`` that is version 3 (its run constants on
-    every row), as a path relative to results/."""
-    for p in committed(sorted(RESULTS.glob(pattern))):
+#: where committed version-4 runs are written again as version 3 when no committed run is
+_V3 = Path(tempfile.mkdtemp(prefix="ringlab-raw-v3-"))
+
+
+def _version_3(pattern: str) -> list[Path]:
+    """The first committed raw.csv's folder matching ``pattern`` that is version 3 (its run
+    constants on every row); else the first committed folder matching it, copied and rewritten as
+    version 3 (``as_version_3``)."""
+    found = committed(sorted(RESULTS.glob(pattern)))
+    for p in found:
         with open(p, newline="", encoding="utf-8") as f:
             if "run_id" in next(csv.reader(f)):
-                return [str(p.parent.relative_to(RESULTS))]
+                return [p.parent]
+    for p in found:
+        dst = _V3 / p.parent.relative_to(RESULTS)
+        shutil.copytree(p.parent, dst, ignore=shutil.ignore_patterns("*.ipynb", "*.png", "*.svg"))
+        as_version_3(dst)
+        return [dst]
     return []
 
 
