@@ -218,16 +218,18 @@ def layouts_fit(d: np.ndarray, layout: np.ndarray) -> dict:
         if msb >= msw:
             return {**out, "theta": theta, "se": math.sqrt(msb / N), "s2l": (msb - msw) / n, "s2r": msw,
                     "n_k": n_k, "method": "closed"}
-        s2 = float(((d - theta) ** 2).sum()) / (N - 1)
-        return {**out, "theta": theta, "se": math.sqrt(s2 / N), "s2l": 0.0, "s2r": s2, "n_k": n_k, "method": "closed"}
+        s2 = float(((d - theta) ** 2).sum()) / (N - 1)       # REML's sigma_L^2 is 0; the SE stays MSB's
+        return {**out, "theta": theta, "se": math.sqrt(msb / N), "s2l": 0.0, "s2r": s2, "n_k": n_k, "method": "closed"}
     c, s = float(d.mean()), float(d.std(ddof=1))
     z = (d - c) / s          # MixedLM's tolerances are absolute: fit on the standardised scale
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = sm.MixedLM(z, np.ones((N, 1)), groups=inv).fit(reml=True, method=["powell", "nm"])
     s2l, s2r = float(np.asarray(res.cov_re)[0, 0]), float(res.scale)
-    if res.converged and s2l <= 1e-6 * s2r:     # the boundary: the pooled rounds
-        return {**out, "theta": c, "se": s / math.sqrt(N), "s2l": 0.0, "s2r": s * s, "n_k": n_k, "method": "mixedlm"}
+    if res.converged and s2l <= 1e-6 * s2r:     # the boundary: the pooled rounds, the SE the weighted MSB's
+        m = pd.Series(d).groupby(inv).mean().to_numpy()
+        se = math.sqrt(float((n_k * (m - c) ** 2).sum()) / ((K - 1) * N))
+        return {**out, "theta": c, "se": se, "s2l": 0.0, "s2r": s * s, "n_k": n_k, "method": "mixedlm"}
     if res.converged and math.isfinite(float(res.bse_fe[0])):
         return {**out, "theta": c + s * float(res.fe_params[0]), "se": s * float(res.bse_fe[0]), "s2l": s * s * s2l,
                 "s2r": s * s * s2r, "n_k": n_k, "method": "mixedlm"}
