@@ -1,6 +1,7 @@
-"""Repeated looks at growing data spend the error by one rule (``sequential.look_alpha``): a
-staged run's reviews, a follow-up look at a finished run's pooled rounds, bisect's re-runs of a
-step.  Seeded simulations of A/A data: the chance that any look calls is at most 5% (binomial 95%
+"""Repeated looks at growing data keep the error: looks that are each an answer split alpha
+(``sequential.look_alpha``: a follow-up look at a finished run's pooled rounds, bisect's re-runs
+of a step); a staged run's interim looks stop it early at 0.001 each and its verdict is the
+fixed-design one at alpha (``sequential.interim_alpha``, Haybittle-Peto).  Seeded simulations of A/A data: the chance that any look calls is at most 5% (binomial 95%
 upper tolerance), and the same looks at full alpha each are seen to exceed it."""
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from scipy import stats as sst
 
 from ringlab.lab.bisect.engine import DEFAULT_BUDGET_FACTOR, ENDPOINT_BUDGET_FACTOR, max_looks
 from ringlab.stats import ranktests as rt
-from ringlab.stats.sequential import POLICY, look_alpha
+from ringlab.stats.sequential import POLICY, interim_alpha, look_alpha
 from ringlab.stats.stopping_record import StageRecord, Stopping
 
 RUNS = 4000
@@ -82,3 +83,19 @@ def test_the_stopping_record_counts_the_looks():
     assert st.looks == 1
     st = Stopping(target_ci=1.0, budget_s=None, stages=(stage(0, "continue"), stage(1, "decided")))
     assert st.looks == 2 and Stopping.from_json(st.to_json()).looks == 2   # env.json keeps the count
+
+
+def test_a_staged_run_s_interim_looks_keep_its_verdict_at_its_level():
+    # three looks at 20, 40 and 60 rounds: the first two may stop the run on "decided", the last
+    # is the verdict at 5% of the rounds that ran (a stopped run's verdict is its stop's call)
+    rng = np.random.default_rng(33)
+    most = POLICY.max_stages
+    assert interim_alpha(1, most) == POLICY.interim_alpha == 0.001 and interim_alpha(most + 1, most) == 0.0
+
+    def level(j):
+        return POLICY.alpha if j == 3 else interim_alpha(j, most)
+    spent = _any_look_calls(rng, 20, 3, level)
+    assert spent <= _tolerance(), spent / RUNS
+    # control: interim looks at alpha / max_stages add every early stop's call to the verdict's 5%
+    split = _any_look_calls(rng, 20, 3, lambda j: POLICY.alpha if j == 3 else look_alpha(j, most))
+    assert split > spent, (split / RUNS, spent / RUNS)

@@ -18,8 +18,8 @@ with only the measuring replaced by draws:
 * the call is ``compare()``'s verdict of the run's whole data when it stopped: what summary.md
   would print.  Under A/A a "faster" or "slower" is a false call.
 
-Stopping on "decided" looks at significance (at 5% / ``Policy.max_stages`` a look) as well as width, so
-that is where an A/A rate above 5% would come from; ``aa_interval`` gives the binomial interval
+Stopping on "decided" looks at significance (at ``Policy.interim_alpha`` a look, 0.001) as well as
+width, so that is where an A/A rate above 5% would come from; ``aa_interval`` gives the binomial interval
 the rate of a correct design lies in.
 
 Runs whose noise has what real runs have (``simulate_real_run``, ``ringlab bench stopping``'s

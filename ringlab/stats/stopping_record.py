@@ -217,7 +217,7 @@ class Stopping:
     @property
     def looks(self) -> int:
         """The looks taken at the run's data: its reviewed stages (those with a ``stop_reason``,
-        "continue" included).  The next look's level is ``sequential.look_alpha(looks + 1, ...)``."""
+        "continue" included).  The next look's level is ``sequential.interim_alpha(looks + 1, ...)``."""
         return sum(1 for s in self.stages or () if s.stop_reason is not None)
 
     def with_last_stage(self, **changes) -> Stopping:

@@ -14,8 +14,8 @@ significant change of at least the threshold, or a CI within +-threshold (nothin
 up to ``step_budget`` or ``ENDPOINT_BUDGET_FACTOR`` times the first run's rounds.  The result
 is c[hi] when nothing between lo and hi is left untried, else the range c[lo+1..hi].
 
-Every run of a step is one more look at its pooled rounds, so the looks spend the error as a
-staged run's reviews do (``ringlab.stats.sequential.look_alpha``): a step that may take L looks
+Every run of a step is one more look at its pooled rounds, and each look's call is the step's
+answer, so the looks split the error (``ringlab.stats.sequential.look_alpha``): a step that may take L looks
 (its budget over its first run's rounds) compares at alpha / L at each, and the step's record
 holds ``looks``, ``max_looks`` and the last look's ``alpha``.  A call at any of its looks is then
 a false one with probability at most alpha (re-testing the endpoints at 5% up to 8 times would
