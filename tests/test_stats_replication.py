@@ -57,7 +57,7 @@ def test_between_of_runs_needs_min_runs_and_uses_combine_tau2():
     assert between_of_runs([0.01, 0.01], [1e-4, 1e-4]).tau2 == 0, "two equal runs: no between-run variance"
     b = between_of_runs(eff, var)
     re = combine(eff, var)
-    assert b.basis == "runs" and b.runs == 5 and b.df == 4 and b.tau2 == pytest.approx(re.tau2) and b.tau2 > 0
+    assert b.basis == "runs" and b.runs == 5 and b.df == 3 and b.tau2 == pytest.approx(re.tau2) and b.tau2 > 0
     assert b.text == "from 5 runs of this comparison" and b.sd_pct == pytest.approx(re.tau * 100)
     assert between_of_runs(eff + [math.nan], var + [0.01]).runs == 5, "a run without a CI is left out"
 

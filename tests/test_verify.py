@@ -373,7 +373,7 @@ def test_the_next_run_interval_uses_the_tau_and_basis_the_row_states(tmp_path, b
     from ringlab.stats.replication import Between, with_next_run
     run = _synthetic(tmp_path, incomplete=False)
     raw = pd.read_csv(run / "raw.csv")
-    text, df = {"runs": ("from 4 runs of this comparison", 3.0),
+    text, df = {"runs": ("from 4 runs of this comparison", 2.0),
                 "early runs": ("from 2 runs of this comparison (Q-profile 40% bound)", math.inf),
                 "host A/A": ("host A/A upper bound from 6 runs, 70% one-sided", math.inf)}[basis]
     b = Between(tau2=0.01 ** 2, df=df, basis="host A/A" if basis == "host A/A" else "runs", runs=4, text=text)

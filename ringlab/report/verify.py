@@ -503,7 +503,7 @@ def next_run(r: Row, tau_pct: float, basis: str, source: str) -> tuple[float, fl
     df_b = math.inf
     if basis == "runs" and "Q-profile" not in (source or ""):   # a bound of 2-3 runs is taken as known
         k = re.search(r"(\d+) runs", source or "")
-        df_b = float(int(k.group(1)) - 1) if k else math.inf
+        df_b = float(int(k.group(1)) - 2) if k else math.inf     # k runs: k - 2 df (docs/verdicts.md)
     out = []
     for s in ((r.est - lo) / q, (hi - r.est) / q):
         a, b = 2 * s * s, 2 * tau2
