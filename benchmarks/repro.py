@@ -43,7 +43,7 @@ import click
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ringlab.rundir import Run  # noqa: E402
+from ringlab.rundir import RunOutput  # noqa: E402
 from ringlab.rundir.calibration import host_between  # noqa: E402
 from ringlab.stats.replication import EARLY_RUNS_LEVEL, MIN_RUNS, combine, pct  # noqa: E402
 from ringlab.stats.summary import StatsError  # noqa: E402
@@ -85,7 +85,7 @@ def series_dirs(folder: Path) -> list[Path]:
     found = []
     for d in Path(folder).iterdir() if Path(folder).is_dir() else ():
         m = re.fullmatch(r"session-(\d+)", d.name)
-        if m and d.is_dir() and (d / "raw.csv").is_file() and Run(d).env_doc.status == "complete":
+        if m and d.is_dir() and (d / "raw.csv").is_file() and RunOutput(d).env_doc.status == "complete":
             found.append((int(m.group(1)), d))
     return [d for _, d in sorted(found)]
 

@@ -57,7 +57,7 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 from ringlab.lab import notebook as rn
 from ringlab.report import figures as rf
 from ringlab.report import vs_published as vp
-from ringlab.rundir import Run
+from ringlab.rundir import RunOutput
 from ringlab.studies import batch_zeroing as bz
 
 common = dict(profile=profile, variants=variants, count=count or None, trials=trials or None,
@@ -97,7 +97,7 @@ rn.markdown(rn.run_overview(RUN))
 # (+ = faster) with its CI in the same sign, and a verdict.
 
 # %%
-HOST = Run(RUN).host
+HOST = RunOutput(RUN).host
 R = rn.report(RUN, baseline=baseline, labels={baseline: "prebatch", "batch": "batch zeroing"})
 rn.table(vp.size_sweep_table(R, baseline=baseline))
 

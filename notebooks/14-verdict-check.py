@@ -77,7 +77,7 @@ host: str = ""  # machine id for the results path; empty: $RINGLAB_HOST or the h
 # %%
 from ringlab.lab import notebook as rn
 from ringlab.report.figures import forest, host_noise_floor
-from ringlab.rundir import Run
+from ringlab.rundir import RunOutput
 from ringlab.studies import verdict_check as vc
 
 RUN = rn.run_dir(out_dir, "verdict-check", host)
@@ -124,7 +124,7 @@ rn.markdown(rn.run_overview(RUN))
 CMP, CMP_ALIGNED = vc.compare_run(RUN), vc.compare_run(ALIGNED)
 rn.table(vc.verdict_table(CMP, "default"))
 rn.table(vc.verdict_table(CMP_ALIGNED, "aligned"))
-HOST = Run(RUN).host
+HOST = RunOutput(RUN).host
 STATED = CHECK.expected()
 EXPECTED = dict(zip(STATED["arm"], STATED["expected extra %"]))
 CALLS = dict(zip(STATED["arm"], STATED["expected verdict"]))

@@ -246,9 +246,9 @@ def test_by_placement_table_rendered_from_raw_csv(run):
 
 
 def test_cross_machine_table_rendered_from_raw_csv():
-    from ringlab.rundir import Run
+    from ringlab.rundir import RunOutput
     from ringlab.studies import compare_runs
-    runs = [Run(r) for r in _ptr_ring_runs("ptr-ring-reorder")]
+    runs = [RunOutput(r) for r in _ptr_ring_runs("ptr-ring-reorder")]
     if not runs:
         pytest.skip("no committed ptr-ring-reorder run")
     t = compare_runs.cross_machine_table(runs)

@@ -10,7 +10,7 @@ from ringlab.rundir.envjson import FIELD_TYPES
 
 PKG = Path(__file__).resolve().parent.parent / "ringlab"
 
-#: names a value holding env.json goes by (the last part: ``run.env``, ``Run(d).env_doc``, ``f.fields``)
+#: names a value holding env.json goes by (the last part: ``run.env``, ``RunOutput(d).env_doc``, ``f.fields``)
 ENV_NAMES = {"env", "env_doc", "env_file", "fields"}
 
 #: files whose ``env`` is not env.json: the machine snapshot ``envinfo.collect()`` (notebook 00
@@ -19,7 +19,7 @@ NOT_ENV_JSON = {"studies/envreport.py"}
 
 
 def _name(node: ast.AST) -> str | None:
-    """The last name of a receiver: ``env`` for ``env``, ``run.env``, ``Run(d).env`` and
+    """The last name of a receiver: ``env`` for ``env``, ``run.env``, ``RunOutput(d).env`` and
     ``(run.env or {})``."""
     if isinstance(node, ast.BoolOp):
         return next((n for n in map(_name, node.values) if n in ENV_NAMES), None)
@@ -67,20 +67,20 @@ def f(run, env, folder):
     a = env.get("experiment")
     b = (run.env_doc.get("git") or {}).get("commit")
     c = env["started_utc"]
-    d = Run(run).env_file.get("parameters") or {}
+    d = RunOutput(run).env_file.get("parameters") or {}
     e = (run.env or {}).get("host")
     folder.fields["stopping"] = None
     ok = env.experiment, env.get("hostname"), calibration.get("run_id"), env.git.commit
 '''
     found = env_reads(snippet)
     assert [f.split(": ", 1)[1] for f in found] == [
-        "env['experiment']", "run.env_doc['git']", "env['started_utc']", "Run(run).env_file['parameters']",
+        "env['experiment']", "run.env_doc['git']", "env['started_utc']", "RunOutput(run).env_file['parameters']",
         "run.env or {}['host']", "folder.fields['stopping']"], found
     assert env_reads("x = dict(doc)\ny = meta.get('parameters')\n") == []
 
 
 def test_run_env_properties_and_the_defaults_older_files_imply(tmp_path):
-    from ringlab.rundir import Run, RunEnv
+    from ringlab.rundir import RunEnv, RunOutput
     empty = RunEnv.of({})
     assert (empty.path, empty.experiment, empty.parameters, empty.warnings, empty.git.commit,
             empty.build.out_dir, empty.topology, empty.stopping_record) == (None, None, {}, [], None, None, {}, None)
@@ -90,5 +90,5 @@ def test_run_env_properties_and_the_defaults_older_files_imply(tmp_path):
     assert RunEnv.of(env) is env and env["experiment"] == "ptr_ring" and dict(env) == env.doc
     assert (env.experiment, env.git.commit, env.git.dirty, env.parameters, env.build.cflags, env.machine,
             env.cpu_model, env.topology) == ("ptr_ring", "abc", True, {}, ["-O2"], {}, "M", {"n_cpus": 2})
-    run = Run(tmp_path)
+    run = RunOutput(tmp_path)
     assert isinstance(run.env, RunEnv) and not run.env and isinstance(run.env_doc, RunEnv) and not run.env_doc

@@ -56,7 +56,7 @@ def snapshot(folder: Path) -> dict[str, str]:
 def test_a_run_folder_opens_with_measured_trials_only(results):
     d = results / "ptr-ring-reorder" / "hostA" / "20260101T000000Z-aaaaaa"
     run = ringlab.open(d)
-    assert isinstance(run, explore.Run)
+    assert isinstance(run, explore.OpenedRun)
     assert (run.experiment, run.host, run.run_id) == ("ptr-ring-reorder", "hostA", "20260101T000000Z-aaaaaa")
     assert run.status == "complete" and run.profile == "quick" and run.env["experiment"] == "ptr_ring"
     allrows = rundir.read_raw(d / "raw.csv", strict=False)

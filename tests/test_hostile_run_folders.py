@@ -133,10 +133,10 @@ def test_resume_into_a_linked_raw_csv_is_refused_and_the_target_left_alone(run, 
 def test_summary_files_linked_out_of_the_folder_are_refused(run, secret):
     (run / "summary.md").symlink_to(secret)
     with pytest.raises(DataError, match=r"summary.md: a symbolic link; ringlab reads"):
-        rundir.Run(run).summary_md
+        rundir.RunOutput(run).summary_md
     (run / "compare.csv").symlink_to(secret)
     with pytest.raises(DataError, match=r"compare.csv: a symbolic link; ringlab reads"):
-        rundir.Run(run).compare_csv
+        rundir.RunOutput(run).compare_csv
 
 
 def test_a_fifo_as_raw_csv_is_refused_without_blocking(run, capsys):

@@ -1,5 +1,5 @@
 """One read model of a run folder: no module of ringlab outside ringlab/rundir parses a run
-folder's env.json or raw.csv itself; they all read it through ``ringlab.rundir.Run``.
+folder's env.json or raw.csv itself; they all read it through ``ringlab.rundir.RunOutput``.
 
 The check walks the AST of every module: a call that parses a file (open, read_text,
 read_bytes, json.load/loads, pd.read_csv, csv.reader, rundir's own read_raw / read_env) is
@@ -105,7 +105,7 @@ def _modules():
 
 def test_no_module_outside_rundir_parses_a_run_folder():
     found = [hit for rel, text in _modules() for hit in parses_run_files(text, str(rel))]
-    assert not found, ("read these through ringlab.rundir.Run (raw, env, env_file, env_doc):\n"
+    assert not found, ("read these through ringlab.rundir.RunOutput (raw, env, env_file, env_doc):\n"
                        + "\n".join(found))
 
 
@@ -126,7 +126,7 @@ def test_the_check_finds_a_module_that_parses_a_run_file(snippet):
 @pytest.mark.parametrize("snippet", [
     'ok = (run_dir / "env.json").is_file()',
     'links = [f"[raw.csv]({rel}/raw.csv)"] if (latest / "raw.csv").exists() else []',
-    'df = rundir.Run(run_dir).raw',
+    'df = rundir.RunOutput(run_dir).raw',
     'nb = json.loads(p.read_text())',          # not a run file (a notebook, a state file)
     'doc = json.loads((out / "bisect.json").read_text())',
 ])
@@ -148,7 +148,7 @@ def _folder(tmp_path: Path, experiment: str = "ptr_ring") -> Path:
 
 def test_run_reads_raw_env_baseline_and_names(tmp_path):
     d = _folder(tmp_path)
-    run = rundir.Run(d)
+    run = rundir.RunOutput(d)
     assert run.has_raw and run.has_env
     assert list(run.raw["variant"]) == ["a", "b", "a", "b"] and run.variants == ["a", "b"]
     assert run.env["experiment"] == "ptr_ring" and run.env_file.kind == "run"
@@ -163,19 +163,19 @@ def test_run_reads_raw_env_baseline_and_names(tmp_path):
 
 def test_run_refuses_an_env_of_another_experiment_and_degrades_in_env_doc(tmp_path):
     d = _folder(tmp_path, experiment="page_frag")
-    run = rundir.Run(d)
+    run = rundir.RunOutput(d)
     run.raw
     with pytest.raises(DataError, match="env.json"):
         run.env
     (d / "env.json").write_text('{"status": NaN}')
-    run = rundir.Run(d)
+    run = rundir.RunOutput(d)
     assert run.env_doc == {}
     with pytest.raises(DataError, match="env.json"):
         run.env_file
 
 
 def test_run_without_raw_names_the_folder(tmp_path):
-    run = rundir.Run(tmp_path)
+    run = rundir.RunOutput(tmp_path)
     assert not run.has_raw and run.env == {} and run.status == "unknown"
     with pytest.raises(DataError, match=r"run_dir: no raw.csv in"):
         run.raw
@@ -184,7 +184,7 @@ def test_run_without_raw_names_the_folder(tmp_path):
 def test_the_one_header_check_refuses_a_foreign_raw_csv(tmp_path):
     cols = ["variant", "cpu_req_producer", "cpu_req_consumer", "trial"]
     (tmp_path / "raw.csv").write_text(",".join(cols) + "\na,0,1,0\n")
-    done, header = rundir.Run(tmp_path).resume_keys(["variant"], cols)
+    done, header = rundir.RunOutput(tmp_path).resume_keys(["variant"], cols)
     assert header == cols and len(done) == 1
     with pytest.raises(RunnerError, match="its columns differ from this ringlab's raw.csv layout"):
-        rundir.Run(tmp_path).resume_keys(["variant"], cols + ["extra"])
+        rundir.RunOutput(tmp_path).resume_keys(["variant"], cols + ["extra"])

@@ -101,7 +101,7 @@ def test_a_version_4_file_reads_as_its_version_3_twin(rel, tmp_path):
     assert set(env["raw_values"]["binary_sha256"]) == set(want["binary_sha256"].fillna("").astype(str))
     # the run folder's own reader and a resumed write read the same
     _rewrite(src, tmp_path / "resumed", split=len(want) // 3)
-    pd.testing.assert_frame_equal(rundir.Run(tmp_path / "resumed").raw, want)
+    pd.testing.assert_frame_equal(rundir.RunOutput(tmp_path / "resumed").raw, want)
     assert (tmp_path / "v4" / "raw.csv").stat().st_size < 0.8 * (src / "raw.csv").stat().st_size
 
 

@@ -308,8 +308,8 @@ def test_every_committed_run_verifies(run):
     res = V.verify(run)
     assert res.ok, "committed run does not recompute:\n" + res.text()
     assert res.checked or not (run / "compare.csv").is_file(), f"{run}: verify checked no number"
-    from ringlab.rundir import Run
-    if Run(run).env.rerendered.get("commit"):
+    from ringlab.rundir import RunOutput
+    if RunOutput(run).env.rerendered.get("commit"):
         for nb in run.glob("*.ipynb"):
             assert any(s.startswith(f"{nb.name}: ") for s in res.not_checked), f"{nb.name}: not listed as not checked"
             assert nb.name not in res.files

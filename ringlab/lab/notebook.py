@@ -23,7 +23,7 @@ from ringlab.run.prepare import draw_seed
 from ringlab.experiments import get as get_experiment
 from ringlab.lab.reproduce import run_dir_for
 from ringlab.report import report as _report
-from ringlab.rundir import Run
+from ringlab.rundir import RunOutput
 from ringlab.run import run_experiment
 from ringlab.run.skipped import record_skipped
 from ringlab.rundir import annotate
@@ -194,7 +194,7 @@ def run(experiment: str, values: dict, run_dir: Path):
 
 def run_overview(run_dir: Path) -> str:
     """What ran, where, and what could not be done (from env.json and raw.csv)."""
-    run = Run(run_dir)
+    run = RunOutput(run_dir)
     env = run.env
     if run.status == "skipped":        # nothing could run here: raw.csv holds its header only
         df = pd.DataFrame(columns=["status", "warmup"])
@@ -266,7 +266,8 @@ def is_harness_folder(run_dir) -> bool:
     """True for a kernel-tests run folder (notebook 21): ringtest's raw.csv with the ringlab SPSC
     run beside it in ``ringlab-spsc/``."""
     run_dir = Path(run_dir)
-    return (run_dir / SPSC_FOLDER / "raw.csv").is_file() and Run(run_dir).env_doc.experiment == _HARNESS_EXPERIMENT
+    return ((run_dir / SPSC_FOLDER / "raw.csv").is_file()
+            and RunOutput(run_dir).env_doc.experiment == _HARNESS_EXPERIMENT)
 
 
 def harness_mail(run_dir, width: int = mail.WIDTH, notebook: tuple[str, dict] | None = None) -> str:
@@ -308,7 +309,7 @@ def measured_loop(run_dir: Path, arms: tuple[str, ...] = catalog.SEED000.arms, h
     ran (trimmed), with its static instruction count; or say why it cannot be shown."""
     from ringlab.report.mail import run_binaries
     from ringlab.report.mail_objdump import SIMPLE_LOOP, loop_summary, trimmed
-    loops = loop_summary(run_binaries(Run(run_dir).env_doc, arms))
+    loops = loop_summary(run_binaries(RunOutput(run_dir).env_doc, arms))
     if not loops:
         not_available(f"objdump of {SIMPLE_LOOP}", "the binaries that ran are gone or objdump is missing")
         return {}

@@ -26,7 +26,7 @@ from pathlib import Path
 from ringlab import catalog, paths
 from ringlab.errors import ParamError
 from ringlab.names import check_name
-from ringlab.rundir import Run
+from ringlab.rundir import RunOutput
 from ringlab.lab.results_index import LOCAL_INDEX, has_published_runs, is_complete, is_local, mark_local, write_index
 from ringlab.run import host_id, new_run_id
 from ringlab.system.envinfo import HOST_ENV
@@ -81,7 +81,7 @@ def skipped_reason(run_dir: Path) -> str:
     """The reason a run folder gives for having measured nothing (env.json status ``skipped``),
     else ""."""
     try:
-        run = Run(run_dir)
+        run = RunOutput(run_dir)
         if run.status != "skipped":
             return ""
         return " ".join(str(run.env_file.skipped_reason or run.status_line or "skipped").split())

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ringlab.errors import DataError
-from ringlab.rundir import Run, RunEnv
+from ringlab.rundir import RunEnv, RunOutput
 from ringlab.rundir.calibration import noise_floor as calibration_noise_floor
 
 #: profiles whose complete runs can be an experiment's headline
@@ -90,7 +90,7 @@ def machine_line(env: RunEnv) -> str:
 
 def _headline(run: Path, max_lines: int = 14) -> str:
     """The first table of the run's summary.md ("" without one)."""
-    text = Run(run).summary_md
+    text = RunOutput(run).summary_md
     if text is None:
         return ""
     lines = text.splitlines()
@@ -149,8 +149,8 @@ def runs(root: Path, local: bool = False) -> dict[str, list[Path]]:
 
 def _notebook_params(run: Path) -> dict:
     """Parameters papermill recorded in the executed notebook's metadata."""
-    for nb in Run(run).notebooks:
-        meta = Run.papermill(nb)
+    for nb in RunOutput(run).notebooks:
+        meta = RunOutput.papermill(nb)
         if meta is not None:
             return meta.get("parameters", {}) or {}
     return {}
@@ -158,10 +158,10 @@ def _notebook_params(run: Path) -> dict:
 
 def _run_status(run: Path, env_status: str = "unknown") -> str:
     """"ok", "no notebook", "unreadable notebook", "FAILED (...)" or the env.json status."""
-    nb = Run(run).notebook
+    nb = RunOutput(run).notebook
     if nb is None:
         return "no notebook"
-    pm = Run.papermill(nb)
+    pm = RunOutput.papermill(nb)
     if pm is None:
         return "unreadable notebook"
     if pm.get("exception"):
@@ -176,7 +176,7 @@ def _machine_env(run: Path, env: RunEnv) -> RunEnv:
     the first step's env.json."""
     if machine_line(env) != NO_MACHINE:
         return env
-    for step in Run(run).steps():
+    for step in RunOutput(run).steps():
         doc = step.env_doc
         if doc and machine_line(doc) != NO_MACHINE:
             return doc
@@ -184,7 +184,7 @@ def _machine_env(run: Path, env: RunEnv) -> RunEnv:
 
 
 def _info(run: Path) -> dict:
-    data = Run(run)
+    data = RunOutput(run)
     env = data.env
     profile = _notebook_params(run).get("profile") or _find(env.parameters, "profile", default="?")
     status = _run_status(run, data.status)
@@ -237,7 +237,7 @@ def _latest_block(root: Path, latest: Path, info: dict) -> list[str]:
     head = _headline(latest)
     if head:
         out.append(head + "\n")
-    links = [f"[{nb.name}]({rel}/{nb.name})" for nb in Run(latest).notebooks]
+    links = [f"[{nb.name}]({rel}/{nb.name})" for nb in RunOutput(latest).notebooks]
     links += [f"[summary.md]({rel}/summary.md)"] if (latest / "summary.md").exists() else []
     links += [f"[raw.csv]({rel}/raw.csv)"] if (latest / "raw.csv").exists() else []
     figs = sorted((latest / "figures").glob("*.png")) if (latest / "figures").is_dir() else []

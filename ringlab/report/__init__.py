@@ -1,7 +1,7 @@
 """Reports of a run folder: a :class:`Report` object with named tables and figures, and
 the files summary.md / summary.csv / summary.tex / compare.csv and figures/.
 
-``report(run_dir)`` reads the run through :class:`ringlab.rundir.Run`, asks
+``report(run_dir)`` reads the run through :class:`ringlab.rundir.RunOutput`, asks
 ``ringlab.stats`` for every number (``compute``), renders tables, text and figures
 (``render_files``, :mod:`ringlab.report.figures`), has :mod:`ringlab.rundir` write them and
 returns a :class:`Report` (all of it in ``summary.py``):

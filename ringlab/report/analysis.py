@@ -1,7 +1,7 @@
 """A run's analysis: every number its reports show, computed once, then rendered.
 
 ``Analysis(run_dir, metric, baseline, labels, patched)`` reads the run through
-:class:`ringlab.rundir.Run` and resolves its metric and baseline the way the run's notebook asked
+:class:`ringlab.rundir.RunOutput` and resolves its metric and baseline the way the run's notebook asked
 for its report (env.json ``report``) unless told otherwise.  Each of these is computed on first
 use and kept:
 
@@ -87,12 +87,12 @@ class Analysis:
 
     def __init__(self, run_dir, metric: str | None = None, baseline: str | None = None,
                  labels: dict | None = None, patched: str | None = None, frame: pd.DataFrame | None = None,
-                 run: rundir.Run | None = None):
+                 run: rundir.RunOutput | None = None):
         """``frame``: a raw.csv frame read by the caller (``ringlab compare RAW.csv``): the run is
-        that frame alone, env.json is not read.  ``run``: the :class:`ringlab.rundir.Run` of
+        that frame alone, env.json is not read.  ``run``: the :class:`ringlab.rundir.RunOutput` of
         ``run_dir`` the caller has read already (``ringlab summarize``), so raw.csv is read once."""
         self.path = Path(run_dir)
-        self.run = run if run is not None else rundir.Run(run_dir)
+        self.run = run if run is not None else rundir.RunOutput(run_dir)
         self._frame = frame
         self._metric_given, self._baseline_given = metric, baseline
         self._labels_given, self._patched_given = labels, patched

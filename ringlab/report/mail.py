@@ -25,7 +25,7 @@ this host could not measure, and the reproduce line with paths relative to the t
 are never cut: a row too long for its line wraps.  Hashes, layouts and per-trial detail stay
 in env.json and summary.md.
 
-The run folder is read through :class:`ringlab.rundir.Run` only (raw.csv, env.json, the
+The run folder is read through :class:`ringlab.rundir.RunOutput` only (raw.csv, env.json, the
 executed notebook); the baseline is the one rule of :mod:`ringlab.rundir.baseline`.  Every
 number comes from the run's :class:`ringlab.report.analysis.Analysis` (the comparisons, the host
 and its noise floor, each arm's spread, the published counts): ``mail_text`` takes a run folder,
@@ -76,7 +76,7 @@ class MailError(ParamError):
 
 
 def read_env(run_dir) -> RunEnv:
-    """env.json of a run folder (an empty RunEnv when missing or unreadable): ``Run(run_dir).env_doc``."""
+    """env.json of a run folder (an empty RunEnv when missing or unreadable): ``RunOutput(run_dir).env_doc``."""
     return Analysis.for_run(run_dir).run.env_doc
 
 

@@ -9,14 +9,14 @@ from ringlab import paths
 from ringlab.errors import DataError, ParamError
 from ringlab.experiments import get as get_experiment
 from ringlab.report.mailfmt import wrap_para, short_sha
-from ringlab.rundir import Run, RunEnv
+from ringlab.rundir import RunEnv, RunOutput
 from ringlab.rundir.inputs import read_input
 
 
 def _executed_notebook(run_dir: Path) -> tuple[str, dict] | None:
     """(notebook file name, papermill parameters) of the executed notebook in the run folder."""
-    for nb in Run(run_dir).notebooks:
-        meta = Run.papermill(nb)
+    for nb in RunOutput(run_dir).notebooks:
+        meta = RunOutput.papermill(nb)
         if meta is None:
             continue
         if isinstance(meta.get("parameters"), dict):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ringlab.rundir import Run
+from ringlab.rundir import RunOutput
 from ringlab.sources.builtin_patches import effective_batch
 from ringlab.sources.patches import ABPlan
 
@@ -17,7 +17,7 @@ def instructions_table(run_dir, plan: ABPlan):
 
     ``expected extra`` is the built-in patch's prediction (NaN for other patches)."""
 
-    df = Run(run_dir).read_raw()
+    df = RunOutput(run_dir).read_raw()
     cols = ["mode", "size", "instructions/op " + plan.baseline, "instructions/op " + plan.candidate,
             "difference", "expected difference", "runs", "source"]
     if "icount_source" not in df.columns or not (df["icount_source"] == "callgrind").any():

@@ -15,9 +15,9 @@ from ringlab.errors import DataError
 
 
 def load_env(run_dir: str | Path) -> rundir.RunEnv:
-    """env.json of a run folder through ``ringlab.rundir.Run``: FileNotFoundError when there
+    """env.json of a run folder through ``ringlab.rundir.RunOutput``: FileNotFoundError when there
     is none, DataError when it is corrupt."""
-    run = rundir.Run(run_dir)
+    run = rundir.RunOutput(run_dir)
     if not run.env_json.is_file():
         raise FileNotFoundError(f"{run_dir}: no env.json (not a ringlab run folder)")
     env = run.env_file
@@ -34,8 +34,8 @@ def read_env(run_dir: str | Path) -> rundir.RunEnv:
 
 
 def rows(run_dir: Path) -> list[dict[str, Any]]:
-    """raw.csv's rows through ``ringlab.rundir.Run`` (typed; missing values None), [] without one."""
-    run = rundir.Run(run_dir)
+    """raw.csv's rows through ``ringlab.rundir.RunOutput`` (typed; missing values None), [] without one."""
+    run = rundir.RunOutput(run_dir)
     if not run.raw_csv.is_file():
         return []
     df = run.read_raw()

@@ -55,7 +55,7 @@ from ringlab import schema
 from ringlab.catalog import CALLS, Verdict
 from ringlab.errors import DataError, ParamError
 from ringlab.rundir.envjson import RunEnv
-from ringlab.rundir.reader import Run
+from ringlab.rundir.reader import RunOutput
 
 ALPHA = 0.05
 LEVEL = 0.95
@@ -1039,7 +1039,7 @@ def recompute(run_dir, baseline: str | None = None) -> tuple[list[Row], dict]:
     # the files are read as every ringlab reader reads them (ringlab.rundir: raw.csv's checks and the
     # run constants env.json keeps); what verify writes again is the statistics, not the file format
     try:
-        folder = Run(run)
+        folder = RunOutput(run)
         env = folder.env
         raw = folder.read_raw(required=())
     except DataError as e:
@@ -1082,7 +1082,7 @@ def _rerendered(run: Path) -> str:
     the executed notebook then keeps the tables it printed with the code of its run, and only the
     re-rendered reports are held to today's formulas (docs/results.md)."""
     try:
-        rec = Run(run).env.rerendered
+        rec = RunOutput(run).env.rerendered
     except DataError:
         return ""
     if not rec.get("commit"):

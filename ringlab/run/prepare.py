@@ -270,7 +270,7 @@ def _resolve_run(exp_cls, name: str, params: dict[str, Any], out_dir, resume: bo
         out_dir = Path(out_dir)
         check_out_dir(out_dir, resume=True)
         try:
-            prev = rundir.Run(out_dir).env_file
+            prev = rundir.RunOutput(out_dir).env_file
         except DataError as e:
             raise ParamError(f"parameter '--resume': {e}; allowed: the folder of an interrupted run",
                              input="--resume") from None
@@ -353,7 +353,7 @@ def prepare(name: str, params: dict[str, Any], out_dir, resume: bool, build: boo
     config_keys = list(dict.fromkeys(list(specs[0].config)))
     columns = schema.ordered_columns(exp_cls.param_columns(), list(exp_cls.extra_columns))
     if resume:   # a corrupt or foreign raw.csv, or a row not of the plan, is refused before the folder is touched
-        rundir.Run(out_dir).resume_keys(config_keys, columns, plan=plan)
+        rundir.RunOutput(out_dir).resume_keys(config_keys, columns, plan=plan)
 
     # Build and check binaries before anything is written.
     started = time.monotonic()

@@ -44,9 +44,9 @@ Locking.  The folder itself is locked (``flock`` on the directory, exclusive, fo
 life of a run or a ``--resume``): a second one fails at once with ``RunLockedError``
 naming the holder's PID.
 
-Reading.  :class:`Run` (``reader.py``) is the one read model of a run folder: raw.csv, env.json,
+Reading.  :class:`RunOutput` (``reader.py``) is the one read model of a run folder: raw.csv, env.json,
 the summary files and the executed notebook; every reader outside this package goes through it
-(tests/test_one_read_model.py checks it), and ``Run.baseline`` applies the one baseline rule
+(tests/test_one_read_model.py checks it), and ``RunOutput.baseline`` applies the one baseline rule
 (``baseline.py``).
 
 Files: ``folder.py`` (``RunFolder``: the folder, its lock and the writing of raw.csv and env.json;
@@ -54,7 +54,7 @@ Files: ``folder.py`` (``RunFolder``: the folder, its lock and the writing of raw
 ``failed``), ``rawcsv.py`` (the crash-safe appender, ``repair_csv``, ``read_raw``, ``read_done``,
 ``resume_keys``: the one header check of a resume), ``rawrows.py`` (the checks of raw.csv's header
 and rows), ``rawconstants.py`` (the run constants version 4 keeps in env.json), ``envjson.py``
-(atomic write, ``read_env``), ``reader.py`` (``Run``, ``read_run``), ``baseline.py``
+(atomic write, ``read_env``), ``reader.py`` (``RunOutput``, ``read_run``), ``baseline.py``
 (``pick_baseline``), ``files.py`` (the other files of a run folder).  This module only re-exports.
 """
 from ringlab.errors import DataError
@@ -65,11 +65,11 @@ from ringlab.rundir.files import (LOG_FILES, TEXT_FILES, append_line, write_byte
 from ringlab.rundir.folder import RunFolder, annotate, utc_now
 from ringlab.rundir.rawcsv import (CsvSink, count_trials, read_done, read_raw, repair_csv, require_metric,
                                    resume_keys)
-from ringlab.rundir.reader import (COMPARE_CSV, ENV_JSON, RAW_CSV, SUMMARY_CSV, SUMMARY_MD, Run, raw_experiment,
-                                   read_run)
+from ringlab.rundir.reader import (COMPARE_CSV, ENV_JSON, RAW_CSV, SUMMARY_CSV, SUMMARY_MD, RunOutput,
+                                   raw_experiment, read_run)
 from ringlab.rundir.status import FAILED_MAX_FRACTION, RUN_STATUSES, RunStatus, judge
 
-__all__ = ["Run", "RAW_CSV", "ENV_JSON", "SUMMARY_MD", "SUMMARY_CSV", "COMPARE_CSV", "pick_baseline", "run_variants", "resume_keys", "RunFolder", "RunEnv", "GitRecord", "BuildRecord", "RunStatus", "read_raw", "read_env", "read_run", "raw_experiment", "require_metric", "CsvSink", "repair_csv", "read_done",
+__all__ = ["RunOutput", "RAW_CSV", "ENV_JSON", "SUMMARY_MD", "SUMMARY_CSV", "COMPARE_CSV", "pick_baseline", "run_variants", "resume_keys", "RunFolder", "RunEnv", "GitRecord", "BuildRecord", "RunStatus", "read_raw", "read_env", "read_run", "raw_experiment", "require_metric", "CsvSink", "repair_csv", "read_done",
            "count_trials", "judge", "annotate", "RUN_STATUSES", "atomic_write_json", "utc_now", "ENV_VERSION",
            "FAILED_MAX_FRACTION", "DataError", "TEXT_FILES", "LOG_FILES", "write_text", "write_bytes",
            "write_csv", "write_figure", "append_line"]

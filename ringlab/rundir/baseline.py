@@ -1,5 +1,5 @@
 """The one rule that picks a run's baseline: summary.md, ``ringlab summarize``, ``ringlab mail``
-and ``ringlab.open(...).baseline`` all name the same one for the same run (``Run.baseline``).
+and ``ringlab.open(...).baseline`` all name the same one for the same run (``RunOutput.baseline``).
 
 In order, the first that applies:
 

@@ -17,7 +17,7 @@ import math
 import re
 from pathlib import Path
 
-from ringlab.rundir.reader import Run
+from ringlab.rundir.reader import RunOutput
 
 #: parameters that differ between runs of one command without making it another comparison
 IGNORED_PARAMETERS = ("seed", "out")
@@ -50,7 +50,7 @@ def earlier_runs(run_dir) -> list[Path]:
     """The completed run folders of the same command on the same host beside ``run_dir`` that
     started before it, oldest first ([] when env.json cannot be read)."""
     here = Path(run_dir)
-    env = Run(here).env_doc
+    env = RunOutput(here).env_doc
     if not env.experiment:
         return []
     found = []
@@ -61,7 +61,7 @@ def earlier_runs(run_dir) -> list[Path]:
     for d in siblings:
         if not (d / "env.json").is_file():
             continue
-        e = Run(d).env_doc
+        e = RunOutput(d).env_doc
         if e.status != "complete" or not _same_command(env, e) or not _before(here, env, d, e):
             continue
         found.append((str(e.started_utc or ""), _session_no(d) or 0, d))
@@ -88,7 +88,7 @@ def earlier_effects(run_dirs, baseline: str, metric: str = "ns_per_op", by=None)
     out: dict[tuple, list] = {}
     for d in run_dirs:
         try:
-            cmp = compare(Run(d).raw, baseline, metric, by=by)
+            cmp = compare(RunOutput(d).raw, baseline, metric, by=by)
         except Exception:   # noqa: BLE001 - not a comparison with this baseline: no earlier effect
             continue
         cols = config_columns(cmp)

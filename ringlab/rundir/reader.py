@@ -1,9 +1,9 @@
-"""``Run``: the read model of one run folder, the only reader of its files.
+"""``RunOutput``: the read model of one run folder, the only reader of its files.
 
 Every module that reads a run folder (the report, ``ringlab mail``, ``ringlab.open``, compare-runs,
-bisect, the fleet, the results index, the runner resuming) goes through a ``Run``::
+bisect, the fleet, the results index, the runner resuming) goes through a ``RunOutput``::
 
-    run = Run(path)
+    run = RunOutput(path)
     run.raw            # raw.csv, checked row by row (rawrows.py: header, bounds, caps)
     run.env            # env.json as a RunEnv (empty without one), checked (envjson.py: no NaN/Inf,
                        # no duplicate keys) and, once raw.csv was read, of raw.csv's experiment
@@ -51,8 +51,8 @@ def _there(p: Path) -> bool:
     return p.exists() or p.is_symlink()
 
 
-class Run:
-    """One run folder, read on demand (see the module docstring).
+class RunOutput:
+    """What a run wrote: one run folder, read on demand (see the module docstring).
 
     ``names`` = (experiment, host, run id): the folder's place in
     ``results/<experiment>/<host>/<run-id>``; by default env.json's host and experiment
@@ -67,7 +67,7 @@ class Run:
         self._status: tuple[str, str] | None = None
 
     def __repr__(self) -> str:
-        return f"Run({str(self.path)!r})"
+        return f"RunOutput({str(self.path)!r})"
 
     # -- which files there are -------------------------------------------------------------------
     @property
@@ -262,16 +262,16 @@ class Run:
         return pm if isinstance(pm, dict) else {}
 
     # -- a folder of runs (bisect steps) --------------------------------------------------------------------
-    def steps(self) -> list["Run"]:
+    def steps(self) -> list["RunOutput"]:
         """The run folders of a bisection's steps (``steps/*/`` holding an env.json), in order."""
-        return [Run(p.parent) for p in sorted(self.path.glob(f"steps/*/{ENV_JSON}"))
+        return [RunOutput(p.parent) for p in sorted(self.path.glob(f"steps/*/{ENV_JSON}"))
                 if not p.parent.is_symlink() and not (self.path / "steps").is_symlink()]
 
 
 def read_run(path: str | os.PathLike, need_env: bool = False) -> tuple[pd.DataFrame, RunEnv | None]:
-    """raw.csv and env.json of a run folder (``Run(path).read(need_env)``)."""
-    return Run(path).read(need_env)
+    """raw.csv and env.json of a run folder (``RunOutput(path).read(need_env)``)."""
+    return RunOutput(path).read(need_env)
 
 
-__all__ = ["Run", "read_run", "raw_experiment", "RAW_CSV", "ENV_JSON", "SUMMARY_MD", "SUMMARY_CSV", "COMPARE_CSV"]
+__all__ = ["RunOutput", "read_run", "raw_experiment", "RAW_CSV", "ENV_JSON", "SUMMARY_MD", "SUMMARY_CSV", "COMPARE_CSV"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from ringlab.paths import expand_user
 from ringlab import catalog, paths, rundir
 from ringlab.errors import DataError
-from ringlab.rundir import Run
+from ringlab.rundir import RunOutput
 from ringlab.sources import kernel_header as kh
 from ringlab.sources.builtin_patches import (BuiltinPatch, PatchError, builtin_patch, is_builtin,
                                              parse_builtin, write_builtin)
@@ -151,7 +151,7 @@ _RING = catalog.experiment(catalog.RING_EXPERIMENT)
 def run_binaries(run_dir, plan: ABPlan) -> dict[str, str]:
     """Paths of both arms' binaries as the run recorded them (env.json binaries_used)."""
     try:
-        used = Run(run_dir).env_file.binaries_used
+        used = RunOutput(run_dir).env_file.binaries_used
     except (OSError, DataError):
         used = {}
     out = {}

@@ -24,7 +24,7 @@ from ringlab.catalog import SEED003
 from ringlab.errors import DataError
 from ringlab.report import published
 from ringlab.report.figures import effect_rows, host_noise_floor
-from ringlab.rundir import RAW_CSV, Run
+from ringlab.rundir import RAW_CSV, RunOutput
 from ringlab.sources.builtin_patches import effective_batch
 from ringlab.stats import compare
 from ringlab.stats.summary import StatsError
@@ -59,7 +59,7 @@ def _expected(r) -> float | None:
 
 
 def _rows(run_dir, host: str, baseline: str, arm: str) -> pd.DataFrame:
-    run = Run(run_dir)
+    run = RunOutput(run_dir)
     try:
         cmp = compare(run.raw, baseline, "ns_per_op")
     except (StatsError, DataError):
@@ -147,7 +147,7 @@ def instruction_table(run_dir, baseline: str = SEED003.baseline) -> pd.DataFrame
     for d in (Path(run_dir) / ICOUNT_DIR, Path(run_dir)):
         if not (d / RAW_CSV).is_file():
             continue
-        df = Run(d).raw
+        df = RunOutput(d).raw
         if "icount_source" not in df.columns or not (df["icount_source"] == "callgrind").any():
             continue
         ic = df[(df["icount_source"] == "callgrind") & (df["status"] == "ok")]

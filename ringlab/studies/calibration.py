@@ -30,7 +30,7 @@ from ringlab import paths
 from ringlab.catalog import RING_EXPERIMENT
 from ringlab.errors import DataError, ParamError, RunnerError
 from ringlab.experiments.base import get as get_experiment
-from ringlab.rundir import Run, RunEnv, atomic_write_json, utc_now
+from ringlab.rundir import RunEnv, RunOutput, atomic_write_json, utc_now
 from ringlab.run import run_experiment
 from ringlab.run.prepare import new_run_id
 from ringlab.sources import kernel_header
@@ -195,7 +195,7 @@ def probe_lengths(header: Path, params: dict[str, Any], out: Path, log: Callable
             if log:
                 log(f"calibrate: the {c}-op trials ended {res.status} ({res.status_reason}); left out")
             continue
-        meas, _ = measurements(Run(res.out_dir).read()[0], "ns_per_op")
+        meas, _ = measurements(RunOutput(res.out_dir).read()[0], "ns_per_op")
         frames.append(meas)
     if not frames:
         return {}
@@ -236,7 +236,7 @@ def build_seconds(total_s: float, env: RunEnv | None) -> float:
 
 def analyse_run(run_dir: Path, metric: str = "ns_per_op", build_s: float = math.nan) -> dict:
     """The calibration of an A/A run folder (DataError / ParamError when it cannot be read as one)."""
-    df, env = Run(run_dir).read()
+    df, env = RunOutput(run_dir).read()
     arms = ARMS if set(ARMS) <= set(map(str, df["variant"])) else None
     try:
         meas, _ = measurements(df, metric)
@@ -263,9 +263,9 @@ def calibrate(out: Path | None = None, params: dict[str, Any] | None = None, hea
     total_s = time.monotonic() - t0
     if res.exit_code:
         raise RunnerError(f"{res.raw_csv}: the A/A run ended {res.status} ({res.status_reason}); no calibration")
-    build_s = build_seconds(total_s, Run(res.out_dir).env) if build else math.nan
+    build_s = build_seconds(total_s, RunOutput(res.out_dir).env) if build else math.nan
     analysis = analyse_run(res.out_dir, build_s=build_s)
-    aa = dict(aa_params(src, params), count=str(Run(res.out_dir).env.parameters.get("count") or ""))
+    aa = dict(aa_params(src, params), count=str(RunOutput(res.out_dir).env.parameters.get("count") or ""))
     analysis = add_lengths(analysis, probe_lengths(src, aa, out / "runs" / f"{res.run_id}-lengths", log, build))
     path = store(out, analysis, res.run_id, res.out_dir, host)
     return path, json.loads(path.read_text())
@@ -277,7 +277,7 @@ def calibrate_existing(run_dir: Path, out: Path | None = None) -> tuple[Path, di
     host = host_id()
     out = Path(out) if out is not None else _cal_files.calibration_dir(host)
     analysis = analyse_run(run_dir)
-    _, env = Run(run_dir).read()
+    _, env = RunOutput(run_dir).read()
     run_id = (env.run_id if env is not None else None) or run_dir.name
     path = store(out, analysis, str(run_id), run_dir, host)
     return path, json.loads(path.read_text())

@@ -1,6 +1,6 @@
 """Merge every run under results/ across hosts and dates (notebook 90).
 
-* ``load_runs``           every run folder with a readable raw.csv, as a :class:`ringlab.rundir.Run`
+* ``load_runs``           every run folder with a readable raw.csv, as a :class:`ringlab.rundir.RunOutput`
 * ``runs_table``          one line per run: experiment, host, arch, date, profile, trials
 * ``cross_machine_table`` seed 000's shape across machines: arch/host | unpatched | patched | delta | its CI
 * ``stale_checks``        the seed-002 question, answered from hashes and numbers:
@@ -22,7 +22,7 @@ from ringlab.errors import DataError, ParamError
 from ringlab.report import pick_metric
 from ringlab.report import published
 from ringlab.report.figures import cross_run_forest, effect_rows, forest, host_noise_floor, meta_forest
-from ringlab.rundir import Run, RunFolder, pick_baseline
+from ringlab.rundir import RunFolder, RunOutput, pick_baseline
 from ringlab.rundir.calibration import with_host_next_run
 from ringlab.stats import compare
 from ringlab.stats.summary import StatsError
@@ -34,13 +34,13 @@ from ringlab.system import checkout, envinfo
 DELTA_MAIL = "%change (+ = faster)"
 
 
-def _run_folders(root: str | Path | None) -> list[Run]:
+def _run_folders(root: str | Path | None) -> list[RunOutput]:
     root = Path(root) if root else paths.results_dir()
-    return [Run(d, (d.parent.parent.name, d.parent.name, d.name))
+    return [RunOutput(d, (d.parent.parent.name, d.parent.name, d.name))
             for d in sorted(p.parent for p in root.glob("*/*/*/" + rundir.RAW_CSV))]
 
 
-def load_runs(root: str | Path | None = None) -> list[Run]:
+def load_runs(root: str | Path | None = None) -> list[RunOutput]:
     """Every run folder ``results/<experiment>/<host>/<run-id>`` under ``root`` whose raw.csv can be
     read (``skipped`` lists the others with the reason); ``env_doc`` is {} for an unreadable env.json.
     The tables below take these or the runs of ``ringlab.open`` (both have ``raw``, ``env_doc``,
@@ -70,7 +70,7 @@ def _arch(env: rundir.RunEnv) -> str:
     return env.machine.get("machine", "?")
 
 
-def runs_table(runs: list[Run]) -> pd.DataFrame:
+def runs_table(runs: list[RunOutput]) -> pd.DataFrame:
     rows = []
     for r in runs:
         ok = r.raw[r.raw["status"] == "ok"] if "status" in r.raw.columns else r.raw
@@ -82,7 +82,7 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def cross_machine_table(runs: list[Run], baseline: str = SEED000.baseline, patched: str = SEED000.patched,
+def cross_machine_table(runs: list[RunOutput], baseline: str = SEED000.baseline, patched: str = SEED000.patched,
                         metric: str = "ns_per_op") -> pd.DataFrame:
     """For every run holding both variants: the arms' centers, %change (+ = faster), its CI
     and verdict per config.
@@ -129,7 +129,7 @@ def _numbers_digest(df: pd.DataFrame, variant: str, metric: str = "ns_per_op") -
     return hashlib.sha256(",".join(repr(float(v)) for v in vals).encode()).hexdigest()
 
 
-def stale_checks(runs: list[Run]) -> pd.DataFrame:
+def stale_checks(runs: list[RunOutput]) -> pd.DataFrame:
     """Findings, one per line: within-run pairs with the same binary or sources, and runs
     whose numbers are identical to another run's."""
     rows = []
@@ -174,7 +174,7 @@ def cross_machine_note(t_cross: pd.DataFrame) -> str:
     return note
 
 
-def summary_text(runs: list[Run], t_cross: pd.DataFrame, t_stale: pd.DataFrame, t_runs: pd.DataFrame) -> str:
+def summary_text(runs: list[RunOutput], t_cross: pd.DataFrame, t_stale: pd.DataFrame, t_runs: pd.DataFrame) -> str:
     """summary.md of the compare-runs folder."""
     md = ["# Runs compared", "", f"{len(runs)} runs under results/.", "",
           "## Cross-machine (ptr_ring, seed 000 shape)", "",
@@ -193,15 +193,15 @@ EXPECTED = {
 }
 
 
-def latest_runs(runs: list[Run]) -> dict[str, list[Run]]:
+def latest_runs(runs: list[RunOutput]) -> dict[str, list[RunOutput]]:
     """{experiment: the latest run of each host (run ids sort by time), hosts in name order}."""
-    out: dict[str, dict[str, Run]] = {}
+    out: dict[str, dict[str, RunOutput]] = {}
     for r in sorted(runs, key=lambda r: (r.experiment, r.host, r.run_id)):
         out.setdefault(r.experiment, {})[r.host] = r
     return {e: [hs[h] for h in sorted(hs)] for e, hs in sorted(out.items())}
 
 
-def experiment_effects(runs: list[Run], experiment: str, baseline: str | None = None,
+def experiment_effects(runs: list[RunOutput], experiment: str, baseline: str | None = None,
                        candidate: str | None = None, root=None):
     """(forest rows, {host: A/A bound %}) of one experiment: every configuration of the latest
     run of each host, the paired effect of each candidate against the run's baseline in the
@@ -230,7 +230,7 @@ def experiment_effects(runs: list[Run], experiment: str, baseline: str | None = 
 META_KEY = ("experiment", "baseline", "candidate", "config")
 
 
-def meta_rows(runs: list[Run]) -> pd.DataFrame:
+def meta_rows(runs: list[RunOutput]) -> pd.DataFrame:
     """One row per run and comparison (every run, not only the latest): its estimate, 95% CI and
     standard error (``ringlab.studies.sessions.comparison_rows``), with ``experiment``; the run is
     named ``host/run-id``."""
@@ -249,7 +249,7 @@ def meta_rows(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def random_effects(runs: list[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def random_effects(runs: list[RunOutput]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(``meta_rows``, their random-effects combination per comparison measured in two or more
     runs: estimate, tau, I², Q's p, heterogeneous, the next run's interval; ``ringlab.studies.
     sessions.combined``)."""
@@ -273,7 +273,7 @@ def heterogeneity_lines(rows: pd.DataFrame, comb: pd.DataFrame) -> list[str]:
     return [head, pi + "."] + moved
 
 
-def experiment_forests(runs: list[Run], out_dir, root=None) -> list[Path]:
+def experiment_forests(runs: list[RunOutput], out_dir, root=None) -> list[Path]:
     """figures/forest-EXPERIMENT.png|svg for every experiment with an A/B comparison: rows =
     configuration x host (each host's latest run), the paired effect (+ = better), the hosts'
     A/A bands, the published effect as a marker."""
@@ -287,7 +287,7 @@ def experiment_forests(runs: list[Run], out_dir, root=None) -> list[Path]:
     return out
 
 
-def write(run_dir: str | Path, runs: list[Run], baseline: str = SEED000.baseline,
+def write(run_dir: str | Path, runs: list[RunOutput], baseline: str = SEED000.baseline,
           patched: str = SEED000.patched) -> list[Path]:
     """The merged tables as files: runs.csv, cross_machine.csv, stale.csv, summary.md, env.json
     (written by ringlab.rundir)."""

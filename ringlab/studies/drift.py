@@ -72,8 +72,8 @@ def _span_min(records: list[dict]) -> float:
     starts = []
     for r in records:
         try:
-            from ringlab.rundir import Run
-            env = Run(r["dir"]).env
+            from ringlab.rundir import RunOutput
+            env = RunOutput(r["dir"]).env
             starts.append(datetime.fromisoformat(str(env.started_utc).replace("Z", "+00:00")))
             starts.append(datetime.fromisoformat(str(env.ended_utc).replace("Z", "+00:00")))
         except (KeyError, TypeError, ValueError, AttributeError, OSError):

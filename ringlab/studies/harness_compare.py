@@ -65,8 +65,8 @@ def tree_header(tree: str) -> tuple[str, Path]:
 
 
 def run_status(run_dir) -> tuple[str, str | None]:
-    """(status, skipped_reason) from a run folder's env.json (``rundir.Run``)."""
-    env = rundir.Run(run_dir).env_file
+    """(status, skipped_reason) from a run folder's env.json (``rundir.RunOutput``)."""
+    env = rundir.RunOutput(run_dir).env_file
     return str(env.status), env.skipped_reason
 
 
@@ -75,9 +75,9 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _measured(ringtest_run, spsc_run) -> tuple[pd.DataFrame, pd.DataFrame]:
-    rt = _ok(rundir.Run(ringtest_run).read_raw(required=RINGTEST_COLUMNS))
+    rt = _ok(rundir.RunOutput(ringtest_run).read_raw(required=RINGTEST_COLUMNS))
     rt = rt[rt["ring"] == "ptr_ring"].rename(columns={"ring_size": "size"})
-    sp = _ok(rundir.Run(spsc_run).read_raw(required=SPSC_COLUMNS))
+    sp = _ok(rundir.RunOutput(spsc_run).read_raw(required=SPSC_COLUMNS))
     sp = sp[sp["mode"] == 1]
     return rt, sp
 
@@ -185,7 +185,7 @@ def layouts_ratio(run_dir, ours: str = DEFAULT_VARIANT, real: str = "kernel", me
     """Per mode (and size) of a ptr_ring run holding ``ours`` and ``real``: ours/real as
     exp(estimate) with its CI from ``compare`` (the layouts design when the run has more than one
     layout per variant), the layout spread, the verdict and ``within_target`` (:func:`within`)."""
-    df = rundir.Run(run_dir).read_raw()
+    df = rundir.RunOutput(run_dir).read_raw()
     cmp = compare(df, real, metric)
     cmp = cmp[cmp["candidate"].astype(str) == ours]
     rows = []

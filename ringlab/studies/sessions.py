@@ -25,7 +25,7 @@ import pandas as pd
 
 from ringlab.errors import ParamError
 from ringlab import rundir
-from ringlab.rundir import Run
+from ringlab.rundir import RunOutput
 from ringlab.rundir.earlier import config_columns
 from ringlab.report import tables
 from ringlab.stats.compare import compare
@@ -66,7 +66,7 @@ def run_sessions(experiment: str, params: dict[str, Any], n: int, out: Path, gap
     records = []
     for i in range(1, n + 1):
         d = session_dir(out, i)
-        prior = Run(d).status if (d / "env.json").is_file() else None
+        prior = RunOutput(d).status if (d / "env.json").is_file() else None
         if prior == "complete":
             log(f"sessions: session {i} of {n} already complete in {d}; kept")
             records.append({"session": i, "dir": d, "status": "complete", "seconds": math.nan, "kept": True})
@@ -113,7 +113,7 @@ def run_rows(run_dirs, baseline: str | None = None, metric: str = "ns_per_op",
     run's), ``run`` = ``labels`` or the folder's name.  A folder that cannot be compared is left out."""
     rows = []
     for j, d in enumerate(run_dirs):
-        run = Run(d)
+        run = RunOutput(d)
         try:
             df, env = run.read()
             base = baseline or (env.baseline if env is not None else None) or str(df["variant"].iloc[0])

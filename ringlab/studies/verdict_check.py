@@ -33,7 +33,7 @@ import pandas as pd
 from ringlab import catalog, fmt, paths
 from ringlab.catalog import Verdict
 from ringlab.errors import ParamError
-from ringlab.rundir import Run
+from ringlab.rundir import RunOutput
 from ringlab.report.figures import effect_rows
 from ringlab.report import tables
 from ringlab.report.tables import comparison_rows
@@ -236,7 +236,7 @@ def compare_run(run_dir, metric: str = "ns_per_op") -> pd.DataFrame:
     """compare() of a run's arms against ``base`` (the layouts design when the run has layouts),
     with their next-run intervals (``with_host_next_run``: the run's earlier runs, else its host's A/A,
     else none)."""
-    raw = Run(run_dir).raw
+    raw = RunOutput(run_dir).raw
     return with_host_next_run(compare(raw, BASELINE, metric), frame_host(raw), results_root_of(run_dir),
                               run_dir=run_dir, metric=metric)
 
@@ -340,7 +340,7 @@ def instruction_table(runs: dict[str, Path], check: CheckPlan) -> pd.DataFrame:
     (``runs``: build label -> run folder), with the extra stated before measuring."""
     rows = []
     for build, run_dir in runs.items():
-        df = Run(run_dir).raw
+        df = RunOutput(run_dir).raw
         if "icount_source" not in df.columns or not (df["icount_source"] == "callgrind").any():
             rows.append({"build": build, "arm": "n/a", "note": "no callgrind rows (icount=false or valgrind missing)"})
             continue

@@ -168,8 +168,8 @@ def _same_range(old: dict, new: dict) -> None:
 
 
 def _machine(step_dir: Path) -> dict:
-    """The machine a step ran on, from its env.json (read through ``rundir.Run``); {} without one."""
-    env = rundir.Run(step_dir).env_doc
+    """The machine a step ran on, from its env.json (read through ``rundir.RunOutput``); {} without one."""
+    env = rundir.RunOutput(step_dir).env_doc
     if not env:
         return {}
     return {"host": env.host, "cpu": env.cpu_model,

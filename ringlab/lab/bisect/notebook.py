@@ -15,7 +15,7 @@ from ringlab.errors import ParamError as BaseParamError
 from ringlab.errors import RinglabError
 from ringlab.lab import notebook as rn
 from ringlab.lab.bisect import engine, report, testrepo
-from ringlab.rundir import Run
+from ringlab.rundir import RunOutput
 from ringlab.sources import patches
 from ringlab.sources import builtin_patches
 from ringlab.tools import icount as icount_tool
@@ -157,7 +157,7 @@ def step_table(state: dict, repo: testrepo.TestRepo | None = None) -> pd.DataFra
 
 def _callgrind(run_dir: Path) -> dict[str, float]:
     try:
-        df = Run(run_dir).raw
+        df = RunOutput(run_dir).raw
     except (OSError, RinglabError):
         return {}
     if "icount_source" not in df.columns:

@@ -67,12 +67,12 @@ def run_step(out_dir: Path, experiment: str, params: dict[str, str], resume: boo
              log: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Run (or resume) one step's run folder and return its raw.csv.  StepBuildError when a
     header does not build (the compiler's message goes to the step's folder)."""
-    resume = resume and rundir.Run(out_dir).env_json.is_file()
+    resume = resume and rundir.RunOutput(out_dir).env_json.is_file()
     try:
         res = run_experiment(experiment, params, out_dir, resume=resume, progress=False, log=log)
     except BuildError as e:
         raise StepBuildError(str(e)) from None
-    return rundir.Run(res.out_dir).read_raw()
+    return rundir.RunOutput(res.out_dir).read_raw()
 
 
 def record_build_error(out_dir: Path, message: str) -> None:

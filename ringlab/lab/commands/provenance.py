@@ -13,7 +13,7 @@ import click
 from ringlab.errors import ParamError
 from ringlab.lab.commands import options
 from ringlab.report import provenance
-from ringlab.rundir import Run
+from ringlab.rundir import RunOutput
 from ringlab.fmt import printable
 
 
@@ -80,7 +80,7 @@ def format_compare(c: dict) -> str:
 def run(args) -> int:
     for d in [args.run_dir] + ([args.against] if args.against else []):
         # corrupt files: DataError (exit 2) naming the file and line
-        run = Run(d)
+        run = RunOutput(d)
         if not Path(d).is_dir() or run.has_raw:
             run.read()
         elif run.has_env:

@@ -8,7 +8,7 @@ import click
 from ringlab.errors import DataError
 from ringlab.lab.commands import options
 from ringlab.report import Analysis, pick_metric, write_report
-from ringlab.rundir import Run, RunFolder, require_metric
+from ringlab.rundir import RunFolder, RunOutput, require_metric
 from ringlab.stats import StatsError
 from ringlab.errors import ParamError
 from ringlab.fmt import printable
@@ -41,8 +41,8 @@ def run(args) -> int:
                              "characters without control characters, '<', '>' or '&'")
         labels[k] = v
     folder = RunFolder(args.dir)
-    # corrupt files: DataError (exit 2) naming the file and line; the report reads this Run's frame
-    run = Run(folder.path)
+    # corrupt files: DataError (exit 2) naming the file and line; the report reads this RunOutput's frame
+    run = RunOutput(folder.path)
     df, env = run.read()
     try:
         metric = pick_metric(df, args.metric)

@@ -16,7 +16,8 @@ ERR_TAIL = 20
 
 
 @dataclass
-class Run:
+class NodeRun:
+    """One experiment's or notebook's state on one node."""
     name: str               # the experiment (run) or the notebook (reproduce)
     path: Path | None       # its run folder, None when none was written
     state: str              # complete, running, interrupted, failed, skipped, missing
@@ -34,32 +35,32 @@ class NodeVerdict:
     verdict: str            # complete, pending, running, failed, missing
     job: str = ""
     job_state: str = ""
-    runs: list[Run] = field(default_factory=list)
+    runs: list[NodeRun] = field(default_factory=list)
     why: str = ""
 
 
-def _run_state(path: Path, notebook: bool) -> Run:
+def _run_state(path: Path, notebook: bool) -> NodeRun:
     """The state of a run folder, read through ringlab.rundir (a folder "running" with no lock
     held reads as interrupted); a notebook run also needs its executed notebook without error."""
     name = path.parent.parent.name
     try:
-        st = rundir.Run(path).run_status()
+        st = rundir.RunOutput(path).run_status()
     except (DataError, OSError) as e:
-        return Run(name, path, "failed", str(e).splitlines()[0][:200])
+        return NodeRun(name, path, "failed", str(e).splitlines()[0][:200])
     if notebook and st.state == "complete" and not is_complete(path):
-        return Run(name, path, "failed", "the notebook failed (see its error cell)")
-    return Run(name, path, st.state, st.reason)
+        return NodeRun(name, path, "failed", "the notebook failed (see its error cell)")
+    return NodeRun(name, path, st.state, st.reason)
 
 
-def node_runs(doc: dict, node: str) -> list[Run]:
+def node_runs(doc: dict, node: str) -> list[NodeRun]:
     """The runs a node owes: the run folder of a ``run`` fleet; for ``reproduce``, per notebook the
     newest folder results/<experiment>/<host>/<run-id> started after the fleet was submitted
     (run ids begin with their UTC start, as fleet ids do)."""
     entry, root = doc["nodes"][node], Path(doc["results"])
     if doc["kind"] == "run":
         p = Path(entry["run_dir"])
-        if not rundir.Run(p).env_json.is_file():
-            return [Run(doc["command"][0], None, "missing", "no run folder written")]
+        if not rundir.RunOutput(p).env_json.is_file():
+            return [NodeRun(doc["command"][0], None, "missing", "no run folder written")]
         return [_run_state(p, notebook=False)]
     since = doc["fleet_id"][:16]
     out = []
@@ -68,8 +69,8 @@ def node_runs(doc: dict, node: str) -> list[Run]:
         found = sorted(p for p in d.glob("*") if p.is_dir() and p.name[:16] >= since) if d.is_dir() else []
         runs = [_run_state(p, notebook=True) for p in found]
         best = next((r for r in reversed(runs) if r.complete), runs[-1] if runs else None)
-        out.append(Run(nb, best.path, best.state, best.reason) if best else
-                   Run(nb, None, "missing", "no run folder written"))
+        out.append(NodeRun(nb, best.path, best.state, best.reason) if best else
+                   NodeRun(nb, None, "missing", "no run folder written"))
     return out
 
 

@@ -133,7 +133,7 @@ def resume(fleet_id: str, log=print) -> dict:
         if v.verdict == "complete" or v.verdict in ("pending", "running"):
             log(f"fleet {fleet_id}: node {v.node}: {v.verdict}, not re-queued")
             continue
-        exists = any(r.path is not None and rundir.Run(r.path).env_json.is_file() for r in v.runs)
+        exists = any(r.path is not None and rundir.RunOutput(r.path).env_json.is_file() for r in v.runs)
         todo = [r.name for r in v.runs if not r.complete] if doc["kind"] == "reproduce" else None
         jobs[v.node] = _submit_node(doc, v.node, todo, resume=exists)
         log(f"fleet {fleet_id}: node {v.node}: {v.verdict}, re-queued as job {jobs[v.node]}")

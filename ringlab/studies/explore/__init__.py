@@ -12,10 +12,10 @@
 
 ``open(PATH)`` takes
 
-* a run folder (it holds raw.csv and env.json): that run, a :class:`Run`;
+* a run folder (it holds raw.csv and env.json): that run, a :class:`OpenedRun`;
 * ``results/<experiment>``: its **latest complete run**, any host and any profile: of the
   runs whose status is ``complete``, the one whose run id (it begins with the UTC time the
-  run started) sorts last, ties broken by host name; a :class:`Run`;
+  run started) sorts last, ties broken by host name; a :class:`OpenedRun`;
 * ``results/`` (a folder of ``<experiment>/<host>/<run-id>/`` run folders; the configured
   results folder or an empty folder count too, even without runs): every run, a :class:`Runs`.
 
@@ -29,20 +29,20 @@ the folder), ``results_experiment`` (the results folder's experiment, as ``open`
 ``experiment`` -- ringlab run's name, e.g. ptr_ring -- and ``host``; filled from env.json and
 the folder where an older raw.csv lacks them).
 
-Nothing here parses a file: runs are read through :class:`ringlab.rundir.Run`, the read model
+Nothing here parses a file: runs are read through :class:`ringlab.rundir.RunOutput`, the read model
 of a run folder; tables and figures are the :class:`ringlab.report.Report`
 object's, numbers come from :mod:`ringlab.stats`.  The report writes files (summary.md,
 figures/), so it is built on a copy of raw.csv and env.json in a scratch folder
 (``$RINGLAB_SCRATCH/open/...``, or a temporary folder where that cannot be written):
 opening a run and drawing its figures never writes into the run folder, committed or not.
 
-Files: ``opener.py`` (``open``, ``open_all``: what PATH names), ``opened_run.py`` (:class:`Run`, one
+Files: ``opener.py`` (``open``, ``open_all``: what PATH names), ``opened_run.py`` (:class:`OpenedRun`, one
 opened run folder, and :class:`FigureFile`), ``runs.py`` (:class:`Runs`, finding run folders),
 ``record.py`` (the 95-explore notebook's own run folder); this module only re-exports.
 """
-from ringlab.studies.explore.opened_run import FigureFile, Run
+from ringlab.studies.explore.opened_run import FigureFile, OpenedRun
 from ringlab.studies.explore.opener import ALLOWED, open, open_all
 from ringlab.studies.explore.record import record
 from ringlab.studies.explore.runs import KEY_COLUMNS, Runs
 
-__all__ = ["ALLOWED", "KEY_COLUMNS", "FigureFile", "Run", "Runs", "open", "open_all", "record"]
+__all__ = ["ALLOWED", "KEY_COLUMNS", "FigureFile", "OpenedRun", "Runs", "open", "open_all", "record"]

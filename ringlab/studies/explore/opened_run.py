@@ -1,6 +1,6 @@
-"""One opened run folder (:class:`Run`) and a figure file that Jupyter shows as the image.
+"""One opened run folder (:class:`OpenedRun`) and a figure file that Jupyter shows as the image.
 
-See :mod:`ringlab.explore`: nothing here parses a file (:class:`ringlab.rundir.Run` does), and
+See :mod:`ringlab.explore`: nothing here parses a file (:class:`ringlab.rundir.RunOutput` does), and
 the report is computed from the run folder, which it only reads: its files and figures are
 written to a scratch folder, never to the run folder.
 """
@@ -49,13 +49,13 @@ class FigureFile:
         return f"FigureFile({str(self.path)!r})"
 
 
-class Run:
+class OpenedRun:
     """One run folder, opened for reading (see :mod:`ringlab.explore`).
 
     ``path``; ``experiment``, ``host``, ``run_id``: the folder's place in
     ``results/<experiment>/<host>/<run-id>`` (env.json's values for a folder elsewhere);
     ``name`` = "experiment/host/run_id"; ``env`` (:class:`ringlab.rundir.RunEnv`), ``env_doc``;
-    ``status`` and ``status_line``; ``profile``; ``folder`` (the :class:`ringlab.rundir.Run` that
+    ``status`` and ``status_line``; ``profile``; ``folder`` (the :class:`ringlab.rundir.RunOutput` that
     reads the files); ``raw`` / ``raw_all`` /
     ``trials()``; ``metric`` and ``baseline`` (the report's defaults); ``summary()``,
     ``compare()``, ``report()``, ``figure()``, ``round_ratios()``.
@@ -63,7 +63,7 @@ class Run:
 
     def __init__(self, path, names: tuple[str, str, str] | None = None):
         self.path = Path(path).absolute()
-        self.folder = rundir.Run(self.path, names)
+        self.folder = rundir.RunOutput(self.path, names)
         self.status, self.status_line = self.folder.status, self.folder.status_line
         try:
             self.env = self.folder.env_file
@@ -81,7 +81,7 @@ class Run:
 
     @property
     def env_doc(self) -> RunEnv:
-        """env.json (an empty one when the run has none), as ``ringlab.rundir.Run.env_doc`` gives it."""
+        """env.json (an empty one when the run has none), as ``ringlab.rundir.RunOutput.env_doc`` gives it."""
         return self.env
 
     @property
@@ -271,4 +271,4 @@ class Run:
                 f"<p><b>A/B verdicts</b></p>{table}</div>")
 
 
-__all__ = ["FigureFile", "Run"]
+__all__ = ["FigureFile", "OpenedRun"]

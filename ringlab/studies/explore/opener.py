@@ -10,7 +10,7 @@ import pandas as pd
 from ringlab.paths import expand_user
 from ringlab import paths
 from ringlab.errors import DataError, ParamError
-from ringlab.studies.explore.opened_run import Run, user_error
+from ringlab.studies.explore.opened_run import OpenedRun, user_error
 from ringlab.studies.explore.runs import Runs, newest, run_dirs
 from ringlab import rundir
 
@@ -87,7 +87,7 @@ def _classify(p: Path) -> str:
         raise user_error(ParamError, f"parameter 'path': {p} does not exist; allowed: {ALLOWED}")
     if (p / "env.json").is_file():
         try:
-            kind = rundir.Run(p).env_file.kind
+            kind = rundir.RunOutput(p).env_file.kind
         except DataError:
             kind = "run"
         raise user_error(DataError, f"{p}: env.json but no raw.csv (a '{kind}' folder holds no trials to "
@@ -97,16 +97,16 @@ def _classify(p: Path) -> str:
 
 
 def open(path=None):  # noqa: A001 (ringlab.open is the public name)
-    """A :class:`Run` (run folder, or an experiment folder's latest complete run) or a
+    """A :class:`OpenedRun` (run folder, or an experiment folder's latest complete run) or a
     :class:`Runs` (a results folder); ``path`` default: the results folder
     (``$RINGLAB_RESULTS``, else the repository's results/).  See the module docstring."""
     p = _resolve(path)
     kind = _classify(p)
     if kind == "run":
-        return Run(p)
+        return OpenedRun(p)
     if kind == "root":
         return Runs.under(p)
-    runs = [Run(d, (p.name, d.parent.name, d.name)) for d in run_dirs(p, 2)]
+    runs = [OpenedRun(d, (p.name, d.parent.name, d.name)) for d in run_dirs(p, 2)]
     pick = newest([r for r in runs if r.status == "complete"])
     if pick is None:
         states = ", ".join(f"{r.host}/{r.run_id}: {r.status}" for r in runs)
@@ -121,9 +121,9 @@ def open_all(path=None, warmup: bool = False, failed: bool = False) -> pd.DataFr
     p = _resolve(path)
     kind = _classify(p)
     if kind == "run":
-        runs = Runs(p.parent, [Run(p)])
+        runs = Runs(p.parent, [OpenedRun(p)])
     elif kind == "experiment":
-        runs = Runs.measured(p, [Run(d, (p.name, d.parent.name, d.name)) for d in run_dirs(p, 2)])
+        runs = Runs.measured(p, [OpenedRun(d, (p.name, d.parent.name, d.name)) for d in run_dirs(p, 2)])
     else:
         runs = Runs.under(p)
     return runs.trials(warmup=warmup, failed=failed)

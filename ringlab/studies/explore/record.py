@@ -8,11 +8,11 @@ import pandas as pd
 
 from ringlab import fmt, rundir
 from ringlab.system import checkout, envinfo
-from ringlab.studies.explore.opened_run import Run
+from ringlab.studies.explore.opened_run import OpenedRun
 from ringlab.rundir import RunFolder
 
 
-def record(run_dir, opened: Iterable[Run], parameters: dict, tables: dict[str, pd.DataFrame] | None = None,
+def record(run_dir, opened: Iterable[OpenedRun], parameters: dict, tables: dict[str, pd.DataFrame] | None = None,
            figures: Iterable[Path] = (), note: str = "") -> list[Path]:
     """Write an analysis notebook's run folder: summary.md (the runs it opened, its tables and
     figures, or ``note``) and env.json (``kind`` "explore", ``inputs``, ``parameters``, machine

@@ -9,14 +9,14 @@ import pandas as pd
 
 from ringlab import paths
 from ringlab.errors import DataError
-from ringlab.studies.explore.opened_run import Run
+from ringlab.studies.explore.opened_run import OpenedRun
 
 #: the leading columns of open_all()'s frame, before raw.csv's own
 KEY_COLUMNS = ["run", "results_experiment", "run_id", "experiment", "host", "profile", "run_status"]
 
 
 class Runs(Sequence):
-    """Every run under a results folder: a sequence of :class:`Run` (oldest first).
+    """Every run under a results folder: a sequence of :class:`OpenedRun` (oldest first).
 
     ``runs[i]`` or ``runs["experiment/host/run-id"]``; ``experiments``; ``latest(experiment)``
     (its latest complete run, or None) and ``latest()`` (the latest complete run of each
@@ -24,7 +24,7 @@ class Runs(Sequence):
     ``table()`` (one line per run); ``skipped`` ({run: reason} for unreadable raw.csv files).
     """
 
-    def __init__(self, root, runs: Iterable[Run], left_out: dict[str, str] | None = None):
+    def __init__(self, root, runs: Iterable[OpenedRun], left_out: dict[str, str] | None = None):
         self.root = Path(root)
         self._runs = list(runs)
         self.skipped: dict[str, str] = {}
@@ -36,10 +36,11 @@ class Runs(Sequence):
         """Every run folder three levels under ``root``, less those whose status is ``skipped``
         (a run that could not measure here holds no trial to compare; ``left_out`` names them)."""
         root = Path(root)
-        return cls.measured(root, [Run(d, (d.parent.parent.name, d.parent.name, d.name)) for d in run_dirs(root, 3)])
+        return cls.measured(root, [OpenedRun(d, (d.parent.parent.name, d.parent.name, d.name))
+                                   for d in run_dirs(root, 3)])
 
     @classmethod
-    def measured(cls, root, found: Iterable[Run]) -> "Runs":
+    def measured(cls, root, found: Iterable[OpenedRun]) -> "Runs":
         """The runs of ``found`` that measured (oldest first); the skipped ones in ``left_out``."""
         found = list(found)
         left_out = {r.name: r.env.skipped_reason or r.status_line or "skipped" for r in found if r.status == "skipped"}
@@ -157,7 +158,7 @@ def run_dirs(root: Path, depth: int) -> list[Path]:
                   if p.is_file() and not any(s.startswith(".") for s in p.relative_to(root).parts))
 
 
-def newest(runs: Sequence[Run]) -> Run | None:
+def newest(runs: Sequence[OpenedRun]) -> OpenedRun | None:
     return max(runs, key=lambda r: (r.run_id, r.host), default=None)
 
 
