@@ -11,6 +11,7 @@ the published figures of the study it reproduces.  :data:`NOTEBOOKS` lists the n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ringlab.errors import ParamError
 from ringlab.catalog.variants import VARIANT_NAMES
@@ -23,9 +24,8 @@ MAX_OPS = 10**12
 _RINGTEST_INT = 2**31 - 2
 
 
-@dataclass(frozen=True)
-class Bound:
-    """An integer parameter column of raw.csv and its inclusive bounds."""
+class Bound(NamedTuple):
+    """An integer parameter column of raw.csv and its inclusive bounds (column, low, high)."""
     column: str
     low: int
     high: int
