@@ -573,6 +573,13 @@ class Checker:
     def bad(self, row, name, printed, recomputed) -> None:
         self.result.findings.append(Finding(self.file, row, name, printed, recomputed))
 
+    def found(self, r, row: str, name: str):
+        """``r``, the comparison a printed line names; where none matches, a finding (``name`` is
+        there, no comparison of raw.csv is) and None."""
+        if r is None:
+            self.bad(row, name, "present", "no single comparison of raw.csv matches it")
+        return r
+
     def change(self, row: str, name: str, printed: str, gain: float, lib: bool) -> None:
         """A %change as the tables print it: "+1.3%", or a factor "×2.1 faster"."""
         text = printed.strip().strip("*").strip()
@@ -829,8 +836,7 @@ def check_ab_table(text, file: str, rows: list[Row], res: Result, nexts: dict, f
             conds = {k: v for k, v in cell.items() if k in cfg_cols}
             r = _lookup(fam, cand, conds) if cand else None
             label = " ".join([f"{k}={v}" for k, v in conds.items()] + [cand or cell.get("candidate", "")]) + against
-            if r is None:
-                ck.bad(label, "row", "present", "no single comparison of raw.csv matches it")
+            if ck.found(r, label, "row") is None:
                 continue
             n += 1
             lib = r.lower_is_better
@@ -948,8 +954,7 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict, run: Path |
         sub = _further_rows(run, first, further) if r is None else None
         if sub:
             r = _lookup(sub, cand, _mail_conds(label[len(first):]))
-        if r is None:
-            ck.bad(rl, "row", "present", "no single comparison of raw.csv matches it")
+        if ck.found(r, rl, "row") is None:
             continue
         ck.number(rl, "baseline center", m.group(1), r.v.get("center_baseline"))
         ck.change(rl, "%change", m.group(2), r.v.get("gain_pct", math.nan), r.lower_is_better)
@@ -961,8 +966,7 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict, run: Path |
             continue
         r = _lookup(rows, m.group(4), _mail_conds(m.group(5)))
         rl = f"{m.group(4)} {m.group(5)}"
-        if r is None:
-            ck.bad(rl, "interval line", "present", "no single comparison of raw.csv matches it")
+        if ck.found(r, rl, "interval line") is None:
             continue
         lib = r.lower_is_better
         ck.change(rl, "interval %change", m.group(1), r.v.get("gain_pct", math.nan), lib)
@@ -988,8 +992,7 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict, run: Path |
                          r"(\[[^\]]*\])", joined):
         r = _lookup(rows, m.group(1), _mail_conds(m.group(5)))
         rl = f"{m.group(1)} {m.group(5)} (headline)"
-        if r is None:
-            ck.bad(rl, "headline", "present", "no single comparison of raw.csv matches it")
+        if ck.found(r, rl, "headline") is None:
             continue
         g = r.v.get("gain_pct", math.nan)
         ck.number(rl, "headline %", m.group(3), abs(g))
@@ -1003,8 +1006,7 @@ def check_mail(text: str, rows: list[Row], res: Result, nexts: dict, run: Path |
                          r"(?:[^\n]*?should show: (\[[^\]]*\]))?", joined, re.S):
         r = _lookup(rows, m.group(1), _mail_conds(m.group(3)))
         rl = f"{m.group(1)} {m.group(3)} (commit block)"
-        if r is None:
-            ck.bad(rl, "commit block", "present", "no single comparison of raw.csv matches it")
+        if ck.found(r, rl, "commit block") is None:
             continue
         lib = r.lower_is_better
         ck.number(rl, "before", m.group(4), r.v.get("center_baseline"))
