@@ -16,53 +16,29 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
-def private_uses(pkg: Path) -> list[str]:
-    """``file:line module._name`` for every use of another ringlab module's private name."""
-    out = []
-    for path in sorted(pkg.rglob("*.py")):
-        tree = ast.parse(path.read_text(), str(path))
-        modules: dict[str, str] = {}     # local name -> the ringlab module or object it is bound to
-        for n in ast.walk(tree):
-            if isinstance(n, ast.Import):
-                for a in n.names:
-                    if a.name.startswith("ringlab"):
-                        modules[a.asname or a.name.split(".")[0]] = a.name
-            elif isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("ringlab"):
-                for a in n.names:
-                    if _private(a.name):
-                        out.append(f"{path.relative_to(pkg.parent)}:{n.lineno} {n.module}.{a.name}")
-                    else:
-                        modules[a.asname or a.name] = f"{n.module}.{a.name}"
-        for n in ast.walk(tree):
-            if (isinstance(n, ast.Attribute) and _private(n.attr) and isinstance(n.value, ast.Name)
-                    and n.value.id in modules):
-                out.append(f"{path.relative_to(pkg.parent)}:{n.lineno} {modules[n.value.id]}.{n.attr}")
-    return out
-
-
 #: names that begin with "_" but are documented as public
 DOCUMENTED = {"os._exit", "sys._getframe"}
 
 
-def other_packages_private_uses(pkg: Path) -> list[str]:
-    """``file:line package.module._name`` for every private name of a package other than ringlab
-    (and benchmarks) that a module imports or reaches through an imported module."""
-    own = ("ringlab", "benchmarks")
+def _private_names(pkg: Path, checked, documented=frozenset()) -> list[str]:
+    """``file:line dotted.name`` for every private name of a package ``checked(top-level name)``
+    accepts that a module of ``pkg`` imports (``from m import _x``, ``import m._x``) or reaches
+    through a name an import bound (``m._x``, ``m.sub._x``)."""
     out = []
     for path in sorted(pkg.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
         where = str(path.relative_to(pkg.parent))
-        bound: dict[str, str] = {}       # local name -> the other package's module or object it is bound to
+        bound: dict[str, str] = {}       # local name -> the checked module or object it is bound to
         for n in ast.walk(tree):
             if isinstance(n, ast.Import):
                 for a in n.names:
-                    if a.name.split(".")[0] in own:
+                    if not checked(a.name.split(".")[0]):
                         continue
                     if any(_private(part) for part in a.name.split(".")):
                         out.append(f"{where}:{n.lineno} {a.name}")
                     local = a.asname or a.name.split(".")[0]
                     bound[local] = a.name if a.asname else local
-            elif isinstance(n, ast.ImportFrom) and n.level == 0 and n.module and n.module.split(".")[0] not in own:
+            elif isinstance(n, ast.ImportFrom) and n.level == 0 and n.module and checked(n.module.split(".")[0]):
                 if any(_private(part) for part in n.module.split(".")):
                     out.append(f"{where}:{n.lineno} {n.module}")
                 for a in n.names:
@@ -78,9 +54,20 @@ def other_packages_private_uses(pkg: Path) -> list[str]:
                     base = base.value
                 if isinstance(base, ast.Name) and base.id in bound:
                     name = ".".join([bound[base.id], *chain])
-                    if name not in DOCUMENTED:
+                    if name not in documented:
                         out.append(f"{where}:{n.lineno} {name}")
     return out
+
+
+def private_uses(pkg: Path) -> list[str]:
+    """``file:line module._name`` for every use of another ringlab module's private name."""
+    return _private_names(pkg, lambda top: top == "ringlab")
+
+
+def other_packages_private_uses(pkg: Path) -> list[str]:
+    """``file:line package.module._name`` for every private name of a package other than ringlab
+    (and benchmarks) that a module imports or reaches through an imported module."""
+    return _private_names(pkg, lambda top: top not in ("ringlab", "benchmarks"), DOCUMENTED)
 
 
 def test_no_module_uses_another_packages_private_names():
