@@ -175,27 +175,19 @@ def test_resume_refuses_a_duplicated_trial_row(run, capsys):
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before
 
 
-def test_resume_refuses_a_row_of_a_variant_not_in_the_run(run, capsys):
-    lines = _lines(run)
-    cells = lines[1].split(",")
-    cells[0] = "spsc"
-    (run / "raw.csv").write_text("\n".join(lines + [",".join(cells)]) + "\n")
-    line = one_error(capsys, RESUME + [str(run)])
-    assert line == (f"ringlab run: error: {run / 'raw.csv'}: line {len(lines) + 1}: column 'variant' is 'spsc'; "
-                    "expected one of batch, reorder: a trial of this run's plan (--resume keeps only rows of "
-                    "the trials it runs)")
-
-
-def test_resume_refuses_a_trial_the_plan_does_not_hold(run, capsys):
+@pytest.mark.parametrize("column, value, expected", [
+    ("variant", "spsc", "expected one of batch, reorder"),
+    ("trial", "7", "expected a trial index from 0 to 1"),
+])
+def test_resume_refuses_a_row_the_plan_does_not_hold(run, capsys, column, value, expected):
     lines = _lines(run)
     header = lines[0].split(",")
     cells = lines[1].split(",")
-    cells[header.index("trial")] = "7"
+    cells[header.index(column)] = value
     (run / "raw.csv").write_text("\n".join(lines + [",".join(cells)]) + "\n")
     line = one_error(capsys, RESUME + [str(run)])
-    assert line == (f"ringlab run: error: {run / 'raw.csv'}: line {len(lines) + 1}: column 'trial' is '7'; "
-                    "expected a trial index from 0 to 1: a trial of this run's plan (--resume keeps only rows of "
-                    "the trials it runs)")
+    assert line == (f"ringlab run: error: {run / 'raw.csv'}: line {len(lines) + 1}: column '{column}' is '{value}'; "
+                    f"{expected}: a trial of this run's plan (--resume keeps only rows of the trials it runs)")
 
 
 def test_resume_of_its_own_rows_goes_on(run, capsys):
