@@ -25,8 +25,8 @@ in closed form, and ``fit`` takes it: simulations fit 10^5 comparisons and Mixed
 * MSB >= MSW: sigma_R^2 = MSW, sigma_L^2 = (MSB - MSW) / n;
 * MSB < MSW (the REML layout variance is 0): sigma_R^2 = sum (d - theta)^2 / (N - 1), the pooled
   rounds' variance.  The SE stays MSB's: the pooled rounds' SE is larger there, and on K - 1 df
-  it made a 5% test reject 3.4-4.9% of the time in simulation (K = 8-30, n = 2-20, the layout SD
-  a fifth of the rounds'), which a family of six rows compounded to under 4%;
+  it makes a 5% test reject 3.4-4.9% of the time in simulation (K = 8-30, n = 2-20, the layout
+  SD a fifth of the rounds'), which a family of six rows compounds to under 4%;
 * n = 1 (one round per pair): the two levels cannot be told apart; SE^2 = var(d) / K and both
   components are NaN.
 

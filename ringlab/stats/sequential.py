@@ -27,9 +27,9 @@ Read top to bottom:
    the looks, ``Stopping.looks``), and the verdict summary.md prints is the fixed-design verdict
    (at alpha) of the data that ran, so the run's error over all its looks is at most alpha plus
    0.001 a look before the last; the target and the budget do not depend on the sign of the
-   estimate.  (Interim looks at alpha / max_stages each made the A/A rate over all looks 6.2% with
-   an exact CI in ``ringlab bench stopping``: each early stop on a decision adds to the final
-   verdict's 5%.)  A run whose wall clock passes its
+   estimate.  (Interim looks at alpha / max_stages each would make the A/A rate over all looks
+   6.2% in ``ringlab bench stopping``: each early stop on a decision adds to the final verdict's
+   5%.)  A run whose wall clock passes its
    budget mid-stage stops at the next round boundary and is reviewed as stopped on "budget"
    (``out_of_time``); a stop short of the target says what would reach it (``reach_design`` of
    the fit's components at the costs measured) and which level's variance stopped it
