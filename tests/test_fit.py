@@ -282,3 +282,20 @@ def test_a_small_layout_variance_keeps_the_test_at_its_level(K, n):
     rej = sum(F.fit(rng.normal(0, 0.2, K)[lay] + rng.normal(0, 1.0, K * n), lay).p < 0.05 for _ in range(R))
     lo, hi = sst.binom.ppf([0.005, 0.995], R, 0.05) / R
     assert lo <= rej / R <= hi, f"{rej / R:.2%} outside [{lo:.2%}, {hi:.2%}]"
+
+
+def test_an_unbalanced_fit_at_the_boundary_takes_the_weighted_msb_se_and_verify_agrees():
+    """Pairs of 4-12 rounds with no layout spread: REML puts sigma_L^2 at 0, and the SE is
+    sqrt(sum n_k (m_k - theta)^2 / ((K - 1) N)), the formula docs/verdicts.md gives a reviewer."""
+    from ringlab.report import verify as V
+    rng = np.random.default_rng(21)
+    n_k = np.array([4, 6, 8, 10, 12, 5, 7, 9])
+    lay = np.repeat(np.arange(len(n_k)), n_k)
+    d = 0.01 + rng.normal(0, 0.02, len(lay))
+    f = F.fit(d, lay)
+    assert f.method == F.MIXEDLM and f.sigma2_layout == 0
+    means = np.array([d[lay == k].mean() for k in range(len(n_k))])
+    want = math.sqrt(float((n_k * (means - d.mean()) ** 2).sum()) / ((len(n_k) - 1) * len(d)))
+    assert f.theta == pytest.approx(d.mean()) and f.se == pytest.approx(want, rel=1e-9)
+    theirs = V.layouts_fit(d, lay)
+    assert (theirs["theta"], theirs["se"]) == pytest.approx((f.theta, f.se), rel=1e-9)

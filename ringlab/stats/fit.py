@@ -32,8 +32,9 @@ in closed form, and ``fit`` takes it: simulations fit 10^5 comparisons and Mixed
 
 MixedLM gives the same theta, SE and components on balanced data (tests/test_fit.py), and fits
 every unbalanced design; where its layout variance is 0 the SE is the weighted MSB's,
-sum n_k (m_k - theta)^2 / ((K - 1) N), which is MSB / N when the design is balanced.  Where it does not converge (statsmodels' ConvergenceWarning other than
-its boundary notice, or a result that is not finite) the fit falls back to the closed form of the
+sum n_k (m_k - theta)^2 / ((K - 1) N), which is MSB / N when the design is balanced.  Where it
+does not converge (statsmodels' ConvergenceWarning other than its boundary notice, or a result
+that is not finite) the fit falls back to the closed form of the
 unweighted pair means (theta = mean(m_k), SE = sd(m_k) / sqrt(K)) and says so in ``note``.  One
 layout pair (K = 1) has no layout level: ``fit`` returns None and the caller keeps the one-build
 design.

@@ -109,9 +109,10 @@ POLICY = Policy()
 def look_alpha(look: int, max_looks: int, alpha: float = POLICY.alpha) -> float:
     """The level of the ``look``-th look (1-based) at one question asked of growing data, of at
     most ``max_looks``, where every look is itself the answer (bisect's re-runs of a step; a
-    staged run's interim looks, which only stop it early, take ``interim_alpha``).  Bonferroni spending: alpha / max_looks at each look, alpha x look /
-    max_looks spent after ``look``, so a call at any of the looks is a false one with probability
-    at most alpha whatever the looks' correlation; 0 past ``max_looks``: the error is spent and a
+    staged run's interim looks, which only stop it early, take ``interim_alpha``).  Bonferroni
+    spending: alpha / max_looks at each look, alpha x look / max_looks spent after ``look``, so a
+    call at any of the looks is a false one with probability at most alpha whatever the looks'
+    correlation; 0 past ``max_looks``: the error is spent and a
     further look calls nothing.  Equal shares rather than a group-sequential boundary (O'Brien-
     Fleming): the looks test rank statistics whose joint law the boundary's normal model does not
     give, and the number of looks a run takes depends on its costs; no library of the field (scipy,
