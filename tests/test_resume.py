@@ -43,8 +43,9 @@ def _command_lines() -> list[str]:
 def test_kill_and_resume(fakebin, tmp_path):
     out = tmp_path / "run"
     raw = out / "raw.csv"
-    # Slow trials, so the SIGKILL lands mid-run (with a trial in flight).
-    proc = _start(out, {"FAKE_SLEEP": "0.3"})
+    # Slow trials, so the SIGKILL lands mid-run (with a trial in flight), and an orphaned trial
+    # would outlive the check below by far.
+    proc = _start(out, {"FAKE_SLEEP": "1.0"})
     deadline = time.time() + 60
     while _rows(raw) < 3 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -60,8 +61,11 @@ def test_kill_and_resume(fakebin, tmp_path):
     # A torn last line, as a SIGKILL in the middle of a write would leave.
     with open(raw, "a") as f:
         f.write(partial.iloc[0]["run_id"] + ",ptr_ring,host,batch,0,10")
-    # No orphaned trial process of the killed run keeps running (PDEATHSIG).
-    time.sleep(0.2)
+    # No orphaned trial process of the killed run keeps running (PDEATHSIG): the kernel kills it
+    # within moments of the runner's death, long before its 1 s trial would end on its own.
+    gone = time.time() + 0.6
+    while any(str(fakebin) in args for args in _command_lines()) and time.time() < gone:
+        time.sleep(0.05)
     assert not any(str(fakebin) in args for args in _command_lines())
 
     assert cli.main(["run", "ptr_ring", "--no-build", "--no-progress", "--out", str(out), "--resume"]) == 0
